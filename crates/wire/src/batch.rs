@@ -1,0 +1,353 @@
+//! Record batches (magic v2), the unit Kafgres stores and serves.
+//!
+//! Layout of the 61-byte header (big-endian), as in Kafka's `DefaultRecordBatch`:
+//!
+//! ```text
+//!  0 baseOffset i64          | 12 partitionLeaderEpoch i32 | 16 magic i8 (= 2)
+//!  8 batchLength i32         | 17 crc u32 (CRC-32C of bytes 21..end)
+//! 21 attributes i16          | 23 lastOffsetDelta i32      | 27 baseTimestamp i64
+//! 35 maxTimestamp i64        | 43 producerId i64           | 51 producerEpoch i16
+//! 53 baseSequence i32        | 57 recordsCount i32         | 61 records...
+//! ```
+//!
+//! The CRC does not cover the base offset or the leader epoch, so the broker
+//! assigns offsets and stamps its epoch by patching those fields in place
+//! without recomputing it. Uncompressed batches are walked record by record;
+//! compressed ones are checked at the header level only (their payload is
+//! covered by the CRC and is never decompressed on the produce path).
+
+use bytes::Buf;
+
+pub const BATCH_HEADER_BYTES: usize = 61;
+/// baseOffset + batchLength: the bytes not counted in batchLength.
+pub const BATCH_LOG_OVERHEAD_BYTES: usize = 12;
+pub const MAGIC_V2: i8 = 2;
+
+const OFFSET_BASE: usize = 0;
+const OFFSET_LENGTH: usize = 8;
+const OFFSET_LEADER_EPOCH: usize = 12;
+const OFFSET_MAGIC: usize = 16;
+const OFFSET_CRC: usize = 17;
+const OFFSET_ATTRIBUTES: usize = 21;
+
+const ATTR_COMPRESSION_MASK: i16 = 0x07;
+const ATTR_TIMESTAMP_TYPE_LOG_APPEND: i16 = 0x08;
+const ATTR_TRANSACTIONAL: i16 = 0x10;
+const ATTR_CONTROL: i16 = 0x20;
+
+/// The decoded fixed header of one batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchHeader {
+    pub base_offset: i64,
+    pub batch_length: i32,
+    pub partition_leader_epoch: i32,
+    pub magic: i8,
+    pub crc: u32,
+    pub attributes: i16,
+    pub last_offset_delta: i32,
+    pub base_timestamp: i64,
+    pub max_timestamp: i64,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub records_count: i32,
+}
+
+impl BatchHeader {
+    /// Decodes the header fields without any validation beyond the length.
+    pub fn parse(buf: &[u8]) -> Result<Self, BatchError> {
+        if buf.len() < BATCH_HEADER_BYTES {
+            return Err(BatchError::Truncated { needed: BATCH_HEADER_BYTES, available: buf.len() });
+        }
+        let mut b = &buf[..BATCH_HEADER_BYTES];
+        Ok(BatchHeader {
+            base_offset: b.get_i64(),
+            batch_length: b.get_i32(),
+            partition_leader_epoch: b.get_i32(),
+            magic: b.get_i8(),
+            crc: b.get_u32(),
+            attributes: b.get_i16(),
+            last_offset_delta: b.get_i32(),
+            base_timestamp: b.get_i64(),
+            max_timestamp: b.get_i64(),
+            producer_id: b.get_i64(),
+            producer_epoch: b.get_i16(),
+            base_sequence: b.get_i32(),
+            records_count: b.get_i32(),
+        })
+    }
+
+    /// Bytes the whole batch occupies in a log (header overhead included).
+    pub fn total_bytes(&self) -> usize {
+        BATCH_LOG_OVERHEAD_BYTES + self.batch_length.max(0) as usize
+    }
+
+    /// The offset after this batch's last record.
+    pub fn next_offset(&self) -> i64 {
+        self.base_offset + i64::from(self.last_offset_delta) + 1
+    }
+
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset + i64::from(self.last_offset_delta)
+    }
+
+    /// Compression codec id: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd.
+    pub fn compression(&self) -> u8 {
+        (self.attributes & ATTR_COMPRESSION_MASK) as u8
+    }
+
+    pub fn is_log_append_time(&self) -> bool {
+        self.attributes & ATTR_TIMESTAMP_TYPE_LOG_APPEND != 0
+    }
+
+    pub fn is_transactional(&self) -> bool {
+        self.attributes & ATTR_TRANSACTIONAL != 0
+    }
+
+    pub fn is_control(&self) -> bool {
+        self.attributes & ATTR_CONTROL != 0
+    }
+
+    pub fn has_producer_id(&self) -> bool {
+        self.producer_id >= 0
+    }
+}
+
+/// Why a batch was refused. Maps to CORRUPT_MESSAGE (framing, CRC) or
+/// INVALID_RECORD (record-level content) in produce responses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BatchError {
+    #[error("batch truncated: needs {needed} bytes, {available} available")]
+    Truncated { needed: usize, available: usize },
+    #[error("batch length {0} is smaller than a batch header")]
+    LengthTooSmall(i32),
+    #[error("unsupported record batch magic {0} (only v2 is accepted)")]
+    UnsupportedMagic(i8),
+    #[error("CRC mismatch: batch says {stored:#010x}, content gives {computed:#010x}")]
+    CrcMismatch { stored: u32, computed: u32 },
+    #[error("records count {0} is negative")]
+    NegativeRecordCount(i32),
+    #[error("lastOffsetDelta {last_offset_delta} does not match {records_count} records")]
+    OffsetDeltaMismatch { last_offset_delta: i32, records_count: i32 },
+    #[error("unknown compression codec {0}")]
+    UnknownCompression(u8),
+    #[error("invalid record {index}: {reason}")]
+    InvalidRecord { index: i32, reason: &'static str },
+    #[error("empty records field")]
+    Empty,
+}
+
+impl BatchError {
+    /// Whether this is a record-content problem (INVALID_RECORD) rather than
+    /// corruption of the batch framing (CORRUPT_MESSAGE).
+    pub fn is_invalid_record(&self) -> bool {
+        matches!(self, BatchError::InvalidRecord { .. } | BatchError::OffsetDeltaMismatch { .. })
+    }
+}
+
+/// What validation learnt about the batches of one produce request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidatedBatches {
+    pub headers: Vec<BatchHeader>,
+    /// Total records across the batches.
+    pub records: i64,
+}
+
+/// Validates the batches of a produce request's records field: lengths, magic,
+/// CRC-32C, record count against lastOffsetDelta and, for uncompressed batches,
+/// each record's framing and offset deltas. Nothing is decompressed.
+pub fn validate_batches(buf: &[u8]) -> Result<ValidatedBatches, BatchError> {
+    if buf.is_empty() {
+        return Err(BatchError::Empty);
+    }
+    let mut headers = Vec::new();
+    let mut records = 0i64;
+    let mut pos = 0;
+    while pos < buf.len() {
+        let header = validate_one(&buf[pos..])?;
+        pos += header.total_bytes();
+        records += i64::from(header.records_count);
+        headers.push(header);
+    }
+    Ok(ValidatedBatches { headers, records })
+}
+
+fn validate_one(buf: &[u8]) -> Result<BatchHeader, BatchError> {
+    let header = BatchHeader::parse(buf)?;
+    if header.magic != MAGIC_V2 {
+        return Err(BatchError::UnsupportedMagic(header.magic));
+    }
+    if (header.batch_length as i64) < (BATCH_HEADER_BYTES - BATCH_LOG_OVERHEAD_BYTES) as i64 {
+        return Err(BatchError::LengthTooSmall(header.batch_length));
+    }
+    let total = header.total_bytes();
+    if total > buf.len() {
+        return Err(BatchError::Truncated { needed: total, available: buf.len() });
+    }
+    let computed = crc32c::crc32c(&buf[OFFSET_ATTRIBUTES..total]);
+    if computed != header.crc {
+        return Err(BatchError::CrcMismatch { stored: header.crc, computed });
+    }
+    if header.records_count < 0 {
+        return Err(BatchError::NegativeRecordCount(header.records_count));
+    }
+    if header.records_count == 0 || header.last_offset_delta != header.records_count - 1 {
+        return Err(BatchError::OffsetDeltaMismatch {
+            last_offset_delta: header.last_offset_delta,
+            records_count: header.records_count,
+        });
+    }
+    match header.compression() {
+        0 => walk_uncompressed_records(&buf[BATCH_HEADER_BYTES..total], header.records_count)?,
+        1..=4 => {}
+        other => return Err(BatchError::UnknownCompression(other)),
+    }
+    Ok(header)
+}
+
+/// Checks each record's length prefix, field framing and offset delta.
+fn walk_uncompressed_records(mut buf: &[u8], records_count: i32) -> Result<(), BatchError> {
+    for index in 0..records_count {
+        let bad = |reason| BatchError::InvalidRecord { index, reason };
+        let len = read_varint(&mut buf).ok_or(bad("bad record length"))?;
+        if len < 0 || len as usize > buf.len() {
+            return Err(bad("record length runs past the batch"));
+        }
+        let (mut rec, rest) = buf.split_at(len as usize);
+        buf = rest;
+        if rec.is_empty() {
+            return Err(bad("empty record"));
+        }
+        rec = &rec[1..]; // attributes
+        read_varlong(&mut rec).ok_or(bad("bad timestamp delta"))?;
+        let offset_delta = read_varint(&mut rec).ok_or(bad("bad offset delta"))?;
+        if offset_delta != index {
+            return Err(bad("offset deltas are not consecutive from 0"));
+        }
+        skip_varint_bytes(&mut rec).ok_or(bad("bad key"))?;
+        skip_varint_bytes(&mut rec).ok_or(bad("bad value"))?;
+        let headers = read_varint(&mut rec).ok_or(bad("bad header count"))?;
+        if headers < 0 || headers as usize > rec.len() {
+            return Err(bad("bad header count"));
+        }
+        for _ in 0..headers {
+            let key_len = read_varint(&mut rec).ok_or(bad("bad header key"))?;
+            if key_len < 0 || key_len as usize > rec.len() {
+                return Err(bad("bad header key"));
+            }
+            rec = &rec[key_len as usize..];
+            skip_varint_bytes(&mut rec).ok_or(bad("bad header value"))?;
+        }
+        if !rec.is_empty() {
+            return Err(bad("trailing bytes after the record's headers"));
+        }
+    }
+    if !buf.is_empty() {
+        return Err(BatchError::InvalidRecord { index: records_count, reason: "bytes after the last record" });
+    }
+    Ok(())
+}
+
+/// Zigzag varint (i32) as used inside records.
+pub fn read_varint(buf: &mut &[u8]) -> Option<i32> {
+    let raw = read_unsigned_var(buf, 5)?;
+    let raw = u32::try_from(raw).ok()?;
+    Some(((raw >> 1) as i32) ^ -((raw & 1) as i32))
+}
+
+/// Zigzag varlong (i64) as used inside records.
+pub fn read_varlong(buf: &mut &[u8]) -> Option<i64> {
+    let raw = read_unsigned_var(buf, 10)?;
+    Some(((raw >> 1) as i64) ^ -((raw & 1) as i64))
+}
+
+fn read_unsigned_var(buf: &mut &[u8], max_bytes: usize) -> Option<u64> {
+    let mut value = 0u64;
+    for i in 0..max_bytes {
+        let (&byte, rest) = buf.split_first()?;
+        *buf = rest;
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+    None
+}
+
+/// Skips a varint-length-prefixed byte field (-1 meaning null).
+fn skip_varint_bytes(buf: &mut &[u8]) -> Option<()> {
+    let len = read_varint(buf)?;
+    if len < -1 {
+        return None;
+    }
+    if len > 0 {
+        let len = len as usize;
+        if len > buf.len() {
+            return None;
+        }
+        *buf = &buf[len..];
+    }
+    Some(())
+}
+
+/// Writes the broker-assigned base offset into a batch.
+pub fn set_base_offset(batch: &mut [u8], base_offset: i64) {
+    batch[OFFSET_BASE..OFFSET_BASE + 8].copy_from_slice(&base_offset.to_be_bytes());
+}
+
+/// Stamps the leader epoch into a batch (not covered by the CRC).
+pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
+    batch[OFFSET_LEADER_EPOCH..OFFSET_LEADER_EPOCH + 4].copy_from_slice(&epoch.to_be_bytes());
+}
+
+/// Reads `(base_offset, total_bytes)` from the first 12 bytes of a stored batch.
+pub fn peek_offset_and_size(buf: &[u8]) -> Option<(i64, usize)> {
+    if buf.len() < BATCH_LOG_OVERHEAD_BYTES + 5 {
+        return None;
+    }
+    let base = i64::from_be_bytes(buf[OFFSET_BASE..OFFSET_BASE + 8].try_into().ok()?);
+    let len = i32::from_be_bytes(buf[OFFSET_LENGTH..OFFSET_LENGTH + 4].try_into().ok()?);
+    if len < 0 || buf[OFFSET_MAGIC] as i8 != MAGIC_V2 {
+        return None;
+    }
+    Some((base, BATCH_LOG_OVERHEAD_BYTES + len as usize))
+}
+
+/// Recomputes the CRC after the broker changed bytes it covers (attributes,
+/// max timestamp for LogAppendTime).
+pub fn rewrite_crc(batch: &mut [u8]) {
+    let crc = crc32c::crc32c(&batch[OFFSET_ATTRIBUTES..]);
+    batch[OFFSET_CRC..OFFSET_CRC + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
+pub mod build;
+
+#[cfg(test)]
+mod tests;
+
+/// Each record's (offset delta, timestamp) in an uncompressed batch; `None`
+/// for a compressed or malformed one. A LogAppendTime batch reports its max
+/// timestamp for every record, as Kafka does.
+pub fn record_timestamps(batch: &[u8]) -> Option<Vec<(i32, i64)>> {
+    let header = BatchHeader::parse(batch).ok()?;
+    if header.compression() != 0 || batch.len() < header.total_bytes() {
+        return None;
+    }
+    let mut buf = &batch[BATCH_HEADER_BYTES..header.total_bytes()];
+    let mut out = Vec::with_capacity(header.records_count.clamp(0, 1 << 16) as usize);
+    for _ in 0..header.records_count {
+        let len = read_varint(&mut buf)?;
+        if len < 1 || len as usize > buf.len() {
+            return None;
+        }
+        let (mut rec, rest) = buf.split_at(len as usize);
+        buf = rest;
+        rec = &rec[1..];
+        let delta = read_varlong(&mut rec)?;
+        let offset_delta = read_varint(&mut rec)?;
+        let ts = if header.is_log_append_time() { header.max_timestamp } else { header.base_timestamp + delta };
+        out.push((offset_delta, ts));
+    }
+    Some(out)
+}

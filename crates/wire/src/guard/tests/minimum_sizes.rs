@@ -1,0 +1,217 @@
+//! The array rule divides by each element's smallest encoding; too large a minimum would refuse
+//! valid requests whose arrays are tight. Here each struct's assumed minimum is compared, at every
+//! version of its API, with the size of kafka-protocol's encoding of the struct's default value
+//! (null or empty lengths, zero numbers, no tagged fields); then every array is filled with
+//! smallest elements to measure how much decoding allocates per body byte.
+
+use std::collections::BTreeSet;
+
+use bytes::BytesMut;
+use kafka_protocol::messages::create_topics_request::{
+    CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
+};
+use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::fetch_request::{
+    FetchPartition, FetchTopic, ForgottenTopic, ReplicaState,
+};
+use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+use kafka_protocol::messages::leave_group_request::MemberIdentity;
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::offset_commit_request::{
+    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::offset_fetch_request::{
+    OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
+};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+use kafka_protocol::messages::{
+    ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
+    DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
+    InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest,
+    ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, ProduceRequest,
+    SyncGroupRequest,
+};
+use kafka_protocol::protocol::Encodable;
+
+use crate::guard::schema::{Encoding, Kind, StructSchema};
+use crate::guard::schemas::{self, admin, data, groups};
+
+/// Checks one struct at every version of its API; returns its name.
+fn check<R: Encodable + Default>(api_key: i16, schema: &StructSchema) -> &'static str {
+    let api = schemas::find(api_key).expect("covered API");
+    for version in api.versions.min..=api.versions.max {
+        let mut buf = BytesMut::new();
+        R::default()
+            .encode(&mut buf, version)
+            .unwrap_or_else(|e| panic!("{} v{version}: {e:#}", schema.name));
+        let assumed = schema.wire_bytes_min(crate::guard::encoding(api, version));
+        assert_eq!(assumed, buf.len(), "{} v{version}", schema.name);
+    }
+    schema.name
+}
+
+#[test]
+fn minimum_sizes_match_default_encodings() {
+    let checked: BTreeSet<&str> = [
+        check::<ProduceRequest>(0, &data::PRODUCE_REQUEST),
+        check::<TopicProduceData>(0, &data::TOPIC_PRODUCE_DATA),
+        check::<PartitionProduceData>(0, &data::PARTITION_PRODUCE_DATA),
+        check::<FetchRequest>(1, &data::FETCH_REQUEST),
+        check::<ReplicaState>(1, &data::REPLICA_STATE),
+        check::<FetchTopic>(1, &data::FETCH_TOPIC),
+        check::<FetchPartition>(1, &data::FETCH_PARTITION),
+        check::<ForgottenTopic>(1, &data::FORGOTTEN_TOPIC),
+        check::<ListOffsetsRequest>(2, &data::LIST_OFFSETS_REQUEST),
+        check::<ListOffsetsTopic>(2, &data::LIST_OFFSETS_TOPIC),
+        check::<ListOffsetsPartition>(2, &data::LIST_OFFSETS_PARTITION),
+        check::<MetadataRequest>(3, &data::METADATA_REQUEST),
+        check::<MetadataRequestTopic>(3, &data::METADATA_REQUEST_TOPIC),
+        check::<ApiVersionsRequest>(18, &admin::API_VERSIONS_REQUEST),
+        check::<FindCoordinatorRequest>(10, &admin::FIND_COORDINATOR_REQUEST),
+        check::<CreateTopicsRequest>(19, &admin::CREATE_TOPICS_REQUEST),
+        check::<CreatableTopic>(19, &admin::CREATABLE_TOPIC),
+        check::<CreatableReplicaAssignment>(19, &admin::CREATABLE_REPLICA_ASSIGNMENT),
+        check::<CreatableTopicConfig>(19, &admin::CREATABLE_TOPIC_CONFIG),
+        check::<DeleteTopicsRequest>(20, &admin::DELETE_TOPICS_REQUEST),
+        check::<DeleteTopicState>(20, &admin::DELETE_TOPIC_STATE),
+        check::<InitProducerIdRequest>(22, &admin::INIT_PRODUCER_ID_REQUEST),
+        check::<DescribeConfigsRequest>(32, &admin::DESCRIBE_CONFIGS_REQUEST),
+        check::<DescribeConfigsResource>(32, &admin::DESCRIBE_CONFIGS_RESOURCE),
+        check::<OffsetCommitRequest>(8, &groups::OFFSET_COMMIT_REQUEST),
+        check::<OffsetCommitRequestTopic>(8, &groups::OFFSET_COMMIT_REQUEST_TOPIC),
+        check::<OffsetCommitRequestPartition>(8, &groups::OFFSET_COMMIT_REQUEST_PARTITION),
+        check::<OffsetFetchRequest>(9, &groups::OFFSET_FETCH_REQUEST),
+        check::<OffsetFetchRequestTopic>(9, &groups::OFFSET_FETCH_REQUEST_TOPIC),
+        check::<OffsetFetchRequestGroup>(9, &groups::OFFSET_FETCH_REQUEST_GROUP),
+        check::<OffsetFetchRequestTopics>(9, &groups::OFFSET_FETCH_REQUEST_TOPICS),
+        check::<JoinGroupRequest>(11, &groups::JOIN_GROUP_REQUEST),
+        check::<JoinGroupRequestProtocol>(11, &groups::JOIN_GROUP_REQUEST_PROTOCOL),
+        check::<SyncGroupRequest>(14, &groups::SYNC_GROUP_REQUEST),
+        check::<SyncGroupRequestAssignment>(14, &groups::SYNC_GROUP_REQUEST_ASSIGNMENT),
+        check::<HeartbeatRequest>(12, &groups::HEARTBEAT_REQUEST),
+        check::<LeaveGroupRequest>(13, &groups::LEAVE_GROUP_REQUEST),
+        check::<MemberIdentity>(13, &groups::MEMBER_IDENTITY),
+        check::<ListGroupsRequest>(16, &groups::LIST_GROUPS_REQUEST),
+        check::<DescribeGroupsRequest>(15, &groups::DESCRIBE_GROUPS_REQUEST),
+    ]
+    .into_iter()
+    .collect();
+
+    // Every struct reachable from the API table is in the list above.
+    let mut reachable = BTreeSet::new();
+    for api in schemas::APIS {
+        collect_structs(api.body, &mut reachable);
+    }
+    assert_eq!(reachable, checked);
+}
+
+fn collect_structs(schema: &'static StructSchema, names: &mut BTreeSet<&'static str>) {
+    names.insert(schema.name);
+    for field in schema.fields {
+        let mut kind = &field.kind;
+        while let Kind::Array(element) | Kind::NullableArray(element) = kind {
+            kind = element;
+        }
+        if let Kind::Struct(inner) = kind {
+            collect_structs(inner, names);
+        }
+    }
+}
+
+/// Elements in the array under test in [`arrays_of_smallest_elements`].
+const ELEMENTS: u32 = 100;
+
+/// Writes the smallest encoding of `kind`, except for array instance number `target` (counted in
+/// depth-first order), which gets [`ELEMENTS`] smallest elements; other arrays of structs get one
+/// element so that nested arrays are reached. Returns whether the target was written.
+fn smallest(
+    kind: &Kind,
+    encoding: Encoding,
+    target: &mut Option<usize>,
+    out: &mut Vec<u8>,
+) -> bool {
+    let length = |out: &mut Vec<u8>, n: u32, classic_bytes: usize| {
+        if encoding.flexible {
+            let mut v = n + 1;
+            while v >= 0x80 {
+                out.push((v as u8) | 0x80);
+                v >>= 7;
+            }
+            out.push(v as u8);
+        } else {
+            out.extend_from_slice(&n.to_be_bytes()[4 - classic_bytes..]);
+        }
+    };
+    match kind {
+        Kind::Int8 | Kind::Bool => out.push(0),
+        Kind::Int16 => out.extend([0; 2]),
+        Kind::Int32 => out.extend([0; 4]),
+        Kind::Int64 | Kind::Float64 => out.extend([0; 8]),
+        Kind::Uuid => out.extend([0; 16]),
+        Kind::String | Kind::NullableString => length(out, 0, 2),
+        Kind::Bytes | Kind::NullableBytes | Kind::Records => length(out, 0, 4),
+        Kind::Array(element) | Kind::NullableArray(element) => {
+            let this = *target;
+            *target = this.and_then(|t| t.checked_sub(1));
+            if this == Some(0) {
+                length(out, ELEMENTS, 4);
+                for _ in 0..ELEMENTS {
+                    smallest(element, encoding, &mut None, out);
+                }
+                return true;
+            }
+            if let Kind::Struct(_) = element {
+                length(out, 1, 4);
+                return smallest(element, encoding, target, out);
+            }
+            length(out, 0, 4);
+        }
+        Kind::Struct(schema) => {
+            let mut found = false;
+            for field in schema.fields {
+                if field.tag.is_none() && field.versions.contains(encoding.version) {
+                    found |= smallest(&field.kind, encoding, target, out);
+                }
+            }
+            if encoding.flexible {
+                out.push(0);
+            }
+            return found;
+        }
+    }
+    false
+}
+
+/// Every array instance of every request, at every version, filled with many elements of the
+/// smallest encoding: the guard accepts it (so no minimum is overestimated), the decoder reads
+/// it, and the largest allocation stays within the documented amplification.
+#[test]
+fn arrays_of_smallest_elements() {
+    let mut worst = (0usize, String::new());
+    for api in schemas::APIS {
+        for version in api.versions.min..=api.versions.max {
+            let encoding = crate::guard::encoding(api, version);
+            for target in 0.. {
+                let mut body = Vec::new();
+                let root = Kind::Struct(api.body);
+                if !smallest(&root, encoding, &mut Some(target), &mut body) {
+                    break;
+                }
+                let at = format!("{} v{version} array #{target}", api.body.name);
+                let used = crate::guard::walk_request_body(api.key, version, &body);
+                assert_eq!(used, Ok(body.len()), "{at}");
+                let (decoded, allocations) = super::decode_measured(api.key, version, &body);
+                assert_eq!(decoded, Ok(()), "{at}");
+                let ratio = allocations.largest_bytes.div_ceil(body.len());
+                if ratio > worst.0 {
+                    worst = (ratio, at);
+                }
+            }
+        }
+    }
+    eprintln!("largest allocation per body byte: {} ({})", worst.0, worst.1);
+    assert!(worst.0 <= super::AMPLIFICATION_MAX, "{worst:?}");
+}

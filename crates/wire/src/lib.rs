@@ -1,0 +1,23 @@
+//! Kafka wire format, as Kafgres reads and writes it.
+//!
+//! This crate owns the bytes between a socket and the broker's API handlers:
+//! - [`frame`]: the 4-byte length prefix, checked against a limit before any
+//!   allocation;
+//! - [`header`]: request headers (API key, version, correlation id, client id)
+//!   and response headers, with the header version each API/version uses;
+//! - [`apis`]: the one table of served APIs and versions, used both by dispatch
+//!   and by the ApiVersions answer so the two cannot drift;
+//! - [`guard`]: a schema walk of each request body that rejects impossible array
+//!   counts and truncated fields *before* `kafka-protocol` decodes it (its array
+//!   decoders reserve capacity straight from wire lengths);
+//! - [`batch`]: a view over a v2 record batch header (61 bytes) with CRC-32C
+//!   validation and in-place offset/epoch patching, without decompressing.
+//!
+//! It must not do I/O, spawn threads, or know about Postgres; the message body
+//! types themselves come from the `kafka-protocol` crate.
+
+pub mod apis;
+pub mod batch;
+pub mod frame;
+pub mod guard;
+pub mod header;
