@@ -1,0 +1,167 @@
+use super::*;
+use kafgres_wire::batch::build::{encode_batch, NewRecord, ProducerStamp};
+use kafgres_wire::batch::validate_batches;
+
+fn batch(n: usize, tag: u8) -> Vec<u8> {
+    let records: Vec<NewRecord> = (0..n)
+        .map(|i| NewRecord {
+            key: Some(vec![tag, i as u8]),
+            value: Some(vec![tag; 100]),
+            headers: vec![],
+            timestamp_ms: 1_000 + i as i64,
+        })
+        .collect();
+    encode_batch(&records, ProducerStamp::NONE)
+}
+
+fn append(log: &mut PartitionLog, n: usize, tag: u8) -> AppendResult {
+    let mut b = batch(n, tag);
+    let headers = validate_batches(&b).unwrap().headers;
+    log.append(&mut b, &headers, 0, 0).unwrap()
+}
+
+fn offsets_in(bytes: &[u8]) -> Vec<i64> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while let Some((base, size)) = kafgres_wire::batch::peek_offset_and_size(&bytes[pos..]) {
+        if pos + size > bytes.len() {
+            break;
+        }
+        out.push(base);
+        pos += size;
+    }
+    out
+}
+
+#[test]
+fn appends_assign_consecutive_offsets_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+    assert_eq!(append(&mut log, 3, 1).base_offset, 0);
+    let r = append(&mut log, 2, 2);
+    assert_eq!((r.base_offset, r.last_offset, r.end.offset), (3, 4, 5));
+    let all = log.read(0, 1 << 20, log.end_position(), true).unwrap().read_to_vec().unwrap();
+    assert_eq!(offsets_in(&all), vec![0, 3]);
+    let from4 = log.read(4, 1 << 20, log.end_position(), true).unwrap().read_to_vec().unwrap();
+    assert_eq!(offsets_in(&from4), vec![3], "a read starts at the batch holding the offset");
+    assert!(log.read(5, 100, log.end_position(), true).unwrap().read_to_vec().unwrap().is_empty());
+    assert!(matches!(log.read(6, 100, log.end_position(), true), Err(LogError::OffsetOutOfRange { .. })));
+}
+
+#[test]
+fn reads_stop_at_the_given_high_watermark() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+    let first = append(&mut log, 1, 1);
+    append(&mut log, 1, 2);
+    let bytes = log.read(0, 1 << 20, first.end, true).unwrap().read_to_vec().unwrap();
+    assert_eq!(offsets_in(&bytes), vec![0]);
+    assert!(log.read(1, 1 << 20, first.end, true).unwrap().read_to_vec().unwrap().is_empty());
+}
+
+#[test]
+fn first_batch_is_whole_even_above_max_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+    append(&mut log, 5, 1);
+    let slice = log.read(0, 10, log.end_position(), true).unwrap();
+    assert_eq!(slice.len, log.size_bytes());
+}
+
+#[test]
+fn rolls_by_size_and_reads_across_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig { segment_bytes_max: 1000, ..LogConfig::default() };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, 0).unwrap();
+    for i in 0..20 {
+        append(&mut log, 2, i);
+    }
+    assert!(log.segments().len() > 3);
+    let (reopened, _) = PartitionLog::open(dir.path(), config, 0).unwrap();
+    assert_eq!(reopened.next_offset(), 40);
+    for offset in 0..40 {
+        let bytes = reopened.read(offset, 1, reopened.end_position(), true).unwrap().read_to_vec().unwrap();
+        let base = offsets_in(&bytes)[0];
+        assert!(base == offset || base == offset - 1, "offset {offset} read batch {base}");
+    }
+}
+
+#[test]
+fn recovery_cuts_a_torn_tail_at_every_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+    append(&mut log, 2, 1);
+    let kept = log.size_bytes();
+    append(&mut log, 3, 2);
+    let full = std::fs::read(log.segments()[0].path()).unwrap();
+    drop(log);
+    for cut in kept..full.len() as u64 {
+        let seg = dir.path().join(crate::segment::segment_file_name(0));
+        std::fs::write(&seg, &full[..cut as usize]).unwrap();
+        let (log, reports) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+        assert_eq!(log.next_offset(), 2, "cut at {cut}");
+        assert_eq!(log.size_bytes(), kept);
+        assert_eq!(reports[0].truncated_bytes, cut - kept);
+        assert_eq!(std::fs::metadata(&seg).unwrap().len(), kept, "the file itself is truncated");
+    }
+}
+
+#[test]
+fn recovery_cuts_a_corrupt_batch_and_everything_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+    append(&mut log, 1, 1);
+    let kept = log.size_bytes();
+    append(&mut log, 1, 2);
+    append(&mut log, 1, 3);
+    let seg = log.segments()[0].path().to_path_buf();
+    drop(log);
+    let mut bytes = std::fs::read(&seg).unwrap();
+    let flip = kept as usize + 70;
+    bytes[flip] ^= 0x55;
+    std::fs::write(&seg, &bytes).unwrap();
+    let (mut log, reports) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+    assert_eq!(log.next_offset(), 1);
+    assert!(reports[0].truncation_reason.as_deref().unwrap().contains("CRC"), "{reports:?}");
+    assert_eq!(append(&mut log, 1, 4).base_offset, 1, "appends continue after the cut");
+}
+
+#[test]
+fn unflushed_files_cover_segments_rolled_since_the_last_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig { segment_bytes_max: 500, ..LogConfig::default() };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, 0).unwrap();
+    let flushed = log.end_position();
+    for i in 0..6 {
+        append(&mut log, 2, i);
+    }
+    assert_eq!(log.unflushed_files(flushed).len(), log.segments().len());
+    assert_eq!(log.unflushed_files(log.end_position()).len(), 1);
+}
+
+#[test]
+fn finds_offsets_by_timestamp_and_the_max_timestamp() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig { segment_bytes_max: 600, ..LogConfig::default() };
+    let (mut log, _) = PartitionLog::open(dir.path(), config, 0).unwrap();
+    // batch(n, tag) stamps records 1000, 1001, ...; make later batches later.
+    let mut stamp = |n: usize, base: i64, log: &mut PartitionLog| {
+        let records: Vec<NewRecord> = (0..n)
+            .map(|i| NewRecord { key: None, value: Some(vec![0; 100]), headers: vec![], timestamp_ms: base + i as i64 * 10 })
+            .collect();
+        let mut b = encode_batch(&records, ProducerStamp::NONE);
+        let headers = validate_batches(&b).unwrap().headers;
+        log.append(&mut b, &headers, 0, 0).unwrap();
+    };
+    stamp(3, 1_000, &mut log); // offsets 0..3 at 1000, 1010, 1020
+    stamp(3, 2_000, &mut log); // offsets 3..6 at 2000, 2010, 2020
+    stamp(2, 1_500, &mut log); // offsets 6..8 at 1500, 1510
+    assert!(log.segments().len() > 1, "the lookup must cross segments");
+    let end = log.end_position();
+    assert_eq!(log.offset_for_timestamp(0, end).unwrap(), Some((0, 1_000)));
+    assert_eq!(log.offset_for_timestamp(1_011, end).unwrap(), Some((2, 1_020)));
+    assert_eq!(log.offset_for_timestamp(1_021, end).unwrap(), Some((3, 2_000)));
+    assert_eq!(log.offset_for_timestamp(2_015, end).unwrap(), Some((5, 2_020)));
+    assert_eq!(log.offset_for_timestamp(2_021, end).unwrap(), None);
+    assert_eq!(log.offset_of_max_timestamp(end).unwrap(), Some((5, 2_020)));
+}
