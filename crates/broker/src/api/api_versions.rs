@@ -1,0 +1,69 @@
+//! ApiVersions: the served table, verbatim.
+//!
+//! Only the fields Kafka itself sends are set: the feature fields are tagged
+//! fields that `kafka-protocol` omits at their defaults, which librdkafka
+//! before 2.2 needs (it fails on a FinalizedFeaturesEpoch it does not expect).
+
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
+use kafgres_wire::apis::SERVED_APIS;
+
+use crate::errors;
+
+fn served_versions() -> Vec<ApiVersion> {
+    SERVED_APIS
+        .iter()
+        .map(|a| {
+            let mut v = ApiVersion::default();
+            v.api_key = a.key as i16;
+            v.min_version = a.advertised_min;
+            v.max_version = a.max;
+            v
+        })
+        .collect()
+}
+
+pub fn handle(version: i16, request: &ApiVersionsRequest) -> ApiVersionsResponse {
+    let mut response = ApiVersionsResponse::default();
+    response.api_keys = served_versions();
+    if version >= 3 && !(valid_software_field(&request.client_software_name) && valid_software_field(&request.client_software_version)) {
+        response.error_code = errors::INVALID_REQUEST;
+    }
+    response
+}
+
+/// The KIP-511 answer to an ApiVersions version this broker does not know:
+/// v0 layout, UNSUPPORTED_VERSION, and the served table so the client can
+/// retry at a version both sides support.
+pub fn unsupported_version_answer() -> ApiVersionsResponse {
+    let mut response = ApiVersionsResponse::default();
+    response.error_code = errors::UNSUPPORTED_VERSION;
+    response.api_keys = served_versions();
+    response
+}
+
+/// Kafka's rule for client software name and version: `[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?`.
+fn valid_software_field(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    let edge_ok = |b: &u8| b.is_ascii_alphanumeric();
+    match (bytes.first(), bytes.last()) {
+        (Some(first), Some(last)) => {
+            edge_ok(first) && edge_ok(last) && bytes.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'.')
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn software_names_follow_kafka_rules() {
+        assert!(valid_software_field("librdkafka"));
+        assert!(valid_software_field("2.12.0-RC1"));
+        assert!(!valid_software_field(""));
+        assert!(!valid_software_field("-x"));
+        assert!(!valid_software_field("a b"));
+    }
+}

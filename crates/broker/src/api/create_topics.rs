@@ -1,0 +1,142 @@
+//! CreateTopics, and the topic creation that Metadata's auto-creation shares.
+//!
+//! A topic is recorded in the catalog first and its logs are created after:
+//! a crash in between leaves a catalog row whose directories are created
+//! empty at the next start, never a log without a catalog row that matters.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+use uuid::Uuid;
+
+use super::{str_bytes, topic_name};
+use crate::catalog::{CatalogError, TopicRecord};
+use crate::errors;
+use crate::server::BrokerContext;
+use crate::topics::{validate_topic_name, Topic};
+
+/// The most partitions one topic may have (a limit, so one request cannot ask
+/// for a million directories).
+pub const PARTITIONS_PER_TOPIC_MAX: i32 = 10_000;
+
+/// A refused creation: the Kafka error code and a message for the client.
+pub type CreateError = (i16, String);
+
+pub async fn handle(ctx: &BrokerContext, _version: i16, request: CreateTopicsRequest) -> CreateTopicsResponse {
+    let mut response = CreateTopicsResponse::default();
+    let mut seen = std::collections::HashSet::new();
+    for topic in request.topics {
+        let name = topic.name.0.to_string();
+        let mut result = CreatableTopicResult::default();
+        result.name = topic_name(&name);
+        result.num_partitions = -1;
+        result.replication_factor = -1;
+        let outcome = if !seen.insert(name.clone()) {
+            Err((errors::INVALID_REQUEST, format!("topic {name} appears more than once in the request")))
+        } else {
+            let configs: BTreeMap<String, String> = topic
+                .configs
+                .iter()
+                .filter_map(|c| c.value.as_ref().map(|v| (c.name.to_string(), v.to_string())))
+                .collect();
+            create_checked(
+                ctx,
+                &name,
+                topic.num_partitions,
+                topic.replication_factor,
+                !topic.assignments.is_empty(),
+                configs,
+                request.validate_only,
+            )
+            .await
+        };
+        match outcome {
+            Ok((id, partitions)) => {
+                result.error_message = None;
+                result.topic_id = id;
+                result.num_partitions = partitions;
+                result.replication_factor = 1;
+            }
+            Err((code, message)) => {
+                result.error_code = code;
+                result.error_message = Some(str_bytes(&message));
+            }
+        }
+        response.topics.push(result);
+    }
+    response
+}
+
+async fn create_checked(
+    ctx: &BrokerContext,
+    name: &str,
+    num_partitions: i32,
+    replication_factor: i16,
+    has_assignments: bool,
+    configs: BTreeMap<String, String>,
+    validate_only: bool,
+) -> Result<(Uuid, i32), CreateError> {
+    if has_assignments {
+        return Err((errors::INVALID_REQUEST, "manual replica assignments are not supported on a single-node broker".into()));
+    }
+    if replication_factor != -1 && replication_factor != 1 {
+        return Err((
+            errors::INVALID_REPLICATION_FACTOR,
+            format!("Unable to replicate the partition {replication_factor} time(s): The target replication factor of {replication_factor} cannot be reached because only 1 broker(s) are registered."),
+        ));
+    }
+    crate::topic_config::validate_topic_config_names(configs.keys().map(String::as_str))
+        .map_err(|m| (errors::INVALID_CONFIG, m))?;
+    let partitions = if num_partitions == -1 { ctx.config.default_partitions } else { num_partitions };
+    if partitions <= 0 || partitions > PARTITIONS_PER_TOPIC_MAX {
+        return Err((
+            errors::INVALID_PARTITIONS,
+            format!("Number of partitions was set to an invalid non-positive value or above {PARTITIONS_PER_TOPIC_MAX}."),
+        ));
+    }
+    if validate_only {
+        validate_new_topic(ctx, name)?;
+        return Ok((Uuid::nil(), partitions));
+    }
+    let topic = create_topic(ctx, name, partitions, configs).await?;
+    Ok((topic.id, partitions))
+}
+
+fn validate_new_topic(ctx: &BrokerContext, name: &str) -> Result<(), CreateError> {
+    validate_topic_name(name).map_err(|m| (errors::INVALID_TOPIC_EXCEPTION, m))?;
+    let registry = ctx.topics.read().unwrap_or_else(|p| p.into_inner());
+    if registry.get(name).is_some() {
+        return Err((errors::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")));
+    }
+    if let Some(other) = registry.colliding(name) {
+        return Err((
+            errors::INVALID_TOPIC_EXCEPTION,
+            format!("Topic '{name}' collides with existing topic: {other}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Records a topic in the catalog, opens its logs and registers it.
+pub(crate) async fn create_topic(
+    ctx: &BrokerContext,
+    name: &str,
+    partitions: i32,
+    configs: BTreeMap<String, String>,
+) -> Result<Arc<Topic>, CreateError> {
+    let _creating = ctx.topic_creation.lock().await;
+    validate_new_topic(ctx, name)?;
+    let record = TopicRecord { topic_id: Uuid::new_v4(), name: name.to_owned(), partition_count: partitions, configs };
+    ctx.catalog.create_topic(record.clone()).await.map_err(|e| match e {
+        CatalogError::TopicExists(_) => (errors::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")),
+        other => (errors::UNKNOWN_SERVER_ERROR, other.to_string()),
+    })?;
+    let topic = Topic::open(&record, &ctx.config, crate::now_ms()).map_err(|e| {
+        log::error!("topic {name} is in the catalog but its log could not be created: {e}");
+        (errors::KAFKA_STORAGE_ERROR, e.to_string())
+    })?;
+    log::info!("created topic {name} ({partitions} partitions, id {})", record.topic_id);
+    Ok(ctx.topics.write().unwrap_or_else(|p| p.into_inner()).insert(topic))
+}

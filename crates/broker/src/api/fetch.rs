@@ -1,0 +1,163 @@
+//! Fetch: committed record bytes from each requested partition, with the
+//! long-poll woken by appends.
+//!
+//! The fetch registers one `Notify` with every partition it reads *before*
+//! reading, so an append that lands between the read and the wait still wakes
+//! it; it then waits for that notification or its `max_wait_ms` deadline,
+//! whichever comes first. No timer ticks: an idle fetch costs nothing until
+//! data arrives or its deadline passes. Fetch sessions (KIP-227) are declined
+//! with session id 0, which every client supports: each fetch is a full fetch.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
+
+use super::topic_name;
+use crate::errors;
+use crate::partition::{FetchWaiter, Partition};
+use crate::server::BrokerContext;
+use kafgres_log::LogError;
+
+/// Caps on what one fetch may ask for, whatever the client says.
+const FETCH_WAIT_MS_MAX: i32 = 5 * 60 * 1000;
+
+struct Wanted {
+    topic_index: usize,
+    partition: Option<Arc<Partition>>,
+    partition_index: i32,
+    fetch_offset: i64,
+    partition_bytes_max: i32,
+}
+
+pub async fn handle(ctx: &BrokerContext, version: i16, request: FetchRequest) -> FetchResponse {
+    let by_id = version >= 13;
+    let mut response = FetchResponse::default();
+    let mut wanted = Vec::new();
+    let mut topic_known = Vec::new();
+    for topic in &request.topics {
+        let found = if by_id { ctx.topic_by_id(&topic.topic_id) } else { ctx.topic(&topic.topic.0) };
+        let mut out = FetchableTopicResponse::default();
+        if by_id {
+            out.topic_id = topic.topic_id;
+        } else {
+            out.topic = topic.topic.clone();
+        }
+        let topic_index = response.responses.len();
+        response.responses.push(out);
+        for p in &topic.partitions {
+            wanted.push(Wanted {
+                topic_index,
+                partition: found.as_ref().and_then(|t| t.partition(p.partition).cloned()),
+                partition_index: p.partition,
+                fetch_offset: p.fetch_offset,
+                partition_bytes_max: p.partition_max_bytes,
+            });
+        }
+        if let (false, Some(t)) = (by_id, &found) {
+            response.responses[topic_index].topic = topic_name(&t.name);
+        }
+        topic_known.push(found.is_some());
+    }
+
+    let waiter = Arc::new(FetchWaiter::default());
+    let _finish = FinishOnDrop(&waiter);
+    for w in &wanted {
+        if let Some(p) = &w.partition {
+            p.register_fetch_waiter(&waiter);
+        }
+    }
+    let wait_ms = request.max_wait_ms.clamp(0, FETCH_WAIT_MS_MAX) as u64;
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
+    let min_bytes = request.min_bytes.max(0) as usize;
+    let max_bytes = if request.max_bytes <= 0 { i32::MAX as usize } else { request.max_bytes as usize };
+    loop {
+        let (partitions, total, any_error) = read_all(&wanted, &topic_known, max_bytes, by_id);
+        let timed_out = tokio::time::Instant::now() >= deadline;
+        if total >= min_bytes.max(1) || any_error || timed_out || wait_ms == 0 {
+            for (topic_index, data) in partitions {
+                response.responses[topic_index].partitions.push(data);
+            }
+            return response;
+        }
+        if tokio::time::timeout_at(deadline, waiter.notified()).await.is_err() {
+            // Deadline: answer with whatever is there now (usually nothing).
+            let (partitions, _, _) = read_all(&wanted, &topic_known, max_bytes, by_id);
+            for (topic_index, data) in partitions {
+                response.responses[topic_index].partitions.push(data);
+            }
+            return response;
+        }
+    }
+}
+
+/// Reads every wanted partition within the response byte budget.
+/// Marks a fetch's waiter finished however the fetch ends.
+struct FinishOnDrop<'a>(&'a FetchWaiter);
+
+impl Drop for FinishOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.finish();
+    }
+}
+
+fn read_all(wanted: &[Wanted], topic_known: &[bool], max_bytes: usize, by_id: bool) -> (Vec<(usize, PartitionData)>, usize, bool) {
+    let mut out = Vec::with_capacity(wanted.len());
+    let mut total = 0usize;
+    let mut any_error = false;
+    for w in wanted {
+        let mut data = PartitionData::default();
+        data.partition_index = w.partition_index;
+        data.high_watermark = -1;
+        data.last_stable_offset = -1;
+        data.log_start_offset = -1;
+        data.preferred_read_replica = BrokerId(-1);
+        data.records = Some(Bytes::new());
+        match &w.partition {
+            None => {
+                // UNKNOWN_TOPIC_ID only for an id nobody knows; a known topic
+                // without that partition is UNKNOWN_TOPIC_OR_PARTITION.
+                data.error_code = if by_id && !topic_known[w.topic_index] {
+                    errors::UNKNOWN_TOPIC_ID
+                } else {
+                    errors::UNKNOWN_TOPIC_OR_PARTITION
+                };
+                any_error = true;
+            }
+            Some(p) => {
+                let hw = p.high_watermark().offset;
+                data.high_watermark = hw;
+                data.last_stable_offset = hw;
+                data.log_start_offset = p.log_start_offset();
+                data.aborted_transactions = Some(Vec::new());
+                // Each partition gets what is left of the response budget;
+                // the log returns the first batch whole even when it is larger
+                // (KIP-74), so the first partition with data always progresses.
+                let budget = (w.partition_bytes_max.max(0) as u64).min(max_bytes.saturating_sub(total) as u64);
+                if total > 0 && budget == 0 {
+                    out.push((w.topic_index, data));
+                    continue;
+                }
+                match p.read(w.fetch_offset, budget, total == 0).and_then(|slice| slice.read_to_vec()) {
+                    Ok(bytes) => {
+                        total += bytes.len();
+                        data.records = Some(Bytes::from(bytes));
+                    }
+                    Err(LogError::OffsetOutOfRange { .. }) => {
+                        data.error_code = errors::OFFSET_OUT_OF_RANGE;
+                        any_error = true;
+                    }
+                    Err(e) => {
+                        log::error!("fetch from {}-{} failed: {e}", p.topic, p.index);
+                        data.error_code = errors::KAFKA_STORAGE_ERROR;
+                        any_error = true;
+                    }
+                }
+            }
+        }
+        out.push((w.topic_index, data));
+    }
+    (out, total, any_error)
+}

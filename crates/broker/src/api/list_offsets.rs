@@ -1,0 +1,67 @@
+//! ListOffsets: the earliest offset (-2), the latest (-1, the high
+//! watermark), the record with the largest timestamp (-3, KIP-734), and by
+//! timestamp the first record at or after it (offset -1 when none is).
+
+use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
+
+use crate::errors;
+use crate::partition::Partition;
+use crate::server::BrokerContext;
+
+pub const LATEST_TIMESTAMP: i64 = -1;
+pub const EARLIEST_TIMESTAMP: i64 = -2;
+pub const MAX_TIMESTAMP: i64 = -3;
+/// Leader epochs appear in the response from v4.
+const LEADER_EPOCH_VERSION_MIN: i16 = 4;
+/// The only epoch a single-node broker has had.
+const LEADER_EPOCH: i32 = 0;
+
+pub fn handle(ctx: &BrokerContext, version: i16, request: ListOffsetsRequest) -> ListOffsetsResponse {
+    let mut response = ListOffsetsResponse::default();
+    for topic in request.topics {
+        let found = ctx.topic(&topic.name.0);
+        let mut out = ListOffsetsTopicResponse::default();
+        out.name = topic.name.clone();
+        for p in topic.partitions {
+            let mut r = ListOffsetsPartitionResponse::default();
+            r.partition_index = p.partition_index;
+            r.timestamp = -1;
+            r.offset = -1;
+            match found.as_ref().and_then(|t| t.partition(p.partition_index)) {
+                None => r.error_code = errors::UNKNOWN_TOPIC_OR_PARTITION,
+                Some(partition) => match lookup(partition, p.timestamp) {
+                    Ok(Some((offset, timestamp))) => {
+                        r.offset = offset;
+                        r.timestamp = timestamp;
+                        if version >= LEADER_EPOCH_VERSION_MIN {
+                            r.leader_epoch = LEADER_EPOCH;
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(code) => r.error_code = code,
+                },
+            }
+            if version < LEADER_EPOCH_VERSION_MIN {
+                r.leader_epoch = -1;
+            }
+            out.partitions.push(r);
+        }
+        response.topics.push(out);
+    }
+    response
+}
+
+fn lookup(partition: &Partition, timestamp: i64) -> Result<Option<(i64, i64)>, i16> {
+    let storage_error = |e: kafgres_log::LogError| {
+        log::error!("ListOffsets on {}-{}: {e}", partition.topic, partition.index);
+        errors::KAFKA_STORAGE_ERROR
+    };
+    match timestamp {
+        LATEST_TIMESTAMP => Ok(Some((partition.high_watermark().offset, -1))),
+        EARLIEST_TIMESTAMP => Ok(Some((partition.log_start_offset(), -1))),
+        MAX_TIMESTAMP => partition.offset_of_max_timestamp().map_err(storage_error),
+        t if t >= 0 => partition.offset_for_timestamp(t).map_err(storage_error),
+        _ => Err(errors::INVALID_REQUEST),
+    }
+}

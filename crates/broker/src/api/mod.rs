@@ -1,0 +1,20 @@
+//! One module per Kafka API. Each takes the decoded request and returns the
+//! response to encode; per-partition failures are Kafka error codes inside it.
+
+pub mod api_versions;
+pub mod create_topics;
+pub mod fetch;
+pub mod list_offsets;
+pub mod metadata;
+pub mod produce;
+
+use kafka_protocol::messages::TopicName;
+use kafka_protocol::protocol::StrBytes;
+
+pub(crate) fn topic_name(name: &str) -> TopicName {
+    TopicName(StrBytes::from_string(name.to_owned()))
+}
+
+pub(crate) fn str_bytes(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_owned())
+}

@@ -1,0 +1,58 @@
+//! Broker settings, filled from GUCs by the extension or directly by tests.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// When an `acks=all` produce is acknowledged and when records become visible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushPolicy {
+    /// fdatasync before acknowledging `acks=all` and before exposing records to
+    /// consumers (the high watermark is the durable end). The default.
+    Fsync,
+    /// Acknowledge after the write reaches the page cache; the OS flushes later.
+    /// Like `synchronous_commit = off`: a crash can lose acknowledged records.
+    PageCache,
+}
+
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    pub listen: SocketAddr,
+    /// Host and port clients are told to connect to (Metadata, FindCoordinator).
+    pub advertised_host: String,
+    pub advertised_port: u16,
+    pub node_id: i32,
+    pub cluster_id: String,
+    /// Directory holding one sub-directory per topic-partition.
+    pub log_dir: PathBuf,
+    pub flush_policy: FlushPolicy,
+    pub frame_bytes_max: usize,
+    pub connections_max: usize,
+    /// Kafka's `auto.create.topics.enable` and `num.partitions`.
+    pub auto_create_topics: bool,
+    pub default_partitions: i32,
+    /// Kafka's `message.max.bytes`: the largest record batch accepted (each
+    /// batch of a produce is checked on its own).
+    pub message_bytes_max: usize,
+    pub segment_bytes_max: u64,
+}
+
+impl BrokerConfig {
+    /// Settings for tests: an ephemeral port on loopback and a given log dir.
+    pub fn for_tests(log_dir: PathBuf) -> BrokerConfig {
+        BrokerConfig {
+            listen: "127.0.0.1:0".parse().expect("literal address"),
+            advertised_host: "127.0.0.1".into(),
+            advertised_port: 0,
+            node_id: 1,
+            cluster_id: "kafgres-test-cluster".into(),
+            log_dir,
+            flush_policy: FlushPolicy::Fsync,
+            frame_bytes_max: 100 << 20,
+            connections_max: 1000,
+            auto_create_topics: true,
+            default_partitions: 1,
+            message_bytes_max: 1_048_588,
+            segment_bytes_max: 1 << 30,
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! From a request frame to a response frame.
+//!
+//! Order of checks, each before any allocation sized by the client:
+//! fixed header -> served API and version (the table ApiVersions advertises)
+//! -> full header -> pre-decode guard -> `kafka-protocol` decode -> handler.
+//! A request that fails before its handler closes the connection (as Kafka
+//! does), except an unsupported ApiVersions version, answered per KIP-511.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Decodable, Encodable};
+use kafgres_wire::apis::{served, Served};
+use kafgres_wire::guard::check_request_body;
+use kafgres_wire::header::{peek_fixed_header, put_response_header, response_header_version, split_request, RequestHeader};
+
+use crate::api;
+use crate::server::BrokerContext;
+
+/// What the connection does after a request.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Send these bytes (length prefix included).
+    Respond(Bytes),
+    /// Send nothing (Produce with acks=0).
+    NoResponse,
+    /// Close the connection, logging the reason.
+    Close(String),
+}
+
+pub async fn handle_frame(ctx: &BrokerContext, frame: Bytes) -> Outcome {
+    let Some((api_key, api_version, correlation_id)) = peek_fixed_header(&frame) else {
+        return Outcome::Close("request shorter than a header".into());
+    };
+    let key = match served(api_key, api_version) {
+        Served::Yes(key) => key,
+        Served::UnsupportedVersion(ApiKey::ApiVersions) => {
+            return respond(ApiKey::ApiVersions, 0, correlation_id, &api::api_versions::unsupported_version_answer());
+        }
+        Served::UnsupportedVersion(key) => {
+            return Outcome::Close(format!("{key:?} v{api_version} is not supported (correlation id {correlation_id})"));
+        }
+        Served::Unknown => return Outcome::Close(format!("API key {api_key} is not served")),
+    };
+    let (header, body) = match split_request(frame, key.request_header_version(api_version)) {
+        Ok(parts) => parts,
+        Err(e) => return Outcome::Close(format!("bad {key:?} request header: {e}")),
+    };
+    if let Err(e) = check_request_body(api_key, api_version, &body) {
+        return Outcome::Close(format!("malformed {key:?} v{api_version} request: {e}"));
+    }
+    route(ctx, key, &header, body).await
+}
+
+async fn route(ctx: &BrokerContext, key: ApiKey, header: &RequestHeader, mut body: Bytes) -> Outcome {
+    let v = header.api_version;
+    let c = header.correlation_id;
+    macro_rules! decode {
+        ($ty:ty) => {
+            match <$ty>::decode(&mut body, v) {
+                Ok(req) => req,
+                Err(e) => return Outcome::Close(format!("cannot decode {key:?} v{v}: {e}")),
+            }
+        };
+    }
+    match key {
+        ApiKey::ApiVersions => {
+            let req = decode!(ApiVersionsRequest);
+            respond(key, v, c, &api::api_versions::handle(v, &req))
+        }
+        ApiKey::Metadata => {
+            let req = decode!(MetadataRequest);
+            respond(key, v, c, &api::metadata::handle(ctx, v, req).await)
+        }
+        ApiKey::CreateTopics => {
+            let req = decode!(CreateTopicsRequest);
+            respond(key, v, c, &api::create_topics::handle(ctx, v, req).await)
+        }
+        ApiKey::Produce => {
+            let req = decode!(ProduceRequest);
+            match api::produce::handle(ctx, v, req).await {
+                Some(resp) => respond(key, v, c, &resp),
+                None => Outcome::NoResponse,
+            }
+        }
+        ApiKey::Fetch => {
+            let req = decode!(FetchRequest);
+            respond(key, v, c, &api::fetch::handle(ctx, v, req).await)
+        }
+        ApiKey::ListOffsets => {
+            let req = decode!(ListOffsetsRequest);
+            respond(key, v, c, &api::list_offsets::handle(ctx, v, req))
+        }
+        other => Outcome::Close(format!("{other:?} is in the served table but has no handler")),
+    }
+}
+
+/// Encodes a response frame: length prefix, header, body.
+fn respond<R: Encodable>(key: ApiKey, version: i16, correlation_id: i32, body: &R) -> Outcome {
+    let mut out = BytesMut::with_capacity(256);
+    out.put_i32(0);
+    put_response_header(&mut out, correlation_id, response_header_version(key, version));
+    if let Err(e) = body.encode(&mut out, version) {
+        return Outcome::Close(format!("cannot encode {key:?} v{version} response: {e}"));
+    }
+    let len = (out.len() - 4) as i32;
+    out[..4].copy_from_slice(&len.to_be_bytes());
+    Outcome::Respond(out.freeze())
+}

@@ -1,0 +1,272 @@
+//! One partition as the data plane sees it: its log behind a short lock, the
+//! high watermark, the group-commit flusher and the fetches waiting for data.
+//!
+//! Group commit: every append under [`FlushPolicy::Fsync`] wakes this
+//! partition's flusher task (a `Notify`, never a timer). The flusher snapshots
+//! the log end, fdatasyncs outside the lock, then publishes that position as
+//! durable. Appends that land while an fdatasync runs are covered by the next
+//! one, so N concurrent producers share one fdatasync instead of paying N.
+//! Producers with `acks=all` wait on the durable position; consumers see only
+//! durable records (the high watermark is the durable end), so a crash can
+//! never take back a record a consumer has read.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use kafgres_log::{AppendResult, LogError, LogPosition, PartitionLog, ReadSlice};
+use kafgres_wire::batch::BatchHeader;
+use tokio::sync::{watch, Notify};
+
+use crate::config::FlushPolicy;
+
+/// The durable end of the log, or the error that stopped flushing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DurableState {
+    pub position: LogPosition,
+    pub failed: Option<String>,
+}
+
+/// A long-polling fetch, registered with every partition it reads. It stays
+/// registered until the fetch finishes (woken any number of times); finished
+/// waiters are dropped from the lists at the next registration or publish.
+#[derive(Debug, Default)]
+pub struct FetchWaiter {
+    notify: Notify,
+    finished: AtomicBool,
+}
+
+impl FetchWaiter {
+    /// Resolves once any partition it is registered with publishes new data
+    /// (or already did since the last call: the permit is kept).
+    pub async fn notified(&self) {
+        self.notify.notified().await
+    }
+
+    /// Marks the fetch as done so partitions release it.
+    pub fn finish(&self) {
+        self.finished.store(true, Ordering::Release);
+    }
+
+    fn is_finished(&self) -> bool {
+        self.finished.load(Ordering::Acquire)
+    }
+}
+
+/// Counters for flush batching (reported by metrics later).
+#[derive(Debug, Default)]
+pub struct FlushStats {
+    pub flushes: AtomicU64,
+    pub flushed_batches: AtomicU64,
+}
+
+pub struct Partition {
+    pub topic: String,
+    pub index: i32,
+    policy: FlushPolicy,
+    log: Mutex<PartitionLog>,
+    high_watermark: watch::Sender<LogPosition>,
+    durable: watch::Sender<DurableState>,
+    flush_wanted: Notify,
+    fetch_waiters: Mutex<Vec<Arc<FetchWaiter>>>,
+    appends_since_flush: AtomicU64,
+    closed: AtomicBool,
+    pub stats: FlushStats,
+}
+
+/// Why a produce could not be acknowledged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurabilityError {
+    #[error("flushing the log failed: {0}")]
+    FlushFailed(String),
+    #[error("the partition was closed")]
+    Closed,
+}
+
+impl Partition {
+    /// Wraps an opened log and starts its flusher on the current runtime.
+    pub fn start(topic: String, index: i32, log: PartitionLog, policy: FlushPolicy) -> Arc<Partition> {
+        let end = log.end_position();
+        let (high_watermark, _) = watch::channel(end);
+        let (durable, _) = watch::channel(DurableState { position: end, failed: None });
+        let partition = Arc::new(Partition {
+            topic,
+            index,
+            policy,
+            log: Mutex::new(log),
+            high_watermark,
+            durable,
+            flush_wanted: Notify::new(),
+            fetch_waiters: Mutex::new(Vec::new()),
+            appends_since_flush: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+            stats: FlushStats::default(),
+        });
+        tokio::spawn(Arc::clone(&partition).run_flusher());
+        partition
+    }
+
+    fn lock_log(&self) -> MutexGuard<'_, PartitionLog> {
+        // A panic while holding the lock cannot leave the log half-written in
+        // memory (append updates its state only after the write succeeded).
+        self.log.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Appends validated batches and schedules their flush.
+    pub fn append(&self, batches: &mut [u8], headers: &[BatchHeader], now_ms: i64) -> Result<AppendResult, LogError> {
+        if let Some(reason) = self.durable.borrow().failed.clone() {
+            return Err(LogError::Io {
+                path: self.lock_log().dir().to_path_buf(),
+                source: std::io::Error::other(reason),
+            });
+        }
+        let result = self.lock_log().append(batches, headers, 0, now_ms)?;
+        self.appends_since_flush.fetch_add(headers.len() as u64, Ordering::Relaxed);
+        match self.policy {
+            FlushPolicy::Fsync => self.flush_wanted.notify_one(),
+            FlushPolicy::PageCache => self.publish(result.end),
+        }
+        Ok(result)
+    }
+
+    /// Waits until every record before `end_offset` is durable.
+    pub async fn wait_durable(&self, end_offset: i64) -> Result<(), DurabilityError> {
+        let mut rx = self.durable.subscribe();
+        let state = rx
+            .wait_for(|d| d.position.offset >= end_offset || d.failed.is_some())
+            .await
+            .map_err(|_| DurabilityError::Closed)?;
+        match &state.failed {
+            Some(reason) if state.position.offset < end_offset => Err(DurabilityError::FlushFailed(reason.clone())),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn flush_policy(&self) -> FlushPolicy {
+        self.policy
+    }
+
+    /// The position consumers may read up to.
+    pub fn high_watermark(&self) -> LogPosition {
+        *self.high_watermark.borrow()
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.lock_log().log_start_offset()
+    }
+
+    pub fn log_end_offset(&self) -> i64 {
+        self.lock_log().next_offset()
+    }
+
+    /// Plans a read of committed data; the bytes are read outside the lock.
+    pub fn read(&self, offset: i64, max_bytes: u64, whole_first_batch: bool) -> Result<ReadSlice, LogError> {
+        let upto = self.high_watermark();
+        self.lock_log().read(offset, max_bytes, upto, whole_first_batch)
+    }
+
+    /// ListOffsets by time, over committed records only.
+    pub fn offset_for_timestamp(&self, timestamp_ms: i64) -> Result<Option<(i64, i64)>, LogError> {
+        let upto = self.high_watermark();
+        self.lock_log().offset_for_timestamp(timestamp_ms, upto)
+    }
+
+    /// ListOffsets -3 (max timestamp), over committed records only.
+    pub fn offset_of_max_timestamp(&self) -> Result<Option<(i64, i64)>, LogError> {
+        let upto = self.high_watermark();
+        self.lock_log().offset_of_max_timestamp(upto)
+    }
+
+    /// Registers a fetch to be woken whenever the high watermark moves, until
+    /// it finishes. Finished fetches are dropped here and on each publish, so
+    /// the list is as long as the number of live fetches on this partition.
+    pub fn register_fetch_waiter(&self, waiter: &Arc<FetchWaiter>) {
+        let mut waiters = self.fetch_waiters.lock().unwrap_or_else(|p| p.into_inner());
+        waiters.retain(|w| !w.is_finished());
+        waiters.push(Arc::clone(waiter));
+    }
+
+    fn publish(&self, position: LogPosition) {
+        let moved = self.high_watermark.send_if_modified(|hw| {
+            if position.offset > hw.offset {
+                *hw = position;
+                true
+            } else {
+                false
+            }
+        });
+        if moved {
+            let mut waiters = self.fetch_waiters.lock().unwrap_or_else(|p| p.into_inner());
+            waiters.retain(|w| !w.is_finished());
+            for w in waiters.iter() {
+                w.notify.notify_one();
+            }
+        }
+    }
+
+    async fn run_flusher(self: Arc<Self>) {
+        loop {
+            self.flush_wanted.notified().await;
+            if self.closed.load(Ordering::Acquire) {
+                return;
+            }
+            if let Err(reason) = self.flush_once().await {
+                log::error!("partition {}-{}: {reason}; refusing further writes", self.topic, self.index);
+                self.durable.send_modify(|d| d.failed = Some(reason));
+                return;
+            }
+        }
+    }
+
+    /// One group-commit round: fdatasync everything written so far.
+    async fn flush_once(&self) -> Result<(), String> {
+        let since = self.durable.borrow().position;
+        let (target, files) = {
+            let log = self.lock_log();
+            (log.end_position(), log.unflushed_files(since))
+        };
+        if target == since {
+            return Ok(());
+        }
+        let batches = self.appends_since_flush.swap(0, Ordering::Relaxed);
+        let synced = tokio::task::spawn_blocking(move || {
+            for (file, path) in files {
+                file.sync_data().map_err(|e| format!("fdatasync {}: {e}", path.display()))?;
+            }
+            Ok::<(), String>(())
+        })
+        .await
+        .map_err(|e| format!("flush task failed: {e}"))?;
+        synced?;
+        self.stats.flushes.fetch_add(1, Ordering::Relaxed);
+        self.stats.flushed_batches.fetch_add(batches, Ordering::Relaxed);
+        // Visible first, then acknowledged: a producer told "durable" can
+        // immediately read its record back.
+        self.publish(target);
+        self.durable.send_modify(|d| d.position = target);
+        Ok(())
+    }
+
+    /// Flushes synchronously and stops the flusher (clean shutdown). Producers
+    /// still waiting are answered: durable now, or failed.
+    pub fn close(&self) -> Result<(), LogError> {
+        self.closed.store(true, Ordering::Release);
+        self.flush_wanted.notify_one();
+        let (end, result) = {
+            let log = self.lock_log();
+            let end = log.end_position();
+            let result = log
+                .unflushed_files(self.durable.borrow().position)
+                .into_iter()
+                .try_for_each(|(file, path)| file.sync_data().map_err(|source| LogError::Io { path, source }));
+            (end, result)
+        };
+        match &result {
+            Ok(()) => {
+                self.publish(end);
+                self.durable.send_modify(|d| d.position = end);
+            }
+            Err(e) => self.durable.send_modify(|d| d.failed = Some(format!("closing: {e}"))),
+        }
+        result
+    }
+}

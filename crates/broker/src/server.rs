@@ -1,0 +1,143 @@
+//! Starting and stopping the data plane: open every partition log, bind the
+//! listener, accept connections under a limit, and on shutdown stop accepting,
+//! let connections go and flush every log.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+
+use crate::catalog::{Catalog, TopicRecord};
+use crate::config::BrokerConfig;
+use crate::connection::serve_connection;
+use crate::topics::{Topic, TopicRegistry};
+
+/// Everything a request handler can reach.
+pub struct BrokerContext {
+    pub config: BrokerConfig,
+    pub catalog: Arc<dyn Catalog>,
+    pub topics: RwLock<TopicRegistry>,
+    /// Serializes topic creation so two CreateTopics for one name cannot both
+    /// pass the existence check (the catalog's unique name is the backstop).
+    pub topic_creation: tokio::sync::Mutex<()>,
+    /// The advertised port, resolved after binding (tests bind port 0).
+    pub advertised_port: u16,
+}
+
+impl BrokerContext {
+    pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
+        self.topics.read().unwrap_or_else(|p| p.into_inner()).get(name)
+    }
+
+    pub fn topic_by_id(&self, id: &uuid::Uuid) -> Option<Arc<Topic>> {
+        self.topics.read().unwrap_or_else(|p| p.into_inner()).get_by_id(id)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("cannot open the log of topic {topic}: {source}")]
+    Log { topic: String, source: kafgres_log::LogError },
+}
+
+/// A running data plane.
+pub struct Broker {
+    ctx: Arc<BrokerContext>,
+    local_addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    accept_loop: tokio::task::JoinHandle<()>,
+}
+
+impl Broker {
+    /// Opens the logs of `topics` and starts serving. Must run on a tokio runtime.
+    pub async fn start(
+        config: BrokerConfig,
+        catalog: Arc<dyn Catalog>,
+        topics: Vec<TopicRecord>,
+    ) -> Result<Broker, StartError> {
+        let mut registry = TopicRegistry::default();
+        let now = crate::now_ms();
+        for record in &topics {
+            let topic = Topic::open(record, &config, now)
+                .map_err(|source| StartError::Log { topic: record.name.clone(), source })?;
+            registry.insert(topic);
+        }
+        let listener =
+            TcpListener::bind(config.listen).await.map_err(|source| StartError::Bind { addr: config.listen, source })?;
+        let local_addr = listener.local_addr().map_err(|source| StartError::Bind { addr: config.listen, source })?;
+        let advertised_port = if config.advertised_port == 0 { local_addr.port() } else { config.advertised_port };
+        let connections = Arc::new(Semaphore::new(config.connections_max));
+        let ctx = Arc::new(BrokerContext {
+            config,
+            catalog,
+            topics: RwLock::new(registry),
+            topic_creation: tokio::sync::Mutex::new(()),
+            advertised_port,
+        });
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let accept_loop = tokio::spawn(accept_loop(listener, Arc::clone(&ctx), connections, shutdown_rx));
+        log::info!("listening for Kafka clients on {local_addr} ({} topics)", topics.len());
+        Ok(Broker { ctx, local_addr, shutdown, accept_loop })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    pub fn context(&self) -> &Arc<BrokerContext> {
+        &self.ctx
+    }
+
+    /// Stops accepting, closes connections and flushes every partition.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.accept_loop.await;
+        let topics = self.ctx.topics.read().unwrap_or_else(|p| p.into_inner()).all();
+        for topic in topics {
+            for p in &topic.partitions {
+                if let Err(e) = p.close() {
+                    log::error!("flushing {}-{} at shutdown failed: {e}", p.topic, p.index);
+                }
+            }
+        }
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    ctx: Arc<BrokerContext>,
+    connections: Arc<Semaphore>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let accepted = tokio::select! {
+            _ = shutdown.changed() => return,
+            accepted = listener.accept() => accepted,
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                // EMFILE and friends: report and keep serving the others.
+                log::warn!("accept failed: {e}");
+                tokio::task::yield_now().await;
+                continue;
+            }
+        };
+        let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
+            log::warn!(
+                "refusing connection from {peer}: {} connections open (kafgres.max_connections)",
+                ctx.config.connections_max
+            );
+            continue;
+        };
+        let ctx = Arc::clone(&ctx);
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            serve_connection(stream, peer, ctx, shutdown).await;
+            drop(permit);
+        });
+    }
+}

@@ -1,0 +1,92 @@
+//! ApiVersions: the advertised table is exactly `SERVED_APIS`, the response
+//! header is always v0, no tagged fields are sent, and an unknown version is
+//! answered per KIP-511.
+
+mod common;
+
+use bytes::{Buf, BytesMut};
+use common::{request_frame, TestBroker};
+use kafgres_wire::apis::SERVED_APIS;
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+fn served_table() -> Vec<(i16, i16, i16)> {
+    SERVED_APIS.iter().map(|a| (a.key as i16, a.advertised_min, a.max)).collect()
+}
+
+fn table_of(response: &ApiVersionsResponse) -> Vec<(i16, i16, i16)> {
+    response.api_keys.iter().map(|a| (a.api_key, a.min_version, a.max_version)).collect()
+}
+
+/// The body the broker should send: the served table and nothing else.
+fn expected_body(version: i16, error_code: i16) -> BytesMut {
+    let keys = SERVED_APIS
+        .iter()
+        .map(|a| ApiVersion::default().with_api_key(a.key as i16).with_min_version(a.advertised_min).with_max_version(a.max))
+        .collect();
+    let mut out = BytesMut::new();
+    ApiVersionsResponse::default().with_error_code(error_code).with_api_keys(keys).encode(&mut out, version).expect("encodes");
+    out
+}
+
+fn request() -> ApiVersionsRequest {
+    ApiVersionsRequest::default()
+        .with_client_software_name(StrBytes::from_static_str("kafgres-tests"))
+        .with_client_software_version(StrBytes::from_static_str("0.1.0"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn advertises_exactly_the_served_table_without_tagged_fields() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    for version in [0i16, 3, 4] {
+        let correlation_id = client.next_correlation_id();
+        client.send_raw(&request_frame(ApiKey::ApiVersions, version, correlation_id, &request())).await;
+        let mut frame = client.read_frame().await;
+        assert_eq!(frame.get_i32(), correlation_id);
+        // Response header v0 at every version: the body starts right after
+        // the correlation id (error code 0, then the array), no tag byte.
+        assert_eq!(&frame[..], &expected_body(version, 0)[..], "ApiVersions v{version} body bytes");
+        if version >= 3 {
+            assert_eq!(frame.last(), Some(&0u8), "v{version}: empty top-level tagged-field section");
+        }
+        let response = ApiVersionsResponse::decode(&mut frame, version).expect("decodes");
+        assert_eq!(frame.remaining(), 0);
+        assert_eq!(response.error_code, 0);
+        assert_eq!(table_of(&response), served_table());
+        assert_eq!(response.throttle_time_ms, 0);
+        assert_eq!(response.finalized_features_epoch, -1);
+        assert!(response.supported_features.is_empty());
+        assert!(response.finalized_features.is_empty());
+        assert!(!response.zk_migration_ready);
+        assert!(response.unknown_tagged_fields.is_empty());
+        assert!(response.api_keys.iter().all(|k| k.unknown_tagged_fields.is_empty()));
+    }
+    // v3+: a client software name outside Kafka's pattern is INVALID_REQUEST.
+    let bad = request().with_client_software_name(StrBytes::from_static_str("-bad name"));
+    let response = client.call(3, &bad).await;
+    assert_eq!((response.error_code, table_of(&response)), (42, served_table()));
+    broker.broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_version_is_answered_in_v0_per_kip_511() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    // A newer client's ApiVersions: the v4 body under a v99 header (flexible
+    // request header, as a client that knows v99 would send).
+    let mut frame = request_frame(ApiKey::ApiVersions, 4, 77, &request());
+    frame[6..8].copy_from_slice(&99i16.to_be_bytes());
+    client.send_raw(&frame).await;
+    let mut response_frame = client.read_frame().await;
+    assert_eq!(response_frame.get_i32(), 77);
+    assert_eq!(&response_frame[..], &expected_body(0, 35)[..], "v0 layout, UNSUPPORTED_VERSION");
+    let response = ApiVersionsResponse::decode(&mut response_frame, 0).expect("decodes at v0");
+    assert_eq!(response.error_code, 35);
+    assert_eq!(table_of(&response), served_table());
+    // The connection stays usable: the client retries at a served version.
+    let again = client.call(3, &request()).await;
+    assert_eq!((again.error_code, table_of(&again)), (0, served_table()));
+    broker.broker.shutdown().await;
+}
