@@ -1,0 +1,29 @@
+-- Kafgres metadata. Record data never lives here: it is in segment files under
+-- kafgres.log_dir. These tables hold what must survive a restart and what SQL
+-- users query: the cluster identity and the topics.
+
+CREATE TABLE kafgres.cluster (
+    singleton  boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    -- Kafka's cluster id format: a random UUID in URL-safe base64 without padding.
+    cluster_id text NOT NULL
+);
+INSERT INTO kafgres.cluster (cluster_id)
+VALUES (translate(rtrim(encode(uuid_send(gen_random_uuid()), 'base64'), '='), '+/', '-_'));
+
+CREATE TABLE kafgres.topics (
+    topic_id        uuid PRIMARY KEY,
+    name            text NOT NULL UNIQUE
+                    CHECK (name ~ '^[a-zA-Z0-9._-]{1,249}$' AND name NOT IN ('.', '..')),
+    partition_count integer NOT NULL CHECK (partition_count > 0),
+    configs         jsonb NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(configs) = 'object'),
+    created_at      timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE kafgres.topics IS
+    'Topics served by the Kafgres broker. Written by the broker (CreateTopics, auto-creation); '
+    'edit only through Kafka admin APIs so the broker''s log directories stay in step.';
+
+-- pg_dump keeps the rows of extension tables only when asked to.
+SELECT pg_catalog.pg_extension_config_dump('kafgres.cluster', '');
+SELECT pg_catalog.pg_extension_config_dump('kafgres.topics', '');
+
+REVOKE ALL ON ALL TABLES IN SCHEMA kafgres FROM PUBLIC;

@@ -1,0 +1,89 @@
+//! Messages from the data plane to the control plane, and the data plane's
+//! [`Catalog`] that sends them.
+//!
+//! The data plane never blocks a thread on the control plane: it sends on a
+//! bounded tokio channel (awaiting when full), writes the eventfd that sits in
+//! the worker's WaitEventSet, and awaits a oneshot reply. The main thread
+//! drains the channel on each wake-up.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+
+use kafgres_broker::catalog::{Catalog, CatalogError, CatalogFuture, TopicRecord};
+use tokio::sync::{mpsc, oneshot};
+
+/// Requests the control plane must run (they need SPI).
+#[derive(Debug)]
+pub enum ControlRequest {
+    CreateTopic { topic: TopicRecord, reply: oneshot::Sender<Result<(), CatalogError>> },
+}
+
+/// Most requests queued for the control plane before senders wait.
+pub const CONTROL_QUEUE_DEPTH: usize = 1024;
+
+/// An eventfd: written by any thread, readable in the worker's wait set.
+#[derive(Debug)]
+pub struct EventFd(OwnedFd);
+
+impl EventFd {
+    pub fn new() -> std::io::Result<EventFd> {
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(EventFd(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Makes the fd readable. Never blocks; a saturated counter is already readable.
+    pub fn wake(&self) {
+        let one: u64 = 1;
+        unsafe {
+            libc::write(self.0.as_raw_fd(), (&one as *const u64).cast(), 8);
+        }
+    }
+
+    /// Resets the counter after a wake-up.
+    pub fn drain(&self) {
+        let mut counter: u64 = 0;
+        unsafe {
+            libc::read(self.0.as_raw_fd(), (&mut counter as *mut u64).cast(), 8);
+        }
+    }
+
+    pub fn raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+/// The sending side, handed to the data plane.
+#[derive(Clone)]
+pub struct ControlPlaneCatalog {
+    requests: mpsc::Sender<ControlRequest>,
+    waker: Arc<EventFd>,
+}
+
+impl ControlPlaneCatalog {
+    pub fn new(waker: Arc<EventFd>) -> (ControlPlaneCatalog, mpsc::Receiver<ControlRequest>) {
+        let (requests, receiver) = mpsc::channel(CONTROL_QUEUE_DEPTH);
+        (ControlPlaneCatalog { requests, waker }, receiver)
+    }
+
+    async fn call<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<Result<T, CatalogError>>) -> ControlRequest,
+    ) -> Result<T, CatalogError> {
+        let (reply, answer) = oneshot::channel();
+        self.requests
+            .send(make(reply))
+            .await
+            .map_err(|_| CatalogError::Unavailable("the control plane has stopped".into()))?;
+        self.waker.wake();
+        answer.await.map_err(|_| CatalogError::Unavailable("the control plane dropped the request".into()))?
+    }
+}
+
+impl Catalog for ControlPlaneCatalog {
+    fn create_topic(&self, topic: TopicRecord) -> CatalogFuture<'_, ()> {
+        Box::pin(self.call(move |reply| ControlRequest::CreateTopic { topic, reply }))
+    }
+}

@@ -1,0 +1,153 @@
+//! The `kafgres.*` settings. All are read by the worker's main thread only
+//! (pgrx forbids GUC reads elsewhere) and handed to the data plane as a
+//! `BrokerConfig`. Settings marked postmaster need a restart; the others are
+//! reloaded on SIGHUP.
+
+use std::ffi::CString;
+
+use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting, PostgresGucEnum};
+
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FlushPolicyGuc {
+    /// fdatasync before acknowledging acks=all and before consumers see records.
+    #[name = c"fsync"]
+    Fsync,
+    /// Acknowledge once written to the OS page cache (like synchronous_commit = off).
+    #[name = c"page_cache"]
+    PageCache,
+}
+
+pub static LISTEN_ADDRESS: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"127.0.0.1"));
+pub static PORT: GucSetting<i32> = GucSetting::<i32>::new(9092);
+pub static ADVERTISED_HOST: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static ADVERTISED_PORT: GucSetting<i32> = GucSetting::<i32>::new(0);
+pub static DATABASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"postgres"));
+pub static LOG_DIR: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static DATA_PLANE_THREADS: GucSetting<i32> = GucSetting::<i32>::new(2);
+pub static FLUSH_POLICY: GucSetting<FlushPolicyGuc> = GucSetting::<FlushPolicyGuc>::new(FlushPolicyGuc::Fsync);
+pub static MAX_FRAME_BYTES: GucSetting<i32> = GucSetting::<i32>::new(100 * 1024 * 1024);
+pub static MAX_CONNECTIONS: GucSetting<i32> = GucSetting::<i32>::new(1000);
+pub static AUTO_CREATE_TOPICS: GucSetting<bool> = GucSetting::<bool>::new(true);
+pub static DEFAULT_PARTITIONS: GucSetting<i32> = GucSetting::<i32>::new(1);
+pub static SEGMENT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(1 << 30);
+
+pub fn register() {
+    GucRegistry::define_string_guc(
+        c"kafgres.listen_address",
+        c"Address the Kafka listener binds to.",
+        c"An IP address; 127.0.0.1 by default so only local clients can connect.",
+        &LISTEN_ADDRESS,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(c"kafgres.port", c"TCP port of the Kafka listener.", c"", &PORT, 1, 65535, GucContext::Postmaster, GucFlags::default());
+    GucRegistry::define_string_guc(
+        c"kafgres.advertised_host",
+        c"Host name clients are told to connect to.",
+        c"Empty means kafgres.listen_address.",
+        &ADVERTISED_HOST,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.advertised_port",
+        c"Port clients are told to connect to.",
+        c"0 means kafgres.port.",
+        &ADVERTISED_PORT,
+        0,
+        65535,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"kafgres.database",
+        c"Database whose kafgres schema holds the broker's metadata.",
+        c"The broker worker connects to it; run CREATE EXTENSION kafgres there.",
+        &DATABASE,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"kafgres.log_dir",
+        c"Directory for topic segment files.",
+        c"Empty means the kafgres directory inside the data directory.",
+        &LOG_DIR,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.data_plane_threads",
+        c"Threads serving Kafka connections.",
+        c"",
+        &DATA_PLANE_THREADS,
+        1,
+        256,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_enum_guc(
+        c"kafgres.flush_policy",
+        c"When produced records are acknowledged and made visible.",
+        c"fsync: after fdatasync (durable, the default); page_cache: after the write reaches the OS.",
+        &FLUSH_POLICY,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.max_frame_bytes",
+        c"Largest Kafka request accepted, in bytes.",
+        c"Larger requests close the connection (Kafka's socket.request.max.bytes).",
+        &MAX_FRAME_BYTES,
+        1024,
+        i32::MAX,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.max_connections",
+        c"Most Kafka client connections served at once.",
+        c"",
+        &MAX_CONNECTIONS,
+        1,
+        1_000_000,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"kafgres.auto_create_topics",
+        c"Create unknown topics on Metadata requests that allow it.",
+        c"Kafka's auto.create.topics.enable.",
+        &AUTO_CREATE_TOPICS,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.default_partitions",
+        c"Partitions of auto-created topics and of CreateTopics with -1.",
+        c"Kafka's num.partitions.",
+        &DEFAULT_PARTITIONS,
+        1,
+        10_000,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.segment_bytes",
+        c"Size at which a partition's active segment is rolled.",
+        c"Kafka's log.segment.bytes.",
+        &SEGMENT_BYTES,
+        1024 * 1024,
+        i32::MAX,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+}
+
+/// A GUC string, or `default` when unset or empty.
+pub fn string_or(setting: &GucSetting<Option<CString>>, default: &str) -> String {
+    setting
+        .get()
+        .and_then(|c| c.into_string().ok())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| default.to_owned())
+}

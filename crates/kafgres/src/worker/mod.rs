@@ -1,0 +1,224 @@
+//! The broker background worker.
+//!
+//! Its main thread is the control plane and the only thread that touches
+//! Postgres. Lifecycle:
+//! 1. connect to `kafgres.database`, publish the pid, wait (latch, no timer)
+//!    until `CREATE EXTENSION kafgres` has committed there;
+//! 2. prepare and keep the catalog plans, load topics and the cluster id;
+//! 3. start the data plane on its own signal-blocked threads;
+//! 4. sleep on the WaitEventSet; on each wake-up report queued log lines,
+//!    serve queued control requests (each in its own transaction, errors
+//!    answered, never fatal), reload settings on SIGHUP;
+//! 5. on SIGTERM stop accepting, flush every partition, stop the runtime and
+//!    exit 0. Postmaster death exits at once (the logs recover at next start).
+//!
+//! A crash exits non-zero and the postmaster restarts the worker after
+//! [`RESTART_DELAY`].
+
+mod threads;
+mod wait;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafgres_broker::catalog::CatalogError;
+use kafgres_broker::{Broker, BrokerConfig, FlushPolicy};
+use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, SignalWakeFlags};
+use pgrx::prelude::*;
+use tokio::sync::mpsc;
+
+use crate::catalog_sql::{extension_installed, run_in_transaction, CatalogPlans};
+use crate::control::{ControlPlaneCatalog, ControlRequest, EventFd};
+use crate::gucs;
+use crate::logging::{self, LogLine};
+use crate::wake;
+use wait::{WaitSet, Wakeup};
+
+pub const RESTART_DELAY: Duration = Duration::from_secs(1);
+const SHUTDOWN_FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
+const RUNTIME_STOP_TIMEOUT: Duration = Duration::from_secs(2);
+
+pub fn register() {
+    BackgroundWorkerBuilder::new("kafgres broker")
+        .set_type("kafgres broker")
+        .set_function("kafgres_broker_main")
+        .set_library("kafgres")
+        .enable_spi_access()
+        .set_start_time(BgWorkerStartTime::RecoveryFinished)
+        .set_restart_time(Some(RESTART_DELAY))
+        .load();
+}
+
+#[pg_guard]
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
+    BackgroundWorker::attach_signal_handlers(SignalWakeFlags::SIGHUP | SignalWakeFlags::SIGTERM);
+    let database = gucs::string_or(&gucs::DATABASE, "postgres");
+    BackgroundWorker::connect_worker_to_spi(Some(&database), None);
+
+    let waker = match EventFd::new() {
+        Ok(fd) => Arc::new(fd),
+        Err(e) => error!("kafgres: cannot create an eventfd: {e}"),
+    };
+    let logs = logging::install(Arc::clone(&waker));
+    let wait = WaitSet::new(waker.raw_fd());
+    wake::publish_worker_pid(unsafe { pg_sys::MyProcPid });
+
+    if !wait_for_extension(&wait, &database) {
+        wake::publish_worker_pid(0);
+        return;
+    }
+    let (plans, topics, cluster_id) = match run_in_transaction(|| {
+        let plans = CatalogPlans::prepare()?;
+        let topics = plans.load_topics()?;
+        let cluster_id = plans.cluster_id()?;
+        Ok((plans, topics, cluster_id))
+    }) {
+        Ok(loaded) => loaded,
+        Err(e) => error!("kafgres: cannot load the catalog from database {database}: {e}"),
+    };
+    let config = broker_config(cluster_id);
+    let runtime = match threads::build_runtime(gucs::DATA_PLANE_THREADS.get() as usize) {
+        Ok(rt) => rt,
+        Err(e) => error!("kafgres: cannot start the data-plane threads: {e}"),
+    };
+    let (catalog, mut requests) = ControlPlaneCatalog::new(Arc::clone(&waker));
+    let listen = config.listen;
+    let topic_count = topics.len();
+    let log_dir = config.log_dir.clone();
+    let broker = match runtime.block_on(Broker::start(config, Arc::new(catalog), topics)) {
+        Ok(b) => b,
+        Err(e) => {
+            report_logs(logs.as_ref());
+            error!("kafgres: cannot start the broker: {e}")
+        }
+    };
+    log!(
+        "kafgres: broker listening on {} ({topic_count} topics, log directory {}, database {database})",
+        broker.local_addr(),
+        log_dir.display()
+    );
+    let _ = listen;
+
+    loop {
+        report_logs(logs.as_ref());
+        serve_control_requests(&plans, &mut requests);
+        if BackgroundWorker::sigterm_received() {
+            break;
+        }
+        if BackgroundWorker::sighup_received() {
+            unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+        }
+        if wait.wait() == Wakeup::DataPlane {
+            waker.drain();
+        }
+        // Absorb procsignal barriers (DROP DATABASE waits for every backend
+        // to do so) and other interrupts the latch was set for.
+        check_for_interrupts!();
+    }
+
+    log!("kafgres: shutting down the broker");
+    requests.close();
+    let stopped = runtime.block_on(async { tokio::time::timeout(SHUTDOWN_FLUSH_TIMEOUT, broker.shutdown()).await });
+    if stopped.is_err() {
+        warning!("kafgres: the broker did not stop within {SHUTDOWN_FLUSH_TIMEOUT:?}");
+    }
+    runtime.shutdown_timeout(RUNTIME_STOP_TIMEOUT);
+    report_logs(logs.as_ref());
+    wake::publish_worker_pid(0);
+    log!("kafgres: broker stopped");
+}
+
+/// Sleeps until the extension exists in `database`. Returns false on SIGTERM.
+fn wait_for_extension(wait: &WaitSet, database: &str) -> bool {
+    let mut announced = false;
+    loop {
+        match run_in_transaction(extension_installed) {
+            Ok(true) => return true,
+            Ok(false) if !announced => {
+                log!("kafgres: waiting for CREATE EXTENSION kafgres in database {database}");
+                announced = true;
+            }
+            Ok(false) => {}
+            Err(e) => error!("kafgres: cannot check for the extension in database {database}: {e}"),
+        }
+        if wait.wait() == Wakeup::Latch && BackgroundWorker::sigterm_received() {
+            return false;
+        }
+        check_for_interrupts!();
+        if BackgroundWorker::sighup_received() {
+            unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+        }
+    }
+}
+
+fn broker_config(cluster_id: String) -> BrokerConfig {
+    let address = gucs::string_or(&gucs::LISTEN_ADDRESS, "127.0.0.1");
+    let ip: IpAddr = match address.parse() {
+        Ok(ip) => ip,
+        Err(_) => error!("kafgres: kafgres.listen_address = '{address}' is not an IP address"),
+    };
+    let port = gucs::PORT.get() as u16;
+    let advertised_port = match gucs::ADVERTISED_PORT.get() {
+        0 => port,
+        p => p as u16,
+    };
+    let data_dir = unsafe { std::ffi::CStr::from_ptr(pg_sys::DataDir) }.to_string_lossy().into_owned();
+    let log_dir = match gucs::string_or(&gucs::LOG_DIR, "") {
+        dir if dir.is_empty() => PathBuf::from(data_dir).join("kafgres"),
+        dir => PathBuf::from(dir),
+    };
+    BrokerConfig {
+        listen: SocketAddr::new(ip, port),
+        advertised_host: gucs::string_or(&gucs::ADVERTISED_HOST, &address),
+        advertised_port,
+        node_id: 1,
+        cluster_id,
+        log_dir,
+        flush_policy: match gucs::FLUSH_POLICY.get() {
+            gucs::FlushPolicyGuc::Fsync => FlushPolicy::Fsync,
+            gucs::FlushPolicyGuc::PageCache => FlushPolicy::PageCache,
+        },
+        frame_bytes_max: gucs::MAX_FRAME_BYTES.get() as usize,
+        connections_max: gucs::MAX_CONNECTIONS.get() as usize,
+        auto_create_topics: gucs::AUTO_CREATE_TOPICS.get(),
+        default_partitions: gucs::DEFAULT_PARTITIONS.get(),
+        message_bytes_max: 1_048_588,
+        segment_bytes_max: gucs::SEGMENT_BYTES.get() as u64,
+    }
+}
+
+fn report_logs(lines: Option<&Receiver<LogLine>>) {
+    let Some(lines) = lines else { return };
+    while let Ok(line) = lines.try_recv() {
+        match line.level {
+            log::Level::Error | log::Level::Warn => warning!("{}", line.message),
+            _ => log!("{}", line.message),
+        }
+    }
+    let dropped = logging::take_dropped();
+    if dropped > 0 {
+        warning!("kafgres: {dropped} data-plane log lines were dropped (log queue full)");
+    }
+}
+
+fn serve_control_requests(plans: &CatalogPlans, requests: &mut mpsc::Receiver<ControlRequest>) {
+    while let Ok(request) = requests.try_recv() {
+        match request {
+            ControlRequest::CreateTopic { topic, reply } => {
+                let result = match run_in_transaction(|| plans.insert_topic(&topic)) {
+                    Ok(true) => Ok(()),
+                    Ok(false) => Err(CatalogError::TopicExists(topic.name.clone())),
+                    Err(e) => {
+                        warning!("kafgres: {e}");
+                        Err(CatalogError::Failed(e))
+                    }
+                };
+                let _ = reply.send(result);
+            }
+        }
+    }
+}
