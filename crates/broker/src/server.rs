@@ -79,7 +79,11 @@ impl Broker {
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         let accept_loop = tokio::spawn(accept_loop(listener, Arc::clone(&ctx), connections, shutdown_rx));
-        log::info!("listening for Kafka clients on {local_addr} ({} topics)", topics.len());
+        log::info!(
+            "listening for Kafka clients on {local_addr} ({} topics, log directory {})",
+            topics.len(),
+            ctx.config.log_dir.display()
+        );
         Ok(Broker { ctx, local_addr, shutdown, accept_loop })
     }
 

@@ -27,8 +27,6 @@ pub enum HeaderError {
     Truncated,
     #[error("client id length {len} runs past the end of the request ({remaining} bytes left)")]
     ClientIdTooLong { len: i16, remaining: usize },
-    #[error("client id is not UTF-8")]
-    ClientIdNotUtf8,
     #[error("malformed tagged fields in the request header")]
     BadTaggedFields,
 }
@@ -68,7 +66,8 @@ pub fn split_request(frame: Bytes, header_version: i16) -> Result<(RequestHeader
                 return Err(HeaderError::ClientIdTooLong { len, remaining: rest.remaining() });
             }
             let raw = rest.split_to(len_usize);
-            client_id = Some(String::from_utf8(raw.to_vec()).map_err(|_| HeaderError::ClientIdNotUtf8)?);
+            // Kafka decodes client ids leniently (invalid UTF-8 becomes U+FFFD).
+            client_id = Some(String::from_utf8_lossy(&raw).into_owned());
         }
     }
     if header_version >= 2 {

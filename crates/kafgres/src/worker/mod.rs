@@ -86,9 +86,6 @@ pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
         Err(e) => error!("kafgres: cannot start the data-plane threads: {e}"),
     };
     let (catalog, mut requests) = ControlPlaneCatalog::new(Arc::clone(&waker));
-    let listen = config.listen;
-    let topic_count = topics.len();
-    let log_dir = config.log_dir.clone();
     let broker = match runtime.block_on(Broker::start(config, Arc::new(catalog), topics)) {
         Ok(b) => b,
         Err(e) => {
@@ -96,12 +93,6 @@ pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
             error!("kafgres: cannot start the broker: {e}")
         }
     };
-    log!(
-        "kafgres: broker listening on {} ({topic_count} topics, log directory {}, database {database})",
-        broker.local_addr(),
-        log_dir.display()
-    );
-    let _ = listen;
 
     loop {
         report_logs(logs.as_ref());

@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# Implementation of ./kafgres (see that file for usage). Idempotent: every step
+# checks what is already there, so running `start` again is fast and safe.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PG_MAJOR=15
+PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
+PG_CONFIG=$PG_BIN/pg_config
+PGRX_VERSION=0.18.1
+PG_PORT=${KAFGRES_PG_PORT:-5433}
+KAFKA_PORT=${KAFGRES_KAFKA_PORT:-9092}
+STATE=$ROOT/.kafgres
+APT_PACKAGES=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libclang-dev clang build-essential pkg-config kcat python3-venv)
+
+say() { printf '\033[1m[kafgres]\033[0m %s\n' "$*" >&2; }
+die() { printf '\033[1;31m[kafgres] %s\033[0m\n' "$*" >&2; exit 1; }
+
+as_postgres() { runuser -u postgres -- "$@"; }
+
+# --- installation -----------------------------------------------------------
+
+install_packages() {
+    local missing=()
+    for p in "${APT_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if ((${#missing[@]})); then
+        [ "$(id -u)" = 0 ] || die "missing packages (${missing[*]}); run as root or install them"
+        say "installing ${missing[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+}
+
+install_cargo_pgrx() {
+    export PATH=$HOME/.cargo/bin:$PATH
+    command -v cargo >/dev/null || die "cargo is not installed (rustc 1.95 expected)"
+    if [ "$(cargo pgrx --version 2>/dev/null | awk '{print $2}')" != "$PGRX_VERSION" ]; then
+        say "installing cargo-pgrx $PGRX_VERSION (a few minutes, once)"
+        # A debug build of the CLI installs in a third of the time and is fast
+        # enough for what it does (building, not running, the extension).
+        cargo install cargo-pgrx --version "$PGRX_VERSION" --locked --debug --quiet
+    fi
+    if ! grep -q "pg$PG_MAJOR" "${PGRX_HOME:-$HOME/.pgrx}/config.toml" 2>/dev/null; then
+        cargo pgrx init --pg$PG_MAJOR "$PG_CONFIG" >/dev/null
+    fi
+}
+
+installed_library() { echo "$($PG_CONFIG --pkglibdir)/kafgres.so"; }
+
+build_extension() {
+    say "building the extension (release)"
+    (cd "$ROOT/crates/kafgres" && cargo pgrx install --release --pg-config "$PG_CONFIG" >"$STATE/build.log" 2>&1) ||
+        { tail -n 40 "$STATE/build.log" >&2; die "extension build failed (full log: $STATE/build.log)"; }
+}
+
+library_hash() { sha256sum "$(installed_library)" | cut -d' ' -f1; }
+
+# The library a running server loaded is remembered at each (re)start, so a
+# newer build is noticed even if an earlier run installed it.
+remember_loaded_library() { library_hash >"$CLUSTER/loaded-library.sha256"; }
+loaded_library_is_current() { [ "$(cat "$CLUSTER/loaded-library.sha256" 2>/dev/null)" = "$(library_hash)" ]; }
+
+# --- the cluster --------------------------------------------------------------
+
+# The cluster lives in the checkout when the postgres user can reach it, else
+# under /var/lib/kafgres (a checkout under /root is not traversable).
+cluster_home() {
+    if as_postgres test -x "$ROOT" 2>/dev/null && as_postgres test -x "$STATE" 2>/dev/null; then
+        echo "$STATE/cluster"
+    else
+        echo "/var/lib/kafgres/$(echo -n "$ROOT" | sha256sum | cut -c1-12)"
+    fi
+}
+
+setup_paths() {
+    mkdir -p "$STATE"
+    chmod 755 "$STATE"
+    CLUSTER=$(cluster_home)
+    PGDATA_DIR=$CLUSTER/pgdata
+    PG_LOG=$CLUSTER/postgres.log
+    SOCKET_DIR=$CLUSTER/run
+    mkdir -p "$CLUSTER" "$SOCKET_DIR"
+    chown postgres:postgres "$CLUSTER" "$SOCKET_DIR"
+    export PGHOST=127.0.0.1 PGPORT=$PG_PORT PGUSER=postgres PGDATABASE=postgres
+}
+
+pg_running() { as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" status >/dev/null 2>&1; }
+
+init_cluster() {
+    [ -f "$PGDATA_DIR/PG_VERSION" ] && return
+    say "creating a cluster in $PGDATA_DIR"
+    as_postgres "$PG_BIN/initdb" -D "$PGDATA_DIR" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >"$CLUSTER/initdb.log"
+    echo "include_if_exists = 'kafgres.conf'" >>"$PGDATA_DIR/postgresql.conf"
+}
+
+write_config() {
+    cat >"$PGDATA_DIR/kafgres.conf" <<CONF
+# Written by ./kafgres start; edit scripts/kafgres.sh rather than this file.
+port = $PG_PORT
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$SOCKET_DIR'
+shared_preload_libraries = 'kafgres'
+kafgres.port = $KAFKA_PORT
+kafgres.listen_address = '127.0.0.1'
+kafgres.database = 'postgres'
+CONF
+    chown postgres:postgres "$PGDATA_DIR/kafgres.conf"
+}
+
+wait_for_kafka() {
+    local deadline=$((SECONDS + ${1:-60}))
+    until (exec 3<>"/dev/tcp/127.0.0.1/$KAFKA_PORT") 2>/dev/null; do
+        ((SECONDS < deadline)) || { tail -n 30 "$PG_LOG" >&2; die "the Kafka listener did not come up on 127.0.0.1:$KAFKA_PORT"; }
+        sleep 0.1
+    done
+}
+
+write_env() {
+    cat >"$STATE/env" <<ENV
+KAFGRES_ROOT=$ROOT
+KAFGRES_BOOTSTRAP=127.0.0.1:$KAFKA_PORT
+KAFGRES_PGDATA=$PGDATA_DIR
+KAFGRES_PG_LOG=$PG_LOG
+KAFGRES_PG_BIN=$PG_BIN
+PGHOST=127.0.0.1
+PGPORT=$PG_PORT
+PGUSER=postgres
+PGDATABASE=postgres
+ENV
+}
+
+cmd_start() {
+    install_packages
+    install_cargo_pgrx
+    setup_paths
+    build_extension
+    init_cluster
+    write_config
+    if pg_running; then
+        if ! loaded_library_is_current; then
+            say "restarting Postgres to load the new library"
+            as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -l "$PG_LOG" -m fast -w restart >/dev/null
+            remember_loaded_library
+        fi
+    else
+        as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -l "$PG_LOG" -w start >/dev/null ||
+            { tail -n 30 "$PG_LOG" >&2; die "Postgres did not start"; }
+        remember_loaded_library
+    fi
+    psql -q -v ON_ERROR_STOP=1 -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS kafgres" >/dev/null
+    wait_for_kafka
+    write_env
+    say "Postgres: postgresql://postgres@127.0.0.1:$PG_PORT/postgres  (data $PGDATA_DIR, log $PG_LOG)"
+    say "Kafka:    127.0.0.1:$KAFKA_PORT  (bootstrap.servers)"
+    say "environment for tools and tests: $STATE/env"
+}
+
+cmd_stop() {
+    setup_paths
+    if pg_running; then
+        as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m fast -w stop >/dev/null
+        say "stopped"
+    else
+        say "not running"
+    fi
+}
+
+cmd_restart() {
+    setup_paths
+    as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -l "$PG_LOG" -m fast -w restart >/dev/null
+    remember_loaded_library
+    wait_for_kafka
+    say "restarted"
+}
+
+cmd_status() {
+    setup_paths
+    if pg_running; then
+        say "Postgres running on 127.0.0.1:$PG_PORT ($PGDATA_DIR)"
+        psql -Atc "SELECT 'broker worker pid ' || pid FROM pg_stat_activity WHERE backend_type = 'kafgres broker'" || true
+    else
+        say "not running"
+        return 1
+    fi
+}
+
+cmd_psql() {
+    setup_paths
+    exec psql "$@"
+}
+
+cmd_test() {
+    cmd_start
+    exec "$ROOT/scripts/run-tests.sh"
+}
+
+case "${1:-}" in
+    start) cmd_start ;;
+    stop) cmd_stop ;;
+    restart) cmd_restart ;;
+    status) cmd_status ;;
+    psql) shift; cmd_psql "$@" ;;
+    test) cmd_test ;;
+    *) sed -n '2,9p' "$ROOT/kafgres" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Runs every test suite against the cluster that `./kafgres start` left
+# running, then prints one summary. Called by `./kafgres test` (and so by CI).
+#
+# Suites, in order:
+#   rust     unit, property and in-process broker tests of the plain crates
+#   sql      pg_regress expected-output tests of the SQL surface (tests/regress)
+#   e2e      real clients (librdkafka via confluent-kafka and kcat) against the
+#            running cluster, including restarts and kill -9 (tests/e2e)
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+STATE=$ROOT/.kafgres
+[ -f "$STATE/env" ] || { echo "no $STATE/env: run ./kafgres start first" >&2; exit 2; }
+set -a
+# shellcheck disable=SC1091
+. "$STATE/env"
+set +a
+export PATH=$HOME/.cargo/bin:$PATH
+LOGS=$STATE/test-logs
+mkdir -p "$LOGS"
+
+declare -a SUITES=() STATUS=()
+PASSED=0
+FAILED=0
+
+# count_from LOG KIND: adds the suite's test counts to PASSED/FAILED.
+count_from() {
+    local log=$1 kind=$2 p=0 f=0
+    case $kind in
+        cargo)
+            p=$(grep -Eo 'test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+            f=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
+            ;;
+        regress)
+            if grep -Eq 'All [0-9]+ tests passed' "$log"; then
+                p=$(grep -Eo 'All [0-9]+ tests' "$log" | grep -Eo '[0-9]+')
+            else
+                f=$(grep -Eo '[0-9]+ of [0-9]+ tests failed' "$log" | awk '{print $1}')
+                p=$(($(grep -Eo '[0-9]+ of [0-9]+ tests failed' "$log" | awk '{print $3}') - f))
+            fi
+            ;;
+        pytest)
+            p=$(tail -n 3 "$log" | grep -Eo '[0-9]+ passed' | grep -Eo '[0-9]+' || echo 0)
+            f=$(tail -n 3 "$log" | grep -Eo '[0-9]+ (failed|error|errors)' | awk '{s+=$1} END {print s+0}')
+            ;;
+    esac
+    PASSED=$((PASSED + ${p:-0}))
+    FAILED=$((FAILED + ${f:-0}))
+}
+
+run_suite() {
+    local name=$1 kind=$2 log=$LOGS/$1.log
+    shift 2
+    printf '\n\033[1m=== %s\033[0m (log: %s)\n' "$name" "$log"
+    if "$@" 2>&1 | tee "$log"; then
+        STATUS+=("pass")
+    else
+        STATUS+=("FAIL")
+        # A suite that failed without reporting a failed test still counts as one.
+        grep -Eq '[1-9][0-9]* (failed|error)|tests failed' "$log" || FAILED=$((FAILED + 1))
+    fi
+    SUITES+=("$name")
+    count_from "$log" "$kind"
+}
+
+suite_rust() {
+    cd "$ROOT" && cargo test --workspace --exclude kafgres --exclude kafgres-bench 2>&1
+}
+
+suite_sql() {
+    local regress
+    regress=$("$KAFGRES_PG_BIN/pg_config" --pkglibdir 2>/dev/null || pg_config --pkglibdir)/pgxs/src/test/regress/pg_regress
+    rm -rf "$STATE/sql-results"
+    mkdir -p "$STATE/sql-results"
+    # pg_regress --use-existing neither creates nor drops the database.
+    psql -q -c "DROP DATABASE IF EXISTS kafgres_regression" -c "CREATE DATABASE kafgres_regression" || return 1
+    "$regress" --use-existing --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" \
+        --dbname=kafgres_regression --inputdir="$ROOT/tests/regress" --outputdir="$STATE/sql-results" \
+        $(cd "$ROOT/tests/regress/sql" && ls ./*.sql | xargs -n1 basename | sed 's/\.sql$//' | sort)
+    local rc=$?
+    [ $rc = 0 ] || cat "$STATE/sql-results/regression.diffs" 2>/dev/null | head -n 80
+    return $rc
+}
+
+suite_e2e() {
+    local venv=$STATE/venv req=$ROOT/tests/requirements.txt
+    if [ ! -x "$venv/bin/python" ]; then
+        python3 -m venv "$venv" || return 1
+    fi
+    if ! cmp -s "$req" "$venv/requirements.installed"; then
+        "$venv/bin/pip" install -q --disable-pip-version-check -r "$req" || return 1
+        cp "$req" "$venv/requirements.installed"
+    fi
+    cd "$ROOT" && "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/e2e
+}
+
+run_suite rust cargo suite_rust
+run_suite sql regress suite_sql
+run_suite e2e pytest suite_e2e
+
+printf '\n\033[1m=== summary\033[0m\n'
+for i in "${!SUITES[@]}"; do
+    printf '  %-6s %s\n' "${SUITES[$i]}" "${STATUS[$i]}"
+done
+echo "kafgres: $PASSED passed, $FAILED failed"
+for s in "${STATUS[@]}"; do
+    [ "$s" = pass ] || exit 1
+done
+[ "$FAILED" = 0 ]

@@ -1,0 +1,215 @@
+"""Helpers shared by the end-to-end tests (the fixtures in conftest.py wrap them).
+
+- `read_env_file` / `Kafgres`: what `./kafgres start` wrote to `.kafgres/env`,
+  the launcher, and the Postgres server log;
+- `Psql`: SQL through the psql binary, values passed as psql variables;
+- `produce_all`: produce records and wait for every delivery report;
+- `wait_for_topic_metadata`: wait until Metadata shows a topic ready.
+
+Every wait here has a deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka.admin import AdminClient
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ENV_FILE = Path(os.environ.get("KAFGRES_ENV_FILE", REPO_ROOT / ".kafgres" / "env"))
+REQUIRED_ENV_KEYS = (
+    "KAFGRES_BOOTSTRAP",
+    "PGHOST",
+    "PGPORT",
+    "PGUSER",
+    "PGDATABASE",
+    "KAFGRES_PGDATA",
+    "KAFGRES_PG_LOG",
+    "KAFGRES_ROOT",
+)
+BROKER_BACKEND_TYPE = "kafgres broker"
+
+PRODUCER_DEFAULTS = {
+    # Idempotence needs InitProducerId, which Kafgres does not serve yet.
+    "enable.idempotence": False,
+    "acks": "all",
+    "linger.ms": 5,
+    # Fail a record after 20 s instead of librdkafka's 5 minutes.
+    "message.timeout.ms": 20000,
+}
+
+CONSUMER_DEFAULTS = {
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "enable.partition.eof": False,
+    # An out-of-range start offset is an error, never a silent jump.
+    "auto.offset.reset": "error",
+}
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """Parses shell `KEY=VALUE` lines (optional `export`, shell quoting, # comments)."""
+    env: dict[str, str] = {}
+    for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export "):].lstrip()
+        key, sep, value = line.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise ValueError(f"{path}:{lineno}: not a KEY=VALUE line: {line!r}")
+        env[key] = " ".join(shlex.split(value, comments=True))
+    return env
+
+
+class Kafgres:
+    """The running cluster as the tests see it: addresses, paths and the launcher."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.bootstrap = env["KAFGRES_BOOTSTRAP"]
+        self.root = Path(env["KAFGRES_ROOT"])
+        self.pg_log = Path(env["KAFGRES_PG_LOG"])
+        # Child processes (psql, the launcher) get the libpq variables.
+        self.process_env = {**os.environ, **env}
+
+    def launcher(self, *args: str, timeout_s: float = 180.0) -> subprocess.CompletedProcess:
+        """Runs `./kafgres ARGS` from the repo root; fails the test on a non-zero exit."""
+        cmd = [str(self.root / "kafgres"), *args]
+        try:
+            result = subprocess.run(
+                cmd, cwd=self.root, env=self.process_env, capture_output=True, text=True, timeout=timeout_s
+            )
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"`{shlex.join(cmd)}` did not finish within {timeout_s:.0f}s")
+        assert result.returncode == 0, (
+            f"`{shlex.join(cmd)}` exited {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+        )
+        return result
+
+    def pg_log_size(self) -> int:
+        try:
+            return self.pg_log.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def pg_log_since(self, offset: int) -> str:
+        """The server log written after byte `offset` (all of it if the file shrank meanwhile)."""
+        data = self.pg_log.read_bytes()
+        if len(data) < offset:
+            offset = 0
+        return data[offset:].decode(errors="replace")
+
+
+class PsqlError(Exception):
+    """psql failed (server down, in recovery, SQL error) or timed out."""
+
+
+class Psql:
+    """Runs SQL through the psql binary with the cluster's libpq variables.
+
+    Values are passed as psql variables (`-v name=value`, written :'name' in
+    the SQL) and the SQL is fed on stdin, where psql interpolates them (it
+    does not for `-c`). Rows come back as lists of strings.
+    """
+
+    FIELD_SEPARATOR = "\x1f"
+
+    def __init__(self, kafgres: Kafgres) -> None:
+        self._env = kafgres.process_env
+
+    def rows(self, sql: str, timeout_s: float = 30.0, **variables: object) -> list[list[str]]:
+        cmd = ["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-F", self.FIELD_SEPARATOR]
+        for name, value in variables.items():
+            cmd += ["-v", f"{name}={value}"]
+        cmd += ["-f", "-"]
+        try:
+            result = subprocess.run(cmd, input=sql, env=self._env, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired as e:
+            raise PsqlError(f"psql did not finish within {timeout_s:.0f}s: {sql}") from e
+        if result.returncode != 0:
+            raise PsqlError(f"psql exited {result.returncode}: {result.stderr.strip()}\nSQL: {sql}")
+        return [line.split(self.FIELD_SEPARATOR) for line in result.stdout.splitlines()]
+
+    def value(self, sql: str, **variables: object) -> str:
+        """The single value of a query that must return exactly one row of one column."""
+        rows = self.rows(sql, **variables)
+        assert len(rows) == 1 and len(rows[0]) == 1, f"expected one value from {sql!r}, got {rows!r}"
+        return rows[0][0]
+
+    def broker_pids(self, timeout_s: float = 10.0) -> list[int]:
+        rows = self.rows(
+            "select pid from pg_stat_activity where backend_type = :'backend_type' order by pid",
+            timeout_s=timeout_s,
+            backend_type=BROKER_BACKEND_TYPE,
+        )
+        return [int(r[0]) for r in rows]
+
+    def broker_pid(self) -> int:
+        """The pid of the one broker worker; fails the test if there is not exactly one."""
+        pids = self.broker_pids()
+        assert len(pids) == 1, f"expected exactly one '{BROKER_BACKEND_TYPE}' backend, found pids {pids}"
+        return pids[0]
+
+
+def wait_for_topic_metadata(admin: AdminClient, name: str, partitions: int, timeout_s: float = 15.0) -> None:
+    """Waits until Metadata lists the topic with partitions 0..n-1, each led by a listed broker.
+
+    Asks for all topics (a null topic list), so the lookup itself never auto-creates.
+    """
+    deadline = time.monotonic() + timeout_s
+    last = "no answer"
+    while time.monotonic() < deadline:
+        try:
+            md = admin.list_topics(timeout=5)
+        except KafkaException as e:
+            last = str(e)
+            time.sleep(0.2)
+            continue
+        topic = md.topics.get(name)
+        if topic is None:
+            last = "topic not listed"
+        elif topic.error is not None:
+            last = f"topic error {topic.error}"
+        elif sorted(topic.partitions) != list(range(partitions)):
+            last = f"partitions {sorted(topic.partitions)}"
+        elif any(p.leader not in md.brokers for p in topic.partitions.values()):
+            last = f"leaders {[p.leader for p in topic.partitions.values()]} vs brokers {list(md.brokers)}"
+        else:
+            return
+        time.sleep(0.2)
+    pytest.fail(f"topic {name} not ready with {partitions} partitions within {timeout_s:.0f}s: {last}")
+
+
+def produce_all(producer: Producer, records: list[dict], timeout_s: float = 30.0) -> list[Message]:
+    """Produces records (dicts of Producer.produce keyword arguments) and waits for every delivery report.
+
+    Returns the delivery-report messages in the order of `records`; fails the
+    test if any record is not acknowledged within `timeout_s` or failed.
+    """
+    reports: list[tuple[KafkaError | None, Message] | None] = [None] * len(records)
+
+    def callback_for(i: int):
+        def on_delivery(err, msg):
+            reports[i] = (err, msg)
+
+        return on_delivery
+
+    for i, record in enumerate(records):
+        producer.produce(on_delivery=callback_for(i), **record)
+        producer.poll(0)
+    remaining = producer.flush(timeout_s)
+    assert remaining == 0, f"{remaining} of {len(records)} records still unacknowledged after {timeout_s:.0f}s"
+    missing = [i for i, r in enumerate(reports) if r is None]
+    assert not missing, f"no delivery report for records {missing}"
+    failed = [(i, str(r[0])) for i, r in enumerate(reports) if r[0] is not None]
+    assert not failed, f"delivery failed (record index, error): {failed}"
+    return [r[1] for r in reports]

@@ -1,0 +1,40 @@
+-- The extension's SQL surface: what CREATE EXTENSION installs, the checks on
+-- the catalog tables, their privileges, and the settings it registers.
+-- Error details would print random ids and timestamps.
+\set VERBOSITY terse
+CREATE EXTENSION kafgres;
+
+SELECT e.extname, n.nspname AS schema
+FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+WHERE e.extname = 'kafgres';
+
+-- Kafka's cluster id format: 22 characters of URL-safe base64.
+SELECT cluster_id ~ '^[A-Za-z0-9_-]{22}$' AS kafka_style_cluster_id FROM kafgres.cluster;
+-- Exactly one cluster row.
+INSERT INTO kafgres.cluster (cluster_id) VALUES ('another');
+
+-- Topic names follow Kafka's rules; partition counts and configs are checked.
+INSERT INTO kafgres.topics (topic_id, name, partition_count) VALUES (gen_random_uuid(), 'bad name', 1);
+INSERT INTO kafgres.topics (topic_id, name, partition_count) VALUES (gen_random_uuid(), '..', 1);
+INSERT INTO kafgres.topics (topic_id, name, partition_count) VALUES (gen_random_uuid(), repeat('a', 250), 1);
+INSERT INTO kafgres.topics (topic_id, name, partition_count) VALUES (gen_random_uuid(), 'orders', 0);
+INSERT INTO kafgres.topics (topic_id, name, partition_count, configs) VALUES (gen_random_uuid(), 'orders', 1, '[]');
+BEGIN;
+INSERT INTO kafgres.topics (topic_id, name, partition_count) VALUES (gen_random_uuid(), 'orders.v1_x-2', 3);
+INSERT INTO kafgres.topics (topic_id, name, partition_count) VALUES (gen_random_uuid(), 'orders.v1_x-2', 3);
+ROLLBACK;
+
+-- Nothing is granted to PUBLIC.
+CREATE ROLE kafgres_regress_nobody;
+SELECT t AS table_name, has_table_privilege('kafgres_regress_nobody', t, 'SELECT') AS can_select
+FROM unnest(ARRAY['kafgres.topics', 'kafgres.cluster']) AS t;
+DROP ROLE kafgres_regress_nobody;
+
+-- The settings, all needing a restart.
+SELECT name, vartype, context FROM pg_settings WHERE name LIKE 'kafgres.%' ORDER BY name;
+SELECT enumvals FROM pg_settings WHERE name = 'kafgres.flush_policy';
+
+-- The broker worker runs (in the database named by kafgres.database).
+SELECT count(*) AS broker_workers FROM pg_stat_activity WHERE backend_type = 'kafgres broker';
+
+DROP EXTENSION kafgres;
