@@ -69,6 +69,11 @@ pub(crate) enum Kind {
     NullableArray(&'static Kind),
     /// A struct encoded in place (no presence byte).
     Struct(&'static StructSchema),
+    /// A struct after a one-byte presence marker (`Option<T>` in `kafka-protocol`, read by its
+    /// `OptionStruct`). The crate reads the struct only when the marker is exactly 1 and takes any
+    /// other value as null; Kafka writes -1 for null but reads any non-negative marker as present.
+    /// The guard follows the crate, whose reading is what decides the allocations.
+    NullableStruct(&'static StructSchema),
 }
 
 /// One field of a struct.
@@ -138,6 +143,7 @@ impl Kind {
             Kind::Bytes | Kind::NullableBytes | Kind::Records => length_prefix(4),
             Kind::Array(_) | Kind::NullableArray(_) => length_prefix(4),
             Kind::Struct(schema) => schema.wire_bytes_min(encoding),
+            Kind::NullableStruct(_) => 1,
         }
     }
 }

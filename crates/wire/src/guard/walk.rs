@@ -10,6 +10,8 @@
 //!   read and ignored (the decoder does that, so the value's real length is what counts); an unknown
 //!   tag is skipped by its size. A known tag at a version where the field does not exist is an error
 //!   in `kafka-protocol`, so it is one here too.
+//! - a nullable struct is present only when its marker byte is exactly 1 (any other byte is null,
+//!   as `kafka-protocol` reads it).
 //! - bytes after the body are not looked at (`kafka-protocol` ignores them).
 
 use super::schema::{Encoding, Field, Kind, StructSchema};
@@ -98,6 +100,11 @@ impl Walker<'_> {
             Kind::Array(element) => self.array(at, element, false),
             Kind::NullableArray(element) => self.array(at, element, true),
             Kind::Struct(schema) => self.structure(schema),
+            Kind::NullableStruct(schema) => match self.take::<1>(at)? {
+                // The only marker kafka-protocol reads as present; see `Kind::NullableStruct`.
+                [1] => self.structure(schema),
+                _ => Ok(()),
+            },
         }
     }
 

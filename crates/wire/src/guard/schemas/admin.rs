@@ -1,5 +1,5 @@
 //! Connection and administration requests: ApiVersions, FindCoordinator, CreateTopics,
-//! DeleteTopics, InitProducerId, DescribeConfigs.
+//! DeleteTopics, InitProducerId, DescribeConfigs, SaslHandshake, SaslAuthenticate.
 
 use crate::guard::schema::{between, field, since, until, ApiSchema, Kind, StructSchema, ALL};
 
@@ -144,3 +144,30 @@ pub(crate) const DESCRIBE_CONFIGS_RESOURCE: StructSchema = StructSchema::new(
         field("configuration_keys", Kind::NullableArray(&Kind::String), ALL),
     ],
 );
+
+// ---------------------------------------------------------------------------------------------
+// SaslHandshake (key 17): versions 0-1, never flexible.
+
+pub(crate) static SASL_HANDSHAKE: ApiSchema = ApiSchema {
+    key: 17,
+    versions: between(0, 1),
+    flexible_since: i16::MAX,
+    body: &SASL_HANDSHAKE_REQUEST,
+};
+
+pub(crate) const SASL_HANDSHAKE_REQUEST: StructSchema =
+    StructSchema::new("SaslHandshakeRequest", &[field("mechanism", Kind::String, ALL)]);
+
+// ---------------------------------------------------------------------------------------------
+// SaslAuthenticate (key 36): versions 0-2, flexible from 2. `auth_bytes` decodes to `Bytes`
+// (a view of the body), so only its length needs checking.
+
+pub(crate) static SASL_AUTHENTICATE: ApiSchema = ApiSchema {
+    key: 36,
+    versions: between(0, 2),
+    flexible_since: 2,
+    body: &SASL_AUTHENTICATE_REQUEST,
+};
+
+pub(crate) const SASL_AUTHENTICATE_REQUEST: StructSchema =
+    StructSchema::new("SaslAuthenticateRequest", &[field("auth_bytes", Kind::Bytes, ALL)]);

@@ -1,5 +1,6 @@
 //! Classic consumer-group requests: OffsetCommit, OffsetFetch, JoinGroup, SyncGroup, Heartbeat,
-//! LeaveGroup, ListGroups, DescribeGroups.
+//! LeaveGroup, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete. (The KIP-848 protocol's
+//! requests are in `consumer_groups.rs`.)
 
 use crate::guard::schema::{between, field, since, until, ApiSchema, Kind, StructSchema, ALL};
 
@@ -202,4 +203,46 @@ pub(crate) const DESCRIBE_GROUPS_REQUEST: StructSchema = StructSchema::new(
         field("groups", Kind::Array(&Kind::String), ALL),
         field("include_authorized_operations", Kind::Bool, since(3)),
     ],
+);
+
+// ---------------------------------------------------------------------------------------------
+// DeleteGroups (key 42): versions 0-2, flexible from 2.
+
+pub(crate) static DELETE_GROUPS: ApiSchema =
+    ApiSchema { key: 42, versions: between(0, 2), flexible_since: 2, body: &DELETE_GROUPS_REQUEST };
+
+pub(crate) const DELETE_GROUPS_REQUEST: StructSchema = StructSchema::new(
+    "DeleteGroupsRequest",
+    &[field("groups_names", Kind::Array(&Kind::String), ALL)],
+);
+
+// ---------------------------------------------------------------------------------------------
+// OffsetDelete (key 47): version 0, not flexible.
+
+pub(crate) static OFFSET_DELETE: ApiSchema = ApiSchema {
+    key: 47,
+    versions: between(0, 0),
+    flexible_since: i16::MAX,
+    body: &OFFSET_DELETE_REQUEST,
+};
+
+pub(crate) const OFFSET_DELETE_REQUEST: StructSchema = StructSchema::new(
+    "OffsetDeleteRequest",
+    &[
+        field("group_id", Kind::String, ALL),
+        field("topics", Kind::Array(&Kind::Struct(&OFFSET_DELETE_REQUEST_TOPIC)), ALL),
+    ],
+);
+
+pub(crate) const OFFSET_DELETE_REQUEST_TOPIC: StructSchema = StructSchema::new(
+    "OffsetDeleteRequestTopic",
+    &[
+        field("name", Kind::String, ALL),
+        field("partitions", Kind::Array(&Kind::Struct(&OFFSET_DELETE_REQUEST_PARTITION)), ALL),
+    ],
+);
+
+pub(crate) const OFFSET_DELETE_REQUEST_PARTITION: StructSchema = StructSchema::new(
+    "OffsetDeleteRequestPartition",
+    &[field("partition_index", Kind::Int32, ALL)],
 );

@@ -1,112 +1,13 @@
 //! Hand-written hostile bodies, laid out from the Kafka protocol guide (not from the guard's
 //! tables): for each covered API, a huge count with a few bytes of body is refused as
-//! `ArrayTooLong` naming the right field, and without the guard allocating anything.
+//! `ArrayTooLong` naming the right field, and without the guard allocating anything. (The topic,
+//! cluster, SASL and transaction APIs are in `hostile_admin.rs` and `hostile_txn.rs`.)
 
-use super::{alloc, decode_measured};
-use crate::guard::{check_request_body, FieldPath, GuardError};
-
-/// A body written field by field.
-#[derive(Default)]
-struct Wire(Vec<u8>);
-
-impl Wire {
-    fn new() -> Self {
-        Wire::default()
-    }
-    fn raw(mut self, bytes: &[u8]) -> Self {
-        self.0.extend_from_slice(bytes);
-        self
-    }
-    fn i8(self, v: i8) -> Self {
-        self.raw(&v.to_be_bytes())
-    }
-    fn i16(self, v: i16) -> Self {
-        self.raw(&v.to_be_bytes())
-    }
-    fn i32(self, v: i32) -> Self {
-        self.raw(&v.to_be_bytes())
-    }
-    fn i64(self, v: i64) -> Self {
-        self.raw(&v.to_be_bytes())
-    }
-    fn uuid(self) -> Self {
-        self.raw(&[7; 16])
-    }
-    fn uvarint(mut self, mut v: u32) -> Self {
-        while v >= 0x80 {
-            self.0.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        self.0.push(v as u8);
-        self
-    }
-    /// A classic string.
-    fn string(self, s: &str) -> Self {
-        let len = i16::try_from(s.len()).expect("short");
-        self.i16(len).raw(s.as_bytes())
-    }
-    /// A compact string.
-    fn compact_string(self, s: &str) -> Self {
-        let len = u32::try_from(s.len()).expect("short");
-        self.uvarint(len + 1).raw(s.as_bytes())
-    }
-    /// An empty tagged-field section.
-    fn no_tags(self) -> Self {
-        self.uvarint(0)
-    }
-    /// A classic array count of i32::MAX.
-    fn huge_count(self) -> Self {
-        self.i32(i32::MAX)
-    }
-    /// A compact array count of u32::MAX - 1 (varint u32::MAX).
-    fn huge_compact_count(self) -> Self {
-        self.uvarint(u32::MAX)
-    }
-    /// A few stray bytes after the hostile count.
-    fn tail(self) -> Vec<u8> {
-        self.raw(&[1, 2, 3, 4, 5, 6]).0
-    }
-    fn done(self) -> Vec<u8> {
-        self.0
-    }
-}
-
-fn guard(api_key: i16, version: i16, body: &[u8]) -> Result<(), GuardError> {
-    let (verdict, allocations) = alloc::measure(|| check_request_body(api_key, version, body));
-    assert_eq!(allocations.count, 0, "the guard allocated");
-    verdict
-}
-
-#[track_caller]
-fn assert_array_too_long(api_key: i16, version: i16, body: &[u8], structure: &str, field: &str) {
-    match guard(api_key, version, body) {
-        Err(GuardError::ArrayTooLong { field: at, count, .. }) => {
-            assert_eq!((at.structure, at.field), (structure, field));
-            assert!(count >= u64::from(u32::MAX >> 1), "count {count}");
-        }
-        other => panic!("api key {api_key} v{version}: expected ArrayTooLong, got {other:?}"),
-    }
-}
-
-#[track_caller]
-fn assert_truncated(api_key: i16, version: i16, body: &[u8], structure: &str, field: &str) {
-    match guard(api_key, version, body) {
-        Err(GuardError::Truncated { field: at, .. }) => {
-            assert_eq!((at.structure, at.field), (structure, field));
-        }
-        other => panic!("api key {api_key} v{version}: expected Truncated, got {other:?}"),
-    }
-    // Lengths of strings and bytes are checked by kafka-protocol itself (these decode to
-    // `StrBytes`/`Bytes`), so the decoder can run here and must refuse too.
-    assert!(decode_measured(api_key, version, body).0.is_err());
-}
-
-#[track_caller]
-fn assert_accepted_and_decoded(api_key: i16, version: i16, body: &[u8]) {
-    assert_eq!(guard(api_key, version, body), Ok(()));
-    let (decoded, _) = decode_measured(api_key, version, body);
-    assert_eq!(decoded, Ok(()));
-}
+use super::decode_measured;
+use super::wire::{
+    assert_accepted_and_decoded, assert_array_too_long, assert_truncated, guard, Wire,
+};
+use crate::guard::{FieldPath, GuardError};
 
 /// The ten-byte body that motivated the guard: Metadata v0 asking for i32::MAX topics, which
 /// kafka-protocol would reserve (~100 GB) before reading the first one.
@@ -259,6 +160,34 @@ fn huge_counts_groups() {
     // Heartbeat has no array: a huge group id length.
     let body = Wire::new().uvarint(u32::MAX).tail();
     assert_truncated(12, 4, &body, "HeartbeatRequest", "group_id");
+
+    // DeleteGroups: groups_names.
+    let body = Wire::new().huge_count().tail();
+    assert_array_too_long(42, 0, &body, "DeleteGroupsRequest", "groups_names");
+    let body = Wire::new().huge_compact_count().tail();
+    assert_array_too_long(42, 2, &body, "DeleteGroupsRequest", "groups_names");
+
+    // OffsetDelete: group_id, topics; a topic is name, partitions.
+    let body = Wire::new().string("g").huge_count().tail();
+    assert_array_too_long(47, 0, &body, "OffsetDeleteRequest", "topics");
+    let body = Wire::new().string("g").i32(1).string("t").huge_count().tail();
+    assert_array_too_long(47, 0, &body, "OffsetDeleteRequestTopic", "partitions");
+
+    // ConsumerGroupHeartbeat: group_id, member_id, member_epoch, instance_id, rack_id,
+    // rebalance_timeout_ms, subscribed_topic_names, (v1: subscribed_topic_regex),
+    // server_assignor, topic_partitions; nulls mean "unchanged".
+    let head =
+        || Wire::new().compact_string("g").compact_string("m").i32(0).uvarint(0).uvarint(0).i32(-1);
+    let body = head().huge_compact_count().tail();
+    assert_array_too_long(68, 0, &body, "ConsumerGroupHeartbeatRequest", "subscribed_topic_names");
+    let body = head().uvarint(0).uvarint(0).uvarint(0).huge_compact_count().tail();
+    assert_array_too_long(68, 1, &body, "ConsumerGroupHeartbeatRequest", "topic_partitions");
+    let body = head().uvarint(0).uvarint(0).uvarint(2).uuid().huge_compact_count().tail();
+    assert_array_too_long(68, 0, &body, "TopicPartitions", "partitions");
+
+    // ConsumerGroupDescribe: group_ids.
+    let body = Wire::new().huge_compact_count().tail();
+    assert_array_too_long(69, 1, &body, "ConsumerGroupDescribeRequest", "group_ids");
 }
 
 /// A count is compared with what is left *after* it: exactly enough elements are fine, one more

@@ -7,11 +7,23 @@
 use std::collections::BTreeSet;
 
 use bytes::BytesMut;
+use kafka_protocol::messages::add_partitions_to_txn_request::{
+    AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
+};
+use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
+use kafka_protocol::messages::create_partitions_request::{
+    CreatePartitionsAssignment, CreatePartitionsTopic,
+};
 use kafka_protocol::messages::create_topics_request::{
     CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
 };
+use kafka_protocol::messages::delete_records_request::{
+    DeleteRecordsPartition, DeleteRecordsTopic,
+};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
+use kafka_protocol::messages::describe_topic_partitions_request::Cursor;
 use kafka_protocol::messages::fetch_request::{
     FetchPartition, FetchTopic, ForgottenTopic, ReplicaState,
 };
@@ -22,11 +34,30 @@ use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
+use kafka_protocol::messages::offset_delete_request::{
+    OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+};
 use kafka_protocol::messages::offset_fetch_request::{
     OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
 };
+use kafka_protocol::messages::offset_for_leader_epoch_request::{
+    OffsetForLeaderPartition, OffsetForLeaderTopic,
+};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+use kafka_protocol::messages::txn_offset_commit_request::{
+    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::{
+    alter_configs_request, describe_producers_request, describe_topic_partitions_request,
+    incremental_alter_configs_request, AddOffsetsToTxnRequest, AddPartitionsToTxnRequest,
+    AlterConfigsRequest, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest,
+    CreatePartitionsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DescribeClusterRequest,
+    DescribeLogDirsRequest, DescribeProducersRequest, DescribeTopicPartitionsRequest,
+    DescribeTransactionsRequest, EndTxnRequest, IncrementalAlterConfigsRequest,
+    ListTransactionsRequest, OffsetDeleteRequest, OffsetForLeaderEpochRequest,
+    SaslAuthenticateRequest, SaslHandshakeRequest, TxnOffsetCommitRequest,
+};
 use kafka_protocol::messages::{
     ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
     DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
@@ -37,10 +68,11 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::Encodable;
 
 use crate::guard::schema::{Encoding, Kind, StructSchema};
-use crate::guard::schemas::{self, admin, data, groups};
+use crate::guard::schemas::{self, admin, cluster, consumer_groups, data, groups, topics, txn};
 
-/// Checks one struct at every version of its API; returns its name.
-fn check<R: Encodable + Default>(api_key: i16, schema: &StructSchema) -> &'static str {
+/// Checks one struct at every version of its API; returns the API and the struct's name (names
+/// repeat across APIs: AlterConfigsResource, TopicRequest).
+fn check<R: Encodable + Default>(api_key: i16, schema: &StructSchema) -> (i16, &'static str) {
     let api = schemas::find(api_key).expect("covered API");
     for version in api.versions.min..=api.versions.max {
         let mut buf = BytesMut::new();
@@ -50,12 +82,12 @@ fn check<R: Encodable + Default>(api_key: i16, schema: &StructSchema) -> &'stati
         let assumed = schema.wire_bytes_min(crate::guard::encoding(api, version));
         assert_eq!(assumed, buf.len(), "{} v{version}", schema.name);
     }
-    schema.name
+    (api_key, schema.name)
 }
 
 #[test]
 fn minimum_sizes_match_default_encodings() {
-    let checked: BTreeSet<&str> = [
+    let checked: BTreeSet<(i16, &str)> = [
         check::<ProduceRequest>(0, &data::PRODUCE_REQUEST),
         check::<TopicProduceData>(0, &data::TOPIC_PRODUCE_DATA),
         check::<PartitionProduceData>(0, &data::PARTITION_PRODUCE_DATA),
@@ -98,25 +130,96 @@ fn minimum_sizes_match_default_encodings() {
         check::<DescribeGroupsRequest>(15, &groups::DESCRIBE_GROUPS_REQUEST),
     ]
     .into_iter()
+    .chain(checked_later())
     .collect();
 
     // Every struct reachable from the API table is in the list above.
     let mut reachable = BTreeSet::new();
     for api in schemas::APIS {
-        collect_structs(api.body, &mut reachable);
+        collect_structs(api.key, api.body, &mut reachable);
     }
     assert_eq!(reachable, checked);
 }
 
-fn collect_structs(schema: &'static StructSchema, names: &mut BTreeSet<&'static str>) {
-    names.insert(schema.name);
+/// The structs of the APIs covered later (cluster, topics, consumer groups, transactions, SASL).
+fn checked_later() -> Vec<(i16, &'static str)> {
+    vec![
+        check::<SaslHandshakeRequest>(17, &admin::SASL_HANDSHAKE_REQUEST),
+        check::<SaslAuthenticateRequest>(36, &admin::SASL_AUTHENTICATE_REQUEST),
+        check::<CreatePartitionsRequest>(37, &topics::CREATE_PARTITIONS_REQUEST),
+        check::<CreatePartitionsTopic>(37, &topics::CREATE_PARTITIONS_TOPIC),
+        check::<CreatePartitionsAssignment>(37, &topics::CREATE_PARTITIONS_ASSIGNMENT),
+        check::<DeleteRecordsRequest>(21, &topics::DELETE_RECORDS_REQUEST),
+        check::<DeleteRecordsTopic>(21, &topics::DELETE_RECORDS_TOPIC),
+        check::<DeleteRecordsPartition>(21, &topics::DELETE_RECORDS_PARTITION),
+        check::<OffsetForLeaderEpochRequest>(23, &topics::OFFSET_FOR_LEADER_EPOCH_REQUEST),
+        check::<OffsetForLeaderTopic>(23, &topics::OFFSET_FOR_LEADER_TOPIC),
+        check::<OffsetForLeaderPartition>(23, &topics::OFFSET_FOR_LEADER_PARTITION),
+        check::<DescribeTopicPartitionsRequest>(75, &topics::DESCRIBE_TOPIC_PARTITIONS_REQUEST),
+        check::<describe_topic_partitions_request::TopicRequest>(
+            75,
+            &topics::DESCRIBE_TOPIC_PARTITIONS_TOPIC_REQUEST,
+        ),
+        check::<Cursor>(75, &topics::CURSOR),
+        check::<AlterConfigsRequest>(33, &cluster::ALTER_CONFIGS_REQUEST),
+        check::<alter_configs_request::AlterConfigsResource>(33, &cluster::ALTER_CONFIGS_RESOURCE),
+        check::<alter_configs_request::AlterableConfig>(33, &cluster::ALTERABLE_CONFIG),
+        check::<IncrementalAlterConfigsRequest>(44, &cluster::INCREMENTAL_ALTER_CONFIGS_REQUEST),
+        check::<incremental_alter_configs_request::AlterConfigsResource>(
+            44,
+            &cluster::INCREMENTAL_ALTER_CONFIGS_RESOURCE,
+        ),
+        check::<incremental_alter_configs_request::AlterableConfig>(
+            44,
+            &cluster::INCREMENTAL_ALTERABLE_CONFIG,
+        ),
+        check::<DescribeLogDirsRequest>(35, &cluster::DESCRIBE_LOG_DIRS_REQUEST),
+        check::<DescribableLogDirTopic>(35, &cluster::DESCRIBABLE_LOG_DIR_TOPIC),
+        check::<DescribeClusterRequest>(60, &cluster::DESCRIBE_CLUSTER_REQUEST),
+        check::<DeleteGroupsRequest>(42, &groups::DELETE_GROUPS_REQUEST),
+        check::<OffsetDeleteRequest>(47, &groups::OFFSET_DELETE_REQUEST),
+        check::<OffsetDeleteRequestTopic>(47, &groups::OFFSET_DELETE_REQUEST_TOPIC),
+        check::<OffsetDeleteRequestPartition>(47, &groups::OFFSET_DELETE_REQUEST_PARTITION),
+        check::<ConsumerGroupHeartbeatRequest>(
+            68,
+            &consumer_groups::CONSUMER_GROUP_HEARTBEAT_REQUEST,
+        ),
+        check::<TopicPartitions>(68, &consumer_groups::TOPIC_PARTITIONS),
+        check::<ConsumerGroupDescribeRequest>(
+            69,
+            &consumer_groups::CONSUMER_GROUP_DESCRIBE_REQUEST,
+        ),
+        check::<AddPartitionsToTxnRequest>(24, &txn::ADD_PARTITIONS_TO_TXN_REQUEST),
+        check::<AddPartitionsToTxnTransaction>(24, &txn::ADD_PARTITIONS_TO_TXN_TRANSACTION),
+        check::<AddPartitionsToTxnTopic>(24, &txn::ADD_PARTITIONS_TO_TXN_TOPIC),
+        check::<AddOffsetsToTxnRequest>(25, &txn::ADD_OFFSETS_TO_TXN_REQUEST),
+        check::<EndTxnRequest>(26, &txn::END_TXN_REQUEST),
+        check::<TxnOffsetCommitRequest>(28, &txn::TXN_OFFSET_COMMIT_REQUEST),
+        check::<TxnOffsetCommitRequestTopic>(28, &txn::TXN_OFFSET_COMMIT_REQUEST_TOPIC),
+        check::<TxnOffsetCommitRequestPartition>(28, &txn::TXN_OFFSET_COMMIT_REQUEST_PARTITION),
+        check::<DescribeProducersRequest>(61, &txn::DESCRIBE_PRODUCERS_REQUEST),
+        check::<describe_producers_request::TopicRequest>(
+            61,
+            &txn::DESCRIBE_PRODUCERS_TOPIC_REQUEST,
+        ),
+        check::<ListTransactionsRequest>(66, &txn::LIST_TRANSACTIONS_REQUEST),
+        check::<DescribeTransactionsRequest>(65, &txn::DESCRIBE_TRANSACTIONS_REQUEST),
+    ]
+}
+
+fn collect_structs(
+    api_key: i16,
+    schema: &'static StructSchema,
+    names: &mut BTreeSet<(i16, &'static str)>,
+) {
+    names.insert((api_key, schema.name));
     for field in schema.fields {
         let mut kind = &field.kind;
         while let Kind::Array(element) | Kind::NullableArray(element) = kind {
             kind = element;
         }
-        if let Kind::Struct(inner) = kind {
-            collect_structs(inner, names);
+        if let Kind::Struct(inner) | Kind::NullableStruct(inner) = kind {
+            collect_structs(api_key, inner, names);
         }
     }
 }
@@ -168,6 +271,11 @@ fn smallest(
                 return smallest(element, encoding, target, out);
             }
             length(out, 0, 4);
+        }
+        // Present, so that arrays inside are reached.
+        Kind::NullableStruct(schema) => {
+            out.push(1);
+            return smallest(&Kind::Struct(schema), encoding, target, out);
         }
         Kind::Struct(schema) => {
             let mut found = false;

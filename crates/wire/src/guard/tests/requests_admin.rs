@@ -1,5 +1,6 @@
-//! Random valid ApiVersions, FindCoordinator, CreateTopics, DeleteTopics, InitProducerId and
-//! DescribeConfigs requests for one version (see `requests_data.rs` for the conventions).
+//! Random valid ApiVersions, FindCoordinator, CreateTopics, DeleteTopics, InitProducerId,
+//! DescribeConfigs, SaslHandshake and SaslAuthenticate requests for one version (see
+//! `requests_data.rs` for the conventions).
 
 use kafka_protocol::messages::create_topics_request::{
     CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
@@ -8,12 +9,14 @@ use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::{
     ApiVersionsRequest, BrokerId, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
-    FindCoordinatorRequest, InitProducerIdRequest, ProducerId, TopicName, TransactionalId,
+    FindCoordinatorRequest, InitProducerIdRequest, ProducerId, SaslAuthenticateRequest,
+    SaslHandshakeRequest, TopicName, TransactionalId,
 };
 use proptest::prelude::*;
 
 use super::gen::{
-    list, list_or_null, name, name_or_null, text, text_or_null, unknown_tags, uuid, uuid_bytes,
+    blob, list, list_or_null, name, name_or_null, text, text_or_null, unknown_tags, uuid,
+    uuid_bytes,
 };
 
 pub(super) fn api_versions(v: i16) -> impl Strategy<Value = ApiVersionsRequest> {
@@ -161,4 +164,17 @@ pub(super) fn describe_configs(v: i16) -> impl Strategy<Value = DescribeConfigsR
             r
         },
     )
+}
+
+pub(super) fn sasl_handshake(_v: i16) -> impl Strategy<Value = SaslHandshakeRequest> {
+    text().prop_map(|mechanism| SaslHandshakeRequest::default().with_mechanism(mechanism))
+}
+
+pub(super) fn sasl_authenticate(v: i16) -> impl Strategy<Value = SaslAuthenticateRequest> {
+    let flexible = v >= 2;
+    (blob(), unknown_tags(flexible)).prop_map(|(auth_bytes, tags)| {
+        SaslAuthenticateRequest::default()
+            .with_auth_bytes(auth_bytes)
+            .with_unknown_tagged_fields(tags)
+    })
 }

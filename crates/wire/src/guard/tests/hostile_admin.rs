@@ -1,0 +1,130 @@
+//! Hand-written hostile bodies for the topic, cluster and SASL APIs (see `hostile.rs`), and the
+//! presence byte of DescribeTopicPartitions' nullable `cursor`.
+
+use super::decode_measured;
+use super::wire::{
+    assert_accepted_and_decoded, assert_array_too_long, assert_truncated, guard, Wire,
+};
+use crate::guard::{FieldPath, GuardError};
+
+#[test]
+fn huge_counts_topics() {
+    // CreatePartitions: topics, timeout_ms, validate_only; a topic is name, count, assignments
+    // (nullable), an assignment is broker_ids.
+    let body = Wire::new().huge_count().tail();
+    assert_array_too_long(37, 0, &body, "CreatePartitionsRequest", "topics");
+    let body = Wire::new().huge_compact_count().tail();
+    assert_array_too_long(37, 2, &body, "CreatePartitionsRequest", "topics");
+    let body = Wire::new().i32(1).string("t").i32(3).huge_count().tail();
+    assert_array_too_long(37, 1, &body, "CreatePartitionsTopic", "assignments");
+    let body =
+        Wire::new().uvarint(2).compact_string("t").i32(3).uvarint(2).huge_compact_count().tail();
+    assert_array_too_long(37, 3, &body, "CreatePartitionsAssignment", "broker_ids");
+    // Null assignments: let the broker choose.
+    let body = Wire::new().i32(1).string("t").i32(3).i32(-1).i32(30_000).i8(0).done();
+    assert_accepted_and_decoded(37, 0, &body);
+
+    // DeleteRecords: topics, timeout_ms; a topic is name, partitions.
+    let body = Wire::new().huge_count().tail();
+    assert_array_too_long(21, 0, &body, "DeleteRecordsRequest", "topics");
+    let body = Wire::new().uvarint(2).compact_string("t").huge_compact_count().tail();
+    assert_array_too_long(21, 2, &body, "DeleteRecordsTopic", "partitions");
+
+    // OffsetForLeaderEpoch: replica_id (v3+), topics; a topic is topic, partitions.
+    let body = Wire::new().huge_count().tail();
+    assert_array_too_long(23, 2, &body, "OffsetForLeaderEpochRequest", "topics");
+    let body = Wire::new().i32(-1).huge_count().tail();
+    assert_array_too_long(23, 3, &body, "OffsetForLeaderEpochRequest", "topics");
+    let body = Wire::new().i32(-1).uvarint(2).compact_string("t").huge_compact_count().tail();
+    assert_array_too_long(23, 4, &body, "OffsetForLeaderTopic", "partitions");
+
+    // DescribeTopicPartitions: topics, response_partition_limit, cursor.
+    let body = Wire::new().huge_compact_count().tail();
+    assert_array_too_long(75, 0, &body, "DescribeTopicPartitionsRequest", "topics");
+}
+
+#[test]
+fn huge_counts_cluster() {
+    // AlterConfigs: resources, validate_only; a resource is type, name, configs.
+    let body = Wire::new().huge_count().tail();
+    assert_array_too_long(33, 0, &body, "AlterConfigsRequest", "resources");
+    let body = Wire::new().i32(1).i8(2).string("t").huge_count().tail();
+    assert_array_too_long(33, 1, &body, "AlterConfigsResource", "configs");
+    let body = Wire::new().uvarint(2).i8(2).compact_string("t").huge_compact_count().tail();
+    assert_array_too_long(33, 2, &body, "AlterConfigsResource", "configs");
+
+    // IncrementalAlterConfigs: the same layout, flexible from v1.
+    let body = Wire::new().huge_count().tail();
+    assert_array_too_long(44, 0, &body, "IncrementalAlterConfigsRequest", "resources");
+    let body = Wire::new().uvarint(2).i8(2).compact_string("t").huge_compact_count().tail();
+    assert_array_too_long(44, 1, &body, "AlterConfigsResource", "configs");
+
+    // DescribeLogDirs: topics (null: all); a topic is topic, partitions.
+    let body = Wire::new().huge_count().tail();
+    assert_array_too_long(35, 1, &body, "DescribeLogDirsRequest", "topics");
+    let body = Wire::new().uvarint(2).compact_string("t").huge_compact_count().tail();
+    assert_array_too_long(35, 4, &body, "DescribableLogDirTopic", "partitions");
+    assert_accepted_and_decoded(35, 1, &Wire::new().i32(-1).done());
+    assert_accepted_and_decoded(35, 2, &Wire::new().uvarint(0).no_tags().done());
+
+    // DescribeCluster has no array: a huge tagged-field count, and a body cut short.
+    let body = Wire::new().i8(0).i8(1).huge_compact_count().tail();
+    match guard(60, 1, &body) {
+        Err(GuardError::ArrayTooLong { field, .. }) => {
+            assert_eq!(field.structure, "DescribeClusterRequest");
+        }
+        other => panic!("expected ArrayTooLong, got {other:?}"),
+    }
+    assert_truncated(
+        60,
+        2,
+        &Wire::new().i8(0).i8(1).done(),
+        "DescribeClusterRequest",
+        "include_fenced_brokers",
+    );
+}
+
+#[test]
+fn huge_lengths_sasl() {
+    // SaslHandshake: mechanism.
+    let body = Wire::new().i16(i16::MAX).tail();
+    assert_truncated(17, 1, &body, "SaslHandshakeRequest", "mechanism");
+    // SaslAuthenticate: auth_bytes, never null.
+    let body = Wire::new().i32(i32::MAX).tail();
+    assert_truncated(36, 0, &body, "SaslAuthenticateRequest", "auth_bytes");
+    let body = Wire::new().huge_compact_count().tail();
+    assert_truncated(36, 2, &body, "SaslAuthenticateRequest", "auth_bytes");
+    let at = FieldPath { structure: "SaslAuthenticateRequest", field: "auth_bytes" };
+    let body = Wire::new().i32(-1).done();
+    assert_eq!(guard(36, 1, &body), Err(GuardError::UnexpectedNull { field: at, offset: 0 }));
+    assert!(decode_measured(36, 1, &body).0.is_err());
+}
+
+/// DescribeTopicPartitions v0 with no topics and a limit, then `marker` and what follows it.
+fn describe_topic_partitions(marker: i8, rest: Wire) -> Vec<u8> {
+    let mut body = Wire::new().uvarint(1).i32(100).i8(marker).done();
+    body.extend(rest.done());
+    body
+}
+
+/// kafka-protocol reads the cursor only after a marker of exactly 1 and takes any other marker
+/// as null (Kafka takes any non-negative one as present); the guard reads it the same way.
+#[test]
+fn nullable_struct_presence_byte() {
+    let cursor = || Wire::new().compact_string("t").i32(7).no_tags();
+    assert_accepted_and_decoded(75, 0, &describe_topic_partitions(1, cursor().no_tags()));
+    assert_accepted_and_decoded(75, 0, &describe_topic_partitions(-1, Wire::new().no_tags()));
+    // Marker 0 or 5: null, and the cursor's bytes are read as the request's tagged fields (here:
+    // two unknown tags, 't' and 0, of size 0, then trailing bytes), as kafka-protocol reads them.
+    assert_accepted_and_decoded(75, 0, &describe_topic_partitions(0, cursor().no_tags()));
+    assert_accepted_and_decoded(75, 0, &describe_topic_partitions(5, Wire::new().no_tags()));
+    // A present cursor is walked like any struct.
+    let rest = Wire::new().huge_compact_count();
+    let body = [describe_topic_partitions(1, rest), vec![1, 2, 3]].concat();
+    assert_truncated(75, 0, &body, "Cursor", "topic_name");
+    let body = describe_topic_partitions(1, Wire::new().compact_string("t").i32(7));
+    assert_truncated(75, 0, &body, "Cursor", "(tagged fields)");
+    // The marker itself missing.
+    let body = Wire::new().uvarint(1).i32(100).done();
+    assert_truncated(75, 0, &body, "DescribeTopicPartitionsRequest", "cursor");
+}
