@@ -26,6 +26,8 @@ pub struct TopicRecord {
 pub enum CatalogError {
     #[error("topic {0} already exists")]
     TopicExists(String),
+    #[error("no topic with id {0}")]
+    UnknownTopic(Uuid),
     #[error("the catalog is unavailable: {0}")]
     Unavailable(String),
     #[error("catalog error: {0}")]
@@ -39,6 +41,12 @@ pub trait Catalog: Send + Sync + 'static {
     /// Durably records a new topic. Fails with [`CatalogError::TopicExists`]
     /// if a topic of that name is already recorded.
     fn create_topic(&self, topic: TopicRecord) -> CatalogFuture<'_, ()>;
+
+    /// Durably removes a topic.
+    fn delete_topic(&self, topic_id: Uuid) -> CatalogFuture<'_, ()>;
+
+    /// Durably raises a topic's partition count (CreatePartitions).
+    fn set_partition_count(&self, topic_id: Uuid, partition_count: i32) -> CatalogFuture<'_, ()>;
 }
 
 /// A catalog in memory, for tests and for running the broker without Postgres.
@@ -61,6 +69,29 @@ impl Catalog for MemoryCatalog {
                 return Err(CatalogError::TopicExists(topic.name));
             }
             topics.insert(topic.name.clone(), topic);
+            Ok(())
+        })
+    }
+
+    fn delete_topic(&self, topic_id: Uuid) -> CatalogFuture<'_, ()> {
+        Box::pin(async move {
+            let mut topics = self.topics.lock().map_err(|_| CatalogError::Failed("poisoned".into()))?;
+            let name = topics
+                .values()
+                .find(|t| t.topic_id == topic_id)
+                .map(|t| t.name.clone())
+                .ok_or(CatalogError::UnknownTopic(topic_id))?;
+            topics.remove(&name);
+            Ok(())
+        })
+    }
+
+    fn set_partition_count(&self, topic_id: Uuid, partition_count: i32) -> CatalogFuture<'_, ()> {
+        Box::pin(async move {
+            let mut topics = self.topics.lock().map_err(|_| CatalogError::Failed("poisoned".into()))?;
+            let topic =
+                topics.values_mut().find(|t| t.topic_id == topic_id).ok_or(CatalogError::UnknownTopic(topic_id))?;
+            topic.partition_count = partition_count;
             Ok(())
         })
     }

@@ -90,6 +90,22 @@ async fn route(ctx: &BrokerContext, key: ApiKey, header: &RequestHeader, mut bod
             let req = decode!(ListOffsetsRequest);
             respond(key, v, c, &api::list_offsets::handle(ctx, v, req))
         }
+        ApiKey::DeleteTopics => {
+            let req = decode!(DeleteTopicsRequest);
+            respond(key, v, c, &api::delete_topics::handle(ctx, v, req).await)
+        }
+        ApiKey::CreatePartitions => {
+            let req = decode!(CreatePartitionsRequest);
+            respond(key, v, c, &api::create_partitions::handle(ctx, v, req).await)
+        }
+        ApiKey::DescribeCluster => {
+            let req = decode!(DescribeClusterRequest);
+            respond(key, v, c, &api::describe_cluster::handle(ctx, v, &req))
+        }
+        ApiKey::DescribeConfigs => {
+            let req = decode!(DescribeConfigsRequest);
+            respond(key, v, c, &api::describe_configs::handle(ctx, v, req))
+        }
         other => Outcome::Close(format!("{other:?} is in the served table but has no handler")),
     }
 }

@@ -60,6 +60,9 @@ impl Broker {
     ) -> Result<Broker, StartError> {
         let mut registry = TopicRegistry::default();
         let now = crate::now_ms();
+        std::fs::create_dir_all(&config.log_dir)
+            .map_err(|source| StartError::Log { topic: String::new(), source: kafgres_log::LogError::Io { path: config.log_dir.clone(), source } })?;
+        crate::topics::remove_deleted_dirs(&config.log_dir);
         for record in &topics {
             let topic = Topic::open(record, &config, now)
                 .map_err(|source| StartError::Log { topic: record.name.clone(), source })?;

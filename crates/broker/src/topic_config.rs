@@ -1,51 +1,82 @@
-//! Topic-level configuration names Kafka 4.x accepts.
+//! Topic-level configurations Kafka 4.x accepts, with their defaults.
 //!
 //! CreateTopics refuses any other name with INVALID_CONFIG, as Kafka does.
 //! Values are stored as given; which of them the broker acts on is listed in
 //! docs/configuration.md (segment.bytes so far; the rest are kept for
 //! DescribeConfigs and later features).
 
-/// Every topic config name of Kafka 4.x (`TopicConfig`, `LogConfig`).
-pub const TOPIC_CONFIG_NAMES: &[&str] = &[
-    "cleanup.policy",
-    "compression.gzip.level",
-    "compression.lz4.level",
-    "compression.type",
-    "compression.zstd.level",
-    "delete.retention.ms",
-    "file.delete.delay.ms",
-    "flush.messages",
-    "flush.ms",
-    "follower.replication.throttled.replicas",
-    "index.interval.bytes",
-    "leader.replication.throttled.replicas",
-    "local.retention.bytes",
-    "local.retention.ms",
-    "max.compaction.lag.ms",
-    "max.message.bytes",
-    "message.timestamp.after.max.ms",
-    "message.timestamp.before.max.ms",
-    "message.timestamp.type",
-    "min.cleanable.dirty.ratio",
-    "min.compaction.lag.ms",
-    "min.insync.replicas",
-    "preallocate",
-    "remote.log.copy.disable",
-    "remote.log.delete.on.disable",
-    "remote.storage.enable",
-    "retention.bytes",
-    "retention.ms",
-    "segment.bytes",
-    "segment.index.bytes",
-    "segment.jitter.ms",
-    "segment.ms",
-    "unclean.leader.election.enable",
+/// The type of a config value, as DescribeConfigs v3+ reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i8)]
+pub enum ConfigType {
+    Boolean = 1,
+    String = 2,
+    Int = 3,
+    Long = 5,
+    Double = 6,
+    List = 7,
+}
+
+/// A topic config: its name, Kafka 4.x's default, its type and the broker
+/// setting it defaults from (reported as a synonym).
+#[derive(Debug, Clone, Copy)]
+pub struct TopicConfigDef {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub kind: ConfigType,
+    pub broker_synonym: &'static str,
+}
+
+const fn def(name: &'static str, default: &'static str, kind: ConfigType, broker_synonym: &'static str) -> TopicConfigDef {
+    TopicConfigDef { name, default, kind, broker_synonym }
+}
+
+/// Every topic config of Kafka 4.x (`TopicConfig`, `LogConfig`), sorted by name.
+pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
+    def("cleanup.policy", "delete", ConfigType::List, "log.cleanup.policy"),
+    def("compression.gzip.level", "-1", ConfigType::Int, "compression.gzip.level"),
+    def("compression.lz4.level", "9", ConfigType::Int, "compression.lz4.level"),
+    def("compression.type", "producer", ConfigType::String, "compression.type"),
+    def("compression.zstd.level", "3", ConfigType::Int, "compression.zstd.level"),
+    def("delete.retention.ms", "86400000", ConfigType::Long, "log.cleaner.delete.retention.ms"),
+    def("file.delete.delay.ms", "60000", ConfigType::Long, "log.segment.delete.delay.ms"),
+    def("flush.messages", "9223372036854775807", ConfigType::Long, "log.flush.interval.messages"),
+    def("flush.ms", "9223372036854775807", ConfigType::Long, "log.flush.interval.ms"),
+    def("follower.replication.throttled.replicas", "", ConfigType::List, "follower.replication.throttled.replicas"),
+    def("index.interval.bytes", "4096", ConfigType::Int, "log.index.interval.bytes"),
+    def("leader.replication.throttled.replicas", "", ConfigType::List, "leader.replication.throttled.replicas"),
+    def("local.retention.bytes", "-2", ConfigType::Long, "log.local.retention.bytes"),
+    def("local.retention.ms", "-2", ConfigType::Long, "log.local.retention.ms"),
+    def("max.compaction.lag.ms", "9223372036854775807", ConfigType::Long, "log.cleaner.max.compaction.lag.ms"),
+    def("max.message.bytes", "1048588", ConfigType::Int, "message.max.bytes"),
+    def("message.timestamp.after.max.ms", "3600000", ConfigType::Long, "log.message.timestamp.after.max.ms"),
+    def("message.timestamp.before.max.ms", "9223372036854775807", ConfigType::Long, "log.message.timestamp.before.max.ms"),
+    def("message.timestamp.type", "CreateTime", ConfigType::String, "log.message.timestamp.type"),
+    def("min.cleanable.dirty.ratio", "0.5", ConfigType::Double, "log.cleaner.min.cleanable.ratio"),
+    def("min.compaction.lag.ms", "0", ConfigType::Long, "log.cleaner.min.compaction.lag.ms"),
+    def("min.insync.replicas", "1", ConfigType::Int, "min.insync.replicas"),
+    def("preallocate", "false", ConfigType::Boolean, "log.preallocate"),
+    def("remote.log.copy.disable", "false", ConfigType::Boolean, "remote.log.copy.disable"),
+    def("remote.log.delete.on.disable", "false", ConfigType::Boolean, "remote.log.delete.on.disable"),
+    def("remote.storage.enable", "false", ConfigType::Boolean, "remote.storage.enable"),
+    def("retention.bytes", "-1", ConfigType::Long, "log.retention.bytes"),
+    def("retention.ms", "604800000", ConfigType::Long, "log.retention.ms"),
+    def("segment.bytes", "1073741824", ConfigType::Int, "log.segment.bytes"),
+    def("segment.index.bytes", "10485760", ConfigType::Int, "log.index.size.max.bytes"),
+    def("segment.jitter.ms", "0", ConfigType::Long, "log.roll.jitter.ms"),
+    def("segment.ms", "604800000", ConfigType::Long, "log.roll.ms"),
+    def("unclean.leader.election.enable", "false", ConfigType::Boolean, "unclean.leader.election.enable"),
 ];
+
+/// The definition of a topic config, if the name is one.
+pub fn topic_config(name: &str) -> Option<&'static TopicConfigDef> {
+    TOPIC_CONFIGS.binary_search_by(|d| d.name.cmp(name)).ok().map(|i| &TOPIC_CONFIGS[i])
+}
 
 /// Checks config names; the error is Kafka's message for an unknown name.
 pub fn validate_topic_config_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<(), String> {
     for name in names {
-        if !TOPIC_CONFIG_NAMES.contains(&name) {
+        if topic_config(name).is_none() {
             return Err(format!("Unknown topic config name: {name}"));
         }
     }
@@ -55,6 +86,14 @@ pub fn validate_topic_config_names<'a>(names: impl IntoIterator<Item = &'a str>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_is_sorted_so_lookups_find_every_entry() {
+        assert!(TOPIC_CONFIGS.windows(2).all(|w| w[0].name < w[1].name));
+        for d in TOPIC_CONFIGS {
+            assert_eq!(topic_config(d.name).map(|f| f.name), Some(d.name));
+        }
+    }
 
     #[test]
     fn known_names_pass_and_unknown_fail() {

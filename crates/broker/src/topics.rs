@@ -28,10 +28,40 @@ pub struct Topic {
 impl Topic {
     /// Opens (recovering if needed) every partition log of a catalog topic.
     pub fn open(record: &TopicRecord, config: &BrokerConfig, now_ms: i64) -> Result<Topic, LogError> {
+        let partitions = open_partitions(record, 0, config, now_ms)?;
+        Ok(Topic { id: record.topic_id, name: record.name.clone(), partitions, configs: record.configs.clone() })
+    }
+
+    /// This topic with its partition count raised to `partition_count`: the
+    /// existing partitions are shared, the new ones opened.
+    pub fn with_partitions(&self, partition_count: i32, config: &BrokerConfig, now_ms: i64) -> Result<Topic, LogError> {
+        let record = TopicRecord {
+            topic_id: self.id,
+            name: self.name.clone(),
+            partition_count,
+            configs: self.configs.clone(),
+        };
+        let mut partitions = self.partitions.clone();
+        partitions.extend(open_partitions(&record, self.partitions.len() as i32, config, now_ms)?);
+        Ok(Topic { id: self.id, name: self.name.clone(), partitions, configs: self.configs.clone() })
+    }
+
+    pub fn partition(&self, index: i32) -> Option<&Arc<Partition>> {
+        usize::try_from(index).ok().and_then(|i| self.partitions.get(i))
+    }
+}
+
+fn open_partitions(
+    record: &TopicRecord,
+    first: i32,
+    config: &BrokerConfig,
+    now_ms: i64,
+) -> Result<Vec<Arc<Partition>>, LogError> {
         let log_config = LogConfig { segment_bytes_max: config.segment_bytes_max, ..LogConfig::default() };
-        let mut partitions = Vec::with_capacity(record.partition_count.max(0) as usize);
-        for index in 0..record.partition_count {
+        let mut partitions = Vec::with_capacity((record.partition_count - first).max(0) as usize);
+        for index in first..record.partition_count {
             let dir = partition_dir(&config.log_dir, &record.name, index);
+            claim_partition_dir(&config.log_dir, &dir, record.topic_id)?;
             let (log, reports) = PartitionLog::open(&dir, log_config, now_ms)?;
             for r in reports.iter().filter(|r| r.truncated_bytes > 0) {
                 log::warn!(
@@ -43,11 +73,64 @@ impl Topic {
             }
             partitions.push(Partition::start(record.name.clone(), index, log, config.flush_policy));
         }
-        Ok(Topic { id: record.topic_id, name: record.name.clone(), partitions, configs: record.configs.clone() })
-    }
+        Ok(partitions)
+}
 
-    pub fn partition(&self, index: i32) -> Option<&Arc<Partition>> {
-        usize::try_from(index).ok().and_then(|i| self.partitions.get(i))
+/// The file in each partition directory naming the topic id it belongs to.
+pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
+/// Suffix of partition directories waiting to be removed.
+pub const DELETED_DIR_SUFFIX: &str = "-delete";
+
+/// Makes sure `dir` holds data of topic `topic_id`. A directory left by an
+/// earlier topic of the same name (deleted, then a crash before its
+/// directories were renamed) is set aside for deletion so the new topic starts
+/// empty instead of serving the old topic's records.
+fn claim_partition_dir(log_dir: &Path, dir: &Path, topic_id: Uuid) -> Result<(), LogError> {
+    let metadata = dir.join(PARTITION_METADATA_FILE);
+    let expected = format!("version: 0\ntopic_id: {topic_id}\n");
+    match std::fs::read_to_string(&metadata) {
+        Ok(found) if found == expected => return Ok(()),
+        Ok(found) => {
+            let aside = deleted_dir_name(dir, "stale");
+            log::warn!(
+                "{} belongs to another topic ({:?}); moving it to {} for deletion",
+                dir.display(),
+                found.lines().nth(1).unwrap_or(""),
+                aside.display()
+            );
+            std::fs::rename(dir, &aside).map_err(io_error(dir))?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(LogError::Io { path: metadata, source: e }),
+    }
+    std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+    let tmp = dir.join(format!("{PARTITION_METADATA_FILE}.tmp"));
+    std::fs::write(&tmp, expected.as_bytes()).map_err(io_error(&tmp))?;
+    std::fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(io_error(&tmp))?;
+    std::fs::rename(&tmp, &metadata).map_err(io_error(&metadata))?;
+    kafgres_log::partition::sync_dir(dir)?;
+    kafgres_log::partition::sync_dir(log_dir)
+}
+
+/// `<dir>.<tag>-<random>-delete`: unique, and recognised at startup.
+pub fn deleted_dir_name(dir: &Path, tag: &str) -> PathBuf {
+    let mut name = dir.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(format!(".{tag}-{}{DELETED_DIR_SUFFIX}", Uuid::new_v4().simple()));
+    dir.with_file_name(name)
+}
+
+/// Removes partition directories set aside for deletion (after DeleteTopics,
+/// or stale ones found at open). Runs at startup; errors are logged.
+pub fn remove_deleted_dirs(log_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(log_dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(DELETED_DIR_SUFFIX)) {
+            match std::fs::remove_dir_all(&path) {
+                Ok(()) => log::info!("removed deleted partition directory {}", path.display()),
+                Err(e) => log::warn!("cannot remove {}: {e}", path.display()),
+            }
+        }
     }
 }
 
@@ -68,6 +151,17 @@ impl TopicRegistry {
         self.by_name.insert(topic.name.clone(), Arc::clone(&topic));
         self.by_id.insert(topic.id, Arc::clone(&topic));
         topic
+    }
+
+    /// Replaces a topic (same id) by a new version of it, e.g. with more partitions.
+    pub fn replace(&mut self, topic: Topic) -> Arc<Topic> {
+        self.insert(topic)
+    }
+
+    pub fn remove(&mut self, name: &str) -> Option<Arc<Topic>> {
+        let topic = self.by_name.remove(name)?;
+        self.by_id.remove(&topic.id);
+        Some(topic)
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<Topic>> {
@@ -124,4 +218,8 @@ mod tests {
         assert!(validate_topic_name(&"a".repeat(249)).is_ok());
         assert!(validate_topic_name(&"a".repeat(250)).is_err());
     }
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> LogError + '_ {
+    move |source| LogError::Io { path: path.to_path_buf(), source }
 }

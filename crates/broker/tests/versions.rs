@@ -51,6 +51,43 @@ async fn exchange(client: &mut Client, key: ApiKey, version: i16, id: uuid::Uuid
             let p = &r.topics[0].partitions[0];
             check((p.error_code, p.offset) == (0, *produced), format!("{p:?}"))
         }
+        ApiKey::DescribeConfigs => {
+            use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+            let resource = DescribeConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("swept"));
+            let r = client
+                .try_call(version, &kafka_protocol::messages::DescribeConfigsRequest::default().with_resources(vec![resource]))
+                .await?;
+            check(r.results[0].error_code == 0 && !r.results[0].configs.is_empty(), format!("{:?}", r.results[0]))
+        }
+        ApiKey::DescribeCluster => {
+            let request = kafka_protocol::messages::DescribeClusterRequest::default().with_endpoint_type(1);
+            let r = client.try_call(version, &request).await?;
+            check(r.error_code == 0 && r.brokers.len() == 1, format!("{r:?}"))
+        }
+        ApiKey::CreatePartitions => {
+            use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
+            let topic = format!("grown-v{version}");
+            create_topic(client, &topic, 1).await;
+            let request = kafka_protocol::messages::CreatePartitionsRequest::default()
+                .with_topics(vec![CreatePartitionsTopic::default().with_name(common::name(&topic)).with_count(2)]);
+            let r = client.try_call(version, &request).await?;
+            check(r.results[0].error_code == 0, format!("{:?}", r.results[0]))
+        }
+        ApiKey::DeleteTopics => {
+            use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+            // Each version deletes one of the topics CreateTopics made.
+            let topic = common::name(&format!("created-v{}", version + 1));
+            let request = if version >= 6 {
+                kafka_protocol::messages::DeleteTopicsRequest::default()
+                    .with_topics(vec![DeleteTopicState::default().with_name(Some(topic))])
+            } else {
+                kafka_protocol::messages::DeleteTopicsRequest::default().with_topic_names(vec![topic])
+            };
+            let r = client.try_call(version, &request).await?;
+            check(r.responses[0].error_code == 0, format!("{:?}", r.responses[0]))
+        }
         other => Err(format!("{other:?} has no case in this sweep")),
     }
 }
@@ -64,7 +101,18 @@ async fn every_served_version_answers() {
     let mut failures = Vec::new();
     // Produce before Fetch and ListOffsets, so they have records to report.
     use ApiKey::*;
-    let order = [ApiVersions, Metadata, CreateTopics, Produce, Fetch, ListOffsets];
+    let order = [
+        ApiVersions,
+        Metadata,
+        CreateTopics,
+        Produce,
+        Fetch,
+        ListOffsets,
+        DescribeConfigs,
+        DescribeCluster,
+        CreatePartitions,
+        DeleteTopics,
+    ];
     for key in order {
         let api = SERVED_APIS.iter().find(|a| a.key == key).expect("served");
         for version in api.accepted_min..=api.max {

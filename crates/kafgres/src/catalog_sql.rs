@@ -13,6 +13,8 @@ use pgrx::PgTryBuilder;
 pub struct CatalogPlans {
     load_topics: OwnedPreparedStatement,
     insert_topic: OwnedPreparedStatement,
+    delete_topic: OwnedPreparedStatement,
+    set_partition_count: OwnedPreparedStatement,
     cluster_id: OwnedPreparedStatement,
 }
 
@@ -20,6 +22,11 @@ const LOAD_TOPICS: &str =
     "SELECT topic_id::text, name, partition_count, configs::text FROM kafgres.topics ORDER BY name";
 const INSERT_TOPIC: &str = "INSERT INTO kafgres.topics (topic_id, name, partition_count, configs) \
      VALUES ($1::uuid, $2, $3, $4::jsonb) ON CONFLICT (name) DO NOTHING RETURNING 1";
+const DELETE_TOPIC: &str = "DELETE FROM kafgres.topics WHERE topic_id = $1::uuid RETURNING 1";
+// Partition counts only grow (CreatePartitions); the guard in SQL keeps a
+// racing request from shrinking one.
+const SET_PARTITION_COUNT: &str = "UPDATE kafgres.topics SET partition_count = $2 \
+     WHERE topic_id = $1::uuid AND partition_count <= $2 RETURNING 1";
 const CLUSTER_ID: &str = "SELECT cluster_id FROM kafgres.cluster";
 
 impl CatalogPlans {
@@ -31,6 +38,8 @@ impl CatalogPlans {
             Ok(CatalogPlans {
                 load_topics: client.prepare(LOAD_TOPICS, &[])?.keep(),
                 insert_topic: client.prepare_mut(INSERT_TOPIC, &[text, text, int4, text])?.keep(),
+                delete_topic: client.prepare_mut(DELETE_TOPIC, &[text])?.keep(),
+                set_partition_count: client.prepare_mut(SET_PARTITION_COUNT, &[text, int4])?.keep(),
                 cluster_id: client.prepare(CLUSTER_ID, &[])?.keep(),
             })
         })
@@ -81,6 +90,26 @@ impl CatalogPlans {
             Ok::<_, pgrx::spi::Error>(!inserted.is_empty())
         })
         .map_err(|e| format!("inserting topic {}: {e}", topic.name))
+    }
+
+    /// Deletes a topic; `Ok(false)` when no topic has that id.
+    pub fn delete_topic(&self, topic_id: uuid::Uuid) -> Result<bool, String> {
+        Spi::connect_mut(|client| {
+            let deleted = client.update(&self.delete_topic, None, &[topic_id.to_string().into()])?;
+            Ok::<_, pgrx::spi::Error>(!deleted.is_empty())
+        })
+        .map_err(|e| format!("deleting topic {topic_id}: {e}"))
+    }
+
+    /// Raises a topic's partition count; `Ok(false)` when no such topic (or it
+    /// already has more).
+    pub fn set_partition_count(&self, topic_id: uuid::Uuid, partition_count: i32) -> Result<bool, String> {
+        Spi::connect_mut(|client| {
+            let updated =
+                client.update(&self.set_partition_count, None, &[topic_id.to_string().into(), partition_count.into()])?;
+            Ok::<_, pgrx::spi::Error>(!updated.is_empty())
+        })
+        .map_err(|e| format!("updating the partition count of topic {topic_id}: {e}"))
     }
 
     pub fn cluster_id(&self) -> Result<String, String> {

@@ -11,11 +11,14 @@ use std::sync::Arc;
 
 use kafgres_broker::catalog::{Catalog, CatalogError, CatalogFuture, TopicRecord};
 use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
 
 /// Requests the control plane must run (they need SPI).
 #[derive(Debug)]
 pub enum ControlRequest {
     CreateTopic { topic: TopicRecord, reply: oneshot::Sender<Result<(), CatalogError>> },
+    DeleteTopic { topic_id: Uuid, reply: oneshot::Sender<Result<(), CatalogError>> },
+    SetPartitionCount { topic_id: Uuid, partition_count: i32, reply: oneshot::Sender<Result<(), CatalogError>> },
 }
 
 /// Most requests queued for the control plane before senders wait.
@@ -85,5 +88,13 @@ impl ControlPlaneCatalog {
 impl Catalog for ControlPlaneCatalog {
     fn create_topic(&self, topic: TopicRecord) -> CatalogFuture<'_, ()> {
         Box::pin(self.call(move |reply| ControlRequest::CreateTopic { topic, reply }))
+    }
+
+    fn delete_topic(&self, topic_id: Uuid) -> CatalogFuture<'_, ()> {
+        Box::pin(self.call(move |reply| ControlRequest::DeleteTopic { topic_id, reply }))
+    }
+
+    fn set_partition_count(&self, topic_id: Uuid, partition_count: i32) -> CatalogFuture<'_, ()> {
+        Box::pin(self.call(move |reply| ControlRequest::SetPartitionCount { topic_id, partition_count, reply }))
     }
 }

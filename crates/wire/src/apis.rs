@@ -42,6 +42,10 @@ pub const SERVED_APIS: &[ServedApi] = &[
     api(ApiKey::Metadata, 0, 13),
     api(ApiKey::ApiVersions, 0, 4),
     api(ApiKey::CreateTopics, 2, 7),
+    api(ApiKey::DeleteTopics, 1, 6),
+    api(ApiKey::DescribeConfigs, 1, 4),
+    api(ApiKey::CreatePartitions, 0, 3),
+    api(ApiKey::DescribeCluster, 0, 2),
 ];
 
 /// What dispatch should do with a request's API key and version.

@@ -2,7 +2,11 @@
 //! response to encode; per-partition failures are Kafka error codes inside it.
 
 pub mod api_versions;
+pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_topics;
+pub mod describe_cluster;
+pub mod describe_configs;
 pub mod fetch;
 pub mod list_offsets;
 pub mod metadata;

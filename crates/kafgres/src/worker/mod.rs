@@ -210,6 +210,29 @@ fn serve_control_requests(plans: &CatalogPlans, requests: &mut mpsc::Receiver<Co
                 };
                 let _ = reply.send(result);
             }
+            ControlRequest::DeleteTopic { topic_id, reply } => {
+                let result = catalog_result(run_in_transaction(|| plans.delete_topic(topic_id)), topic_id);
+                let _ = reply.send(result);
+            }
+            ControlRequest::SetPartitionCount { topic_id, partition_count, reply } => {
+                let result = catalog_result(
+                    run_in_transaction(|| plans.set_partition_count(topic_id, partition_count)),
+                    topic_id,
+                );
+                let _ = reply.send(result);
+            }
+        }
+    }
+}
+
+/// Maps "no row matched" to UnknownTopic and SQL failures to Failed.
+fn catalog_result(outcome: Result<bool, String>, topic_id: uuid::Uuid) -> Result<(), CatalogError> {
+    match outcome {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(CatalogError::UnknownTopic(topic_id)),
+        Err(e) => {
+            warning!("kafgres: {e}");
+            Err(CatalogError::Failed(e))
         }
     }
 }

@@ -1,0 +1,188 @@
+//! DeleteTopics, CreatePartitions and DescribeCluster over the wire.
+
+mod common;
+
+use common::*;
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
+use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+use kafka_protocol::messages::{CreatePartitionsRequest, DeleteTopicsRequest, DescribeClusterRequest};
+
+async fn delete_by_name(client: &mut Client, version: i16, topic: &str) -> i16 {
+    let request = DeleteTopicsRequest::default().with_topic_names(vec![name(topic)]);
+    let response = client.call(version, &request).await;
+    response.responses[0].error_code
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_topics_are_gone_and_a_recreated_topic_starts_empty() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    let old_id = create_topic(&mut client, "doomed", 2).await;
+    let p = produce(&mut client, 9, "doomed", 0, -1, batch(&records("old", 3))).await;
+    assert_eq!((p.error_code, p.base_offset), (0, 0));
+
+    assert_eq!(delete_by_name(&mut client, 5, "doomed").await, 0);
+    assert!(broker.catalog.topics().is_empty(), "the catalog row is gone");
+    assert_eq!(delete_by_name(&mut client, 5, "doomed").await, 3, "UNKNOWN_TOPIC_OR_PARTITION the second time");
+    let p = produce(&mut client, 9, "doomed", 0, -1, batch(&records("late", 1))).await;
+    assert_eq!(p.error_code, 3, "produce to a deleted topic");
+
+    let new_id = create_topic(&mut client, "doomed", 1).await;
+    assert_ne!(new_id, old_id);
+    let p = produce(&mut client, 9, "doomed", 0, -1, batch(&records("new", 1))).await;
+    assert_eq!((p.error_code, p.base_offset), (0, 0), "the new topic does not inherit the old records");
+    broker.broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_by_id_at_v6_and_unknown_ids() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    let id = create_topic(&mut client, "by-id", 1).await;
+    let request = DeleteTopicsRequest::default().with_topics(vec![
+        DeleteTopicState::default().with_topic_id(id),
+        DeleteTopicState::default().with_topic_id(uuid::Uuid::new_v4()),
+        DeleteTopicState::default().with_name(Some(name("nope"))),
+    ]);
+    let response = client.call(6, &request).await;
+    let codes: Vec<i16> = response.responses.iter().map(|r| r.error_code).collect();
+    assert_eq!(codes, vec![0, 100, 3]);
+    assert_eq!(response.responses[0].name, Some(name("by-id")), "the answer names the deleted topic");
+    broker.broker.shutdown().await;
+}
+
+/// A crash between the catalog delete and the directory rename leaves the old
+/// directories behind; the next topic of that name must not serve them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_partition_directories_of_a_recreated_name_are_set_aside() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "reborn", 1).await;
+    produce(&mut client, 9, "reborn", 0, -1, batch(&records("old", 4))).await;
+    let (dir, catalog) = broker.shutdown().await;
+    // The crash: the catalog forgot the topic, its directory stayed.
+    let old = catalog.topics().pop().expect("one topic");
+    kafgres_broker::Catalog::delete_topic(catalog.as_ref(), old.topic_id).await.expect("delete row");
+    let broker = TestBroker::start_on(dir, catalog).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "reborn", 1).await;
+    assert_eq!(broker.log_end("reborn", 0), 0, "starts empty");
+    let leftovers: Vec<_> = std::fs::read_dir(broker.dir.path())
+        .expect("log dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with("-delete"))
+        .collect();
+    assert_eq!(leftovers.len(), 1, "the old directory is set aside: {leftovers:?}");
+    let (dir, catalog) = broker.shutdown().await;
+    let broker = TestBroker::start_on(dir, catalog).await;
+    let remaining = std::fs::read_dir(broker.dir.path()).expect("log dir").flatten().filter(|e| e.file_name().to_string_lossy().ends_with("-delete")).count();
+    assert_eq!(remaining, 0, "set-aside directories are removed at startup");
+    broker.broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_partitions_grows_a_topic_and_keeps_its_data() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "growing", 1).await;
+    produce(&mut client, 9, "growing", 0, -1, batch(&records("a", 2))).await;
+    let grow = |count: i32, validate_only: bool| {
+        CreatePartitionsRequest::default()
+            .with_topics(vec![CreatePartitionsTopic::default().with_name(name("growing")).with_count(count)])
+            .with_validate_only(validate_only)
+            .with_timeout_ms(10_000)
+    };
+    let code = |r: kafka_protocol::messages::CreatePartitionsResponse| r.results[0].error_code;
+    assert_eq!(code(client.call(3, &grow(3, true)).await), 0);
+    assert_eq!(broker.catalog.topics()[0].partition_count, 1, "validate_only changes nothing");
+    assert_eq!(code(client.call(3, &grow(3, false)).await), 0);
+    assert_eq!(broker.catalog.topics()[0].partition_count, 3);
+    assert_eq!(code(client.call(3, &grow(3, false)).await), 37, "same count: INVALID_PARTITIONS");
+    assert_eq!(code(client.call(3, &grow(2, false)).await), 37, "fewer: INVALID_PARTITIONS");
+    let unknown = CreatePartitionsRequest::default()
+        .with_topics(vec![CreatePartitionsTopic::default().with_name(name("absent")).with_count(2)]);
+    assert_eq!(code(client.call(3, &unknown).await), 3);
+
+    let p = produce(&mut client, 9, "growing", 2, -1, batch(&records("new", 1))).await;
+    assert_eq!((p.error_code, p.base_offset), (0, 0), "the new partition takes records");
+    assert_eq!(broker.log_end("growing", 0), 2, "the old partition kept its records");
+    let (dir, catalog) = broker.shutdown().await;
+    let broker = TestBroker::start_on(dir, catalog).await;
+    assert_eq!(broker.log_end("growing", 2), 1, "three partitions after a restart");
+    broker.broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_cluster_names_this_broker() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    for version in 0..=2 {
+        let response = client.call(version, &DescribeClusterRequest::default().with_endpoint_type(1)).await;
+        assert_eq!(response.error_code, 0);
+        assert_eq!(response.cluster_id.as_str(), "kafgres-test-cluster");
+        assert_eq!(response.controller_id.0, 1);
+        assert_eq!(response.brokers.len(), 1);
+        assert_eq!(response.brokers[0].port, i32::from(broker.addr().port()));
+    }
+    let response = client.call(1, &DescribeClusterRequest::default().with_endpoint_type(2)).await;
+    assert_eq!(response.error_code, 115, "UNSUPPORTED_ENDPOINT_TYPE for controllers");
+    broker.broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_configs_reports_overrides_and_defaults_with_sources() {
+    use kafka_protocol::messages::create_topics_request::CreatableTopicConfig;
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    use kafka_protocol::messages::{CreateTopicsRequest, DescribeConfigsRequest};
+    use kafka_protocol::protocol::StrBytes;
+
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    let topic = creatable("configured", 1, 1).with_configs(vec![CreatableTopicConfig::default()
+        .with_name(StrBytes::from_static_str("retention.ms"))
+        .with_value(Some(StrBytes::from_static_str("1000")))]);
+    let created = client.call(7, &CreateTopicsRequest::default().with_topics(vec![topic])).await;
+    assert_eq!(created.topics[0].error_code, 0);
+
+    let resource = |kind: i8, name: &'static str, keys: Option<Vec<&'static str>>| {
+        DescribeConfigsResource::default()
+            .with_resource_type(kind)
+            .with_resource_name(StrBytes::from_static_str(name))
+            .with_configuration_keys(keys.map(|k| k.into_iter().map(StrBytes::from_static_str).collect()))
+    };
+    let request = DescribeConfigsRequest::default().with_include_synonyms(true).with_resources(vec![
+        resource(2, "configured", Some(vec!["retention.ms", "segment.bytes"])),
+        resource(2, "configured", None),
+        resource(2, "absent", None),
+        resource(4, "1", Some(vec!["num.partitions"])),
+    ]);
+    let response = client.call(4, &request).await;
+    let [picked, all, absent, broker_cfg] = &response.results[..] else { panic!("four results") };
+    let summary: Vec<(String, Option<String>, i8, i8)> = picked
+        .configs
+        .iter()
+        .map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string()), c.config_source, c.config_type))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("retention.ms".into(), Some("1000".into()), 1, 5),
+            ("segment.bytes".into(), Some("1073741824".into()), 5, 3),
+        ]
+    );
+    assert_eq!(picked.configs[0].synonyms.len(), 2, "the override, then the broker default");
+    assert_eq!(all.configs.len(), kafgres_broker::topic_config::TOPIC_CONFIGS.len());
+    assert_eq!(absent.error_code, 3);
+    assert_eq!(broker_cfg.configs.len(), 1);
+    assert_eq!(broker_cfg.configs[0].value.as_ref().map(|v| v.to_string()), Some("1".into()));
+    assert!(broker_cfg.configs[0].read_only);
+
+    // An unknown topic config is refused at creation.
+    let bad = creatable("misconfigured", 1, 1).with_configs(vec![CreatableTopicConfig::default()
+        .with_name(StrBytes::from_static_str("no.such.config"))
+        .with_value(Some(StrBytes::from_static_str("1")))]);
+    let refused = client.call(7, &CreateTopicsRequest::default().with_topics(vec![bad])).await;
+    assert_eq!(refused.topics[0].error_code, 40);
+    broker.broker.shutdown().await;
+}
