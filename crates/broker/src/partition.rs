@@ -251,22 +251,21 @@ impl Partition {
     pub fn close(&self) -> Result<(), LogError> {
         self.closed.store(true, Ordering::Release);
         self.flush_wanted.notify_one();
-        let (end, result) = {
-            let log = self.lock_log();
-            let end = log.end_position();
-            let result = log
-                .unflushed_files(self.durable.borrow().position)
-                .into_iter()
-                .try_for_each(|(file, path)| file.sync_data().map_err(|source| LogError::Io { path, source }));
-            (end, result)
-        };
+        if let Some(reason) = self.durable.borrow().failed.clone() {
+            // After a failed fdatasync a later one proves nothing (the kernel
+            // may have dropped the pages): never publish past the failure.
+            return Err(LogError::Failed { dir: self.lock_log().dir().to_path_buf(), reason });
+        }
+        // A checkpoint flushes the log with its indexes and writes the
+        // recovery point, so the next open reads no segment data.
+        let result = self.lock_log().checkpoint();
         match &result {
-            Ok(()) => {
-                self.publish(end);
-                self.durable.send_modify(|d| d.position = end);
+            Ok(end) => {
+                self.publish(*end);
+                self.durable.send_modify(|d| d.position = *end);
             }
             Err(e) => self.durable.send_modify(|d| d.failed = Some(format!("closing: {e}"))),
         }
-        result
+        result.map(|_| ())
     }
 }

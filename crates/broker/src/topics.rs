@@ -63,7 +63,7 @@ fn open_partitions(
             let dir = partition_dir(&config.log_dir, &record.name, index);
             claim_partition_dir(&config.log_dir, &dir, record.topic_id)?;
             let (log, reports) = PartitionLog::open(&dir, log_config, now_ms)?;
-            for r in reports.iter().filter(|r| r.truncated_bytes > 0) {
+            for r in reports.segments.iter().filter(|r| r.truncated_bytes > 0) {
                 log::warn!(
                     "recovered {}-{index}: cut {} bytes ({})",
                     record.name,

@@ -13,6 +13,14 @@ pub enum LogError {
     BadSegmentName(PathBuf),
     #[error("batch offsets overflow i64 at {0}")]
     OffsetOverflow(i64),
+    #[error("{bytes} bytes of batches in one append; a segment holds at most {bytes_max}")]
+    BatchTooLarge { bytes: u64, bytes_max: u64 },
+    /// An earlier write, sync or roll failed in a way that leaves the files
+    /// in an unknown state (after a failed fsync the page cache may have
+    /// dropped the data). The log refuses writes until it is reopened, which
+    /// runs recovery.
+    #[error("the log in {dir} refuses writes after an earlier failure: {reason}")]
+    Failed { dir: PathBuf, reason: String },
 }
 
 impl LogError {

@@ -1,25 +1,38 @@
 //! The log of one topic-partition, stored the way Kafka stores it.
 //!
-//! A partition is a directory of segment files named by their base offset
+//! A partition is a directory of segments named by their base offset
 //! (`00000000000000000000.log`), each holding v2 record batches back to back,
 //! byte for byte what producers sent except for the broker-assigned base offset
-//! and leader epoch. This crate owns:
-//! - [`segment`]: one segment file, its sparse in-memory offset index and the
-//!   lookup of an offset's byte position;
-//! - [`recovery`]: the scan that rebuilds a segment's index at open and cuts a
-//!   torn or corrupt tail after a crash;
+//! and leader epoch, with a sparse offset index and time index beside it. This
+//! crate owns:
+//! - [`storage`]: the file-system port, with the real, in-memory (crash
+//!   simulating) and fault-injecting implementations;
+//! - [`segment`] and [`index`]: one segment's files and its indexes;
+//! - [`recovery`]: the decision table that opens segments after a clean stop
+//!   or a crash, trusting what the recovery point covers and scanning the rest;
 //! - [`partition`]: the ordered segments, appends with offset assignment, rolls,
-//!   reads as file ranges (sendfile-ready) and the list of files a flush must
-//!   fdatasync.
+//!   flushes and checkpoints, reads as file ranges (sendfile-ready) and by time;
+//! - [`retention`]: `retention.ms`, `retention.bytes` and DeleteRecords;
+//! - [`producer`]: idempotent-producer state rebuilt from the log and snapshots;
+//! - [`checkpoint`]: the small files replaced atomically.
 //!
-//! It must not spawn threads, use async runtimes or know about Postgres. Who
-//! flushes when (group commit) is the broker's decision; this crate only says
-//! which bytes a flush covers. See docs/architecture.md for the crash policy.
+//! It must not spawn threads, use async runtimes, run timers or know about
+//! Postgres. Who flushes when (group commit) and when retention runs is the
+//! broker's decision; this crate only says which bytes a flush covers. The
+//! on-disk format and crash policy are in docs/architecture.md.
 
+pub mod checkpoint;
 pub mod error;
+pub mod index;
 pub mod partition;
+pub mod producer;
 pub mod recovery;
+pub mod retention;
 pub mod segment;
+pub mod storage;
 
 pub use error::LogError;
-pub use partition::{AppendResult, LogConfig, LogPosition, PartitionLog, ReadSlice};
+pub use partition::{AppendResult, LogConfig, LogPosition, OpenReport, PartitionLog, ReadSlice};
+pub use producer::{ProducerStateMap, SequenceCheck};
+pub use retention::{RetentionConfig, RetentionReport};
+pub use storage::{FileStorage, Storage, StorageFile};

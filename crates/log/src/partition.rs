@@ -1,26 +1,38 @@
-//! A partition's ordered segments: append, roll, read and what to flush.
+//! A partition's ordered segments: append, roll, flush and checkpoint.
+//! Opening lives in `partition/open.rs`, reads in `partition/read.rs`,
+//! retention in [`crate::retention`].
 //!
 //! Appends write to the page cache only. Durability is the caller's explicit
 //! step: [`PartitionLog::end_position`] names the bytes written so far and
 //! [`PartitionLog::unflushed_files`] the files a flush must fdatasync to make
 //! them durable; the broker runs that outside any lock (group commit) and then
-//! treats everything up to the position as durable.
+//! treats everything up to the position as durable. [`PartitionLog::flush`]
+//! does the same under `&mut self`, for callers without a lock to avoid.
+//!
+//! A roll makes the old segment durable with its indexes before the new one
+//! exists, then writes a producer snapshot and the recovery point, so at most
+//! the active segment needs scanning after a crash (see [`crate::recovery`]).
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use kafgres_wire::batch::{set_base_offset, set_partition_leader_epoch, BatchHeader, BATCH_LOG_OVERHEAD_BYTES};
+use kafgres_wire::batch::{set_base_offset, set_partition_leader_epoch, BatchHeader};
 
+use crate::checkpoint::write_atomically;
 use crate::error::LogError;
-use crate::recovery::{scan_segment, ScanReport};
+use crate::producer::{snapshot_file_name, ProducerStateMap, SequenceCheck};
+use crate::recovery::{write_recovery_point, ScanReport};
 use crate::segment::Segment;
+use crate::storage::{FileStorage, Storage, StorageFile};
+
+mod open;
+mod read;
 
 /// Per-partition storage settings (Kafka's topic configs of the same names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogConfig {
-    /// `segment.bytes`: roll when the active segment would grow past this.
+    /// `segment.bytes`: roll when the active segment would grow past this
+    /// (at most i32::MAX, as in Kafka: index positions are 32-bit).
     pub segment_bytes_max: u64,
     /// `segment.ms`: roll when the active segment is older than this.
     pub segment_age_ms_max: i64,
@@ -33,6 +45,10 @@ impl Default for LogConfig {
         LogConfig { segment_bytes_max: 1 << 30, segment_age_ms_max: 7 * 24 * 3600 * 1000, index_interval_bytes: 4096 }
     }
 }
+
+/// The largest segment: positions in the offset index are u32, and Kafka
+/// bounds `segment.bytes` by i32.
+pub const SEGMENT_BYTES_LIMIT: u64 = i32::MAX as u64;
 
 /// A point in the log: the offset of the next record and the byte where it
 /// starts in the segment that will hold it.
@@ -53,9 +69,11 @@ pub struct AppendResult {
 
 /// A byte range of one segment file holding whole batches (the last one may be
 /// cut short by the byte limit, as in Kafka; clients drop a partial last batch).
+/// The handle keeps the file readable even if retention deletes the segment
+/// meanwhile.
 #[derive(Debug, Clone)]
 pub struct ReadSlice {
-    pub file: Option<Arc<File>>,
+    pub file: Option<Arc<dyn StorageFile>>,
     pub path: PathBuf,
     pub position: u64,
     pub len: u64,
@@ -75,55 +93,66 @@ impl ReadSlice {
     }
 }
 
+/// What opening a partition did (see [`crate::recovery`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    /// One report per segment kept, oldest first.
+    pub segments: Vec<ScanReport>,
+    /// The recovery point that was used; `None` means every segment was scanned.
+    pub recovery_point: Option<LogPosition>,
+    /// Why a recovery point that was found could not be used.
+    pub recovery_point_ignored: Option<String>,
+    /// Segments deleted at open: below the log start offset (an interrupted
+    /// retention), or after a segment that recovery cut.
+    pub deleted_segments: Vec<i64>,
+    /// The producer snapshot the producer state started from, and the batch
+    /// headers read after it.
+    pub producer_snapshot: Option<i64>,
+    pub producer_batches_scanned: u64,
+}
+
+impl OpenReport {
+    pub fn truncated_bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.truncated_bytes).sum()
+    }
+
+    /// Segment bytes read to recover (0 for a cleanly closed log).
+    pub fn scanned_bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.scanned_bytes).sum()
+    }
+}
+
 #[derive(Debug)]
 pub struct PartitionLog {
+    storage: Arc<dyn Storage>,
     dir: PathBuf,
     config: LogConfig,
     segments: Vec<Segment>,
     log_start_offset: i64,
+    producers: ProducerStateMap,
+    /// The last recovery point written.
+    recovery_point: Option<LogPosition>,
+    failed: Option<String>,
+    /// Offsets of the producer snapshot files present, ascending.
+    snapshots: Vec<i64>,
 }
 
 impl PartitionLog {
-    /// Opens (or creates) the partition in `dir`, recovering its newest segment.
-    pub fn open(dir: &Path, config: LogConfig, now_ms: i64) -> Result<(PartitionLog, Vec<ScanReport>), LogError> {
-        let created = !dir.exists();
-        std::fs::create_dir_all(dir).map_err(LogError::io(dir))?;
-        if created {
-            if let Some(parent) = dir.parent() {
-                sync_dir(parent)?;
-            }
-        }
-        let mut bases = Vec::new();
-        for entry in std::fs::read_dir(dir).map_err(LogError::io(dir))? {
-            let entry = entry.map_err(LogError::io(dir))?;
-            let name = entry.file_name();
-            let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".log")) else { continue };
-            let base: i64 = stem.parse().map_err(|_| LogError::BadSegmentName(entry.path()))?;
-            bases.push(base);
-        }
-        bases.sort_unstable();
-        let mut segments = Vec::with_capacity(bases.len().max(1));
-        let mut reports = Vec::new();
-        let newest = bases.len().saturating_sub(1);
-        for (i, base) in bases.into_iter().enumerate() {
-            let mut segment = Segment::create(dir, base, now_ms)?;
-            reports.push(scan_segment(&mut segment, i == newest, config.index_interval_bytes)?);
-            segments.push(segment);
-        }
-        if segments.is_empty() {
-            segments.push(Segment::create(dir, 0, now_ms)?);
-            sync_dir(dir)?;
-        } else if let Some(tail) = segments.last() {
-            // What recovery kept is what readers will see: make it durable now,
-            // so a second crash cannot take back records served after this one.
-            tail.file.sync_data().map_err(LogError::io(&tail.path))?;
-        }
-        let log_start_offset = segments[0].base_offset;
-        Ok((PartitionLog { dir: dir.to_path_buf(), config, segments, log_start_offset }, reports))
+    /// Opens (or creates) the partition in `dir` on the real file system.
+    pub fn open(dir: &Path, config: LogConfig, now_ms: i64) -> Result<(PartitionLog, OpenReport), LogError> {
+        PartitionLog::open_with(FileStorage::shared(), dir, config, now_ms)
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    pub fn config(&self) -> &LogConfig {
+        &self.config
     }
 
     pub fn log_start_offset(&self) -> i64 {
@@ -143,8 +172,45 @@ impl PartitionLog {
         &self.segments
     }
 
+    /// The last recovery point written (see [`crate::recovery`]).
+    pub fn recovery_point(&self) -> Option<LogPosition> {
+        self.recovery_point
+    }
+
+    /// Why the log refuses writes, if it does.
+    pub fn failure(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
+    /// Idempotent-producer state as of the log end.
+    pub fn producer_state(&self) -> &ProducerStateMap {
+        &self.producers
+    }
+
+    /// Checks a batch about to be appended against the producer state; the
+    /// caller holds the log for both the check and the append.
+    pub fn check_sequence(&self, header: &BatchHeader) -> SequenceCheck {
+        self.producers.check_sequence(header)
+    }
+
+    /// Advances the log start (the caller made it durable first).
+    pub(crate) fn set_log_start_offset(&mut self, offset: i64) {
+        self.log_start_offset = offset.min(self.next_offset());
+        self.producers.evict_below(self.log_start_offset);
+    }
+
+    /// Removes the `n` oldest segments from the list (never the active one).
+    pub(crate) fn take_oldest_segments(&mut self, n: usize) -> Vec<Segment> {
+        let n = n.min(self.segments.len() - 1);
+        self.segments.drain(..n).collect()
+    }
+
     fn active(&self) -> &Segment {
         self.segments.last().expect("a partition log always has an active segment")
+    }
+
+    fn active_mut(&mut self) -> &mut Segment {
+        self.segments.last_mut().expect("a partition log always has an active segment")
     }
 
     pub fn end_position(&self) -> LogPosition {
@@ -152,9 +218,27 @@ impl PartitionLog {
         LogPosition { offset: active.next_offset, segment_base: active.base_offset, byte_pos: active.size_bytes }
     }
 
+    fn refuse_if_failed(&self) -> Result<(), LogError> {
+        match &self.failed {
+            Some(reason) => Err(LogError::Failed { dir: self.dir.clone(), reason: reason.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs `step`; if it fails, the log refuses writes from then on.
+    fn or_fail<T>(&mut self, what: &str, step: impl FnOnce(&mut Self) -> Result<T, LogError>) -> Result<T, LogError> {
+        let result = step(self);
+        if let Err(e) = &result {
+            log::error!("{}: {what} failed ({e}); the log refuses writes until reopened", self.dir.display());
+            self.failed = Some(format!("{what}: {e}"));
+        }
+        result
+    }
+
     /// Appends validated batches, assigning consecutive offsets by patching
     /// each batch's base offset and stamping `leader_epoch`. `headers` are the
-    /// batches' parsed headers in order, as validation returned them.
+    /// batches' parsed headers in order, as validation returned them. If a
+    /// write fails, what reached the files is cut again before returning.
     pub fn append(
         &mut self,
         batches: &mut [u8],
@@ -162,8 +246,13 @@ impl PartitionLog {
         leader_epoch: i32,
         now_ms: i64,
     ) -> Result<AppendResult, LogError> {
+        self.refuse_if_failed()?;
         let total = batches.len() as u64;
-        self.maybe_roll(total, now_ms)?;
+        if total > SEGMENT_BYTES_LIMIT {
+            return Err(LogError::BatchTooLarge { bytes: total, bytes_max: SEGMENT_BYTES_LIMIT });
+        }
+        let records: i64 = headers.iter().map(|h| i64::from(h.last_offset_delta.max(0)) + 1).sum();
+        self.maybe_roll(total, records, now_ms)?;
         let base_offset = self.next_offset();
         let mut offset = base_offset;
         let mut pos = 0usize;
@@ -184,168 +273,132 @@ impl PartitionLog {
             pos += size;
         }
         let interval = self.config.index_interval_bytes;
-        let active = self.segments.last_mut().expect("active segment");
-        active.write_at_end(batches)?;
+        let active = self.active_mut();
+        let mark = active.mark();
         let start = active.size_bytes;
-        for (h, rel) in stamped {
-            active.note_batch(&h, start + rel, interval);
+        let written = active
+            .write_at_end(batches)
+            .and_then(|()| stamped.iter().try_for_each(|(h, rel)| active.note_batch(h, start + rel, interval)));
+        if let Err(e) = written {
+            if let Err(undo) = active.roll_back(mark) {
+                self.failed = Some(format!("cutting a failed append: {undo}"));
+            }
+            return Err(e);
+        }
+        for (h, _) in &stamped {
+            self.producers.record(h);
         }
         Ok(AppendResult { base_offset, last_offset: offset - 1, end: self.end_position() })
     }
 
-    fn maybe_roll(&mut self, incoming_bytes: u64, now_ms: i64) -> Result<(), LogError> {
+    fn maybe_roll(&mut self, incoming_bytes: u64, incoming_records: i64, now_ms: i64) -> Result<(), LogError> {
         let active = self.active();
-        let full = active.size_bytes > 0 && active.size_bytes + incoming_bytes > self.config.segment_bytes_max;
-        let old = active.size_bytes > 0 && now_ms - active.created_ms >= self.config.segment_age_ms_max;
-        if !(full || old) {
+        if active.size_bytes == 0 {
             return Ok(());
         }
-        // The old segment is flushed before the new one exists, so everything
-        // before the newest segment is durable and recovery verifies only it.
-        active.file.sync_data().map_err(LogError::io(&active.path))?;
-        let next = active.next_offset;
-        self.segments.push(Segment::create(&self.dir, next, now_ms)?);
-        sync_dir(&self.dir)
+        let full = active.size_bytes + incoming_bytes > self.config.segment_bytes_max.min(SEGMENT_BYTES_LIMIT);
+        let old = now_ms - active.created_ms >= self.config.segment_age_ms_max;
+        let offsets_overflow = !active.fits_relative(active.next_offset.saturating_add(incoming_records));
+        if full || old || offsets_overflow {
+            self.roll(now_ms)?;
+        }
+        Ok(())
+    }
+
+    /// Starts a new segment at the log end. The old one is made durable with
+    /// its indexes first, then the new files and their directory entries,
+    /// then a producer snapshot and the recovery point at the new segment.
+    pub fn roll(&mut self, now_ms: i64) -> Result<(), LogError> {
+        self.refuse_if_failed()?;
+        self.or_fail("rolling a segment", |log| {
+            log.active_mut().flush_all()?;
+            let next = log.next_offset();
+            let segment = Segment::open(&log.storage, &log.dir, next, now_ms)?;
+            // Leftovers of an earlier life of this base offset must not
+            // shadow the new segment.
+            for (file, path) in segment.files() {
+                file.set_len(0).map_err(LogError::io(path))?;
+            }
+            log.segments.push(segment);
+            log.storage.sync_dir(&log.dir).map_err(LogError::io(&log.dir))?;
+            log.write_checkpoints()
+        })
     }
 
     /// The files holding bytes written after `since`, which a flush must
     /// fdatasync to make everything up to [`Self::end_position`] durable.
-    pub fn unflushed_files(&self, since: LogPosition) -> Vec<(Arc<File>, PathBuf)> {
+    /// (Segments rolled since were fsynced by the roll; listing them again
+    /// costs one cheap fdatasync of a clean file.)
+    pub fn unflushed_files(&self, since: LogPosition) -> Vec<(Arc<dyn StorageFile>, PathBuf)> {
         self.segments
             .iter()
             .filter(|s| s.base_offset >= since.segment_base)
-            .map(|s| (Arc::clone(&s.file), s.path.clone()))
+            .map(|s| (Arc::clone(s.file()), s.path.clone()))
             .collect()
     }
 
-    /// Plans a read of up to `max_bytes` starting at the batch that holds
-    /// `offset`, never past `upto` (the high watermark). With
-    /// `whole_first_batch` the first batch is returned whole even if it is
-    /// larger than `max_bytes` (KIP-74: the first partition of a fetch
-    /// response always makes progress); without it, as in Kafka, the range is
-    /// simply cut at `max_bytes`.
-    pub fn read(
-        &self,
-        offset: i64,
-        max_bytes: u64,
-        upto: LogPosition,
-        whole_first_batch: bool,
-    ) -> Result<ReadSlice, LogError> {
-        let log_end = self.next_offset();
-        if offset < self.log_start_offset || offset > log_end {
-            return Err(LogError::OffsetOutOfRange { requested: offset, log_start: self.log_start_offset, log_end });
-        }
-        if offset >= upto.offset {
-            return Ok(ReadSlice::empty());
-        }
-        let first = self.segments.partition_point(|s| s.base_offset <= offset).saturating_sub(1);
-        for segment in &self.segments[first..] {
-            if segment.base_offset > upto.segment_base {
-                break;
-            }
-            let Some(position) = segment.position_of(offset)? else { continue };
-            let limit = if segment.base_offset == upto.segment_base { upto.byte_pos } else { segment.size_bytes };
-            if position >= limit {
-                return Ok(ReadSlice::empty());
-            }
-            let mut prefix = [0u8; BATCH_LOG_OVERHEAD_BYTES];
-            segment.file.read_exact_at(&mut prefix, position).map_err(LogError::io(&segment.path))?;
-            let first_batch = BATCH_LOG_OVERHEAD_BYTES as u64
-                + u64::from(u32::from_be_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]));
-            let wanted = if whole_first_batch { max_bytes.max(first_batch) } else { max_bytes };
-            if wanted == 0 {
-                return Ok(ReadSlice::empty());
-            }
-            let len = wanted.min(limit - position);
-            return Ok(ReadSlice { file: Some(Arc::clone(&segment.file)), path: segment.path.clone(), position, len });
-        }
-        Ok(ReadSlice::empty())
-    }
-}
-
-impl PartitionLog {
-    /// The first record at or after `timestamp_ms` below `upto`, as
-    /// `(offset, record timestamp)` (ListOffsets by time). Segments whose max
-    /// timestamp is earlier are skipped without reading them. Inside a
-    /// compressed batch the batch's first offset and max timestamp stand in for
-    /// the record (its records are not decompressed here).
-    pub fn offset_for_timestamp(&self, timestamp_ms: i64, upto: LogPosition) -> Result<Option<(i64, i64)>, LogError> {
-        for segment in &self.segments {
-            if segment.base_offset > upto.segment_base || segment.max_timestamp_ms < timestamp_ms {
-                continue;
-            }
-            let mut found = None;
-            self.scan_batches(segment, upto, |header, bytes| {
-                if header.max_timestamp < timestamp_ms {
-                    return true;
-                }
-                found = Some(first_record_at_or_after(header, bytes, timestamp_ms));
-                false
-            })?;
-            if found.is_some() {
-                return Ok(found);
-            }
-        }
-        Ok(None)
+    /// Makes everything appended so far durable (fdatasync of the active
+    /// segment; older ones were synced at their roll) and returns the
+    /// position it covers. A failure leaves the log refusing writes: after a
+    /// failed fdatasync the kernel may have dropped the dirty pages.
+    pub fn flush(&mut self) -> Result<LogPosition, LogError> {
+        self.refuse_if_failed()?;
+        let end = self.end_position();
+        self.or_fail("flushing", |log| {
+            let active = log.active();
+            active.file().sync_data().map_err(LogError::io(&active.path))
+        })?;
+        Ok(end)
     }
 
-    /// The record with the largest timestamp below `upto` (ListOffsets -3,
-    /// KIP-734), as `(offset, timestamp)`; the earliest such record on ties.
-    pub fn offset_of_max_timestamp(&self, upto: LogPosition) -> Result<Option<(i64, i64)>, LogError> {
-        let mut best: Option<(i64, i64)> = None;
-        for segment in &self.segments {
-            if segment.base_offset > upto.segment_base {
-                break;
-            }
-            if best.is_some_and(|(_, ts)| segment.max_timestamp_ms <= ts) {
-                continue;
-            }
-            self.scan_batches(segment, upto, |header, bytes| {
-                if best.is_none_or(|(_, ts)| header.max_timestamp > ts) {
-                    best = Some(first_record_at_or_after(header, bytes, header.max_timestamp));
-                }
-                true
-            })?;
-        }
-        Ok(best)
+    /// Flushes the active segment with its indexes and writes a producer
+    /// snapshot and the recovery point at the log end, so the next open
+    /// reads no segment data. Called at clean close; the broker may also call
+    /// it periodically to bound recovery after a crash (it costs about five
+    /// fsyncs).
+    pub fn checkpoint(&mut self) -> Result<LogPosition, LogError> {
+        self.refuse_if_failed()?;
+        self.or_fail("checkpointing", |log| {
+            log.active_mut().flush_all()?;
+            log.write_checkpoints()?;
+            Ok(log.end_position())
+        })
     }
 
-    /// Calls `visit(header, whole batch)` for each batch of `segment` below
-    /// `upto` until it returns false.
-    fn scan_batches(
-        &self,
-        segment: &Segment,
-        upto: LogPosition,
-        mut visit: impl FnMut(&BatchHeader, &[u8]) -> bool,
-    ) -> Result<(), LogError> {
-        let limit = if segment.base_offset == upto.segment_base { upto.byte_pos } else { segment.size_bytes };
-        let mut position = 0u64;
-        let mut buf = Vec::new();
-        while position < limit {
-            let mut head = [0u8; kafgres_wire::batch::BATCH_HEADER_BYTES];
-            segment.file.read_exact_at(&mut head, position).map_err(LogError::io(&segment.path))?;
-            let Ok(header) = BatchHeader::parse(&head) else { break };
-            buf.resize(header.total_bytes(), 0);
-            segment.file.read_exact_at(&mut buf, position).map_err(LogError::io(&segment.path))?;
-            if !visit(&header, &buf) {
-                break;
-            }
-            position += header.total_bytes() as u64;
+    /// Writes the producer snapshot and the recovery point at the log end;
+    /// the active segment must have been flushed with its indexes.
+    fn write_checkpoints(&mut self) -> Result<(), LogError> {
+        let end = self.end_position();
+        let snapshot = self.producers.encode_snapshot(end.offset);
+        write_atomically(&self.storage, &self.dir, &snapshot_file_name(end.offset), &snapshot)?;
+        write_recovery_point(&self.storage, &self.dir, end)?;
+        self.recovery_point = Some(end);
+        if self.snapshots.last() != Some(&end.offset) {
+            self.snapshots.push(end.offset);
         }
+        self.prune_snapshots();
         Ok(())
     }
+
+    /// Keeps the two newest producer snapshots (one to fall back on if the
+    /// newest is damaged); removing the others is best effort.
+    fn prune_snapshots(&mut self) {
+        while self.snapshots.len() > SNAPSHOTS_KEPT {
+            let offset = self.snapshots.remove(0);
+            let path = self.dir.join(snapshot_file_name(offset));
+            if let Err(e) = self.storage.remove(&path) {
+                log::warn!("cannot remove {}: {e}", path.display());
+            }
+        }
+    }
 }
 
-fn first_record_at_or_after(header: &BatchHeader, batch: &[u8], timestamp_ms: i64) -> (i64, i64) {
-    kafgres_wire::batch::record_timestamps(batch)
-        .and_then(|records| records.into_iter().find(|(_, ts)| *ts >= timestamp_ms))
-        .map(|(delta, ts)| (header.base_offset + i64::from(delta), ts))
-        .unwrap_or((header.base_offset, header.max_timestamp))
-}
+const SNAPSHOTS_KEPT: usize = 2;
 
-/// fdatasyncs a directory so that file creations and renames in it are durable.
+/// fsyncs a directory of the real file system so that file creations and
+/// renames in it are durable (for callers outside the log's storage).
 pub fn sync_dir(dir: &Path) -> Result<(), LogError> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(LogError::io(dir))
+    FileStorage.sync_dir(dir).map_err(LogError::io(dir))
 }
 
 #[cfg(test)]

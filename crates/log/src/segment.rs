@@ -1,65 +1,93 @@
-//! One segment file: record batches back to back, starting at `base_offset`.
+//! One segment: `<base>.log` holding record batches back to back, starting
+//! at `base_offset`, with its `<base>.index` and `<base>.timeindex`
+//! (layouts in [`crate::index`]). File names are the base offset in 20
+//! zero-padded digits, as in Kafka.
 //!
-//! The offset index is sparse and in memory: one entry (batch base offset, byte
-//! position) every `index_interval_bytes`, rebuilt by [`crate::recovery`] when
-//! the segment is opened. A lookup bisects the index, then reads batch headers
-//! forward from the entry it found.
+//! A lookup bisects the offset index, then reads batch headers forward from
+//! the entry it found. The index is only a hint: the header at an entry's
+//! position must carry the entry's offset, or the lookup starts over from
+//! the beginning of the segment (a damaged index costs time, never wrong
+//! data).
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kafgres_wire::batch::{BatchHeader, BATCH_HEADER_BYTES};
 
 use crate::error::LogError;
+use crate::index::{IndexFile, OffsetEntry, TimeEntry};
+use crate::storage::{Storage, StorageFile};
 
-/// An entry of the sparse offset index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IndexEntry {
-    pub offset: i64,
-    pub position: u64,
+pub const LOG_SUFFIX: &str = ".log";
+pub const INDEX_SUFFIX: &str = ".index";
+pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
+
+/// The file name of the segment starting at `base_offset`.
+pub fn segment_file_name(base_offset: i64) -> String {
+    format!("{base_offset:020}{LOG_SUFFIX}")
+}
+
+pub fn index_file_name(base_offset: i64) -> String {
+    format!("{base_offset:020}{INDEX_SUFFIX}")
+}
+
+pub fn time_index_file_name(base_offset: i64) -> String {
+    format!("{base_offset:020}{TIME_INDEX_SUFFIX}")
 }
 
 #[derive(Debug)]
 pub struct Segment {
     pub(crate) base_offset: i64,
     pub(crate) path: PathBuf,
-    pub(crate) file: Arc<File>,
+    pub(crate) file: Arc<dyn StorageFile>,
+    pub(crate) offset_index: IndexFile<OffsetEntry>,
+    pub(crate) time_index: IndexFile<TimeEntry>,
     /// Bytes of whole batches in the file.
     pub(crate) size_bytes: u64,
     /// The offset after the last batch in this segment.
     pub(crate) next_offset: i64,
-    pub(crate) index: Vec<IndexEntry>,
     pub(crate) bytes_since_index_entry: u64,
+    /// Largest batch max timestamp so far (-1: none), and the base offset of
+    /// the batch that holds it.
     pub(crate) max_timestamp_ms: i64,
+    pub(crate) offset_of_max_timestamp: i64,
     pub(crate) created_ms: i64,
 }
 
-/// The file name of the segment starting at `base_offset`.
-pub fn segment_file_name(base_offset: i64) -> String {
-    format!("{base_offset:020}.log")
+/// The in-memory state of a segment before an append, to roll back to if
+/// the append fails half-way.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SegmentMark {
+    size_bytes: u64,
+    next_offset: i64,
+    bytes_since_index_entry: u64,
+    max_timestamp_ms: i64,
+    offset_of_max_timestamp: i64,
+    offset_entries: usize,
+    time_entries: usize,
 }
 
 impl Segment {
-    pub(crate) fn create(dir: &Path, base_offset: i64, now_ms: i64) -> Result<Segment, LogError> {
+    /// Opens (creating if missing) the segment's three files without reading them.
+    pub(crate) fn open(
+        storage: &Arc<dyn Storage>,
+        dir: &Path,
+        base_offset: i64,
+        now_ms: i64,
+    ) -> Result<Segment, LogError> {
         let path = dir.join(segment_file_name(base_offset));
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(LogError::io(&path))?;
+        let file = storage.open(&path, true).map_err(LogError::io(&path))?;
         Ok(Segment {
             base_offset,
+            offset_index: IndexFile::open(storage, &dir.join(index_file_name(base_offset)))?,
+            time_index: IndexFile::open(storage, &dir.join(time_index_file_name(base_offset)))?,
             path,
-            file: Arc::new(file),
+            file,
             size_bytes: 0,
             next_offset: base_offset,
-            index: Vec::new(),
             bytes_since_index_entry: 0,
             max_timestamp_ms: -1,
+            offset_of_max_timestamp: base_offset,
             created_ms: now_ms,
         })
     }
@@ -80,20 +108,122 @@ impl Segment {
         &self.path
     }
 
-    /// Records a batch written at `position` in the index if the interval has passed.
-    pub(crate) fn note_batch(&mut self, header: &BatchHeader, position: u64, index_interval_bytes: u64) {
+    pub fn max_timestamp_ms(&self) -> i64 {
+        self.max_timestamp_ms
+    }
+
+    pub fn offset_index(&self) -> &[OffsetEntry] {
+        self.offset_index.entries()
+    }
+
+    pub fn time_index(&self) -> &[TimeEntry] {
+        self.time_index.entries()
+    }
+
+    pub(crate) fn file(&self) -> &Arc<dyn StorageFile> {
+        &self.file
+    }
+
+    /// The segment's three files: log, offset index, time index.
+    pub(crate) fn files(&self) -> [(&Arc<dyn StorageFile>, &Path); 3] {
+        [
+            (&self.file, self.path.as_path()),
+            (self.offset_index.file(), self.offset_index.path()),
+            (self.time_index.file(), self.time_index.path()),
+        ]
+    }
+
+    /// Whether `offset` can be stored relative to this segment's base (u32).
+    pub(crate) fn fits_relative(&self, offset: i64) -> bool {
+        offset >= self.base_offset && offset - self.base_offset <= i64::from(u32::MAX)
+    }
+
+    /// Empties the in-memory state (before a scan rebuilds it).
+    pub(crate) fn reset(&mut self) -> Result<(), LogError> {
+        self.size_bytes = 0;
+        self.next_offset = self.base_offset;
+        self.bytes_since_index_entry = 0;
+        self.max_timestamp_ms = -1;
+        self.offset_of_max_timestamp = self.base_offset;
+        self.offset_index.truncate(0)?;
+        self.time_index.truncate(0)
+    }
+
+    /// Accounts for a batch written at `position`, adding index entries (to
+    /// memory and, page cache only, to the index files) when the interval
+    /// has passed. `header` carries the assigned base offset.
+    pub(crate) fn note_batch(
+        &mut self,
+        header: &BatchHeader,
+        position: u64,
+        index_interval_bytes: u64,
+    ) -> Result<(), LogError> {
         let size = header.total_bytes() as u64;
-        if self.index.is_empty() || self.bytes_since_index_entry >= index_interval_bytes {
-            self.index.push(IndexEntry { offset: header.base_offset, position });
+        if header.max_timestamp > self.max_timestamp_ms {
+            self.max_timestamp_ms = header.max_timestamp;
+            self.offset_of_max_timestamp = header.base_offset;
+        }
+        if self.offset_index.entries().is_empty() || self.bytes_since_index_entry >= index_interval_bytes {
+            let relative_offset = self.relative(header.base_offset);
+            self.offset_index.append(OffsetEntry { relative_offset, position: position as u32 })?;
+            self.append_time_entry()?;
             self.bytes_since_index_entry = 0;
         }
         self.bytes_since_index_entry += size;
         self.size_bytes = position + size;
         self.next_offset = header.next_offset();
-        self.max_timestamp_ms = self.max_timestamp_ms.max(header.max_timestamp);
+        Ok(())
     }
 
-    /// Writes `bytes` at the end of the file (page cache only; see flushing).
+    fn relative(&self, offset: i64) -> u32 {
+        // Callers roll before an offset stops fitting (see `fits_relative`).
+        (offset - self.base_offset) as u32
+    }
+
+    /// Adds a time entry for the largest timestamp so far, if it is new.
+    pub(crate) fn append_time_entry(&mut self) -> Result<(), LogError> {
+        if self.max_timestamp_ms < 0 || self.time_index.last().is_some_and(|e| e.timestamp_ms >= self.max_timestamp_ms)
+        {
+            return Ok(());
+        }
+        let relative_offset = self.relative(self.offset_of_max_timestamp);
+        self.time_index.append(TimeEntry { timestamp_ms: self.max_timestamp_ms, relative_offset })
+    }
+
+    /// Makes the segment and both indexes durable, with a final time entry so
+    /// that the time index alone gives the segment's largest timestamp.
+    pub(crate) fn flush_all(&mut self) -> Result<(), LogError> {
+        self.append_time_entry()?;
+        self.file.sync_data().map_err(LogError::io(&self.path))?;
+        self.offset_index.sync()?;
+        self.time_index.sync()
+    }
+
+    pub(crate) fn mark(&self) -> SegmentMark {
+        SegmentMark {
+            size_bytes: self.size_bytes,
+            next_offset: self.next_offset,
+            bytes_since_index_entry: self.bytes_since_index_entry,
+            max_timestamp_ms: self.max_timestamp_ms,
+            offset_of_max_timestamp: self.offset_of_max_timestamp,
+            offset_entries: self.offset_index.entries().len(),
+            time_entries: self.time_index.entries().len(),
+        }
+    }
+
+    /// Undoes a failed append: cuts whatever part of it reached the files.
+    pub(crate) fn roll_back(&mut self, mark: SegmentMark) -> Result<(), LogError> {
+        self.size_bytes = mark.size_bytes;
+        self.next_offset = mark.next_offset;
+        self.bytes_since_index_entry = mark.bytes_since_index_entry;
+        self.max_timestamp_ms = mark.max_timestamp_ms;
+        self.offset_of_max_timestamp = mark.offset_of_max_timestamp;
+        self.file.set_len(mark.size_bytes).map_err(LogError::io(&self.path))?;
+        self.offset_index.truncate(mark.offset_entries)?;
+        self.time_index.truncate(mark.time_entries)
+    }
+
+    /// Writes `bytes` at the end of the file (page cache only).
     pub(crate) fn write_at_end(&self, bytes: &[u8]) -> Result<(), LogError> {
         self.file.write_all_at(bytes, self.size_bytes).map_err(LogError::io(&self.path))
     }
@@ -104,20 +234,44 @@ impl Segment {
         if offset >= self.next_offset {
             return Ok(None);
         }
-        let start = match self.index.partition_point(|e| e.offset <= offset) {
-            0 => 0,
-            i => self.index[i - 1].position,
+        let entries = self.offset_index.entries();
+        let relative = offset.saturating_sub(self.base_offset).clamp(0, i64::from(u32::MAX)) as u32;
+        let hint = match entries.partition_point(|e| e.relative_offset <= relative) {
+            0 => None,
+            i => Some(entries[i - 1]),
         };
-        let mut position = start;
-        let mut header = [0u8; BATCH_HEADER_BYTES];
-        while position < self.size_bytes {
-            self.file.read_exact_at(&mut header, position).map_err(LogError::io(&self.path))?;
-            let h = match BatchHeader::parse(&header) {
-                Ok(h) => h,
-                Err(_) => break,
-            };
+        if let Some(entry) = hint {
+            let expected = self.base_offset + i64::from(entry.relative_offset);
+            if let Some(found) = self.walk_to(offset, u64::from(entry.position), Some(expected))? {
+                return Ok(Some(found));
+            }
+        }
+        self.walk_to(offset, 0, None)
+    }
+
+    /// Reads headers forward from `position` to the batch holding `offset`.
+    /// With `expected`, the first header must start at that offset, else the
+    /// walk gives up (`None`) and the caller starts from the segment's start.
+    fn walk_to(&self, offset: i64, mut position: u64, mut expected: Option<i64>) -> Result<Option<u64>, LogError> {
+        let mut head = [0u8; BATCH_HEADER_BYTES];
+        while position + BATCH_HEADER_BYTES as u64 <= self.size_bytes {
+            self.file.read_exact_at(&mut head, position).map_err(LogError::io(&self.path))?;
+            let Ok(h) = BatchHeader::parse(&head) else { break };
+            if let Some(want) = expected.take() {
+                if h.base_offset != want {
+                    log::warn!(
+                        "{}: index entry for offset {want} points at a batch of offset {}; scanning",
+                        self.path.display(),
+                        h.base_offset
+                    );
+                    return Ok(None);
+                }
+            }
             if h.last_offset() >= offset {
                 return Ok(Some(position));
+            }
+            if h.batch_length <= 0 {
+                break;
             }
             position += h.total_bytes() as u64;
         }

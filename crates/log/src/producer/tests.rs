@@ -1,0 +1,106 @@
+use super::*;
+
+fn header(pid: i64, epoch: i16, seq: i32, records: i32, base_offset: i64) -> BatchHeader {
+    BatchHeader {
+        base_offset,
+        batch_length: 100,
+        partition_leader_epoch: 0,
+        magic: 2,
+        crc: 0,
+        attributes: 0,
+        last_offset_delta: records - 1,
+        base_timestamp: 1_000,
+        max_timestamp: 1_000 + base_offset,
+        producer_id: pid,
+        producer_epoch: epoch,
+        base_sequence: seq,
+        records_count: records,
+    }
+}
+
+#[test]
+fn a_new_producer_may_start_anywhere_then_must_follow_on() {
+    let mut s = ProducerStateMap::default();
+    assert_eq!(s.check_sequence(&header(7, 0, 42, 3, 0)), SequenceCheck::Ok);
+    s.record(&header(7, 0, 42, 3, 0));
+    assert_eq!(s.check_sequence(&header(7, 0, 45, 1, 3)), SequenceCheck::Ok);
+    assert_eq!(
+        s.check_sequence(&header(7, 0, 46, 1, 3)),
+        SequenceCheck::OutOfOrder { expected_seq: 45, received_seq: 46 }
+    );
+    assert_eq!(s.check_sequence(&header(-1, -1, -1, 1, 3)), SequenceCheck::Ok, "not idempotent");
+}
+
+#[test]
+fn a_retry_of_one_of_the_last_five_batches_is_a_duplicate_with_its_offsets() {
+    let mut s = ProducerStateMap::default();
+    for i in 0..7 {
+        s.record(&header(1, 0, i * 2, 2, 100 + i64::from(i) * 2));
+    }
+    assert_eq!(s.get(1).unwrap().batches.len(), PRODUCER_BATCHES_KEPT);
+    assert_eq!(
+        s.check_sequence(&header(1, 0, 12, 2, 0)),
+        SequenceCheck::Duplicate { first_offset: 112, last_offset: 113 }
+    );
+    assert_eq!(
+        s.check_sequence(&header(1, 0, 4, 2, 0)),
+        SequenceCheck::Duplicate { first_offset: 104, last_offset: 105 }
+    );
+    // Older than the five kept: neither a known duplicate nor in sequence.
+    assert!(matches!(s.check_sequence(&header(1, 0, 2, 2, 0)), SequenceCheck::OutOfOrder { .. }));
+    // Same first sequence, different length: not the same batch.
+    assert!(matches!(s.check_sequence(&header(1, 0, 12, 1, 0)), SequenceCheck::OutOfOrder { .. }));
+}
+
+#[test]
+fn epochs_fence_old_producers_and_restart_sequences() {
+    let mut s = ProducerStateMap::default();
+    s.record(&header(1, 3, 0, 5, 0));
+    assert_eq!(s.check_sequence(&header(1, 2, 5, 1, 0)), SequenceCheck::InvalidEpoch { current_epoch: 3 });
+    assert_eq!(
+        s.check_sequence(&header(1, 4, 5, 1, 0)),
+        SequenceCheck::OutOfOrder { expected_seq: 0, received_seq: 5 }
+    );
+    assert_eq!(s.check_sequence(&header(1, 4, 0, 1, 0)), SequenceCheck::Ok);
+    s.record(&header(1, 4, 0, 1, 5));
+    let e = s.get(1).unwrap();
+    assert_eq!((e.epoch, e.batches.len()), (4, 1), "a new epoch forgets the old batches");
+}
+
+#[test]
+fn sequences_wrap_at_i32_max() {
+    assert_eq!(last_sequence(i32::MAX - 1, 3), 1);
+    let mut s = ProducerStateMap::default();
+    s.record(&header(1, 0, i32::MAX - 1, 2, 0));
+    assert_eq!(s.get(1).unwrap().last_seq(), Some(i32::MAX));
+    assert_eq!(s.check_sequence(&header(1, 0, 0, 1, 2)), SequenceCheck::Ok);
+}
+
+#[test]
+fn eviction_drops_batches_and_producers_below_the_log_start() {
+    let mut s = ProducerStateMap::default();
+    s.record(&header(1, 0, 0, 2, 0));
+    s.record(&header(2, 0, 0, 2, 2));
+    s.record(&header(2, 0, 2, 2, 4));
+    s.evict_below(4);
+    assert!(s.get(1).is_none());
+    assert_eq!(s.get(2).unwrap().batches.len(), 1);
+}
+
+#[test]
+fn snapshots_round_trip_and_damage_is_detected() {
+    let mut s = ProducerStateMap::default();
+    for pid in 0..4 {
+        for i in 0..(pid + 1) {
+            s.record(&header(pid as i64, pid as i16, i * 3, 3, 10 * i64::from(pid) + i64::from(i)));
+        }
+    }
+    let bytes = s.encode_snapshot(99);
+    assert_eq!(ProducerStateMap::decode_snapshot(&bytes), Ok((99, s.clone())));
+    for cut in 0..bytes.len() {
+        assert!(ProducerStateMap::decode_snapshot(&bytes[..cut]).is_err(), "cut at {cut}");
+    }
+    let mut flipped = bytes.clone();
+    flipped[30] ^= 0x10;
+    assert!(ProducerStateMap::decode_snapshot(&flipped).is_err());
+}

@@ -1,0 +1,171 @@
+//! The file-system port: every byte the log reads or writes goes through
+//! [`Storage`] and [`StorageFile`].
+//!
+//! Three implementations:
+//! - [`FileStorage`]: the real one, `std::fs` plus positional I/O (`pread`,
+//!   `pwrite`, `fdatasync`);
+//! - [`memory::MemStorage`]: files in memory that remember, besides what was
+//!   written, what was made durable (by `sync_data` for contents and
+//!   `sync_dir` for names), so a test can simulate a power loss and reopen
+//!   the log on exactly what a disk would have kept;
+//! - [`faulty::FaultyStorage`]: wraps another storage and fails the Nth write
+//!   or sync, tears writes or shortens them.
+//!
+//! The log holds an `Arc<dyn Storage>` and `Arc<dyn StorageFile>` handles,
+//! not a generic parameter: handles escape the log (a fetch reads a
+//! [`crate::ReadSlice`] outside the log lock, the broker's flusher fdatasyncs
+//! outside it), and a type parameter would leak into every broker type that
+//! holds a log. One virtual call per syscall costs nothing next to the
+//! syscall.
+//!
+//! Semantics every implementation keeps (the log relies on them):
+//! - removing or renaming a file never invalidates open handles: a reader
+//!   holding a segment keeps reading it after retention unlinked it (Linux
+//!   keeps an unlinked inode alive until its last descriptor closes);
+//! - a new name (create, rename, remove) is durable only after `sync_dir` of
+//!   its directory; file contents only after `sync_data` of the file.
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+
+pub mod faulty;
+pub mod memory;
+
+/// An open file, read and written at explicit positions.
+#[allow(clippy::len_without_is_empty)] // a file's length is a number to use, not a test
+pub trait StorageFile: Send + Sync + fmt::Debug {
+    /// Reads at `position`; returns fewer bytes than asked only at end of file.
+    fn read_at(&self, buf: &mut [u8], position: u64) -> io::Result<usize>;
+    /// Writes at `position` (page cache only); may write fewer bytes than given.
+    fn write_at(&self, buf: &[u8], position: u64) -> io::Result<usize>;
+    fn len(&self) -> io::Result<u64>;
+    fn set_len(&self, len: u64) -> io::Result<()>;
+    /// Makes the contents durable (fdatasync).
+    fn sync_data(&self) -> io::Result<()>;
+    /// The OS file behind this handle, for zero-copy sends (sendfile); `None`
+    /// for simulated files, whose callers fall back to copying.
+    fn as_std_file(&self) -> Option<&File> {
+        None
+    }
+
+    fn read_exact_at(&self, mut buf: &mut [u8], mut position: u64) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.read_at(buf, position) {
+                Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end of the file")),
+                Ok(n) => {
+                    buf = &mut buf[n..];
+                    position += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn write_all_at(&self, mut buf: &[u8], mut position: u64) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.write_at(buf, position) {
+                Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "the file accepted no bytes")),
+                Ok(n) => {
+                    buf = &buf[n..];
+                    position += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A directory tree of files (the partition directories).
+pub trait Storage: Send + Sync + fmt::Debug {
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Opens a file for reading and writing; with `create`, a missing file is
+    /// created empty, otherwise it is `NotFound`.
+    fn open(&self, path: &Path, create: bool) -> io::Result<Arc<dyn StorageFile>>;
+    /// Replaces `to` atomically (POSIX rename).
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// The names of the files in `dir` (not sorted).
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// Makes creations, renames and removals in `dir` durable (fsync of the directory).
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+}
+
+/// The real file system.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FileStorage;
+
+impl FileStorage {
+    pub fn shared() -> Arc<dyn Storage> {
+        Arc::new(FileStorage)
+    }
+}
+
+#[derive(Debug)]
+struct RealFile(File);
+
+impl StorageFile for RealFile {
+    fn read_at(&self, buf: &mut [u8], position: u64) -> io::Result<usize> {
+        self.0.read_at(buf, position)
+    }
+    fn write_at(&self, buf: &[u8], position: u64) -> io::Result<usize> {
+        self.0.write_at(buf, position)
+    }
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.0.metadata()?.len())
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+    fn as_std_file(&self) -> Option<&File> {
+        Some(&self.0)
+    }
+}
+
+impl Storage for FileStorage {
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)
+    }
+    fn open(&self, path: &Path, create: bool) -> io::Result<Arc<dyn StorageFile>> {
+        let file = OpenOptions::new().read(true).write(true).create(create).truncate(false).open(path)?;
+        Ok(Arc::new(RealFile(file)))
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            if entry.file_type()?.is_file() {
+                if let Some(name) = entry.file_name().to_str() {
+                    names.push(name.to_owned());
+                }
+            }
+        }
+        Ok(names)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        // fsync, not fdatasync: a directory's entries are its data and its
+        // metadata alike, and some file systems only honour fsync here.
+        File::open(dir)?.sync_all()
+    }
+}
+
+/// An injected or simulated I/O error, reported like a disk error (EIO).
+pub(crate) fn eio(what: &str) -> io::Error {
+    io::Error::other(format!("EIO: {what}"))
+}

@@ -1,0 +1,13 @@
+//! The storage engine tested through its public API, mostly on the
+//! in-memory storage so that power losses can be simulated exactly.
+//! (One test binary for all of them: each binary costs a link on a slow
+//! machine.) The kill -9 test against the real file system is `tests/kill9.rs`.
+
+mod common;
+
+mod crash_images;
+mod faults;
+mod model;
+mod producers;
+mod recovery;
+mod retention;
