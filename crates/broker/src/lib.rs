@@ -21,6 +21,7 @@ pub mod config;
 pub mod connection;
 pub mod dispatch;
 pub mod errors;
+pub mod group;
 pub mod partition;
 pub mod server;
 pub mod topic_config;
