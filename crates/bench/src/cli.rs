@@ -1,0 +1,240 @@
+//! Command-line arguments: one subcommand per workload, each with the
+//! connection options in [`Common`].
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kafgres-bench",
+    version,
+    about = "Benchmarks any Kafka-compatible broker through librdkafka.",
+    long_about = "Benchmarks any Kafka-compatible broker through librdkafka. Each workload prints \
+                  exactly one result line of key=value pairs to stdout and its diagnostics to \
+                  stderr. Exit status: 0 when every record was delivered (and, where checked, \
+                  read back), 1 when the run finished with errors (the line still says how many), \
+                  2 when it could not run at all."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub workload: Workload,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Workload {
+    /// Sequential synchronous sends: produce one record, wait for its
+    /// delivery report, repeat; latency percentiles.
+    Sync(SyncArgs),
+    /// N producer threads sending as fast as the client allows; records/s and MB/s.
+    Produce(ProduceArgs),
+    /// Read a topic from the beginning with assign(); records/s and MB/s, count verified.
+    Consume(ConsumeArgs),
+    /// Produce at a fixed rate while a consumer reads; end-to-end latency percentiles.
+    E2e(E2eArgs),
+}
+
+/// Options every workload takes.
+#[derive(Debug, Args)]
+pub struct Common {
+    /// Broker to bootstrap from (librdkafka's bootstrap.servers).
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:9092")]
+    pub bootstrap: String,
+
+    /// Create the topic with this many partitions (replication factor 1) if
+    /// it does not exist yet.
+    #[arg(long, value_name = "P", value_parser = clap::value_parser!(i32).range(1..=100_000))]
+    pub create_partitions: Option<i32>,
+
+    /// Extra librdkafka setting for every client, applied last (repeatable),
+    /// e.g. --set compression.type=lz4.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_setting)]
+    pub settings: Vec<(String, String)>,
+
+    /// Hard limit on the whole run, in seconds; when it passes the workload
+    /// stops, reports what it has and counts the rest as errors. The default
+    /// depends on the workload (see --help of each).
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub deadline_s: Option<u64>,
+}
+
+impl Common {
+    pub fn deadline_or(&self, default: Duration) -> Duration {
+        self.deadline_s.map(Duration::from_secs).unwrap_or(default)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct SyncArgs {
+    #[command(flatten)]
+    pub common: Common,
+
+    #[arg(long, default_value = "kafgres-bench-sync")]
+    pub topic: String,
+
+    /// Sends made first and left out of the figures (connection set-up,
+    /// metadata, first-touch costs).
+    #[arg(long, default_value_t = 20)]
+    pub warmup: u64,
+
+    /// Measured sends.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub count: u64,
+
+    /// Record value size in bytes.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=64 << 20))]
+    pub size: u64,
+
+    /// librdkafka message.timeout.ms: how long one record may take before it
+    /// is reported as failed.
+    #[arg(long, default_value_t = 30_000)]
+    pub message_timeout_ms: u32,
+
+    /// Also write every measured latency to this file, for plotting
+    /// (`at_s latency_ms` per line; at = start of the send, seconds since the
+    /// first measured send).
+    #[arg(long, value_name = "PATH")]
+    pub samples_file: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ProduceArgs {
+    #[command(flatten)]
+    pub common: Common,
+
+    #[arg(long, default_value = "kafgres-bench-produce")]
+    pub topic: String,
+
+    /// Producer threads, each with its own client (and so its own connections).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub producers: u64,
+
+    /// Record value size in bytes.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(0..=64 << 20))]
+    pub size: u64,
+
+    /// Send for this many seconds, then wait for the outstanding reports
+    /// (the default when neither --seconds nor --count is given: 10).
+    #[arg(long, conflicts_with = "count", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub seconds: Option<u64>,
+
+    /// Send exactly this many records in total, split across the producers.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+
+    /// Producer acks: all (or -1), 1 or 0.
+    #[arg(long, default_value = "all", value_parser = ["all", "-1", "1", "0"])]
+    pub acks: String,
+
+    /// linger.ms; librdkafka's default (5 ms) when not given.
+    #[arg(long)]
+    pub linger_ms: Option<u32>,
+
+    /// librdkafka message.timeout.ms.
+    #[arg(long, default_value_t = 30_000)]
+    pub message_timeout_ms: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct ConsumeArgs {
+    #[command(flatten)]
+    pub common: Common,
+
+    #[arg(long)]
+    pub topic: String,
+
+    /// Records the topic must hold; the run fails if it holds another number
+    /// or fewer are read. Default deadline: 300 s.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub expect: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct E2eArgs {
+    #[command(flatten)]
+    pub common: Common,
+
+    #[arg(long, default_value = "kafgres-bench-e2e")]
+    pub topic: String,
+
+    /// Records per second, evenly spaced.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub rate: u64,
+
+    /// How long the measured phase produces. Default deadline: this plus
+    /// 90 s (warm-up limit 30 s, then 60 s).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub seconds: u64,
+
+    /// Minimum warm-up before measuring, in seconds, at the same rate; it
+    /// also lasts until the consumer has read a warm-up record.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=3_600))]
+    pub warmup_s: u64,
+
+    /// Record value size in bytes (at least 16: run id and send time).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(16..=64 << 20))]
+    pub size: u64,
+
+    /// Producer acks: all (or -1), 1 or 0.
+    #[arg(long, default_value = "all", value_parser = ["all", "-1", "1", "0"])]
+    pub acks: String,
+
+    /// linger.ms of the producer.
+    #[arg(long, default_value_t = 0)]
+    pub linger_ms: u32,
+
+    /// librdkafka message.timeout.ms.
+    #[arg(long, default_value_t = 30_000)]
+    pub message_timeout_ms: u32,
+
+    /// Also write every measured latency to this file, for plotting
+    /// (`at_s latency_ms` per line, in the order read; at = send time,
+    /// seconds since the measured phase began).
+    #[arg(long, value_name = "PATH")]
+    pub samples_file: Option<std::path::PathBuf>,
+}
+
+fn parse_setting(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => {
+            Ok((key.trim().to_string(), value.to_string()))
+        }
+        _ => Err(format!("expected KEY=VALUE, got {text:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn sync_defaults_match_the_issue() {
+        let cli = Cli::parse_from(["kafgres-bench", "sync", "--topic", "t"]);
+        let Workload::Sync(args) = cli.workload else {
+            panic!("not sync")
+        };
+        assert_eq!((args.warmup, args.count, args.size), (20, 200, 100));
+        assert_eq!(args.common.bootstrap, "127.0.0.1:9092");
+    }
+
+    #[test]
+    fn settings_parse_and_seconds_conflicts_with_count() {
+        assert_eq!(parse_setting("a.b=c=d"), Ok(("a.b".into(), "c=d".into())));
+        assert!(parse_setting("novalue").is_err());
+        assert!(Cli::try_parse_from([
+            "kafgres-bench",
+            "produce",
+            "--seconds",
+            "1",
+            "--count",
+            "5"
+        ])
+        .is_err());
+    }
+}
