@@ -21,6 +21,31 @@ pub struct TopicRecord {
     pub configs: BTreeMap<String, String>,
 }
 
+/// A consumer group's committed offset for one partition (OffsetCommit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedOffset {
+    pub group_id: String,
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: Option<String>,
+    pub commit_timestamp_ms: i64,
+}
+
+/// What the broker loads from the catalog at startup.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CatalogSnapshot {
+    pub topics: Vec<TopicRecord>,
+    pub offsets: Vec<CommittedOffset>,
+}
+
+impl From<Vec<TopicRecord>> for CatalogSnapshot {
+    fn from(topics: Vec<TopicRecord>) -> Self {
+        CatalogSnapshot { topics, offsets: Vec::new() }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CatalogError {
@@ -34,47 +59,73 @@ pub enum CatalogError {
     Failed(String),
 }
 
-pub type CatalogFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, CatalogError>> + Send + 'a>>;
+/// The durability of one catalog operation. Implementations *enqueue the
+/// operation when the method is called* (not when the future is first polled),
+/// so operations are applied in the order the methods were called; the future
+/// only waits for the operation to be durable.
+pub type CatalogFuture<T> = Pin<Box<dyn Future<Output = Result<T, CatalogError>> + Send + 'static>>;
+
+fn ready<T: Send + 'static>(result: Result<T, CatalogError>) -> CatalogFuture<T> {
+    Box::pin(std::future::ready(result))
+}
 
 /// Persistent metadata operations the data plane needs.
 pub trait Catalog: Send + Sync + 'static {
     /// Durably records a new topic. Fails with [`CatalogError::TopicExists`]
     /// if a topic of that name is already recorded.
-    fn create_topic(&self, topic: TopicRecord) -> CatalogFuture<'_, ()>;
+    fn create_topic(&self, topic: TopicRecord) -> CatalogFuture<()>;
 
     /// Durably removes a topic.
-    fn delete_topic(&self, topic_id: Uuid) -> CatalogFuture<'_, ()>;
+    fn delete_topic(&self, topic_id: Uuid) -> CatalogFuture<()>;
 
     /// Durably raises a topic's partition count (CreatePartitions).
-    fn set_partition_count(&self, topic_id: Uuid, partition_count: i32) -> CatalogFuture<'_, ()>;
+    fn set_partition_count(&self, topic_id: Uuid, partition_count: i32) -> CatalogFuture<()>;
+
+    /// Durably stores committed offsets (one OffsetCommit's worth); the
+    /// implementation may batch concurrent calls into one transaction.
+    fn commit_offsets(&self, offsets: Vec<CommittedOffset>) -> CatalogFuture<()>;
+
+    /// Durably forgets a group's offsets: all of them (DeleteGroups) or those of
+    /// the given partitions (OffsetDelete).
+    fn delete_offsets(&self, group_id: String, partitions: Option<Vec<(String, i32)>>) -> CatalogFuture<()>;
 }
 
 /// A catalog in memory, for tests and for running the broker without Postgres.
 #[derive(Debug, Default)]
 pub struct MemoryCatalog {
     topics: Mutex<BTreeMap<String, TopicRecord>>,
+    offsets: Mutex<BTreeMap<(String, String, i32), CommittedOffset>>,
 }
 
 impl MemoryCatalog {
     pub fn topics(&self) -> Vec<TopicRecord> {
         self.topics.lock().map(|t| t.values().cloned().collect()).unwrap_or_default()
     }
+
+    pub fn offsets(&self) -> Vec<CommittedOffset> {
+        self.offsets.lock().map(|o| o.values().cloned().collect()).unwrap_or_default()
+    }
+
+    /// Everything a restarted broker would load.
+    pub fn snapshot(&self) -> CatalogSnapshot {
+        CatalogSnapshot { topics: self.topics(), offsets: self.offsets() }
+    }
 }
 
 impl Catalog for MemoryCatalog {
-    fn create_topic(&self, topic: TopicRecord) -> CatalogFuture<'_, ()> {
-        Box::pin(async move {
+    fn create_topic(&self, topic: TopicRecord) -> CatalogFuture<()> {
+        ready((|| {
             let mut topics = self.topics.lock().map_err(|_| CatalogError::Failed("poisoned".into()))?;
             if topics.contains_key(&topic.name) {
                 return Err(CatalogError::TopicExists(topic.name));
             }
             topics.insert(topic.name.clone(), topic);
             Ok(())
-        })
+        })())
     }
 
-    fn delete_topic(&self, topic_id: Uuid) -> CatalogFuture<'_, ()> {
-        Box::pin(async move {
+    fn delete_topic(&self, topic_id: Uuid) -> CatalogFuture<()> {
+        ready((|| {
             let mut topics = self.topics.lock().map_err(|_| CatalogError::Failed("poisoned".into()))?;
             let name = topics
                 .values()
@@ -82,17 +133,41 @@ impl Catalog for MemoryCatalog {
                 .map(|t| t.name.clone())
                 .ok_or(CatalogError::UnknownTopic(topic_id))?;
             topics.remove(&name);
+            drop(topics);
+            let mut offsets = self.offsets.lock().map_err(|_| CatalogError::Failed("poisoned".into()))?;
+            offsets.retain(|(_, topic, _), _| *topic != name);
             Ok(())
-        })
+        })())
     }
 
-    fn set_partition_count(&self, topic_id: Uuid, partition_count: i32) -> CatalogFuture<'_, ()> {
-        Box::pin(async move {
+    fn set_partition_count(&self, topic_id: Uuid, partition_count: i32) -> CatalogFuture<()> {
+        ready((|| {
             let mut topics = self.topics.lock().map_err(|_| CatalogError::Failed("poisoned".into()))?;
             let topic =
                 topics.values_mut().find(|t| t.topic_id == topic_id).ok_or(CatalogError::UnknownTopic(topic_id))?;
             topic.partition_count = partition_count;
             Ok(())
-        })
+        })())
+    }
+
+    fn commit_offsets(&self, committed: Vec<CommittedOffset>) -> CatalogFuture<()> {
+        ready((|| {
+            let mut offsets = self.offsets.lock().map_err(|_| CatalogError::Failed("poisoned".into()))?;
+            for o in committed {
+                offsets.insert((o.group_id.clone(), o.topic.clone(), o.partition), o);
+            }
+            Ok(())
+        })())
+    }
+
+    fn delete_offsets(&self, group_id: String, partitions: Option<Vec<(String, i32)>>) -> CatalogFuture<()> {
+        ready((|| {
+            let mut offsets = self.offsets.lock().map_err(|_| CatalogError::Failed("poisoned".into()))?;
+            offsets.retain(|(group, topic, partition), _| {
+                *group != group_id
+                    || partitions.as_ref().is_some_and(|p| !p.iter().any(|(t, i)| t == topic && i == partition))
+            });
+            Ok(())
+        })())
     }
 }

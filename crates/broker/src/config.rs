@@ -34,6 +34,9 @@ pub struct BrokerConfig {
     /// batch of a produce is checked on its own).
     pub message_bytes_max: usize,
     pub segment_bytes_max: u64,
+    /// Kafka's `group.initial.rebalance.delay.ms`: how long a new group waits
+    /// for more members before its first rebalance completes.
+    pub group_initial_rebalance_delay_ms: i32,
 }
 
 impl BrokerConfig {
@@ -53,6 +56,8 @@ impl BrokerConfig {
             default_partitions: 1,
             message_bytes_max: 1_048_588,
             segment_bytes_max: 1 << 30,
+            // Tests join groups one member at a time; waiting helps nothing.
+            group_initial_rebalance_delay_ms: 0,
         }
     }
 }

@@ -46,7 +46,7 @@ pub async fn serve_connection(
             log::info!("connection from {peer} closed mid-request ({len} bytes expected): {e}");
             return;
         }
-        match handle_frame(&ctx, frame.freeze()).await {
+        match handle_frame(&ctx, peer, frame.freeze()).await {
             Outcome::Respond(bytes) => {
                 if writer.write_all(&bytes).await.is_err() {
                     return;

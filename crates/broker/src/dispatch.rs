@@ -27,7 +27,7 @@ pub enum Outcome {
     Close(String),
 }
 
-pub async fn handle_frame(ctx: &BrokerContext, frame: Bytes) -> Outcome {
+pub async fn handle_frame(ctx: &BrokerContext, peer: std::net::SocketAddr, frame: Bytes) -> Outcome {
     let Some((api_key, api_version, correlation_id)) = peek_fixed_header(&frame) else {
         return Outcome::Close("request shorter than a header".into());
     };
@@ -48,10 +48,10 @@ pub async fn handle_frame(ctx: &BrokerContext, frame: Bytes) -> Outcome {
     if let Err(e) = check_request_body(api_key, api_version, &body) {
         return Outcome::Close(format!("malformed {key:?} v{api_version} request: {e}"));
     }
-    route(ctx, key, &header, body).await
+    route(ctx, peer, key, &header, body).await
 }
 
-async fn route(ctx: &BrokerContext, key: ApiKey, header: &RequestHeader, mut body: Bytes) -> Outcome {
+async fn route(ctx: &BrokerContext, peer: std::net::SocketAddr, key: ApiKey, header: &RequestHeader, mut body: Bytes) -> Outcome {
     let v = header.api_version;
     let c = header.correlation_id;
     macro_rules! decode {
@@ -105,6 +105,51 @@ async fn route(ctx: &BrokerContext, key: ApiKey, header: &RequestHeader, mut bod
         ApiKey::DescribeConfigs => {
             let req = decode!(DescribeConfigsRequest);
             respond(key, v, c, &api::describe_configs::handle(ctx, v, req))
+        }
+        ApiKey::FindCoordinator => {
+            let req = decode!(FindCoordinatorRequest);
+            respond(key, v, c, &api::group_admin::find_coordinator(ctx, v, req))
+        }
+        ApiKey::JoinGroup => {
+            let req = decode!(JoinGroupRequest);
+            let client = api::group_membership::Client { id: header.client_id.clone().unwrap_or_default(), host: format!("/{}", peer.ip()) };
+            respond(key, v, c, &api::group_membership::join_group(ctx, v, req, client).await)
+        }
+        ApiKey::SyncGroup => {
+            let req = decode!(SyncGroupRequest);
+            respond(key, v, c, &api::group_membership::sync_group(ctx, v, req).await)
+        }
+        ApiKey::Heartbeat => {
+            let req = decode!(HeartbeatRequest);
+            respond(key, v, c, &api::group_membership::heartbeat(ctx, v, req))
+        }
+        ApiKey::LeaveGroup => {
+            let req = decode!(LeaveGroupRequest);
+            respond(key, v, c, &api::group_membership::leave_group(ctx, v, req))
+        }
+        ApiKey::OffsetCommit => {
+            let req = decode!(OffsetCommitRequest);
+            respond(key, v, c, &api::group_offsets::offset_commit(ctx, v, req).await)
+        }
+        ApiKey::OffsetFetch => {
+            let req = decode!(OffsetFetchRequest);
+            respond(key, v, c, &api::group_offsets::offset_fetch(ctx, v, req))
+        }
+        ApiKey::OffsetDelete => {
+            let req = decode!(OffsetDeleteRequest);
+            respond(key, v, c, &api::group_offsets::offset_delete(ctx, v, req).await)
+        }
+        ApiKey::ListGroups => {
+            let req = decode!(ListGroupsRequest);
+            respond(key, v, c, &api::group_admin::list_groups(ctx, v, req))
+        }
+        ApiKey::DescribeGroups => {
+            let req = decode!(DescribeGroupsRequest);
+            respond(key, v, c, &api::group_admin::describe_groups(ctx, v, req))
+        }
+        ApiKey::DeleteGroups => {
+            let req = decode!(DeleteGroupsRequest);
+            respond(key, v, c, &api::group_admin::delete_groups(ctx, v, req).await)
         }
         other => Outcome::Close(format!("{other:?} is in the served table but has no handler")),
     }

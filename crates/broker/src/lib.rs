@@ -22,6 +22,7 @@ pub mod connection;
 pub mod dispatch;
 pub mod errors;
 pub mod group;
+pub mod group_service;
 pub mod partition;
 pub mod server;
 pub mod topic_config;

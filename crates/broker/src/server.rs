@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
-use crate::catalog::{Catalog, TopicRecord};
+use crate::catalog::{Catalog, CatalogSnapshot};
 use crate::config::BrokerConfig;
 use crate::connection::serve_connection;
 use crate::topics::{Topic, TopicRegistry};
@@ -23,6 +23,8 @@ pub struct BrokerContext {
     pub topic_creation: tokio::sync::Mutex<()>,
     /// The advertised port, resolved after binding (tests bind port 0).
     pub advertised_port: u16,
+    /// The consumer-group coordinator (this broker coordinates every group).
+    pub groups: Arc<crate::group_service::GroupService>,
 }
 
 impl BrokerContext {
@@ -56,8 +58,9 @@ impl Broker {
     pub async fn start(
         config: BrokerConfig,
         catalog: Arc<dyn Catalog>,
-        topics: Vec<TopicRecord>,
+        snapshot: impl Into<CatalogSnapshot>,
     ) -> Result<Broker, StartError> {
+        let CatalogSnapshot { topics, offsets } = snapshot.into();
         let mut registry = TopicRegistry::default();
         let now = crate::now_ms();
         std::fs::create_dir_all(&config.log_dir)
@@ -73,7 +76,16 @@ impl Broker {
         let local_addr = listener.local_addr().map_err(|source| StartError::Bind { addr: config.listen, source })?;
         let advertised_port = if config.advertised_port == 0 { local_addr.port() } else { config.advertised_port };
         let connections = Arc::new(Semaphore::new(config.connections_max));
+        let groups = crate::group_service::GroupService::start(
+            crate::group::GroupConfig {
+                initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
+                ..crate::group::GroupConfig::default()
+            },
+            Arc::clone(&catalog),
+            offsets,
+        );
         let ctx = Arc::new(BrokerContext {
+            groups,
             config,
             catalog,
             topics: RwLock::new(registry),

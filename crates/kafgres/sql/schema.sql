@@ -27,3 +27,21 @@ SELECT pg_catalog.pg_extension_config_dump('kafgres.cluster', '');
 SELECT pg_catalog.pg_extension_config_dump('kafgres.topics', '');
 
 REVOKE ALL ON ALL TABLES IN SCHEMA kafgres FROM PUBLIC;
+
+-- Committed consumer-group offsets (OffsetCommit), one row per group and
+-- partition. The broker writes them in batched transactions and answers a
+-- commit only after its transaction is durable.
+CREATE TABLE kafgres.consumer_offsets (
+    group_id         text NOT NULL,
+    topic            text NOT NULL,
+    partition        integer NOT NULL CHECK (partition >= 0),
+    committed_offset bigint NOT NULL CHECK (committed_offset >= -1),
+    leader_epoch     integer NOT NULL DEFAULT -1,
+    metadata         text,
+    committed_at     timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (group_id, topic, partition)
+);
+COMMENT ON TABLE kafgres.consumer_offsets IS
+    'Offsets committed by Kafka consumer groups (OffsetCommit). Deleted with their topic or group.';
+SELECT pg_catalog.pg_extension_config_dump('kafgres.consumer_offsets', '');
+REVOKE ALL ON kafgres.consumer_offsets FROM PUBLIC;

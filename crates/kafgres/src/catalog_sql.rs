@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 
-use kafgres_broker::catalog::TopicRecord;
+use kafgres_broker::catalog::{CommittedOffset, TopicRecord};
 use pgrx::pg_sys::{self, PgBuiltInOids};
 use pgrx::spi::{OwnedPreparedStatement, Spi};
 use pgrx::PgTryBuilder;
@@ -16,13 +16,32 @@ pub struct CatalogPlans {
     delete_topic: OwnedPreparedStatement,
     set_partition_count: OwnedPreparedStatement,
     cluster_id: OwnedPreparedStatement,
+    load_offsets: OwnedPreparedStatement,
+    upsert_offsets: OwnedPreparedStatement,
+    delete_group_offsets: OwnedPreparedStatement,
+    delete_partition_offsets: OwnedPreparedStatement,
 }
 
 const LOAD_TOPICS: &str =
     "SELECT topic_id::text, name, partition_count, configs::text FROM kafgres.topics ORDER BY name";
 const INSERT_TOPIC: &str = "INSERT INTO kafgres.topics (topic_id, name, partition_count, configs) \
      VALUES ($1::uuid, $2, $3, $4::jsonb) ON CONFLICT (name) DO NOTHING RETURNING 1";
-const DELETE_TOPIC: &str = "DELETE FROM kafgres.topics WHERE topic_id = $1::uuid RETURNING 1";
+// A topic's committed offsets go with it, in the same statement.
+const DELETE_TOPIC: &str = "WITH gone AS (DELETE FROM kafgres.topics WHERE topic_id = $1::uuid RETURNING name), \
+     offsets AS (DELETE FROM kafgres.consumer_offsets o USING gone WHERE o.topic = gone.name) \
+     SELECT 1 FROM gone";
+const LOAD_OFFSETS: &str = "SELECT group_id, topic, partition, committed_offset, leader_epoch, metadata, \
+     (extract(epoch FROM committed_at) * 1000)::bigint FROM kafgres.consumer_offsets";
+// One statement for a whole batch of commits, whatever its size.
+const UPSERT_OFFSETS: &str = "INSERT INTO kafgres.consumer_offsets AS o \
+     (group_id, topic, partition, committed_offset, leader_epoch, metadata, committed_at) \
+     SELECT g, t, p, c, e, m, to_timestamp(ts / 1000.0) \
+     FROM unnest($1::text[], $2::text[], $3::int4[], $4::int8[], $5::int4[], $6::text[], $7::int8[]) AS u(g, t, p, c, e, m, ts) \
+     ON CONFLICT (group_id, topic, partition) DO UPDATE SET committed_offset = excluded.committed_offset, \
+     leader_epoch = excluded.leader_epoch, metadata = excluded.metadata, committed_at = excluded.committed_at";
+const DELETE_GROUP_OFFSETS: &str = "DELETE FROM kafgres.consumer_offsets WHERE group_id = $1";
+const DELETE_PARTITION_OFFSETS: &str = "DELETE FROM kafgres.consumer_offsets o \
+     USING unnest($2::text[], $3::int4[]) AS u(t, p) WHERE o.group_id = $1 AND o.topic = u.t AND o.partition = u.p";
 // Partition counts only grow (CreatePartitions); the guard in SQL keeps a
 // racing request from shrinking one.
 const SET_PARTITION_COUNT: &str = "UPDATE kafgres.topics SET partition_count = $2 \
@@ -35,12 +54,21 @@ impl CatalogPlans {
         Spi::connect(|client| {
             let text = PgBuiltInOids::TEXTOID.oid();
             let int4 = PgBuiltInOids::INT4OID.oid();
+            let text_array = PgBuiltInOids::TEXTARRAYOID.oid();
+            let int4_array = PgBuiltInOids::INT4ARRAYOID.oid();
+            let int8_array = PgBuiltInOids::INT8ARRAYOID.oid();
             Ok(CatalogPlans {
                 load_topics: client.prepare(LOAD_TOPICS, &[])?.keep(),
                 insert_topic: client.prepare_mut(INSERT_TOPIC, &[text, text, int4, text])?.keep(),
                 delete_topic: client.prepare_mut(DELETE_TOPIC, &[text])?.keep(),
                 set_partition_count: client.prepare_mut(SET_PARTITION_COUNT, &[text, int4])?.keep(),
                 cluster_id: client.prepare(CLUSTER_ID, &[])?.keep(),
+                load_offsets: client.prepare(LOAD_OFFSETS, &[])?.keep(),
+                upsert_offsets: client
+                    .prepare_mut(UPSERT_OFFSETS, &[text_array, text_array, int4_array, int8_array, int4_array, text_array, int8_array])?
+                    .keep(),
+                delete_group_offsets: client.prepare_mut(DELETE_GROUP_OFFSETS, &[text])?.keep(),
+                delete_partition_offsets: client.prepare_mut(DELETE_PARTITION_OFFSETS, &[text, text_array, int4_array])?.keep(),
             })
         })
         .map_err(|e: pgrx::spi::Error| format!("preparing catalog statements: {e}"))
@@ -110,6 +138,74 @@ impl CatalogPlans {
             Ok::<_, pgrx::spi::Error>(!updated.is_empty())
         })
         .map_err(|e| format!("updating the partition count of topic {topic_id}: {e}"))
+    }
+
+    pub fn load_offsets(&self) -> Result<Vec<CommittedOffset>, String> {
+        Spi::connect(|client| {
+            let rows = client.select(&self.load_offsets, None, &[])?;
+            let mut offsets = Vec::new();
+            for row in rows {
+                offsets.push(CommittedOffset {
+                    group_id: row.get(1)?.unwrap_or_default(),
+                    topic: row.get(2)?.unwrap_or_default(),
+                    partition: row.get(3)?.unwrap_or(0),
+                    offset: row.get(4)?.unwrap_or(-1),
+                    leader_epoch: row.get(5)?.unwrap_or(-1),
+                    metadata: row.get(6)?,
+                    commit_timestamp_ms: row.get(7)?.unwrap_or(0),
+                });
+            }
+            Ok::<_, pgrx::spi::Error>(offsets)
+        })
+        .map_err(|e| format!("loading committed offsets: {e}"))
+    }
+
+    /// Upserts a batch of committed offsets with one statement.
+    pub fn upsert_offsets(&self, offsets: &[&CommittedOffset]) -> Result<(), String> {
+        let column = |f: &dyn Fn(&CommittedOffset) -> String| offsets.iter().map(|o| f(o)).collect::<Vec<String>>();
+        let groups = column(&|o| o.group_id.clone());
+        let topics = column(&|o| o.topic.clone());
+        let partitions: Vec<i32> = offsets.iter().map(|o| o.partition).collect();
+        let committed: Vec<i64> = offsets.iter().map(|o| o.offset).collect();
+        let epochs: Vec<i32> = offsets.iter().map(|o| o.leader_epoch).collect();
+        let metadata: Vec<Option<String>> = offsets.iter().map(|o| o.metadata.clone()).collect();
+        let timestamps: Vec<i64> = offsets.iter().map(|o| o.commit_timestamp_ms).collect();
+        Spi::connect_mut(|client| {
+            client.update(
+                &self.upsert_offsets,
+                None,
+                &[
+                    groups.into(),
+                    topics.into(),
+                    partitions.into(),
+                    committed.into(),
+                    epochs.into(),
+                    metadata.into(),
+                    timestamps.into(),
+                ],
+            )?;
+            Ok::<_, pgrx::spi::Error>(())
+        })
+        .map_err(|e| format!("storing {} committed offsets: {e}", offsets.len()))
+    }
+
+    pub fn delete_offsets(&self, group_id: &str, partitions: Option<&[(String, i32)]>) -> Result<(), String> {
+        Spi::connect_mut(|client| {
+            match partitions {
+                None => client.update(&self.delete_group_offsets, None, &[group_id.to_owned().into()])?,
+                Some(p) => {
+                    let topics: Vec<String> = p.iter().map(|(t, _)| t.clone()).collect();
+                    let indexes: Vec<i32> = p.iter().map(|(_, i)| *i).collect();
+                    client.update(
+                        &self.delete_partition_offsets,
+                        None,
+                        &[group_id.to_owned().into(), topics.into(), indexes.into()],
+                    )?
+                }
+            };
+            Ok::<_, pgrx::spi::Error>(())
+        })
+        .map_err(|e| format!("deleting offsets of group {group_id}: {e}"))
     }
 
     pub fn cluster_id(&self) -> Result<String, String> {

@@ -9,7 +9,7 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
-use kafgres_broker::catalog::{Catalog, CatalogError, CatalogFuture, TopicRecord};
+use kafgres_broker::catalog::{Catalog, CatalogError, CatalogFuture, CommittedOffset, TopicRecord};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
@@ -19,10 +19,17 @@ pub enum ControlRequest {
     CreateTopic { topic: TopicRecord, reply: oneshot::Sender<Result<(), CatalogError>> },
     DeleteTopic { topic_id: Uuid, reply: oneshot::Sender<Result<(), CatalogError>> },
     SetPartitionCount { topic_id: Uuid, partition_count: i32, reply: oneshot::Sender<Result<(), CatalogError>> },
+    /// Served in batches: every commit queued at a wake-up shares one transaction.
+    CommitOffsets { offsets: Vec<CommittedOffset>, reply: oneshot::Sender<Result<(), CatalogError>> },
+    DeleteOffsets {
+        group_id: String,
+        partitions: Option<Vec<(String, i32)>>,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
 }
 
 /// Most requests queued for the control plane before senders wait.
-pub const CONTROL_QUEUE_DEPTH: usize = 1024;
+pub const CONTROL_QUEUE_DEPTH: usize = 16 * 1024;
 
 /// An eventfd: written by any thread, readable in the worker's wait set.
 #[derive(Debug)]
@@ -71,30 +78,47 @@ impl ControlPlaneCatalog {
         (ControlPlaneCatalog { requests, waker }, receiver)
     }
 
-    async fn call<T>(
+    /// Enqueues the request now (so requests reach Postgres in call order) and
+    /// returns a future for its reply. A full queue is refused at once rather
+    /// than waited on: the control plane is behind, and the caller answers
+    /// its client with an error it can retry.
+    fn call<T: Send + 'static>(
         &self,
         make: impl FnOnce(oneshot::Sender<Result<T, CatalogError>>) -> ControlRequest,
-    ) -> Result<T, CatalogError> {
+    ) -> CatalogFuture<T> {
         let (reply, answer) = oneshot::channel();
-        self.requests
-            .send(make(reply))
-            .await
-            .map_err(|_| CatalogError::Unavailable("the control plane has stopped".into()))?;
-        self.waker.wake();
-        answer.await.map_err(|_| CatalogError::Unavailable("the control plane dropped the request".into()))?
+        let queued = self.requests.try_send(make(reply));
+        if queued.is_ok() {
+            self.waker.wake();
+        }
+        Box::pin(async move {
+            queued.map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => CatalogError::Unavailable("the control-plane queue is full".into()),
+                mpsc::error::TrySendError::Closed(_) => CatalogError::Unavailable("the control plane has stopped".into()),
+            })?;
+            answer.await.map_err(|_| CatalogError::Unavailable("the control plane dropped the request".into()))?
+        })
     }
 }
 
 impl Catalog for ControlPlaneCatalog {
-    fn create_topic(&self, topic: TopicRecord) -> CatalogFuture<'_, ()> {
-        Box::pin(self.call(move |reply| ControlRequest::CreateTopic { topic, reply }))
+    fn create_topic(&self, topic: TopicRecord) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::CreateTopic { topic, reply })
     }
 
-    fn delete_topic(&self, topic_id: Uuid) -> CatalogFuture<'_, ()> {
-        Box::pin(self.call(move |reply| ControlRequest::DeleteTopic { topic_id, reply }))
+    fn delete_topic(&self, topic_id: Uuid) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::DeleteTopic { topic_id, reply })
     }
 
-    fn set_partition_count(&self, topic_id: Uuid, partition_count: i32) -> CatalogFuture<'_, ()> {
-        Box::pin(self.call(move |reply| ControlRequest::SetPartitionCount { topic_id, partition_count, reply }))
+    fn set_partition_count(&self, topic_id: Uuid, partition_count: i32) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::SetPartitionCount { topic_id, partition_count, reply })
+    }
+
+    fn commit_offsets(&self, offsets: Vec<CommittedOffset>) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::CommitOffsets { offsets, reply })
+    }
+
+    fn delete_offsets(&self, group_id: String, partitions: Option<Vec<(String, i32)>>) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::DeleteOffsets { group_id, partitions, reply })
     }
 }

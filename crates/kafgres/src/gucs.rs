@@ -30,8 +30,10 @@ pub static MAX_CONNECTIONS: GucSetting<i32> = GucSetting::<i32>::new(1000);
 pub static AUTO_CREATE_TOPICS: GucSetting<bool> = GucSetting::<bool>::new(true);
 pub static DEFAULT_PARTITIONS: GucSetting<i32> = GucSetting::<i32>::new(1);
 pub static SEGMENT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(1 << 30);
+pub static GROUP_INITIAL_REBALANCE_DELAY_MS: GucSetting<i32> = GucSetting::<i32>::new(3000);
 
 pub fn register() {
+    register_group_settings();
     GucRegistry::define_string_guc(
         c"kafgres.listen_address",
         c"Address the Kafka listener binds to.",
@@ -138,6 +140,19 @@ pub fn register() {
         &SEGMENT_BYTES,
         1024 * 1024,
         i32::MAX,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+}
+
+pub fn register_group_settings() {
+    GucRegistry::define_int_guc(
+        c"kafgres.group_initial_rebalance_delay_ms",
+        c"How long a new consumer group waits for more members before its first rebalance.",
+        c"Kafka's group.initial.rebalance.delay.ms.",
+        &GROUP_INITIAL_REBALANCE_DELAY_MS,
+        0,
+        300_000,
         GucContext::Postmaster,
         GucFlags::default(),
     );

@@ -46,6 +46,17 @@ pub const SERVED_APIS: &[ServedApi] = &[
     api(ApiKey::DescribeConfigs, 1, 4),
     api(ApiKey::CreatePartitions, 0, 3),
     api(ApiKey::DescribeCluster, 0, 2),
+    api(ApiKey::FindCoordinator, 0, 6),
+    api(ApiKey::JoinGroup, 0, 9),
+    api(ApiKey::SyncGroup, 0, 5),
+    api(ApiKey::Heartbeat, 0, 4),
+    api(ApiKey::LeaveGroup, 0, 5),
+    api(ApiKey::OffsetCommit, 2, 9),
+    api(ApiKey::OffsetFetch, 1, 9),
+    api(ApiKey::ListGroups, 0, 5),
+    api(ApiKey::DescribeGroups, 0, 5),
+    api(ApiKey::DeleteGroups, 0, 2),
+    api(ApiKey::OffsetDelete, 0, 0),
 ];
 
 /// What dispatch should do with a request's API key and version.

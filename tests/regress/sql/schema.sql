@@ -27,7 +27,7 @@ ROLLBACK;
 -- Nothing is granted to PUBLIC.
 CREATE ROLE kafgres_regress_nobody;
 SELECT t AS table_name, has_table_privilege('kafgres_regress_nobody', t, 'SELECT') AS can_select
-FROM unnest(ARRAY['kafgres.topics', 'kafgres.cluster']) AS t;
+FROM unnest(ARRAY['kafgres.topics', 'kafgres.cluster', 'kafgres.consumer_offsets']) AS t;
 DROP ROLE kafgres_regress_nobody;
 
 -- The settings, all needing a restart.

@@ -71,6 +71,7 @@ async fn delete_topic(ctx: &BrokerContext, topic: Arc<Topic>) -> Result<(), (i16
         other => (errors::UNKNOWN_SERVER_ERROR, other.to_string()),
     })?;
     ctx.topics.write().unwrap_or_else(|p| p.into_inner()).remove(&topic.name);
+    ctx.groups.forget_topic(&topic.name);
     let log_dir = ctx.config.log_dir.clone();
     let name = topic.name.clone();
     let partitions = topic.partitions.clone();

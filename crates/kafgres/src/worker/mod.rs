@@ -24,7 +24,7 @@ use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafgres_broker::catalog::CatalogError;
+use kafgres_broker::catalog::{CatalogError, CatalogSnapshot, CommittedOffset};
 use kafgres_broker::{Broker, BrokerConfig, FlushPolicy};
 use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, SignalWakeFlags};
 use pgrx::prelude::*;
@@ -71,14 +71,9 @@ pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
         wake::publish_worker_pid(0);
         return;
     }
-    let (plans, topics, cluster_id) = match run_in_transaction(|| {
-        let plans = CatalogPlans::prepare()?;
-        let topics = plans.load_topics()?;
-        let cluster_id = plans.cluster_id()?;
-        Ok((plans, topics, cluster_id))
-    }) {
-        Ok(loaded) => loaded,
-        Err(e) => error!("kafgres: cannot load the catalog from database {database}: {e}"),
+    let Some((plans, snapshot, cluster_id)) = load_catalog(&wait, &database) else {
+        wake::publish_worker_pid(0);
+        return;
     };
     let config = broker_config(cluster_id);
     let runtime = match threads::build_runtime(gucs::DATA_PLANE_THREADS.get() as usize) {
@@ -86,7 +81,7 @@ pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
         Err(e) => error!("kafgres: cannot start the data-plane threads: {e}"),
     };
     let (catalog, mut requests) = ControlPlaneCatalog::new(Arc::clone(&waker));
-    let broker = match runtime.block_on(Broker::start(config, Arc::new(catalog), topics)) {
+    let broker = match runtime.block_on(Broker::start(config, Arc::new(catalog), snapshot)) {
         Ok(b) => b,
         Err(e) => {
             report_logs(logs.as_ref());
@@ -121,6 +116,37 @@ pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
     report_logs(logs.as_ref());
     wake::publish_worker_pid(0);
     log!("kafgres: broker stopped");
+}
+
+/// Prepares the catalog plans and loads topics, offsets and the cluster id.
+/// A schema that does not match this library (an extension created by an
+/// older build, say) is reported once and waited out on the latch: the next
+/// CREATE/ALTER EXTENSION wakes the worker, which tries again. `None` on SIGTERM.
+fn load_catalog(wait: &WaitSet, database: &str) -> Option<(CatalogPlans, CatalogSnapshot, String)> {
+    let mut reported = false;
+    loop {
+        let loaded = run_in_transaction(|| {
+            let plans = CatalogPlans::prepare()?;
+            let snapshot = CatalogSnapshot { topics: plans.load_topics()?, offsets: plans.load_offsets()? };
+            let cluster_id = plans.cluster_id()?;
+            Ok((plans, snapshot, cluster_id))
+        });
+        match loaded {
+            Ok(loaded) => return Some(loaded),
+            Err(e) if !reported => {
+                warning!(
+                    "kafgres: cannot load the catalog from database {database}: {e}; \
+                     waiting for the extension to be recreated or updated (DROP/CREATE EXTENSION kafgres)"
+                );
+                reported = true;
+            }
+            Err(_) => {}
+        }
+        if wait.wait() == Wakeup::Latch && BackgroundWorker::sigterm_received() {
+            return None;
+        }
+        check_for_interrupts!();
+    }
 }
 
 /// Sleeps until the extension exists in `database`. Returns false on SIGTERM.
@@ -179,6 +205,7 @@ fn broker_config(cluster_id: String) -> BrokerConfig {
         default_partitions: gucs::DEFAULT_PARTITIONS.get(),
         message_bytes_max: 1_048_588,
         segment_bytes_max: gucs::SEGMENT_BYTES.get() as u64,
+        group_initial_rebalance_delay_ms: gucs::GROUP_INITIAL_REBALANCE_DELAY_MS.get(),
     }
 }
 
@@ -196,33 +223,97 @@ fn report_logs(lines: Option<&Receiver<LogLine>>) {
     }
 }
 
+/// Serves every queued control request. Offset commits are gathered and
+/// stored together in one transaction (a thousand consumers committing at once
+/// cost one commit record, not a thousand); any other request first flushes the
+/// commits gathered before it, so requests take effect in arrival order.
 fn serve_control_requests(plans: &CatalogPlans, requests: &mut mpsc::Receiver<ControlRequest>) {
+    let mut commits: Vec<(Vec<CommittedOffset>, Reply)> = Vec::new();
     while let Ok(request) = requests.try_recv() {
         match request {
-            ControlRequest::CreateTopic { topic, reply } => {
-                let result = match run_in_transaction(|| plans.insert_topic(&topic)) {
-                    Ok(true) => Ok(()),
-                    Ok(false) => Err(CatalogError::TopicExists(topic.name.clone())),
-                    Err(e) => {
-                        warning!("kafgres: {e}");
-                        Err(CatalogError::Failed(e))
-                    }
-                };
-                let _ = reply.send(result);
-            }
-            ControlRequest::DeleteTopic { topic_id, reply } => {
-                let result = catalog_result(run_in_transaction(|| plans.delete_topic(topic_id)), topic_id);
-                let _ = reply.send(result);
-            }
-            ControlRequest::SetPartitionCount { topic_id, partition_count, reply } => {
-                let result = catalog_result(
-                    run_in_transaction(|| plans.set_partition_count(topic_id, partition_count)),
-                    topic_id,
-                );
-                let _ = reply.send(result);
+            ControlRequest::CommitOffsets { offsets, reply } => commits.push((offsets, reply)),
+            other => {
+                store_offset_batch(plans, std::mem::take(&mut commits));
+                serve_one(plans, other);
             }
         }
     }
+    store_offset_batch(plans, commits);
+}
+
+type Reply = tokio::sync::oneshot::Sender<Result<(), CatalogError>>;
+
+fn serve_one(plans: &CatalogPlans, request: ControlRequest) {
+    match request {
+        ControlRequest::CreateTopic { topic, reply } => {
+            let result = match run_in_transaction(|| plans.insert_topic(&topic)) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(CatalogError::TopicExists(topic.name.clone())),
+                Err(e) => {
+                    warning!("kafgres: {e}");
+                    Err(CatalogError::Failed(e))
+                }
+            };
+            let _ = reply.send(result);
+        }
+        ControlRequest::DeleteTopic { topic_id, reply } => {
+            let result = catalog_result(run_in_transaction(|| plans.delete_topic(topic_id)), topic_id);
+            let _ = reply.send(result);
+        }
+        ControlRequest::SetPartitionCount { topic_id, partition_count, reply } => {
+            let result =
+                catalog_result(run_in_transaction(|| plans.set_partition_count(topic_id, partition_count)), topic_id);
+            let _ = reply.send(result);
+        }
+        ControlRequest::DeleteOffsets { group_id, partitions, reply } => {
+            let result = run_in_transaction(|| plans.delete_offsets(&group_id, partitions.as_deref()));
+            let _ = reply.send(result.map_err(failed));
+        }
+        ControlRequest::CommitOffsets { offsets, reply } => store_offset_batch(plans, vec![(offsets, reply)]),
+    }
+}
+
+/// Stores a batch of commits in one transaction and answers each once it is
+/// durable. If the batch fails, each commit is retried alone so one bad
+/// request cannot fail the others.
+fn store_offset_batch(plans: &CatalogPlans, commits: Vec<(Vec<CommittedOffset>, Reply)>) {
+    if commits.is_empty() {
+        return;
+    }
+    let rows = latest_per_partition(commits.iter().flat_map(|(offsets, _)| offsets.iter()));
+    match run_in_transaction(|| plans.upsert_offsets(&rows)) {
+        Ok(()) => {
+            for (_, reply) in commits {
+                let _ = reply.send(Ok(()));
+            }
+        }
+        Err(e) if commits.len() == 1 => {
+            for (_, reply) in commits {
+                let _ = reply.send(Err(failed(e.clone())));
+            }
+        }
+        Err(_) => {
+            for (offsets, reply) in commits {
+                let rows = latest_per_partition(offsets.iter());
+                let _ = reply.send(run_in_transaction(|| plans.upsert_offsets(&rows)).map_err(failed));
+            }
+        }
+    }
+}
+
+/// One row per (group, topic, partition), the last one queued winning: an
+/// upsert may not touch the same row twice in one statement.
+fn latest_per_partition<'a>(offsets: impl Iterator<Item = &'a CommittedOffset>) -> Vec<&'a CommittedOffset> {
+    let mut latest: std::collections::HashMap<(&str, &str, i32), &CommittedOffset> = std::collections::HashMap::new();
+    for o in offsets {
+        latest.insert((o.group_id.as_str(), o.topic.as_str(), o.partition), o);
+    }
+    latest.into_values().collect()
+}
+
+fn failed(e: String) -> CatalogError {
+    warning!("kafgres: {e}");
+    CatalogError::Failed(e)
 }
 
 /// Maps "no row matched" to UnknownTopic and SQL failures to Failed.

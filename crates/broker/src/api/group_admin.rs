@@ -1,0 +1,157 @@
+//! FindCoordinator (this broker coordinates every group), ListGroups,
+//! DescribeGroups and DeleteGroups.
+
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::list_groups_response::ListedGroup;
+use kafka_protocol::messages::{
+    BrokerId, DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
+    FindCoordinatorRequest, FindCoordinatorResponse, GroupId, ListGroupsRequest, ListGroupsResponse,
+};
+
+use super::str_bytes;
+use crate::errors;
+use crate::group_service::durable;
+use crate::server::BrokerContext;
+
+const KEY_TYPE_GROUP: i8 = 0;
+const KEY_TYPE_TRANSACTION: i8 = 1;
+const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+const INVALID_GROUP_ID: i16 = 24;
+
+/// (error, message) for one coordinator key.
+fn coordinator_for(key_type: i8, key: &str) -> (i16, Option<&'static str>) {
+    match key_type {
+        KEY_TYPE_GROUP if key.is_empty() => (INVALID_GROUP_ID, Some("the group id is empty")),
+        KEY_TYPE_GROUP => (errors::NONE, None),
+        // Transactions are not implemented yet: no coordinator to offer.
+        KEY_TYPE_TRANSACTION => (COORDINATOR_NOT_AVAILABLE, Some("transactions are not supported")),
+        _ => (errors::INVALID_REQUEST, Some("unknown coordinator key type")),
+    }
+}
+
+pub fn find_coordinator(ctx: &BrokerContext, version: i16, req: FindCoordinatorRequest) -> FindCoordinatorResponse {
+    let mut response = FindCoordinatorResponse::default();
+    let node = BrokerId(ctx.config.node_id);
+    let host = str_bytes(&ctx.config.advertised_host);
+    let port = i32::from(ctx.advertised_port);
+    if version >= 4 {
+        response.coordinators = req
+            .coordinator_keys
+            .iter()
+            .map(|key| {
+                let (code, message) = coordinator_for(req.key_type, key);
+                let mut c = Coordinator::default();
+                c.key = key.clone();
+                c.error_code = code;
+                c.error_message = message.map(str_bytes);
+                if code == errors::NONE {
+                    c.error_message = None;
+                    c.node_id = node;
+                    c.host = host.clone();
+                    c.port = port;
+                } else {
+                    c.node_id = BrokerId(-1);
+                    c.port = -1;
+                }
+                c
+            })
+            .collect();
+        return response;
+    }
+    let key_type = if version >= 1 { req.key_type } else { KEY_TYPE_GROUP };
+    let (code, message) = coordinator_for(key_type, &req.key);
+    response.error_code = code;
+    if version >= 1 {
+        response.error_message = message.map(str_bytes);
+    }
+    if code == errors::NONE {
+        response.node_id = node;
+        response.host = host;
+        response.port = port;
+    } else {
+        response.node_id = BrokerId(-1);
+        response.port = -1;
+    }
+    response
+}
+
+pub fn list_groups(ctx: &BrokerContext, version: i16, req: ListGroupsRequest) -> ListGroupsResponse {
+    let states: Vec<String> = if version >= 4 { req.states_filter.iter().map(|s| s.to_string()).collect() } else { vec![] };
+    let types: Vec<String> = if version >= 5 { req.types_filter.iter().map(|s| s.to_string()).collect() } else { vec![] };
+    let listed = ctx.groups.read(|c| c.list_groups(&states, &types));
+    let mut response = ListGroupsResponse::default();
+    response.groups = listed
+        .into_iter()
+        .map(|g| {
+            let mut out = ListedGroup::default();
+            out.group_id = GroupId(str_bytes(&g.group_id));
+            out.protocol_type = str_bytes(&g.protocol_type);
+            if version >= 4 {
+                out.group_state = str_bytes(g.state.as_str());
+            }
+            if version >= 5 {
+                out.group_type = str_bytes(g.group_type);
+            }
+            out
+        })
+        .collect();
+    response
+}
+
+pub fn describe_groups(ctx: &BrokerContext, version: i16, req: DescribeGroupsRequest) -> DescribeGroupsResponse {
+    let ids: Vec<String> = req.groups.iter().map(|g| g.0.to_string()).collect();
+    let described = ctx.groups.read(|c| c.describe_groups(version, &ids));
+    let mut response = DescribeGroupsResponse::default();
+    response.groups = described
+        .into_iter()
+        .map(|g| {
+            let mut out = DescribedGroup::default();
+            out.error_code = g.error_code;
+            out.group_id = GroupId(str_bytes(&g.group_id));
+            out.group_state = str_bytes(g.state.as_str());
+            out.protocol_type = str_bytes(&g.protocol_type);
+            out.protocol_data = str_bytes(&g.protocol_data);
+            out.members = g
+                .members
+                .into_iter()
+                .map(|m| {
+                    let mut member = DescribedGroupMember::default();
+                    member.member_id = str_bytes(&m.member_id);
+                    if version >= 4 {
+                        member.group_instance_id = m.group_instance_id.as_deref().map(str_bytes);
+                    }
+                    member.client_id = str_bytes(&m.client_id);
+                    member.client_host = str_bytes(&m.client_host);
+                    member.member_metadata = m.metadata;
+                    member.member_assignment = m.assignment;
+                    member
+                })
+                .collect();
+            out
+        })
+        .collect();
+    response
+}
+
+pub async fn delete_groups(ctx: &BrokerContext, _version: i16, req: DeleteGroupsRequest) -> DeleteGroupsResponse {
+    let ids: Vec<String> = req.groups_names.iter().map(|g| g.0.to_string()).collect();
+    let now = crate::now_ms();
+    let (results, writes) = ctx.groups.call(|c| c.delete_groups(now, &ids));
+    let stored = durable(writes).await;
+    let mut response = DeleteGroupsResponse::default();
+    response.results = results
+        .into_iter()
+        .map(|(group_id, code)| {
+            let mut r = DeletableGroupResult::default();
+            r.group_id = GroupId(str_bytes(&group_id));
+            r.error_code = match (&stored, code) {
+                (Err(_), errors::NONE) => COORDINATOR_NOT_AVAILABLE,
+                (_, code) => code,
+            };
+            r
+        })
+        .collect();
+    response
+}
