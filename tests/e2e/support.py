@@ -37,7 +37,7 @@ REQUIRED_ENV_KEYS = (
 BROKER_BACKEND_TYPE = "kafgres broker"
 
 PRODUCER_DEFAULTS = {
-    # Idempotence needs InitProducerId, which Kafgres does not serve yet.
+    # The plain (non-idempotent) produce path; test_idempotence.py turns idempotence on.
     "enable.idempotence": False,
     "acks": "all",
     "linger.ms": 5,

@@ -88,6 +88,11 @@ pub trait Catalog: Send + Sync + 'static {
     /// Durably forgets a group's offsets: all of them (DeleteGroups) or those of
     /// the given partitions (OffsetDelete).
     fn delete_offsets(&self, group_id: String, partitions: Option<Vec<(String, i32)>>) -> CatalogFuture<()>;
+
+    /// Durably reserves `count` producer ids (InitProducerId) and returns the
+    /// first: the block is `first..first + count`, never handed out again,
+    /// even after a restart.
+    fn allocate_producer_ids(&self, count: i64) -> CatalogFuture<i64>;
 }
 
 /// A catalog in memory, for tests and for running the broker without Postgres.
@@ -95,6 +100,7 @@ pub trait Catalog: Send + Sync + 'static {
 pub struct MemoryCatalog {
     topics: Mutex<BTreeMap<String, TopicRecord>>,
     offsets: Mutex<BTreeMap<(String, String, i32), CommittedOffset>>,
+    next_producer_id: Mutex<i64>,
 }
 
 impl MemoryCatalog {
@@ -157,6 +163,15 @@ impl Catalog for MemoryCatalog {
                 offsets.insert((o.group_id.clone(), o.topic.clone(), o.partition), o);
             }
             Ok(())
+        })())
+    }
+
+    fn allocate_producer_ids(&self, count: i64) -> CatalogFuture<i64> {
+        ready((|| {
+            let mut next = self.next_producer_id.lock().map_err(|_| CatalogError::Failed("poisoned".into()))?;
+            let first = *next;
+            *next = first.checked_add(count).ok_or_else(|| CatalogError::Failed("producer ids exhausted".into()))?;
+            Ok(first)
         })())
     }
 

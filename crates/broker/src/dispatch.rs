@@ -98,6 +98,10 @@ async fn route(ctx: &BrokerContext, peer: std::net::SocketAddr, key: ApiKey, hea
             let req = decode!(CreatePartitionsRequest);
             respond(key, v, c, &api::create_partitions::handle(ctx, v, req).await)
         }
+        ApiKey::DeleteRecords => {
+            let req = decode!(DeleteRecordsRequest);
+            respond(key, v, c, &api::delete_records::handle(ctx, v, req).await)
+        }
         ApiKey::DescribeCluster => {
             let req = decode!(DescribeClusterRequest);
             respond(key, v, c, &api::describe_cluster::handle(ctx, v, &req))
@@ -105,6 +109,10 @@ async fn route(ctx: &BrokerContext, peer: std::net::SocketAddr, key: ApiKey, hea
         ApiKey::DescribeConfigs => {
             let req = decode!(DescribeConfigsRequest);
             respond(key, v, c, &api::describe_configs::handle(ctx, v, req))
+        }
+        ApiKey::InitProducerId => {
+            let req = decode!(InitProducerIdRequest);
+            respond(key, v, c, &api::init_producer_id::handle(ctx, v, req).await)
         }
         ApiKey::FindCoordinator => {
             let req = decode!(FindCoordinatorRequest);

@@ -85,31 +85,31 @@ impl GroupService {
     /// A JoinGroup: the answer now, or a receiver registered before the lock
     /// is released.
     pub fn join(&self, f: impl FnOnce(&mut GroupCoordinator) -> (Reply<JoinGroupResponse>, Vec<Effect>)) -> Pending<JoinGroupResponse> {
-        let mut inner = self.lock();
-        let (reply, effects) = f(&mut inner.coordinator);
-        let pending = match reply {
-            Reply::Now(r) => Pending::Now(r),
-            Reply::Parked(ticket) => {
-                let (tx, rx) = oneshot::channel();
-                inner.parked_joins.insert(ticket, tx);
-                Pending::Later(rx)
-            }
-        };
-        drop(self.apply(&mut inner, effects));
-        pending
+        self.park(f, |inner| &mut inner.parked_joins)
     }
 
+    /// A SyncGroup, like [`Self::join`].
     pub fn sync(&self, f: impl FnOnce(&mut GroupCoordinator) -> (Reply<SyncGroupResponse>, Vec<Effect>)) -> Pending<SyncGroupResponse> {
+        self.park(f, |inner| &mut inner.parked_syncs)
+    }
+
+    fn park<T>(
+        &self,
+        f: impl FnOnce(&mut GroupCoordinator) -> (Reply<T>, Vec<Effect>),
+        parked: impl FnOnce(&mut Inner) -> &mut HashMap<Ticket, oneshot::Sender<T>>,
+    ) -> Pending<T> {
         let mut inner = self.lock();
         let (reply, effects) = f(&mut inner.coordinator);
         let pending = match reply {
             Reply::Now(r) => Pending::Now(r),
             Reply::Parked(ticket) => {
                 let (tx, rx) = oneshot::channel();
-                inner.parked_syncs.insert(ticket, tx);
+                parked(&mut inner).insert(ticket, tx);
                 Pending::Later(rx)
             }
         };
+        // Joins and syncs never write offsets; their effects only answer
+        // other parked requests and move deadlines.
         drop(self.apply(&mut inner, effects));
         pending
     }

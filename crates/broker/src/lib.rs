@@ -8,6 +8,8 @@
 //! - [`topics`] and [`partition`]: the in-memory registry of topics and, per
 //!   partition, its log, high watermark, group-commit flusher and the waiters
 //!   woken when data becomes visible;
+//! - [`producer_ids`]: producer ids for InitProducerId, reserved from the
+//!   catalog in blocks (the sequence state itself lives in each partition's log);
 //! - [`catalog`]: the narrow port to persistent metadata (Postgres tables in
 //!   production, memory in tests).
 //!
@@ -24,6 +26,7 @@ pub mod errors;
 pub mod group;
 pub mod group_service;
 pub mod partition;
+pub mod producer_ids;
 pub mod server;
 pub mod topic_config;
 pub mod topics;

@@ -13,7 +13,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use kafgres_log::{AppendResult, LogError, LogPosition, PartitionLog, ReadSlice};
+use kafgres_log::{AppendResult, LogError, LogPosition, PartitionLog, ReadSlice, SequenceCheck};
 use kafgres_wire::batch::BatchHeader;
 use tokio::sync::{watch, Notify};
 
@@ -73,6 +73,18 @@ pub struct Partition {
     pub stats: FlushStats,
 }
 
+/// What an append came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendOutcome {
+    Appended(AppendResult),
+    /// A retry of a batch already in the log (idempotent producer): nothing
+    /// was written; the original offsets and the batch's max timestamp.
+    Duplicate { first_offset: i64, last_offset: i64, timestamp_ms: i64 },
+    /// Refused by the producer-state check (`OutOfOrder` or `InvalidEpoch`);
+    /// nothing was written.
+    Refused(SequenceCheck),
+}
+
 /// Why a produce could not be acknowledged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurabilityError {
@@ -111,21 +123,41 @@ impl Partition {
         self.log.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Appends validated batches and schedules their flush.
-    pub fn append(&self, batches: &mut [u8], headers: &[BatchHeader], now_ms: i64) -> Result<AppendResult, LogError> {
+    /// Appends validated batches and schedules their flush. A batch carrying a
+    /// producer id (the caller sends such a batch alone) is first checked
+    /// against the log's producer state *under the same lock hold* as the
+    /// append, so two racing retries of one batch cannot both be written.
+    pub fn append(&self, batches: &mut [u8], headers: &[BatchHeader], now_ms: i64) -> Result<AppendOutcome, LogError> {
         if let Some(reason) = self.durable.borrow().failed.clone() {
             return Err(LogError::Io {
                 path: self.lock_log().dir().to_path_buf(),
                 source: std::io::Error::other(reason),
             });
         }
-        let result = self.lock_log().append(batches, headers, 0, now_ms)?;
+        let result = {
+            let mut log = self.lock_log();
+            if let Some(h) = headers.iter().find(|h| h.has_producer_id()) {
+                match log.check_sequence(h) {
+                    SequenceCheck::Ok => {}
+                    SequenceCheck::Duplicate { first_offset, last_offset } => {
+                        let timestamp_ms = log
+                            .producer_state()
+                            .get(h.producer_id)
+                            .and_then(|e| e.batches.iter().find(|b| b.first_offset == first_offset))
+                            .map_or(-1, |b| b.timestamp_ms);
+                        return Ok(AppendOutcome::Duplicate { first_offset, last_offset, timestamp_ms });
+                    }
+                    refused => return Ok(AppendOutcome::Refused(refused)),
+                }
+            }
+            log.append(batches, headers, 0, now_ms)?
+        };
         self.appends_since_flush.fetch_add(headers.len() as u64, Ordering::Relaxed);
         match self.policy {
             FlushPolicy::Fsync => self.flush_wanted.notify_one(),
             FlushPolicy::PageCache => self.publish(result.end),
         }
-        Ok(result)
+        Ok(AppendOutcome::Appended(result))
     }
 
     /// Waits until every record before `end_offset` is durable.
@@ -162,6 +194,24 @@ impl Partition {
     pub fn read(&self, offset: i64, max_bytes: u64, whole_first_batch: bool) -> Result<ReadSlice, LogError> {
         let upto = self.high_watermark();
         self.lock_log().read(offset, max_bytes, upto, whole_first_batch)
+    }
+
+    /// DeleteRecords: moves the log start to `offset` (-1: the high
+    /// watermark), durably, and deletes whole segments below it. Blocking
+    /// (fsyncs a checkpoint): call from a blocking context. Returns the new
+    /// log start (low watermark).
+    pub fn delete_records(&self, offset: i64) -> Result<i64, LogError> {
+        let high_watermark = self.high_watermark().offset;
+        let offset = if offset == -1 { high_watermark } else { offset };
+        if offset < 0 || offset > high_watermark {
+            let log = self.lock_log();
+            return Err(LogError::OffsetOutOfRange {
+                requested: offset,
+                log_start: log.log_start_offset(),
+                log_end: high_watermark,
+            });
+        }
+        self.lock_log().delete_records(offset)
     }
 
     /// ListOffsets by time, over committed records only.

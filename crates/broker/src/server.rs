@@ -25,6 +25,8 @@ pub struct BrokerContext {
     pub advertised_port: u16,
     /// The consumer-group coordinator (this broker coordinates every group).
     pub groups: Arc<crate::group_service::GroupService>,
+    /// Producer ids for InitProducerId, reserved from the catalog in blocks.
+    pub producer_ids: crate::producer_ids::ProducerIdAllocator,
 }
 
 impl BrokerContext {
@@ -91,6 +93,7 @@ impl Broker {
             topics: RwLock::new(registry),
             topic_creation: tokio::sync::Mutex::new(()),
             advertised_port,
+            producer_ids: crate::producer_ids::ProducerIdAllocator::default(),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         let accept_loop = tokio::spawn(accept_loop(listener, Arc::clone(&ctx), connections, shutdown_rx));

@@ -186,3 +186,39 @@ async fn describe_configs_reports_overrides_and_defaults_with_sources() {
     assert_eq!(refused.topics[0].error_code, 40);
     broker.broker.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_records_moves_the_log_start() {
+    use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
+    use kafka_protocol::messages::DeleteRecordsRequest;
+
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "trimmed", 1).await;
+    for i in 0..5 {
+        produce(&mut client, 9, "trimmed", 0, -1, batch(&records(&format!("r{i}"), 2))).await;
+    }
+    let delete = |offset: i64| {
+        DeleteRecordsRequest::default().with_timeout_ms(10_000).with_topics(vec![DeleteRecordsTopic::default()
+            .with_name(name("trimmed"))
+            .with_partitions(vec![DeleteRecordsPartition::default().with_partition_index(0).with_offset(offset)])])
+    };
+    let answer = |r: kafka_protocol::messages::DeleteRecordsResponse| {
+        let p = &r.topics[0].partitions[0];
+        (p.error_code, p.low_watermark)
+    };
+    assert_eq!(answer(client.call(2, &delete(4)).await), (0, 4));
+    assert_eq!(answer(client.call(2, &delete(11)).await).0, 1, "past the high watermark: OFFSET_OUT_OF_RANGE");
+    assert_eq!(list_offset(&mut client, 7, "trimmed", 0, -2).await.offset, 4, "earliest is the new log start");
+    assert_eq!(fetch(&mut client, 11, TopicRef::Name("trimmed"), 0, 2, 1 << 20).await.error_code, 1, "reads below it are out of range");
+    let from4 = fetch(&mut client, 11, TopicRef::Name("trimmed"), 0, 4, 1 << 20).await;
+    assert_eq!(from4.error_code, 0);
+    assert_eq!(from4.log_start_offset, 4);
+    assert_eq!(answer(client.call(2, &delete(-1)).await), (0, 10), "-1 deletes up to the high watermark");
+
+    let (dir, catalog) = broker.shutdown().await;
+    let broker = TestBroker::start_on(dir, catalog).await;
+    let mut client = broker.client().await;
+    assert_eq!(list_offset(&mut client, 7, "trimmed", 0, -2).await.offset, 10, "the log start survives a restart");
+    broker.broker.shutdown().await;
+}

@@ -201,6 +201,27 @@ async fn exchange(client: &mut Client, key: ApiKey, version: i16, id: uuid::Uuid
             let r = client.try_call(version, &request).await?;
             check(r.error_code == 0 && r.topics[0].partitions[0].error_code == 0, format!("{r:?}"))
         }
+        ApiKey::DeleteRecords => {
+            use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
+            // Deleting up to offset 0 changes nothing and is valid at every version.
+            let request = kafka_protocol::messages::DeleteRecordsRequest::default().with_topics(vec![DeleteRecordsTopic::default()
+                .with_name(common::name("swept"))
+                .with_partitions(vec![DeleteRecordsPartition::default().with_partition_index(0).with_offset(0)])]);
+            let r = client.try_call(version, &request).await?;
+            let p = &r.topics[0].partitions[0];
+            check((p.error_code, p.low_watermark) == (0, 0), format!("{p:?}"))
+        }
+        ApiKey::InitProducerId => {
+            // v3+ carry the current producer id and epoch; a non-transactional
+            // request gets a fresh id with epoch 0 at every version.
+            let request = kafka_protocol::messages::InitProducerIdRequest::default()
+                .with_transactional_id(None)
+                .with_transaction_timeout_ms(60_000)
+                .with_producer_id(kafka_protocol::messages::ProducerId(-1))
+                .with_producer_epoch(-1);
+            let r = client.try_call(version, &request).await?;
+            check(r.error_code == 0 && r.producer_id.0 >= 0 && r.producer_epoch == 0, format!("{r:?}"))
+        }
         ApiKey::DeleteGroups => {
             let request = kafka_protocol::messages::DeleteGroupsRequest::default()
                 .with_groups_names(vec![kafka_protocol::messages::GroupId(StrBytes::from_string(format!("leaving-v{version}")))]);
@@ -267,6 +288,8 @@ async fn every_served_version_answers() {
         DescribeGroups,
         OffsetDelete,
         DeleteGroups,
+        DeleteRecords,
+        InitProducerId,
     ];
     for key in order {
         let api = SERVED_APIS.iter().find(|a| a.key == key).expect("served");

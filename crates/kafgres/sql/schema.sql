@@ -5,7 +5,10 @@
 CREATE TABLE kafgres.cluster (
     singleton  boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     -- Kafka's cluster id format: a random UUID in URL-safe base64 without padding.
-    cluster_id text NOT NULL
+    cluster_id text NOT NULL,
+    -- The first producer id not yet reserved (InitProducerId). The broker
+    -- reserves blocks of ids by advancing it; an id is never handed out twice.
+    next_producer_id bigint NOT NULL DEFAULT 0 CHECK (next_producer_id >= 0)
 );
 INSERT INTO kafgres.cluster (cluster_id)
 VALUES (translate(rtrim(encode(uuid_send(gen_random_uuid()), 'base64'), '='), '+/', '-_'));

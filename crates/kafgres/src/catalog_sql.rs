@@ -20,6 +20,7 @@ pub struct CatalogPlans {
     upsert_offsets: OwnedPreparedStatement,
     delete_group_offsets: OwnedPreparedStatement,
     delete_partition_offsets: OwnedPreparedStatement,
+    allocate_producer_ids: OwnedPreparedStatement,
 }
 
 const LOAD_TOPICS: &str =
@@ -47,6 +48,9 @@ const DELETE_PARTITION_OFFSETS: &str = "DELETE FROM kafgres.consumer_offsets o \
 const SET_PARTITION_COUNT: &str = "UPDATE kafgres.topics SET partition_count = $2 \
      WHERE topic_id = $1::uuid AND partition_count <= $2 RETURNING 1";
 const CLUSTER_ID: &str = "SELECT cluster_id FROM kafgres.cluster";
+// Reserves a block of producer ids; the row lock orders concurrent callers.
+const ALLOCATE_PRODUCER_IDS: &str = "UPDATE kafgres.cluster SET next_producer_id = next_producer_id + $1 \
+     RETURNING next_producer_id - $1";
 
 impl CatalogPlans {
     /// Prepares every statement; call inside a transaction, after the schema exists.
@@ -69,6 +73,9 @@ impl CatalogPlans {
                     .keep(),
                 delete_group_offsets: client.prepare_mut(DELETE_GROUP_OFFSETS, &[text])?.keep(),
                 delete_partition_offsets: client.prepare_mut(DELETE_PARTITION_OFFSETS, &[text, text_array, int4_array])?.keep(),
+                allocate_producer_ids: client
+                    .prepare_mut(ALLOCATE_PRODUCER_IDS, &[PgBuiltInOids::INT8OID.oid()])?
+                    .keep(),
             })
         })
         .map_err(|e: pgrx::spi::Error| format!("preparing catalog statements: {e}"))
@@ -206,6 +213,20 @@ impl CatalogPlans {
             Ok::<_, pgrx::spi::Error>(())
         })
         .map_err(|e| format!("deleting offsets of group {group_id}: {e}"))
+    }
+
+    /// Reserves `count` producer ids and returns the first (durable at commit).
+    pub fn allocate_producer_ids(&self, count: i64) -> Result<i64, String> {
+        Spi::connect_mut(|client| {
+            let rows = client.update(&self.allocate_producer_ids, Some(1), &[count.into()])?;
+            let mut first = None;
+            for row in rows {
+                first = row.get::<i64>(1)?;
+            }
+            Ok::<_, pgrx::spi::Error>(first)
+        })
+        .map_err(|e| format!("reserving {count} producer ids: {e}"))?
+        .ok_or_else(|| "kafgres.cluster is empty".to_owned())
     }
 
     pub fn cluster_id(&self) -> Result<String, String> {

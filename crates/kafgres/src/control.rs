@@ -26,6 +26,8 @@ pub enum ControlRequest {
         partitions: Option<Vec<(String, i32)>>,
         reply: oneshot::Sender<Result<(), CatalogError>>,
     },
+    /// Reserves `count` producer ids; replies with the first.
+    AllocateProducerIds { count: i64, reply: oneshot::Sender<Result<i64, CatalogError>> },
 }
 
 /// Most requests queued for the control plane before senders wait.
@@ -120,5 +122,9 @@ impl Catalog for ControlPlaneCatalog {
 
     fn delete_offsets(&self, group_id: String, partitions: Option<Vec<(String, i32)>>) -> CatalogFuture<()> {
         self.call(move |reply| ControlRequest::DeleteOffsets { group_id, partitions, reply })
+    }
+
+    fn allocate_producer_ids(&self, count: i64) -> CatalogFuture<i64> {
+        self.call(move |reply| ControlRequest::AllocateProducerIds { count, reply })
     }
 }

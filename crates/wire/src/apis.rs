@@ -35,6 +35,8 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ServedApi {
 /// - Fetch stops at v17 (Kafka 4.0's maximum); v13+ uses topic ids, which
 ///   Metadata returns from v10.
 /// - Metadata serves v0-v13 (Kafka 4.x brought v0-v3 back after KIP-896).
+/// - InitProducerId serves v0-v5 (Kafka 4.x's v6 adds two-phase commit, KIP-939,
+///   which only transactional producers use).
 pub const SERVED_APIS: &[ServedApi] = &[
     ServedApi { key: ApiKey::Produce, advertised_min: 0, accepted_min: 3, max: 12 },
     api(ApiKey::Fetch, 4, 17),
@@ -46,6 +48,7 @@ pub const SERVED_APIS: &[ServedApi] = &[
     api(ApiKey::DescribeConfigs, 1, 4),
     api(ApiKey::CreatePartitions, 0, 3),
     api(ApiKey::DescribeCluster, 0, 2),
+    api(ApiKey::DeleteRecords, 0, 2),
     api(ApiKey::FindCoordinator, 0, 6),
     api(ApiKey::JoinGroup, 0, 9),
     api(ApiKey::SyncGroup, 0, 5),
@@ -57,6 +60,7 @@ pub const SERVED_APIS: &[ServedApi] = &[
     api(ApiKey::DescribeGroups, 0, 5),
     api(ApiKey::DeleteGroups, 0, 2),
     api(ApiKey::OffsetDelete, 0, 0),
+    api(ApiKey::InitProducerId, 0, 5),
 ];
 
 /// What dispatch should do with a request's API key and version.

@@ -4,6 +4,7 @@
 pub mod api_versions;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
@@ -11,6 +12,7 @@ pub mod fetch;
 pub mod group_admin;
 pub mod group_membership;
 pub mod group_offsets;
+pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
 pub mod produce;

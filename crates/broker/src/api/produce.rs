@@ -11,9 +11,10 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use super::{str_bytes, topic_name};
 use crate::config::FlushPolicy;
 use crate::errors;
-use crate::partition::Partition;
+use crate::partition::{AppendOutcome, Partition};
 use crate::server::BrokerContext;
-use kafgres_wire::batch::{validate_batches, BatchError};
+use kafgres_log::SequenceCheck;
+use kafgres_wire::batch::{validate_batches, BatchError, BatchHeader};
 use std::sync::Arc;
 
 /// A partition's answer, or the durability it still waits for.
@@ -108,13 +109,44 @@ fn append_one(ctx: &BrokerContext, partition: &Arc<Partition>, records: Option<b
         )));
         return;
     }
+    if let Some(refusal) = producer_refusal(&validated.headers) {
+        item.response.error_code = refusal.0;
+        item.response.error_message = Some(str_bytes(refusal.1));
+        return;
+    }
     let mut bytes = records.to_vec();
     match partition.append(&mut bytes, &validated.headers, crate::now_ms()) {
-        Ok(appended) => {
+        Ok(AppendOutcome::Appended(appended)) => {
             item.response.base_offset = appended.base_offset;
             item.response.log_start_offset = partition.log_start_offset();
             item.end_offset = appended.last_offset + 1;
             item.partition = Some(Arc::clone(partition));
+        }
+        Ok(AppendOutcome::Duplicate { first_offset, last_offset, timestamp_ms }) => {
+            // Kafka answers a retried batch with its original offsets (and, a
+            // quirk kept here, its max timestamp as the log-append time). It
+            // may not be durable yet: acks=all still waits for it.
+            item.response.base_offset = first_offset;
+            item.response.log_append_time_ms = timestamp_ms;
+            item.response.log_start_offset = partition.log_start_offset();
+            item.end_offset = last_offset + 1;
+            item.partition = Some(Arc::clone(partition));
+        }
+        Ok(AppendOutcome::Refused(check)) => {
+            let (code, message) = match check {
+                SequenceCheck::InvalidEpoch { current_epoch } => (
+                    errors::INVALID_PRODUCER_EPOCH,
+                    format!("the producer's epoch is older than its current epoch {current_epoch}"),
+                ),
+                SequenceCheck::OutOfOrder { expected_seq, received_seq } => (
+                    errors::OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    format!("out of order sequence number: expected {expected_seq}, received {received_seq}"),
+                ),
+                other => (errors::UNKNOWN_SERVER_ERROR, format!("unexpected sequence check {other:?}")),
+            };
+            log::info!("refused produce to {}-{}: {message}", partition.topic, partition.index);
+            item.response.error_code = code;
+            item.response.error_message = Some(str_bytes(&message));
         }
         Err(e) => {
             log::error!("append to {}-{} failed: {e}", partition.topic, partition.index);
@@ -122,4 +154,22 @@ fn append_one(ctx: &BrokerContext, partition: &Arc<Partition>, records: Option<b
             item.response.error_message = Some(str_bytes(&e.to_string()));
         }
     }
+}
+
+/// Producer-id batches this broker cannot take: transactional ones
+/// (transactions are not implemented), and several batches in one partition's
+/// records when any carries a producer id (Kafka refuses more than one batch
+/// per partition from Produce v3 on; Kafgres keeps accepting several plain
+/// batches, but sequence checks need one).
+fn producer_refusal(headers: &[BatchHeader]) -> Option<(i16, &'static str)> {
+    if headers.iter().any(|h| h.is_transactional()) {
+        return Some((errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported yet"));
+    }
+    if headers.len() > 1 && headers.iter().any(|h| h.has_producer_id()) {
+        return Some((
+            errors::INVALID_RECORD,
+            "Produce requests with version 3 and above must contain exactly one record batch per partition",
+        ));
+    }
+    None
 }

@@ -171,7 +171,9 @@ impl Client {
     /// Reads the response to `correlation_id`, checks its header and that the
     /// body decodes exactly, with no bytes left over.
     pub async fn receive<R: Request>(&mut self, version: i16, correlation_id: i32) -> R::Response {
-        self.try_receive::<R>(version, correlation_id).await.unwrap_or_else(|e| panic!("{:?} v{version}: {e}", api_key::<R>()))
+        self.try_receive::<R>(version, correlation_id)
+            .await
+            .unwrap_or_else(|e| panic!("{:?} v{version}: {e}", api_key::<R>()))
     }
 
     pub async fn try_receive<R: Request>(&mut self, version: i16, correlation_id: i32) -> Result<R::Response, String> {
@@ -238,7 +240,9 @@ pub async fn create_topic(client: &mut Client, topic: &str, partitions: i32) -> 
 
 pub fn metadata_request(topics: Option<&[&str]>, allow_auto_topic_creation: bool) -> MetadataRequest {
     MetadataRequest::default()
-        .with_topics(topics.map(|t| t.iter().map(|n| MetadataRequestTopic::default().with_name(Some(name(n)))).collect()))
+        .with_topics(
+            topics.map(|t| t.iter().map(|n| MetadataRequestTopic::default().with_name(Some(name(n)))).collect()),
+        )
         .with_allow_auto_topic_creation(allow_auto_topic_creation)
 }
 
@@ -251,7 +255,14 @@ pub fn produce_request(topic: &str, partition: i32, acks: i16, records: Vec<u8>)
 }
 
 /// Produces one partition's records with acks != 0 and returns its answer.
-pub async fn produce(client: &mut Client, version: i16, topic: &str, partition: i32, acks: i16, records: Vec<u8>) -> PartitionProduceResponse {
+pub async fn produce(
+    client: &mut Client,
+    version: i16,
+    topic: &str,
+    partition: i32,
+    acks: i16,
+    records: Vec<u8>,
+) -> PartitionProduceResponse {
     let response = client.call(version, &produce_request(topic, partition, acks, records)).await;
     assert_eq!(response.responses.len(), 1);
     assert_eq!(response.responses[0].name, name(topic));
@@ -269,7 +280,14 @@ pub enum TopicRef<'a> {
     Id(Uuid),
 }
 
-pub fn fetch_request(topic: TopicRef<'_>, partition: i32, offset: i64, partition_max_bytes: i32, max_wait_ms: i32, min_bytes: i32) -> FetchRequest {
+pub fn fetch_request(
+    topic: TopicRef<'_>,
+    partition: i32,
+    offset: i64,
+    partition_max_bytes: i32,
+    max_wait_ms: i32,
+    min_bytes: i32,
+) -> FetchRequest {
     let p = FetchPartition::default()
         .with_partition(partition)
         .with_fetch_offset(offset)
@@ -286,7 +304,14 @@ pub fn fetch_request(topic: TopicRef<'_>, partition: i32, offset: i64, partition
 }
 
 /// Fetches one partition (without waiting) and returns its answer.
-pub async fn fetch(client: &mut Client, version: i16, topic: TopicRef<'_>, partition: i32, offset: i64, partition_max_bytes: i32) -> PartitionData {
+pub async fn fetch(
+    client: &mut Client,
+    version: i16,
+    topic: TopicRef<'_>,
+    partition: i32,
+    offset: i64,
+    partition_max_bytes: i32,
+) -> PartitionData {
     let response = client.call(version, &fetch_request(topic, partition, offset, partition_max_bytes, 0, 1)).await;
     single_partition(response)
 }
@@ -305,7 +330,13 @@ pub fn list_offset_request(topic: &str, partition: i32, timestamp: i64) -> ListO
     ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_topics(vec![t])
 }
 
-pub async fn list_offset(client: &mut Client, version: i16, topic: &str, partition: i32, timestamp: i64) -> ListOffsetsPartitionResponse {
+pub async fn list_offset(
+    client: &mut Client,
+    version: i16,
+    topic: &str,
+    partition: i32,
+    timestamp: i64,
+) -> ListOffsetsPartitionResponse {
     let response = client.call(version, &list_offset_request(topic, partition, timestamp)).await;
     assert_eq!(response.topics.len(), 1);
     assert_eq!(response.topics[0].name, name(topic));

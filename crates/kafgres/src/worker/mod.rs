@@ -270,6 +270,10 @@ fn serve_one(plans: &CatalogPlans, request: ControlRequest) {
             let _ = reply.send(result.map_err(failed));
         }
         ControlRequest::CommitOffsets { offsets, reply } => store_offset_batch(plans, vec![(offsets, reply)]),
+        ControlRequest::AllocateProducerIds { count, reply } => {
+            let result = run_in_transaction(|| plans.allocate_producer_ids(count));
+            let _ = reply.send(result.map_err(failed));
+        }
     }
 }
 

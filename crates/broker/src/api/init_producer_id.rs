@@ -1,0 +1,42 @@
+//! InitProducerId (v0-5): a producer id and epoch for an idempotent producer.
+//!
+//! As in Kafka 4.x (`TransactionCoordinator.handleInitProducerId`), a request
+//! without a transactional id always gets a *new* producer id with epoch 0,
+//! whatever producer id and epoch it carries (v3+): a non-transactional
+//! producer bumps its epoch itself (KIP-360), and Produce accepts a newer
+//! epoch that restarts at sequence 0. An empty transactional id is
+//! INVALID_REQUEST, as in Kafka. Transactions are not implemented: a
+//! transactional id gets COORDINATOR_NOT_AVAILABLE, the answer FindCoordinator
+//! already gives for transaction coordinators (see docs/conformance.md).
+
+use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+
+use crate::catalog::CatalogError;
+use crate::errors;
+use crate::server::BrokerContext;
+
+pub async fn handle(ctx: &BrokerContext, _version: i16, request: InitProducerIdRequest) -> InitProducerIdResponse {
+    let mut response = InitProducerIdResponse::default();
+    response.producer_id = ProducerId(-1);
+    response.producer_epoch = -1;
+    match request.transactional_id.as_ref().map(|t| t.0.as_str()) {
+        Some("") => response.error_code = errors::INVALID_REQUEST,
+        Some(_) => response.error_code = errors::COORDINATOR_NOT_AVAILABLE,
+        None => match ctx.producer_ids.next(ctx.catalog.as_ref()).await {
+            Ok(id) => {
+                response.producer_id = ProducerId(id);
+                response.producer_epoch = 0;
+            }
+            Err(e) => {
+                log::warn!("InitProducerId: cannot reserve producer ids: {e}");
+                // Kafka's producer-id manager answers this while it waits for a
+                // block; clients retry it.
+                response.error_code = match e {
+                    CatalogError::Unavailable(_) => errors::COORDINATOR_LOAD_IN_PROGRESS,
+                    _ => errors::UNKNOWN_SERVER_ERROR,
+                };
+            }
+        },
+    }
+    response
+}
