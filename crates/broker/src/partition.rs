@@ -71,7 +71,11 @@ pub struct Partition {
     appends_since_flush: AtomicU64,
     closed: AtomicBool,
     pub stats: FlushStats,
+    housekeeping: housekeeping::PartitionHousekeeping,
 }
+
+mod housekeeping;
+pub use housekeeping::{run_retention, Housekeeping};
 
 /// What an append came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +100,16 @@ pub enum DurabilityError {
 
 impl Partition {
     /// Wraps an opened log and starts its flusher on the current runtime.
-    pub fn start(topic: String, index: i32, log: PartitionLog, policy: FlushPolicy) -> Arc<Partition> {
+    /// `housekeeping` is the broker's retention service and `configs` the
+    /// topic's configs (retention.ms, retention.bytes).
+    pub fn start(
+        topic: String,
+        index: i32,
+        log: PartitionLog,
+        policy: FlushPolicy,
+        housekeeping: &Housekeeping,
+        configs: &std::collections::BTreeMap<String, String>,
+    ) -> Arc<Partition> {
         let end = log.end_position();
         let (high_watermark, _) = watch::channel(end);
         let (durable, _) = watch::channel(DurableState { position: end, failed: None });
@@ -112,6 +125,7 @@ impl Partition {
             appends_since_flush: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             stats: FlushStats::default(),
+            housekeeping: housekeeping::PartitionHousekeeping::new(housekeeping, configs),
         });
         tokio::spawn(Arc::clone(&partition).run_flusher());
         partition
@@ -150,7 +164,13 @@ impl Partition {
                     refused => return Ok(AppendOutcome::Refused(refused)),
                 }
             }
-            log.append(batches, headers, 0, now_ms)?
+            let segments_before = log.segments().len();
+            let appended = log.append(batches, headers, 0, now_ms)?;
+            if log.segments().len() != segments_before {
+                // A roll makes a segment deletable: let retention look again.
+                self.housekeeping.wake();
+            }
+            appended
         };
         self.appends_since_flush.fetch_add(headers.len() as u64, Ordering::Relaxed);
         match self.policy {
@@ -259,7 +279,11 @@ impl Partition {
             if self.closed.load(Ordering::Acquire) {
                 return;
             }
-            if let Err(reason) = self.flush_once().await {
+            let flushed = self.flush_once().await;
+            if flushed.is_ok() {
+                self.checkpoint_if_due().await;
+            }
+            if let Err(reason) = flushed {
                 log::error!("partition {}-{}: {reason}; refusing further writes", self.topic, self.index);
                 self.durable.send_modify(|d| d.failed = Some(reason));
                 return;

@@ -23,6 +23,8 @@ pub struct BrokerContext {
     pub topic_creation: tokio::sync::Mutex<()>,
     /// The advertised port, resolved after binding (tests bind port 0).
     pub advertised_port: u16,
+    /// The retention service every partition reports rolls to.
+    pub housekeeping: crate::partition::Housekeeping,
     /// The consumer-group coordinator (this broker coordinates every group).
     pub groups: Arc<crate::group_service::GroupService>,
     /// Producer ids for InitProducerId, reserved from the catalog in blocks.
@@ -64,12 +66,13 @@ impl Broker {
     ) -> Result<Broker, StartError> {
         let CatalogSnapshot { topics, offsets } = snapshot.into();
         let mut registry = TopicRegistry::default();
+        let housekeeping = crate::partition::Housekeeping::default();
         let now = crate::now_ms();
         std::fs::create_dir_all(&config.log_dir)
             .map_err(|source| StartError::Log { topic: String::new(), source: kafgres_log::LogError::Io { path: config.log_dir.clone(), source } })?;
         crate::topics::remove_deleted_dirs(&config.log_dir);
         for record in &topics {
-            let topic = Topic::open(record, &config, now)
+            let topic = Topic::open(record, &config, &housekeeping, now)
                 .map_err(|source| StartError::Log { topic: record.name.clone(), source })?;
             registry.insert(topic);
         }
@@ -87,6 +90,7 @@ impl Broker {
             offsets,
         );
         let ctx = Arc::new(BrokerContext {
+            housekeeping: housekeeping.clone(),
             groups,
             config,
             catalog,
@@ -95,6 +99,7 @@ impl Broker {
             advertised_port,
             producer_ids: crate::producer_ids::ProducerIdAllocator::default(),
         });
+        tokio::spawn(crate::partition::run_retention(Arc::downgrade(&ctx), housekeeping));
         let (shutdown, shutdown_rx) = watch::channel(false);
         let accept_loop = tokio::spawn(accept_loop(listener, Arc::clone(&ctx), connections, shutdown_rx));
         log::info!(

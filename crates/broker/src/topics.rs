@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::catalog::TopicRecord;
 use crate::config::BrokerConfig;
-use crate::partition::Partition;
+use crate::partition::{Housekeeping, Partition};
 
 /// Kafka's limit on topic name length.
 pub const TOPIC_NAME_CHARS_MAX: usize = 249;
@@ -27,14 +27,25 @@ pub struct Topic {
 
 impl Topic {
     /// Opens (recovering if needed) every partition log of a catalog topic.
-    pub fn open(record: &TopicRecord, config: &BrokerConfig, now_ms: i64) -> Result<Topic, LogError> {
-        let partitions = open_partitions(record, 0, config, now_ms)?;
+    pub fn open(
+        record: &TopicRecord,
+        config: &BrokerConfig,
+        housekeeping: &Housekeeping,
+        now_ms: i64,
+    ) -> Result<Topic, LogError> {
+        let partitions = open_partitions(record, 0, config, housekeeping, now_ms)?;
         Ok(Topic { id: record.topic_id, name: record.name.clone(), partitions, configs: record.configs.clone() })
     }
 
     /// This topic with its partition count raised to `partition_count`: the
     /// existing partitions are shared, the new ones opened.
-    pub fn with_partitions(&self, partition_count: i32, config: &BrokerConfig, now_ms: i64) -> Result<Topic, LogError> {
+    pub fn with_partitions(
+        &self,
+        partition_count: i32,
+        config: &BrokerConfig,
+        housekeeping: &Housekeeping,
+        now_ms: i64,
+    ) -> Result<Topic, LogError> {
         let record = TopicRecord {
             topic_id: self.id,
             name: self.name.clone(),
@@ -42,7 +53,7 @@ impl Topic {
             configs: self.configs.clone(),
         };
         let mut partitions = self.partitions.clone();
-        partitions.extend(open_partitions(&record, self.partitions.len() as i32, config, now_ms)?);
+        partitions.extend(open_partitions(&record, self.partitions.len() as i32, config, housekeeping, now_ms)?);
         Ok(Topic { id: self.id, name: self.name.clone(), partitions, configs: self.configs.clone() })
     }
 
@@ -55,9 +66,17 @@ fn open_partitions(
     record: &TopicRecord,
     first: i32,
     config: &BrokerConfig,
+    housekeeping: &Housekeeping,
     now_ms: i64,
 ) -> Result<Vec<Arc<Partition>>, LogError> {
-        let log_config = LogConfig { segment_bytes_max: config.segment_bytes_max, ..LogConfig::default() };
+        // The topic's segment.bytes, else the broker's kafgres.segment_bytes.
+        let segment_bytes_max = record
+            .configs
+            .get("segment.bytes")
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|b| *b > 0)
+            .unwrap_or(config.segment_bytes_max);
+        let log_config = LogConfig { segment_bytes_max, ..LogConfig::default() };
         let mut partitions = Vec::with_capacity((record.partition_count - first).max(0) as usize);
         for index in first..record.partition_count {
             let dir = partition_dir(&config.log_dir, &record.name, index);
@@ -71,7 +90,14 @@ fn open_partitions(
                     r.truncation_reason.as_deref().unwrap_or("?")
                 );
             }
-            partitions.push(Partition::start(record.name.clone(), index, log, config.flush_policy));
+            partitions.push(Partition::start(
+                record.name.clone(),
+                index,
+                log,
+                config.flush_policy,
+                housekeeping,
+                &record.configs,
+            ));
         }
         Ok(partitions)
 }

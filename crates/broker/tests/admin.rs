@@ -222,3 +222,67 @@ async fn delete_records_moves_the_log_start() {
     assert_eq!(list_offset(&mut client, 7, "trimmed", 0, -2).await.offset, 10, "the log start survives a restart");
     broker.broker.shutdown().await;
 }
+
+/// Creates a topic with the given configs (CreateTopics v7).
+async fn create_configured(client: &mut Client, topic: &str, configs: &[(&'static str, &'static str)]) {
+    use kafka_protocol::messages::create_topics_request::CreatableTopicConfig;
+    use kafka_protocol::messages::CreateTopicsRequest;
+    use kafka_protocol::protocol::StrBytes;
+    let configs = configs
+        .iter()
+        .map(|(k, v)| {
+            CreatableTopicConfig::default()
+                .with_name(StrBytes::from_static_str(k))
+                .with_value(Some(StrBytes::from_static_str(v)))
+        })
+        .collect();
+    let created = client.call(7, &CreateTopicsRequest::default().with_topics(vec![creatable(topic, 1, 1).with_configs(configs)])).await;
+    assert_eq!(created.topics[0].error_code, 0);
+}
+
+/// Polls the earliest offset until `done` holds or 10 s pass.
+async fn earliest_until(client: &mut Client, topic: &str, done: impl Fn(i64) -> bool) -> i64 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let earliest = list_offset(client, 7, topic, 0, -2).await.offset;
+        if done(earliest) || std::time::Instant::now() > deadline {
+            return earliest;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_by_size_deletes_old_segments_after_rolls() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_configured(&mut client, "bounded", &[("segment.bytes", "1000"), ("retention.bytes", "2000")]).await;
+    for i in 0..30 {
+        produce(&mut client, 9, "bounded", 0, -1, batch(&records(&format!("b{i}"), 1))).await;
+    }
+    let earliest = earliest_until(&mut client, "bounded", |e| e > 0).await;
+    assert!(earliest > 0, "old segments are deleted once the log exceeds retention.bytes");
+    let topic = broker.broker.context().topic("bounded").expect("topic");
+    let due = topic.partitions[0].retention_due_at();
+    assert!(due.is_none_or(|at| at > kafgres_broker::now_ms()), "nothing is left due");
+    assert_eq!(fetch(&mut client, 11, TopicRef::Name("bounded"), 0, earliest, 1 << 20).await.error_code, 0);
+    broker.broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_by_time_deletes_expired_segments() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_configured(&mut client, "expiring", &[("segment.bytes", "1000"), ("retention.ms", "60000")]).await;
+    // Records stamped in 1970 are long expired; the active segment never is.
+    let old: Vec<_> = (0..3)
+        .map(|i| kafgres_wire::batch::build::NewRecord { timestamp_ms: 1_000 + i, ..records("old", 1).remove(0) })
+        .collect();
+    for _ in 0..10 {
+        produce(&mut client, 9, "expiring", 0, -1, batch(&old)).await;
+    }
+    let earliest = earliest_until(&mut client, "expiring", |e| e > 0).await;
+    assert!(earliest > 0, "expired segments are deleted");
+    assert!(earliest < 30, "the active segment stays");
+    broker.broker.shutdown().await;
+}

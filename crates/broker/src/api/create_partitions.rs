@@ -58,7 +58,7 @@ async fn add_partitions(ctx: &BrokerContext, name: &str, count: i32, validate_on
         return Ok(());
     }
     ctx.catalog.set_partition_count(topic.id, count).await.map_err(|e| (errors::UNKNOWN_SERVER_ERROR, e.to_string()))?;
-    let grown = topic.with_partitions(count, &ctx.config, crate::now_ms()).map_err(|e| {
+    let grown = topic.with_partitions(count, &ctx.config, &ctx.housekeeping, crate::now_ms()).map_err(|e| {
         log::error!("topic {name}: the catalog has {count} partitions but their logs could not be created: {e}");
         (errors::KAFKA_STORAGE_ERROR, e.to_string())
     })?;

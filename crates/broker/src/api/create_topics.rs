@@ -133,7 +133,7 @@ pub(crate) async fn create_topic(
         CatalogError::TopicExists(_) => (errors::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")),
         other => (errors::UNKNOWN_SERVER_ERROR, other.to_string()),
     })?;
-    let topic = Topic::open(&record, &ctx.config, crate::now_ms()).map_err(|e| {
+    let topic = Topic::open(&record, &ctx.config, &ctx.housekeeping, crate::now_ms()).map_err(|e| {
         log::error!("topic {name} is in the catalog but its log could not be created: {e}");
         (errors::KAFKA_STORAGE_ERROR, e.to_string())
     })?;
