@@ -196,9 +196,7 @@ pub struct E2eArgs {
 
 fn parse_setting(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
-        Some((key, value)) if !key.trim().is_empty() => {
-            Ok((key.trim().to_string(), value.to_string()))
-        }
+        Some((key, value)) if !key.trim().is_empty() => Ok((key.trim().to_string(), value.to_string())),
         _ => Err(format!("expected KEY=VALUE, got {text:?}")),
     }
 }
@@ -216,9 +214,7 @@ mod tests {
     #[test]
     fn sync_defaults_match_the_issue() {
         let cli = Cli::parse_from(["kafgres-bench", "sync", "--topic", "t"]);
-        let Workload::Sync(args) = cli.workload else {
-            panic!("not sync")
-        };
+        let Workload::Sync(args) = cli.workload else { panic!("not sync") };
         assert_eq!((args.warmup, args.count, args.size), (20, 200, 100));
         assert_eq!(args.common.bootstrap, "127.0.0.1:9092");
     }
@@ -227,14 +223,6 @@ mod tests {
     fn settings_parse_and_seconds_conflicts_with_count() {
         assert_eq!(parse_setting("a.b=c=d"), Ok(("a.b".into(), "c=d".into())));
         assert!(parse_setting("novalue").is_err());
-        assert!(Cli::try_parse_from([
-            "kafgres-bench",
-            "produce",
-            "--seconds",
-            "1",
-            "--count",
-            "5"
-        ])
-        .is_err());
+        assert!(Cli::try_parse_from(["kafgres-bench", "produce", "--seconds", "1", "--count", "5"]).is_err());
     }
 }

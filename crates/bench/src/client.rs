@@ -77,10 +77,7 @@ pub fn producer(
         // Kafgres does not serve InitProducerId yet; librdkafka's default is
         // already false, stated here so a reader need not know that.
         .set("enable.idempotence", "false")
-        .set(
-            "message.timeout.ms",
-            message_timeout.as_millis().to_string(),
-        );
+        .set("message.timeout.ms", message_timeout.as_millis().to_string());
     if let Some(linger_ms) = linger_ms {
         config.set("linger.ms", linger_ms.to_string());
     }
@@ -88,10 +85,7 @@ pub fn producer(
     if !quiet {
         describe("producer", &config);
     }
-    BaseProducer::from_config(&config).map_err(|source| BenchError::ClientCreation {
-        role: "producer",
-        source,
-    })
+    BaseProducer::from_config(&config).map_err(|source| BenchError::ClientCreation { role: "producer", source })
 }
 
 /// A consumer for `assign()` only. librdkafka refuses `assign()` without a
@@ -100,10 +94,7 @@ pub fn producer(
 pub fn consumer(common: &Common) -> Result<BaseConsumer, BenchError> {
     let mut config = base_config(common);
     config
-        .set(
-            "group.id",
-            format!("kafgres-bench-unused-{}", std::process::id()),
-        )
+        .set("group.id", format!("kafgres-bench-unused-{}", std::process::id()))
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("enable.partition.eof", "false")
@@ -111,10 +102,7 @@ pub fn consumer(common: &Common) -> Result<BaseConsumer, BenchError> {
         .set("auto.offset.reset", "error");
     apply_user_settings(&mut config, common);
     describe("consumer", &config);
-    BaseConsumer::from_config(&config).map_err(|source| BenchError::ClientCreation {
-        role: "consumer",
-        source,
-    })
+    BaseConsumer::from_config(&config).map_err(|source| BenchError::ClientCreation { role: "consumer", source })
 }
 
 /// With `--create-partitions P`: creates `topic` with P partitions and
@@ -127,14 +115,9 @@ pub fn ensure_topic(common: &Common, topic: &str) -> Result<(), BenchError> {
     let mut config = base_config(common);
     apply_user_settings(&mut config, common);
     let admin: AdminClient<DefaultClientContext> =
-        AdminClient::from_config(&config).map_err(|source| BenchError::ClientCreation {
-            role: "admin",
-            source,
-        })?;
+        AdminClient::from_config(&config).map_err(|source| BenchError::ClientCreation { role: "admin", source })?;
     let new_topic = NewTopic::new(topic, partition_count, TopicReplication::Fixed(1));
-    let options = AdminOptions::new()
-        .request_timeout(Some(REQUEST_TIMEOUT))
-        .operation_timeout(Some(REQUEST_TIMEOUT));
+    let options = AdminOptions::new().request_timeout(Some(REQUEST_TIMEOUT)).operation_timeout(Some(REQUEST_TIMEOUT));
     let results = futures_executor::block_on(admin.create_topics([&new_topic], &options))
         .map_err(|source| BenchError::client(format!("CreateTopics for {topic}"), source))?;
     for result in results {
@@ -151,40 +134,25 @@ pub fn ensure_topic(common: &Common, topic: &str) -> Result<(), BenchError> {
     wait_for_leaders(&admin, topic)
 }
 
-fn wait_for_leaders(
-    admin: &AdminClient<DefaultClientContext>,
-    topic: &str,
-) -> Result<(), BenchError> {
+fn wait_for_leaders(admin: &AdminClient<DefaultClientContext>, topic: &str) -> Result<(), BenchError> {
     let deadline = Deadline::after(TOPIC_READY_TIMEOUT);
     loop {
         let metadata = admin
             .inner()
-            .fetch_metadata(
-                Some(topic),
-                REQUEST_TIMEOUT.min(deadline.remaining().max(Duration::from_millis(1))),
-            )
+            .fetch_metadata(Some(topic), REQUEST_TIMEOUT.min(deadline.remaining().max(Duration::from_millis(1))))
             .map_err(|source| BenchError::client(format!("Metadata for {topic}"), source))?;
-        let ready = metadata
-            .topics()
-            .iter()
-            .find(|t| t.name() == topic)
-            .is_some_and(|t| {
-                t.error().is_none()
-                    && !t.partitions().is_empty()
-                    && t.partitions()
-                        .iter()
-                        .all(|p| p.error().is_none() && p.leader() >= 0)
-            });
+        let ready = metadata.topics().iter().find(|t| t.name() == topic).is_some_and(|t| {
+            t.error().is_none()
+                && !t.partitions().is_empty()
+                && t.partitions().iter().all(|p| p.error().is_none() && p.leader() >= 0)
+        });
         if ready {
             return Ok(());
         }
         if deadline.passed() {
             return Err(BenchError::Topic {
                 topic: topic.to_string(),
-                reason: format!(
-                    "no leader for every partition within {}s",
-                    TOPIC_READY_TIMEOUT.as_secs()
-                ),
+                reason: format!("no leader for every partition within {}s", TOPIC_READY_TIMEOUT.as_secs()),
             });
         }
         // Metadata is a request/response round trip, not an event to block
@@ -195,10 +163,7 @@ fn wait_for_leaders(
 
 /// The partitions of `topic` and, for each, its [low, high) watermarks, i.e.
 /// the offsets of the first record and one past the last.
-pub fn partition_watermarks(
-    consumer: &BaseConsumer,
-    topic: &str,
-) -> Result<Vec<(i32, i64, i64)>, BenchError> {
+pub fn partition_watermarks(consumer: &BaseConsumer, topic: &str) -> Result<Vec<(i32, i64, i64)>, BenchError> {
     let metadata = consumer
         .fetch_metadata(Some(topic), REQUEST_TIMEOUT)
         .map_err(|source| BenchError::client(format!("Metadata for {topic}"), source))?;
@@ -206,35 +171,24 @@ pub fn partition_watermarks(
         .topics()
         .iter()
         .find(|t| t.name() == topic)
-        .ok_or_else(|| BenchError::Topic {
-            topic: topic.to_string(),
-            reason: "not in the metadata".into(),
-        })?;
+        .ok_or_else(|| BenchError::Topic { topic: topic.to_string(), reason: "not in the metadata".into() })?;
     if let Some(err) = topic_metadata.error() {
         return Err(BenchError::Topic {
             topic: topic.to_string(),
-            reason: format!(
-                "{} (create it with --create-partitions P)",
-                RDKafkaErrorCode::from(err)
-            ),
+            reason: format!("{} (create it with --create-partitions P)", RDKafkaErrorCode::from(err)),
         });
     }
     let mut partitions: Vec<i32> = topic_metadata.partitions().iter().map(|p| p.id()).collect();
     partitions.sort_unstable();
     if partitions.is_empty() {
-        return Err(BenchError::Topic {
-            topic: topic.to_string(),
-            reason: "has no partitions".into(),
-        });
+        return Err(BenchError::Topic { topic: topic.to_string(), reason: "has no partitions".into() });
     }
     partitions
         .into_iter()
         .map(|p| {
             let (low, high) = consumer
                 .fetch_watermarks(topic, p, REQUEST_TIMEOUT)
-                .map_err(|source| {
-                    BenchError::client(format!("ListOffsets for {topic}[{p}]"), source)
-                })?;
+                .map_err(|source| BenchError::client(format!("ListOffsets for {topic}[{p}]"), source))?;
             Ok((p, low, high))
         })
         .collect()

@@ -27,10 +27,7 @@ pub enum BenchError {
     },
 
     #[error("creating topic {topic} failed: {code}")]
-    TopicCreation {
-        topic: String,
-        code: RDKafkaErrorCode,
-    },
+    TopicCreation { topic: String, code: RDKafkaErrorCode },
 
     #[error("topic {topic}: {reason}")]
     Topic { topic: String, reason: String },
@@ -54,9 +51,6 @@ pub enum BenchError {
 
 impl BenchError {
     pub fn client(action: impl Into<String>, source: KafkaError) -> BenchError {
-        BenchError::Client {
-            action: action.into(),
-            source,
-        }
+        BenchError::Client { action: action.into(), source }
     }
 }

@@ -51,12 +51,8 @@ impl<'p> DeliveryQueue<'p> {
         // borrow keeps alive; rd_kafka_queue_get_main returns a new reference
         // to its main queue (never NULL for a valid handle), released in Drop.
         let raw = unsafe { rdsys::rd_kafka_queue_get_main(producer.client().native_ptr()) };
-        let queue =
-            NonNull::new(raw).expect("librdkafka returned no main queue for a live producer");
-        DeliveryQueue {
-            queue,
-            _producer: PhantomData,
-        }
+        let queue = NonNull::new(raw).expect("librdkafka returned no main queue for a live producer");
+        DeliveryQueue { queue, _producer: PhantomData }
     }
 
     /// Blocks until the next event arrives or `timeout` passes (a zero

@@ -32,10 +32,7 @@ use crate::cli::{Cli, Workload};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let (_, librdkafka_version) = rdkafka::util::get_rdkafka_version();
-    eprintln!(
-        "kafgres-bench {}: librdkafka {librdkafka_version}",
-        env!("CARGO_PKG_VERSION")
-    );
+    eprintln!("kafgres-bench {}: librdkafka {librdkafka_version}", env!("CARGO_PKG_VERSION"));
     let result = match &cli.workload {
         Workload::Sync(args) => workload::sync::run(args),
         Workload::Produce(args) => workload::produce::run(args),

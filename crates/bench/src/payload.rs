@@ -35,9 +35,7 @@ pub fn read_stamp(value: &[u8], run_id: u64) -> Option<u64> {
     if id != run_id {
         return None;
     }
-    Some(u64::from_le_bytes(
-        value.get(8..STAMP_BYTES)?.try_into().ok()?,
-    ))
+    Some(u64::from_le_bytes(value.get(8..STAMP_BYTES)?.try_into().ok()?))
 }
 
 #[cfg(test)]

@@ -45,26 +45,14 @@ impl LatencySummary {
     /// Summarises `samples` (any order; sorted in place). `quantiles` pairs a
     /// label with its quantile, e.g. `("p50", 0.50)`. Returns `None` when
     /// there are no samples, so a caller cannot print a made-up zero.
-    pub fn from_samples(
-        samples: &mut [Duration],
-        quantiles: &[(&'static str, f64)],
-    ) -> Option<LatencySummary> {
+    pub fn from_samples(samples: &mut [Duration], quantiles: &[(&'static str, f64)]) -> Option<LatencySummary> {
         samples.sort_unstable();
         let (&min, &max) = (samples.first()?, samples.last()?);
         let total: Duration = samples.iter().sum();
         // u32 division is enough: more than 4 billion samples never fit.
         let avg = total / u32::try_from(samples.len()).unwrap_or(u32::MAX);
-        let percentiles = quantiles
-            .iter()
-            .map(|&(label, q)| (label, percentile(samples, q).unwrap_or(max)))
-            .collect();
-        Some(LatencySummary {
-            sample_count: samples.len(),
-            min,
-            avg,
-            max,
-            percentiles,
-        })
+        let percentiles = quantiles.iter().map(|&(label, q)| (label, percentile(samples, q).unwrap_or(max))).collect();
+        Some(LatencySummary { sample_count: samples.len(), min, avg, max, percentiles })
     }
 }
 
@@ -91,10 +79,7 @@ impl fmt::Display for LatencySummary {
 /// Writes the latency fields of a result line: the summary, or every field
 /// as `nan` when no sample was taken (all sends failed), so the line keeps
 /// the same keys and a parser sees the gap instead of a zero.
-pub fn latency_fields(
-    summary: Option<&LatencySummary>,
-    quantiles: &[(&'static str, f64)],
-) -> String {
+pub fn latency_fields(summary: Option<&LatencySummary>, quantiles: &[(&'static str, f64)]) -> String {
     match summary {
         Some(s) => s.to_string(),
         None => {
@@ -115,12 +100,7 @@ pub fn write_samples(path: &Path, samples: &[(Duration, Duration)]) -> io::Resul
     let mut out = BufWriter::new(std::fs::File::create(path)?);
     writeln!(out, "at_s latency_ms")?;
     for (at, latency) in samples {
-        writeln!(
-            out,
-            "{:.6} {:.3}",
-            at.as_secs_f64(),
-            latency.as_secs_f64() * 1e3
-        )?;
+        writeln!(out, "{:.6} {:.3}", at.as_secs_f64(), latency.as_secs_f64() * 1e3)?;
     }
     out.flush()
 }
@@ -200,10 +180,7 @@ mod tests {
         assert_eq!(s.sample_count, 5);
         assert_eq!((s.min, s.avg, s.max), (ms(1), ms(3), ms(5)));
         assert_eq!(s.percentiles, vec![("p50", ms(3)), ("p99", ms(5))]);
-        assert_eq!(
-            s.to_string(),
-            "min=1.000ms avg=3.000ms p50=3.000ms p99=5.000ms max=5.000ms"
-        );
+        assert_eq!(s.to_string(), "min=1.000ms avg=3.000ms p50=3.000ms p99=5.000ms max=5.000ms");
     }
 
     #[test]
@@ -211,10 +188,7 @@ mod tests {
         let quantiles = [("p50", 0.50)];
         let s = LatencySummary::from_samples(&mut [], &quantiles);
         assert!(s.is_none());
-        assert_eq!(
-            latency_fields(s.as_ref(), &quantiles),
-            "min=nan avg=nan p50=nan max=nan"
-        );
+        assert_eq!(latency_fields(s.as_ref(), &quantiles), "min=nan avg=nan p50=nan max=nan");
     }
 
     #[test]
@@ -228,11 +202,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("kafgres-bench-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let path = dir.join("samples.txt");
-        write_samples(
-            &path,
-            &[(ms(0), Duration::from_micros(1500)), (ms(1250), ms(2))],
-        )
-        .expect("write");
+        write_samples(&path, &[(ms(0), Duration::from_micros(1500)), (ms(1250), ms(2))]).expect("write");
         let text = std::fs::read_to_string(&path).expect("read");
         std::fs::remove_dir_all(&dir).expect("cleanup");
         assert_eq!(text, "at_s latency_ms\n0.000000 1.500\n1.250000 2.000\n");
@@ -240,22 +210,11 @@ mod tests {
 
     #[test]
     fn throughput_uses_decimal_megabytes() {
-        let t = Throughput {
-            record_count: 2000,
-            byte_count: 2_000_000,
-            elapsed: Duration::from_secs(2),
-        };
+        let t = Throughput { record_count: 2000, byte_count: 2_000_000, elapsed: Duration::from_secs(2) };
         assert_eq!(t.records_per_s(), 1000.0);
         assert_eq!(t.mb_per_s(), 1.0);
-        assert_eq!(
-            t.to_string(),
-            "seconds=2.000 records_per_s=1000.0 mb_per_s=1.000"
-        );
-        let zero = Throughput {
-            record_count: 1,
-            byte_count: 1,
-            elapsed: Duration::ZERO,
-        };
+        assert_eq!(t.to_string(), "seconds=2.000 records_per_s=1000.0 mb_per_s=1.000");
+        let zero = Throughput { record_count: 1, byte_count: 1, elapsed: Duration::ZERO };
         assert_eq!(zero.records_per_s(), 0.0);
     }
 }

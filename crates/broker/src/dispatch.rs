@@ -7,11 +7,13 @@
 //! does), except an unsupported ApiVersions version, answered per KIP-511.
 
 use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, Encodable};
 use kafgres_wire::apis::{served, Served};
 use kafgres_wire::guard::check_request_body;
-use kafgres_wire::header::{peek_fixed_header, put_response_header, response_header_version, split_request, RequestHeader};
+use kafgres_wire::header::{
+    peek_fixed_header, put_response_header, response_header_version, split_request, RequestHeader,
+};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::api;
 use crate::server::BrokerContext;
@@ -37,7 +39,9 @@ pub async fn handle_frame(ctx: &BrokerContext, peer: std::net::SocketAddr, frame
             return respond(ApiKey::ApiVersions, 0, correlation_id, &api::api_versions::unsupported_version_answer());
         }
         Served::UnsupportedVersion(key) => {
-            return Outcome::Close(format!("{key:?} v{api_version} is not supported (correlation id {correlation_id})"));
+            return Outcome::Close(format!(
+                "{key:?} v{api_version} is not supported (correlation id {correlation_id})"
+            ));
         }
         Served::Unknown => return Outcome::Close(format!("API key {api_key} is not served")),
     };
@@ -51,7 +55,13 @@ pub async fn handle_frame(ctx: &BrokerContext, peer: std::net::SocketAddr, frame
     route(ctx, peer, key, &header, body).await
 }
 
-async fn route(ctx: &BrokerContext, peer: std::net::SocketAddr, key: ApiKey, header: &RequestHeader, mut body: Bytes) -> Outcome {
+async fn route(
+    ctx: &BrokerContext,
+    peer: std::net::SocketAddr,
+    key: ApiKey,
+    header: &RequestHeader,
+    mut body: Bytes,
+) -> Outcome {
     let v = header.api_version;
     let c = header.correlation_id;
     macro_rules! decode {
@@ -120,7 +130,10 @@ async fn route(ctx: &BrokerContext, peer: std::net::SocketAddr, key: ApiKey, hea
         }
         ApiKey::JoinGroup => {
             let req = decode!(JoinGroupRequest);
-            let client = api::group_membership::Client { id: header.client_id.clone().unwrap_or_default(), host: format!("/{}", peer.ip()) };
+            let client = api::group_membership::Client {
+                id: header.client_id.clone().unwrap_or_default(),
+                host: format!("/{}", peer.ip()),
+            };
             respond(key, v, c, &api::group_membership::join_group(ctx, v, req, client).await)
         }
         ApiKey::SyncGroup => {

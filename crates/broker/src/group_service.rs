@@ -84,12 +84,18 @@ impl GroupService {
 
     /// A JoinGroup: the answer now, or a receiver registered before the lock
     /// is released.
-    pub fn join(&self, f: impl FnOnce(&mut GroupCoordinator) -> (Reply<JoinGroupResponse>, Vec<Effect>)) -> Pending<JoinGroupResponse> {
+    pub fn join(
+        &self,
+        f: impl FnOnce(&mut GroupCoordinator) -> (Reply<JoinGroupResponse>, Vec<Effect>),
+    ) -> Pending<JoinGroupResponse> {
         self.park(f, |inner| &mut inner.parked_joins)
     }
 
     /// A SyncGroup, like [`Self::join`].
-    pub fn sync(&self, f: impl FnOnce(&mut GroupCoordinator) -> (Reply<SyncGroupResponse>, Vec<Effect>)) -> Pending<SyncGroupResponse> {
+    pub fn sync(
+        &self,
+        f: impl FnOnce(&mut GroupCoordinator) -> (Reply<SyncGroupResponse>, Vec<Effect>),
+    ) -> Pending<SyncGroupResponse> {
         self.park(f, |inner| &mut inner.parked_syncs)
     }
 
@@ -150,7 +156,8 @@ impl GroupService {
                     writes.push(self.catalog.commit_offsets(rows));
                 }
                 Effect::DeleteOffsets { group_id, partitions } => {
-                    let partitions = partitions.into_iter().map(|TopicPartition { topic, partition }| (topic, partition));
+                    let partitions =
+                        partitions.into_iter().map(|TopicPartition { topic, partition }| (topic, partition));
                     writes.push(self.catalog.delete_offsets(group_id, Some(partitions.collect())));
                 }
                 Effect::DeleteGroup { group_id } => writes.push(self.catalog.delete_offsets(group_id, None)),

@@ -37,8 +37,5 @@ pub use server::{Broker, BrokerContext};
 
 /// Wall-clock milliseconds since the Unix epoch (record timestamps, segment ages).
 pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }

@@ -83,7 +83,11 @@ pub enum AppendOutcome {
     Appended(AppendResult),
     /// A retry of a batch already in the log (idempotent producer): nothing
     /// was written; the original offsets and the batch's max timestamp.
-    Duplicate { first_offset: i64, last_offset: i64, timestamp_ms: i64 },
+    Duplicate {
+        first_offset: i64,
+        last_offset: i64,
+        timestamp_ms: i64,
+    },
     /// Refused by the producer-state check (`OutOfOrder` or `InvalidEpoch`);
     /// nothing was written.
     Refused(SequenceCheck),

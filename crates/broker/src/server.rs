@@ -68,16 +68,19 @@ impl Broker {
         let mut registry = TopicRegistry::default();
         let housekeeping = crate::partition::Housekeeping::default();
         let now = crate::now_ms();
-        std::fs::create_dir_all(&config.log_dir)
-            .map_err(|source| StartError::Log { topic: String::new(), source: kafgres_log::LogError::Io { path: config.log_dir.clone(), source } })?;
+        std::fs::create_dir_all(&config.log_dir).map_err(|source| StartError::Log {
+            topic: String::new(),
+            source: kafgres_log::LogError::Io { path: config.log_dir.clone(), source },
+        })?;
         crate::topics::remove_deleted_dirs(&config.log_dir);
         for record in &topics {
             let topic = Topic::open(record, &config, &housekeeping, now)
                 .map_err(|source| StartError::Log { topic: record.name.clone(), source })?;
             registry.insert(topic);
         }
-        let listener =
-            TcpListener::bind(config.listen).await.map_err(|source| StartError::Bind { addr: config.listen, source })?;
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| StartError::Bind { addr: config.listen, source })?;
         let local_addr = listener.local_addr().map_err(|source| StartError::Bind { addr: config.listen, source })?;
         let advertised_port = if config.advertised_port == 0 { local_addr.port() } else { config.advertised_port };
         let connections = Arc::new(Semaphore::new(config.connections_max));

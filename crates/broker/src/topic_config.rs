@@ -27,7 +27,12 @@ pub struct TopicConfigDef {
     pub broker_synonym: &'static str,
 }
 
-const fn def(name: &'static str, default: &'static str, kind: ConfigType, broker_synonym: &'static str) -> TopicConfigDef {
+const fn def(
+    name: &'static str,
+    default: &'static str,
+    kind: ConfigType,
+    broker_synonym: &'static str,
+) -> TopicConfigDef {
     TopicConfigDef { name, default, kind, broker_synonym }
 }
 
@@ -50,7 +55,12 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
     def("max.compaction.lag.ms", "9223372036854775807", ConfigType::Long, "log.cleaner.max.compaction.lag.ms"),
     def("max.message.bytes", "1048588", ConfigType::Int, "message.max.bytes"),
     def("message.timestamp.after.max.ms", "3600000", ConfigType::Long, "log.message.timestamp.after.max.ms"),
-    def("message.timestamp.before.max.ms", "9223372036854775807", ConfigType::Long, "log.message.timestamp.before.max.ms"),
+    def(
+        "message.timestamp.before.max.ms",
+        "9223372036854775807",
+        ConfigType::Long,
+        "log.message.timestamp.before.max.ms",
+    ),
     def("message.timestamp.type", "CreateTime", ConfigType::String, "log.message.timestamp.type"),
     def("min.cleanable.dirty.ratio", "0.5", ConfigType::Double, "log.cleaner.min.cleanable.ratio"),
     def("min.compaction.lag.ms", "0", ConfigType::Long, "log.cleaner.min.compaction.lag.ms"),

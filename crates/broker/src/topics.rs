@@ -46,12 +46,8 @@ impl Topic {
         housekeeping: &Housekeeping,
         now_ms: i64,
     ) -> Result<Topic, LogError> {
-        let record = TopicRecord {
-            topic_id: self.id,
-            name: self.name.clone(),
-            partition_count,
-            configs: self.configs.clone(),
-        };
+        let record =
+            TopicRecord { topic_id: self.id, name: self.name.clone(), partition_count, configs: self.configs.clone() };
         let mut partitions = self.partitions.clone();
         partitions.extend(open_partitions(&record, self.partitions.len() as i32, config, housekeeping, now_ms)?);
         Ok(Topic { id: self.id, name: self.name.clone(), partitions, configs: self.configs.clone() })
@@ -69,37 +65,37 @@ fn open_partitions(
     housekeeping: &Housekeeping,
     now_ms: i64,
 ) -> Result<Vec<Arc<Partition>>, LogError> {
-        // The topic's segment.bytes, else the broker's kafgres.segment_bytes.
-        let segment_bytes_max = record
-            .configs
-            .get("segment.bytes")
-            .and_then(|v| v.parse::<u64>().ok())
-            .filter(|b| *b > 0)
-            .unwrap_or(config.segment_bytes_max);
-        let log_config = LogConfig { segment_bytes_max, ..LogConfig::default() };
-        let mut partitions = Vec::with_capacity((record.partition_count - first).max(0) as usize);
-        for index in first..record.partition_count {
-            let dir = partition_dir(&config.log_dir, &record.name, index);
-            claim_partition_dir(&config.log_dir, &dir, record.topic_id)?;
-            let (log, reports) = PartitionLog::open(&dir, log_config, now_ms)?;
-            for r in reports.segments.iter().filter(|r| r.truncated_bytes > 0) {
-                log::warn!(
-                    "recovered {}-{index}: cut {} bytes ({})",
-                    record.name,
-                    r.truncated_bytes,
-                    r.truncation_reason.as_deref().unwrap_or("?")
-                );
-            }
-            partitions.push(Partition::start(
-                record.name.clone(),
-                index,
-                log,
-                config.flush_policy,
-                housekeeping,
-                &record.configs,
-            ));
+    // The topic's segment.bytes, else the broker's kafgres.segment_bytes.
+    let segment_bytes_max = record
+        .configs
+        .get("segment.bytes")
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|b| *b > 0)
+        .unwrap_or(config.segment_bytes_max);
+    let log_config = LogConfig { segment_bytes_max, ..LogConfig::default() };
+    let mut partitions = Vec::with_capacity((record.partition_count - first).max(0) as usize);
+    for index in first..record.partition_count {
+        let dir = partition_dir(&config.log_dir, &record.name, index);
+        claim_partition_dir(&config.log_dir, &dir, record.topic_id)?;
+        let (log, reports) = PartitionLog::open(&dir, log_config, now_ms)?;
+        for r in reports.segments.iter().filter(|r| r.truncated_bytes > 0) {
+            log::warn!(
+                "recovered {}-{index}: cut {} bytes ({})",
+                record.name,
+                r.truncated_bytes,
+                r.truncation_reason.as_deref().unwrap_or("?")
+            );
         }
-        Ok(partitions)
+        partitions.push(Partition::start(
+            record.name.clone(),
+            index,
+            log,
+            config.flush_policy,
+            housekeeping,
+            &record.configs,
+        ));
+    }
+    Ok(partitions)
 }
 
 /// The file in each partition directory naming the topic id it belongs to.
@@ -225,7 +221,9 @@ pub fn validate_topic_name(name: &str) -> Result<(), String> {
         return Err(format!("topic name is {} characters long, the limit is {TOPIC_NAME_CHARS_MAX}", name.len()));
     }
     if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
-        return Err(format!("topic name {name:?} contains {bad:?}; only ASCII letters, digits, '.', '_' and '-' are allowed"));
+        return Err(format!(
+            "topic name {name:?} contains {bad:?}; only ASCII letters, digits, '.', '_' and '-' are allowed"
+        ));
     }
     Ok(())
 }

@@ -76,7 +76,11 @@ async fn stale_partition_directories_of_a_recreated_name_are_set_aside() {
     assert_eq!(leftovers.len(), 1, "the old directory is set aside: {leftovers:?}");
     let (dir, catalog) = broker.shutdown().await;
     let broker = TestBroker::start_on(dir, catalog).await;
-    let remaining = std::fs::read_dir(broker.dir.path()).expect("log dir").flatten().filter(|e| e.file_name().to_string_lossy().ends_with("-delete")).count();
+    let remaining = std::fs::read_dir(broker.dir.path())
+        .expect("log dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with("-delete"))
+        .count();
     assert_eq!(remaining, 0, "set-aside directories are removed at startup");
     broker.broker.shutdown().await;
 }
@@ -210,7 +214,11 @@ async fn delete_records_moves_the_log_start() {
     assert_eq!(answer(client.call(2, &delete(4)).await), (0, 4));
     assert_eq!(answer(client.call(2, &delete(11)).await).0, 1, "past the high watermark: OFFSET_OUT_OF_RANGE");
     assert_eq!(list_offset(&mut client, 7, "trimmed", 0, -2).await.offset, 4, "earliest is the new log start");
-    assert_eq!(fetch(&mut client, 11, TopicRef::Name("trimmed"), 0, 2, 1 << 20).await.error_code, 1, "reads below it are out of range");
+    assert_eq!(
+        fetch(&mut client, 11, TopicRef::Name("trimmed"), 0, 2, 1 << 20).await.error_code,
+        1,
+        "reads below it are out of range"
+    );
     let from4 = fetch(&mut client, 11, TopicRef::Name("trimmed"), 0, 4, 1 << 20).await;
     assert_eq!(from4.error_code, 0);
     assert_eq!(from4.log_start_offset, 4);
@@ -236,7 +244,9 @@ async fn create_configured(client: &mut Client, topic: &str, configs: &[(&'stati
                 .with_value(Some(StrBytes::from_static_str(v)))
         })
         .collect();
-    let created = client.call(7, &CreateTopicsRequest::default().with_topics(vec![creatable(topic, 1, 1).with_configs(configs)])).await;
+    let created = client
+        .call(7, &CreateTopicsRequest::default().with_topics(vec![creatable(topic, 1, 1).with_configs(configs)]))
+        .await;
     assert_eq!(created.topics[0].error_code, 0);
 }
 

@@ -23,10 +23,16 @@ fn table_of(response: &ApiVersionsResponse) -> Vec<(i16, i16, i16)> {
 fn expected_body(version: i16, error_code: i16) -> BytesMut {
     let keys = SERVED_APIS
         .iter()
-        .map(|a| ApiVersion::default().with_api_key(a.key as i16).with_min_version(a.advertised_min).with_max_version(a.max))
+        .map(|a| {
+            ApiVersion::default().with_api_key(a.key as i16).with_min_version(a.advertised_min).with_max_version(a.max)
+        })
         .collect();
     let mut out = BytesMut::new();
-    ApiVersionsResponse::default().with_error_code(error_code).with_api_keys(keys).encode(&mut out, version).expect("encodes");
+    ApiVersionsResponse::default()
+        .with_error_code(error_code)
+        .with_api_keys(keys)
+        .encode(&mut out, version)
+        .expect("encodes");
     out
 }
 

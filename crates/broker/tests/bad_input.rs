@@ -9,8 +9,8 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{
-    batch, create_topic, fetch_request, metadata_request, produce_request, raw_frame, records, request_frame,
-    Client, TestBroker, TopicRef, IO_TIMEOUT,
+    batch, create_topic, fetch_request, metadata_request, produce_request, raw_frame, records, request_frame, Client,
+    TestBroker, TopicRef, IO_TIMEOUT,
 };
 use kafgres_wire::apis::SERVED_APIS;
 use kafka_protocol::messages::*;
@@ -37,7 +37,12 @@ fn seeds() -> Vec<Vec<u8>> {
         request_frame(ApiKey::Produce, 7, 1, &produce_request("fuzzed", 0, 1, batch(&records("z", 1)))),
         request_frame(ApiKey::Fetch, 11, 1, &fetch_request(TopicRef::Name("fuzzed"), 0, 0, 1 << 20, 0, 1)),
         request_frame(ApiKey::ApiVersions, 3, 1, &ApiVersionsRequest::default()),
-        request_frame(ApiKey::CreateTopics, 7, 1, &CreateTopicsRequest::default().with_topics(vec![common::creatable("fz", 1, 1)])),
+        request_frame(
+            ApiKey::CreateTopics,
+            7,
+            1,
+            &CreateTopicsRequest::default().with_topics(vec![common::creatable("fz", 1, 1)]),
+        ),
     ]
 }
 
@@ -141,9 +146,14 @@ async fn bad_input_keeps_the_broker_up() {
 
     // After all of that, a fresh connection is served.
     let mut fresh = Client::connect(addr).await;
-    let versions = fresh.call(3, &ApiVersionsRequest::default()
-        .with_client_software_name("kafgres-tests".into())
-        .with_client_software_version("1".into())).await;
+    let versions = fresh
+        .call(
+            3,
+            &ApiVersionsRequest::default()
+                .with_client_software_name("kafgres-tests".into())
+                .with_client_software_version("1".into()),
+        )
+        .await;
     assert_eq!(versions.error_code, 0);
     assert_eq!(versions.api_keys.len(), SERVED_APIS.len());
     let metadata = fresh.call(12, &metadata_request(Some(&["fuzzed"]), false)).await;

@@ -7,7 +7,8 @@ mod common;
 use std::io::Write;
 
 use common::{
-    as_stored, batch, create_topic, decode_records, expected, fetch, metadata_request, produce, records, TestBroker, TopicRef,
+    as_stored, batch, create_topic, decode_records, expected, fetch, metadata_request, produce, records, TestBroker,
+    TopicRef,
 };
 use kafgres_wire::batch::set_base_offset;
 

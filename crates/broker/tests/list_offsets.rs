@@ -66,7 +66,11 @@ async fn lookup_by_timestamp() {
         let first = list_offset(&mut client, version, "timed", 0, TIMESTAMP_BASE_MS).await;
         assert_eq!((first.error_code, first.offset, first.timestamp), (0, 0, TIMESTAMP_BASE_MS), "v{version}");
         let second = list_offset(&mut client, version, "timed", 0, TIMESTAMP_BASE_MS + 500).await;
-        assert_eq!((second.error_code, second.offset, second.timestamp), (0, 3, TIMESTAMP_BASE_MS + 1_000), "v{version}");
+        assert_eq!(
+            (second.error_code, second.offset, second.timestamp),
+            (0, 3, TIMESTAMP_BASE_MS + 1_000),
+            "v{version}"
+        );
         let none = list_offset(&mut client, version, "timed", 0, TIMESTAMP_BASE_MS + 10_000).await;
         assert_eq!((none.error_code, none.offset, none.timestamp), (0, -1, -1), "v{version}");
     }

@@ -86,7 +86,11 @@ async fn refusals_leave_the_log_untouched() {
         let mut inconsistent = batch(&records("x", 2));
         inconsistent[RECORDS_COUNT_AT..RECORDS_COUNT_AT + 4].copy_from_slice(&3i32.to_be_bytes());
         rewrite_crc(&mut inconsistent);
-        refused(87, "records count 3, lastOffsetDelta 1", produce(&mut client, version, topic, 0, -1, inconsistent).await);
+        refused(
+            87,
+            "records count 3, lastOffsetDelta 1",
+            produce(&mut client, version, topic, 0, -1, inconsistent).await,
+        );
 
         // One record of just over 1 MiB: the batch exceeds message.max.bytes (1048588).
         let large = batch(&big_record(1 << 20));

@@ -4,14 +4,20 @@
 
 mod common;
 
-use common::{create_topic, creatable, metadata_request, name, Client, TestBroker};
+use common::{creatable, create_topic, metadata_request, name, Client, TestBroker};
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::metadata_response::MetadataResponseTopic;
 use kafka_protocol::messages::{BrokerId, CreateTopicsRequest, MetadataResponse};
 use uuid::Uuid;
 
-async fn create(client: &mut Client, topic: &str, partitions: i32, replication_factor: i16, validate_only: bool) -> CreatableTopicResult {
+async fn create(
+    client: &mut Client,
+    topic: &str,
+    partitions: i32,
+    replication_factor: i16,
+    validate_only: bool,
+) -> CreatableTopicResult {
     let request = CreateTopicsRequest::default()
         .with_topics(vec![creatable(topic, partitions, replication_factor)])
         .with_validate_only(validate_only);
@@ -37,7 +43,10 @@ async fn create_topics_follows_kafka_rules() {
     assert_eq!((created.num_partitions, created.replication_factor), (3, 1));
     let catalog = broker.catalog.topics();
     assert_eq!(catalog.len(), 1);
-    assert_eq!((catalog[0].name.as_str(), catalog[0].topic_id, catalog[0].partition_count), ("orders", created.topic_id, 3));
+    assert_eq!(
+        (catalog[0].name.as_str(), catalog[0].topic_id, catalog[0].partition_count),
+        ("orders", created.topic_id, 3)
+    );
 
     assert_eq!(create(&mut client, "orders", 3, 1, false).await.error_code, 36, "TOPIC_ALREADY_EXISTS");
     assert_eq!(create(&mut client, "rf3", 1, 3, false).await.error_code, 38, "INVALID_REPLICATION_FACTOR");

@@ -6,21 +6,32 @@
 mod common;
 
 use common::{
-    batch, creatable, create_topic, fetch_request, list_offset_request, metadata_request, produce_request, records, Client,
-    TestBroker, TopicRef,
+    batch, creatable, create_topic, fetch_request, list_offset_request, metadata_request, produce_request, records,
+    Client, TestBroker, TopicRef,
 };
 use kafgres_wire::apis::SERVED_APIS;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, CreateTopicsRequest};
 use kafka_protocol::protocol::StrBytes;
 
 /// Sends one request of `key` at `version`; `Err` says what went wrong.
-async fn exchange(client: &mut Client, key: ApiKey, version: i16, id: uuid::Uuid, produced: &mut i64) -> Result<(), String> {
+async fn exchange(
+    client: &mut Client,
+    key: ApiKey,
+    version: i16,
+    id: uuid::Uuid,
+    produced: &mut i64,
+) -> Result<(), String> {
     let check = |ok: bool, what: String| if ok { Ok(()) } else { Err(what) };
     match key {
         ApiKey::ApiVersions => {
-            let r = client.try_call(version, &ApiVersionsRequest::default()
-                .with_client_software_name(StrBytes::from_static_str("sweep"))
-                .with_client_software_version(StrBytes::from_static_str("1"))).await?;
+            let r = client
+                .try_call(
+                    version,
+                    &ApiVersionsRequest::default()
+                        .with_client_software_name(StrBytes::from_static_str("sweep"))
+                        .with_client_software_version(StrBytes::from_static_str("1")),
+                )
+                .await?;
             check(r.error_code == 0, format!("error {}", r.error_code))
         }
         ApiKey::Metadata => {
@@ -29,7 +40,8 @@ async fn exchange(client: &mut Client, key: ApiKey, version: i16, id: uuid::Uuid
             check(r.topics.len() == 1 && t.error_code == 0 && t.partitions.len() == 1, format!("{:?}", r.topics))
         }
         ApiKey::CreateTopics => {
-            let request = CreateTopicsRequest::default().with_topics(vec![creatable(&format!("created-v{version}"), 1, 1)]);
+            let request =
+                CreateTopicsRequest::default().with_topics(vec![creatable(&format!("created-v{version}"), 1, 1)]);
             let r = client.try_call(version, &request).await?;
             check(r.topics[0].error_code == 0, format!("error {}", r.topics[0].error_code))
         }
@@ -57,7 +69,10 @@ async fn exchange(client: &mut Client, key: ApiKey, version: i16, id: uuid::Uuid
                 .with_resource_type(2)
                 .with_resource_name(StrBytes::from_static_str("swept"));
             let r = client
-                .try_call(version, &kafka_protocol::messages::DescribeConfigsRequest::default().with_resources(vec![resource]))
+                .try_call(
+                    version,
+                    &kafka_protocol::messages::DescribeConfigsRequest::default().with_resources(vec![resource]),
+                )
                 .await?;
             check(r.results[0].error_code == 0 && !r.results[0].configs.is_empty(), format!("{:?}", r.results[0]))
         }
@@ -117,9 +132,11 @@ async fn exchange(client: &mut Client, key: ApiKey, version: i16, id: uuid::Uuid
                 .with_member_id(StrBytes::from_string(member.clone()))
                 .with_protocol_type(Some(StrBytes::from_static_str("consumer")))
                 .with_protocol_name(Some(StrBytes::from_static_str("range")))
-                .with_assignments(vec![kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment::default()
-                    .with_member_id(StrBytes::from_string(member))
-                    .with_assignment(bytes::Bytes::from_static(b"assigned"))]);
+                .with_assignments(vec![
+                    kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment::default()
+                        .with_member_id(StrBytes::from_string(member))
+                        .with_assignment(bytes::Bytes::from_static(b"assigned")),
+                ]);
             let r = client.try_call(version, &request).await?;
             check(r.error_code == 0 && &r.assignment[..] == b"assigned", format!("{r:?}"))
         }
@@ -141,8 +158,9 @@ async fn exchange(client: &mut Client, key: ApiKey, version: i16, id: uuid::Uuid
             let mut request = kafka_protocol::messages::LeaveGroupRequest::default()
                 .with_group_id(kafka_protocol::messages::GroupId(StrBytes::from_string(group)));
             if version >= 3 {
-                request = request.with_members(vec![kafka_protocol::messages::leave_group_request::MemberIdentity::default()
-                    .with_member_id(StrBytes::from_string(member))]);
+                request = request
+                    .with_members(vec![kafka_protocol::messages::leave_group_request::MemberIdentity::default()
+                        .with_member_id(StrBytes::from_string(member))]);
             } else {
                 request = request.with_member_id(StrBytes::from_string(member));
             }
@@ -150,23 +168,33 @@ async fn exchange(client: &mut Client, key: ApiKey, version: i16, id: uuid::Uuid
             check(r.error_code == 0 && r.members.iter().all(|m| m.error_code == 0), format!("{r:?}"))
         }
         ApiKey::OffsetCommit => {
-            use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
+            use kafka_protocol::messages::offset_commit_request::{
+                OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+            };
             let request = kafka_protocol::messages::OffsetCommitRequest::default()
                 .with_group_id(kafka_protocol::messages::GroupId(StrBytes::from_static_str("committing")))
                 .with_generation_id_or_member_epoch(-1)
-                .with_topics(vec![OffsetCommitRequestTopic::default().with_name(common::name("swept")).with_partitions(vec![
-                    OffsetCommitRequestPartition::default().with_partition_index(0).with_committed_offset(i64::from(version)),
-                ])]);
+                .with_topics(vec![OffsetCommitRequestTopic::default()
+                    .with_name(common::name("swept"))
+                    .with_partitions(vec![OffsetCommitRequestPartition::default()
+                        .with_partition_index(0)
+                        .with_committed_offset(i64::from(version))])]);
             let r = client.try_call(version, &request).await?;
             check(r.topics[0].partitions[0].error_code == 0, format!("{r:?}"))
         }
         ApiKey::OffsetFetch => {
-            use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics};
+            use kafka_protocol::messages::offset_fetch_request::{
+                OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
+            };
             let group = kafka_protocol::messages::GroupId(StrBytes::from_static_str("committing"));
             let request = if version >= 8 {
-                kafka_protocol::messages::OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default()
-                    .with_group_id(group)
-                    .with_topics(Some(vec![OffsetFetchRequestTopics::default().with_name(common::name("swept")).with_partition_indexes(vec![0])]))])
+                kafka_protocol::messages::OffsetFetchRequest::default().with_groups(vec![
+                    OffsetFetchRequestGroup::default().with_group_id(group).with_topics(Some(vec![
+                        OffsetFetchRequestTopics::default()
+                            .with_name(common::name("swept"))
+                            .with_partition_indexes(vec![0]),
+                    ])),
+                ])
             } else {
                 kafka_protocol::messages::OffsetFetchRequest::default().with_group_id(group).with_topics(Some(vec![
                     OffsetFetchRequestTopic::default().with_name(common::name("swept")).with_partition_indexes(vec![0]),
@@ -192,7 +220,9 @@ async fn exchange(client: &mut Client, key: ApiKey, version: i16, id: uuid::Uuid
             check(r.groups[0].error_code == 0 && r.groups[0].group_state.as_str() == "Stable", format!("{r:?}"))
         }
         ApiKey::OffsetDelete => {
-            use kafka_protocol::messages::offset_delete_request::{OffsetDeleteRequestPartition, OffsetDeleteRequestTopic};
+            use kafka_protocol::messages::offset_delete_request::{
+                OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+            };
             let request = kafka_protocol::messages::OffsetDeleteRequest::default()
                 .with_group_id(kafka_protocol::messages::GroupId(StrBytes::from_static_str("committing")))
                 .with_topics(vec![OffsetDeleteRequestTopic::default()
@@ -204,9 +234,11 @@ async fn exchange(client: &mut Client, key: ApiKey, version: i16, id: uuid::Uuid
         ApiKey::DeleteRecords => {
             use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
             // Deleting up to offset 0 changes nothing and is valid at every version.
-            let request = kafka_protocol::messages::DeleteRecordsRequest::default().with_topics(vec![DeleteRecordsTopic::default()
-                .with_name(common::name("swept"))
-                .with_partitions(vec![DeleteRecordsPartition::default().with_partition_index(0).with_offset(0)])]);
+            let request = kafka_protocol::messages::DeleteRecordsRequest::default().with_topics(vec![
+                DeleteRecordsTopic::default()
+                    .with_name(common::name("swept"))
+                    .with_partitions(vec![DeleteRecordsPartition::default().with_partition_index(0).with_offset(0)]),
+            ]);
             let r = client.try_call(version, &request).await?;
             let p = &r.topics[0].partitions[0];
             check((p.error_code, p.low_watermark) == (0, 0), format!("{p:?}"))
@@ -223,8 +255,9 @@ async fn exchange(client: &mut Client, key: ApiKey, version: i16, id: uuid::Uuid
             check(r.error_code == 0 && r.producer_id.0 >= 0 && r.producer_epoch == 0, format!("{r:?}"))
         }
         ApiKey::DeleteGroups => {
-            let request = kafka_protocol::messages::DeleteGroupsRequest::default()
-                .with_groups_names(vec![kafka_protocol::messages::GroupId(StrBytes::from_string(format!("leaving-v{version}")))]);
+            let request = kafka_protocol::messages::DeleteGroupsRequest::default().with_groups_names(vec![
+                kafka_protocol::messages::GroupId(StrBytes::from_string(format!("leaving-v{version}"))),
+            ]);
             let r = client.try_call(version, &request).await?;
             check(r.results[0].error_code == 0, format!("{r:?}"))
         }

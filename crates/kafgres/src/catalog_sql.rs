@@ -69,10 +69,15 @@ impl CatalogPlans {
                 cluster_id: client.prepare(CLUSTER_ID, &[])?.keep(),
                 load_offsets: client.prepare(LOAD_OFFSETS, &[])?.keep(),
                 upsert_offsets: client
-                    .prepare_mut(UPSERT_OFFSETS, &[text_array, text_array, int4_array, int8_array, int4_array, text_array, int8_array])?
+                    .prepare_mut(
+                        UPSERT_OFFSETS,
+                        &[text_array, text_array, int4_array, int8_array, int4_array, text_array, int8_array],
+                    )?
                     .keep(),
                 delete_group_offsets: client.prepare_mut(DELETE_GROUP_OFFSETS, &[text])?.keep(),
-                delete_partition_offsets: client.prepare_mut(DELETE_PARTITION_OFFSETS, &[text, text_array, int4_array])?.keep(),
+                delete_partition_offsets: client
+                    .prepare_mut(DELETE_PARTITION_OFFSETS, &[text, text_array, int4_array])?
+                    .keep(),
                 allocate_producer_ids: client
                     .prepare_mut(ALLOCATE_PRODUCER_IDS, &[PgBuiltInOids::INT8OID.oid()])?
                     .keep(),
@@ -98,11 +103,12 @@ impl CatalogPlans {
         .into_iter()
         .map(|(id, name, partition_count, configs)| {
             let topic_id = uuid::Uuid::parse_str(&id).map_err(|e| format!("topic {name}: bad id {id}: {e}"))?;
-            let configs: BTreeMap<String, String> = serde_json::from_str::<BTreeMap<String, serde_json::Value>>(&configs)
-                .map_err(|e| format!("topic {name}: bad configs: {e}"))?
-                .into_iter()
-                .map(|(k, v)| (k, v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string())))
-                .collect();
+            let configs: BTreeMap<String, String> =
+                serde_json::from_str::<BTreeMap<String, serde_json::Value>>(&configs)
+                    .map_err(|e| format!("topic {name}: bad configs: {e}"))?
+                    .into_iter()
+                    .map(|(k, v)| (k, v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string())))
+                    .collect();
             Ok(TopicRecord { topic_id, name, partition_count, configs })
         })
         .collect()
@@ -140,8 +146,11 @@ impl CatalogPlans {
     /// already has more).
     pub fn set_partition_count(&self, topic_id: uuid::Uuid, partition_count: i32) -> Result<bool, String> {
         Spi::connect_mut(|client| {
-            let updated =
-                client.update(&self.set_partition_count, None, &[topic_id.to_string().into(), partition_count.into()])?;
+            let updated = client.update(
+                &self.set_partition_count,
+                None,
+                &[topic_id.to_string().into(), partition_count.into()],
+            )?;
             Ok::<_, pgrx::spi::Error>(!updated.is_empty())
         })
         .map_err(|e| format!("updating the partition count of topic {topic_id}: {e}"))

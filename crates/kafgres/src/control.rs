@@ -16,18 +16,34 @@ use uuid::Uuid;
 /// Requests the control plane must run (they need SPI).
 #[derive(Debug)]
 pub enum ControlRequest {
-    CreateTopic { topic: TopicRecord, reply: oneshot::Sender<Result<(), CatalogError>> },
-    DeleteTopic { topic_id: Uuid, reply: oneshot::Sender<Result<(), CatalogError>> },
-    SetPartitionCount { topic_id: Uuid, partition_count: i32, reply: oneshot::Sender<Result<(), CatalogError>> },
+    CreateTopic {
+        topic: TopicRecord,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
+    DeleteTopic {
+        topic_id: Uuid,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
+    SetPartitionCount {
+        topic_id: Uuid,
+        partition_count: i32,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
     /// Served in batches: every commit queued at a wake-up shares one transaction.
-    CommitOffsets { offsets: Vec<CommittedOffset>, reply: oneshot::Sender<Result<(), CatalogError>> },
+    CommitOffsets {
+        offsets: Vec<CommittedOffset>,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
     DeleteOffsets {
         group_id: String,
         partitions: Option<Vec<(String, i32)>>,
         reply: oneshot::Sender<Result<(), CatalogError>>,
     },
     /// Reserves `count` producer ids; replies with the first.
-    AllocateProducerIds { count: i64, reply: oneshot::Sender<Result<i64, CatalogError>> },
+    AllocateProducerIds {
+        count: i64,
+        reply: oneshot::Sender<Result<i64, CatalogError>>,
+    },
 }
 
 /// Most requests queued for the control plane before senders wait.
@@ -95,8 +111,12 @@ impl ControlPlaneCatalog {
         }
         Box::pin(async move {
             queued.map_err(|e| match e {
-                mpsc::error::TrySendError::Full(_) => CatalogError::Unavailable("the control-plane queue is full".into()),
-                mpsc::error::TrySendError::Closed(_) => CatalogError::Unavailable("the control plane has stopped".into()),
+                mpsc::error::TrySendError::Full(_) => {
+                    CatalogError::Unavailable("the control-plane queue is full".into())
+                }
+                mpsc::error::TrySendError::Closed(_) => {
+                    CatalogError::Unavailable("the control plane has stopped".into())
+                }
             })?;
             answer.await.map_err(|_| CatalogError::Unavailable("the control plane dropped the request".into()))?
         })

@@ -42,7 +42,16 @@ pub fn register() {
         GucContext::Postmaster,
         GucFlags::default(),
     );
-    GucRegistry::define_int_guc(c"kafgres.port", c"TCP port of the Kafka listener.", c"", &PORT, 1, 65535, GucContext::Postmaster, GucFlags::default());
+    GucRegistry::define_int_guc(
+        c"kafgres.port",
+        c"TCP port of the Kafka listener.",
+        c"",
+        &PORT,
+        1,
+        65535,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
     GucRegistry::define_string_guc(
         c"kafgres.advertised_host",
         c"Host name clients are told to connect to.",
@@ -160,9 +169,5 @@ pub fn register_group_settings() {
 
 /// A GUC string, or `default` when unset or empty.
 pub fn string_or(setting: &GucSetting<Option<CString>>, default: &str) -> String {
-    setting
-        .get()
-        .and_then(|c| c.into_string().ok())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| default.to_owned())
+    setting.get().and_then(|c| c.into_string().ok()).filter(|s| !s.is_empty()).unwrap_or_else(|| default.to_owned())
 }

@@ -84,11 +84,7 @@ pub fn served(api_key: i16, api_version: i16) -> Served {
 
 /// The ApiVersions range, for the KIP-511 fallback answer.
 pub fn api_versions_range() -> ServedApi {
-    SERVED_APIS
-        .iter()
-        .copied()
-        .find(|a| a.key == ApiKey::ApiVersions)
-        .expect("ApiVersions is always served")
+    SERVED_APIS.iter().copied().find(|a| a.key == ApiKey::ApiVersions).expect("ApiVersions is always served")
 }
 
 #[cfg(test)]

@@ -149,7 +149,10 @@ mod tests {
     #[test]
     fn splits_v1_and_v2_headers() {
         let (h, body) = split_request(frame(3, 1, 42, Some("rdkafka"), false), 1).unwrap();
-        assert_eq!(h, RequestHeader { api_key: 3, api_version: 1, correlation_id: 42, client_id: Some("rdkafka".into()) });
+        assert_eq!(
+            h,
+            RequestHeader { api_key: 3, api_version: 1, correlation_id: 42, client_id: Some("rdkafka".into()) }
+        );
         assert_eq!(&body[..], b"body");
         let (h, body) = split_request(frame(3, 12, 7, None, true), 2).unwrap();
         assert_eq!(h.client_id, None);
@@ -164,10 +167,7 @@ mod tests {
         b.put_i32(1);
         b.put_i16(500);
         b.put_slice(b"abc");
-        assert_eq!(
-            split_request(b.freeze(), 1),
-            Err(HeaderError::ClientIdTooLong { len: 500, remaining: 3 })
-        );
+        assert_eq!(split_request(b.freeze(), 1), Err(HeaderError::ClientIdTooLong { len: 500, remaining: 3 }));
     }
 
     #[test]

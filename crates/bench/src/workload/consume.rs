@@ -40,10 +40,7 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, BenchError> {
     let deadline = Deadline::after(args.common.deadline_or(DEFAULT_DEADLINE));
     let consumer = client::consumer(&args.common)?;
     let watermarks = client::partition_watermarks(&consumer, &args.topic)?;
-    let available: u64 = watermarks
-        .iter()
-        .map(|&(_, low, high)| (high - low).max(0) as u64)
-        .sum();
+    let available: u64 = watermarks.iter().map(|&(_, low, high)| (high - low).max(0) as u64).sum();
     eprintln!(
         "kafgres-bench: {} holds {available} records in {} partitions; expected {}",
         args.topic,
@@ -53,20 +50,9 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, BenchError> {
 
     let mut progress: HashMap<i32, PartitionProgress> = watermarks
         .iter()
-        .map(|&(p, low, high)| {
-            (
-                p,
-                PartitionProgress {
-                    next_offset: low,
-                    end_offset: high,
-                },
-            )
-        })
+        .map(|&(p, low, high)| (p, PartitionProgress { next_offset: low, end_offset: high }))
         .collect();
-    let mut pending_partitions = progress
-        .values()
-        .filter(|p| p.next_offset < p.end_offset)
-        .count();
+    let mut pending_partitions = progress.values().filter(|p| p.next_offset < p.end_offset).count();
 
     let started = Instant::now();
     let mut assignment = TopicPartitionList::new();
@@ -75,9 +61,7 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, BenchError> {
             .add_partition_offset(&args.topic, partition, Offset::Beginning)
             .map_err(|source| BenchError::client("building the assignment", source))?;
     }
-    consumer
-        .assign(&assignment)
-        .map_err(|source| BenchError::client("assign", source))?;
+    consumer.assign(&assignment).map_err(|source| BenchError::client("assign", source))?;
 
     let mut record_count = 0u64;
     let mut byte_count = 0u64;
@@ -126,23 +110,13 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, BenchError> {
     // Missing records, and a topic holding a different number than expected.
     let error_count = (available - record_count) + available.abs_diff(args.expect);
     if available != args.expect {
-        eprintln!(
-            "kafgres-bench: count mismatch: the topic holds {available} records, --expect {}",
-            args.expect
-        );
+        eprintln!("kafgres-bench: count mismatch: the topic holds {available} records, --expect {}", args.expect);
     }
-    let throughput = Throughput {
-        record_count,
-        byte_count,
-        elapsed: finished_at - started,
-    };
+    let throughput = Throughput { record_count, byte_count, elapsed: finished_at - started };
     let line = format!(
         "workload=consume expected={} available={available} records={record_count} bytes={byte_count} \
          errors={error_count} {throughput} client_errors={client_error_count}",
         args.expect
     );
-    Ok(Outcome {
-        line,
-        clean: error_count == 0,
-    })
+    Ok(Outcome { line, clean: error_count == 0 })
 }

@@ -80,18 +80,14 @@ struct ConsumerResult {
 
 pub fn run(args: &E2eArgs) -> Result<Outcome, BenchError> {
     client::ensure_topic(&args.common, &args.topic)?;
-    let default_deadline =
-        Duration::from_secs(args.seconds) + WARMUP_LIMIT + DEFAULT_DEADLINE_SLACK;
+    let default_deadline = Duration::from_secs(args.seconds) + WARMUP_LIMIT + DEFAULT_DEADLINE_SLACK;
     let deadline = Deadline::after(args.common.deadline_or(default_deadline));
-    let size =
-        usize::try_from(args.size).map_err(|_| BenchError::Usage("--size too large".into()))?;
+    let size = usize::try_from(args.size).map_err(|_| BenchError::Usage("--size too large".into()))?;
     let total = args
         .rate
         .checked_mul(args.seconds)
         .filter(|&t| t <= 100_000_000)
-        .ok_or_else(|| {
-            BenchError::Usage("--rate times --seconds must be at most 100 million".into())
-        })?;
+        .ok_or_else(|| BenchError::Usage("--rate times --seconds must be at most 100 million".into()))?;
 
     // Consumer first, positioned at the current end of every partition.
     let consumer = client::consumer(&args.common)?;
@@ -102,18 +98,10 @@ pub fn run(args: &E2eArgs) -> Result<Outcome, BenchError> {
             .add_partition_offset(&args.topic, partition, Offset::Offset(high))
             .map_err(|source| BenchError::client("building the assignment", source))?;
     }
-    consumer
-        .assign(&assignment)
-        .map_err(|source| BenchError::client("assign", source))?;
+    consumer.assign(&assignment).map_err(|source| BenchError::client("assign", source))?;
 
     let message_timeout = Duration::from_millis(args.message_timeout_ms.into());
-    let producer = client::producer(
-        &args.common,
-        &args.acks,
-        Some(args.linger_ms),
-        message_timeout,
-        false,
-    )?;
+    let producer = client::producer(&args.common, &args.acks, Some(args.linger_ms), message_timeout, false)?;
     producer
         .client()
         .fetch_metadata(Some(&args.topic), REQUEST_TIMEOUT)
@@ -121,15 +109,9 @@ pub fn run(args: &E2eArgs) -> Result<Outcome, BenchError> {
     let queue = DeliveryQueue::of(&producer);
 
     let origin = Instant::now();
-    let seed = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
+    let seed = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
         ^ (u64::from(std::process::id()) << 32);
-    let ids = RunIds {
-        warmup: seed,
-        measured: seed.wrapping_add(1),
-    };
+    let ids = RunIds { warmup: seed, measured: seed.wrapping_add(1) };
     let progress = Progress {
         warmup_read: AtomicBool::new(false),
         producer_done: AtomicBool::new(false),
@@ -151,23 +133,11 @@ pub fn run(args: &E2eArgs) -> Result<Outcome, BenchError> {
     let (sent, consumer_result) = std::thread::scope(|scope| {
         let consumer_thread = std::thread::Builder::new()
             .name("e2e-consumer".into())
-            .spawn_scoped(scope, || {
-                consume(&consumer, ids, origin, total, &progress, deadline)
-            })
+            .spawn_scoped(scope, || consume(&consumer, ids, origin, total, &progress, deadline))
             .map_err(BenchError::Thread);
-        let sent = warm_up_then_measure(
-            &mut sender,
-            ids,
-            total,
-            warmup_min,
-            &progress,
-            consumer_thread.is_ok(),
-        );
+        let sent = warm_up_then_measure(&mut sender, ids, total, warmup_min, &progress, consumer_thread.is_ok());
         // Whatever happened, let the consumer know how many to wait for.
-        let acked = sent
-            .as_ref()
-            .map(|s| s.measured_reports.delivered_count)
-            .unwrap_or(0);
+        let acked = sent.as_ref().map(|s| s.measured_reports.delivered_count).unwrap_or(0);
         progress.acked_count.store(acked, Ordering::Release);
         progress.producer_done.store(true, Ordering::Release);
         let consumer_result = match consumer_thread {
@@ -181,24 +151,15 @@ pub fn run(args: &E2eArgs) -> Result<Outcome, BenchError> {
 
     let reports = &sent.measured_reports;
     let received_count = consumed.samples.len() as u64;
-    let unreported = sent
-        .sent_count
-        .saturating_sub(reports.delivered_count + reports.failed_count);
+    let unreported = sent.sent_count.saturating_sub(reports.delivered_count + reports.failed_count);
     let missing = reports.delivered_count.saturating_sub(received_count);
     let unsent = total - sent.sent_count;
-    let error_count =
-        sent.warmup_failed_count + reports.failed_count + unreported + missing + unsent;
+    let error_count = sent.warmup_failed_count + reports.failed_count + unreported + missing + unsent;
     if let Some(reason) = &reports.first_failure {
-        eprintln!(
-            "kafgres-bench: {} deliveries failed; first failure: {reason}",
-            reports.failed_count
-        );
+        eprintln!("kafgres-bench: {} deliveries failed; first failure: {reason}", reports.failed_count);
     }
     if sent.warmup_failed_count > 0 {
-        eprintln!(
-            "kafgres-bench: {} warm-up records failed",
-            sent.warmup_failed_count
-        );
+        eprintln!("kafgres-bench: {} warm-up records failed", sent.warmup_failed_count);
     }
     if missing > 0 {
         eprintln!("kafgres-bench: {missing} acknowledged records were not read back");
@@ -207,38 +168,20 @@ pub fn run(args: &E2eArgs) -> Result<Outcome, BenchError> {
         eprintln!("kafgres-bench: deadline passed: {unsent} records not sent, {unreported} unacknowledged");
     }
     if consumed.duplicate_count > 0 {
-        eprintln!(
-            "kafgres-bench: {} records read twice (counted once)",
-            consumed.duplicate_count
-        );
+        eprintln!("kafgres-bench: {} records read twice (counted once)", consumed.duplicate_count);
     }
-    let achieved_rate = if sent.send_phase > Duration::ZERO {
-        sent.sent_count as f64 / sent.send_phase.as_secs_f64()
-    } else {
-        0.0
-    };
+    let achieved_rate =
+        if sent.send_phase > Duration::ZERO { sent.sent_count as f64 / sent.send_phase.as_secs_f64() } else { 0.0 };
     if let Some(path) = &args.samples_file {
         let measured_start_ns = progress.measured_start_ns.load(Ordering::Acquire);
         let rows: Vec<(Duration, Duration)> = consumed
             .samples
             .iter()
-            .map(|&(sent_ns, latency)| {
-                (
-                    Duration::from_nanos(sent_ns.saturating_sub(measured_start_ns)),
-                    latency,
-                )
-            })
+            .map(|&(sent_ns, latency)| (Duration::from_nanos(sent_ns.saturating_sub(measured_start_ns)), latency))
             .collect();
-        write_samples(path, &rows).map_err(|source| BenchError::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
+        write_samples(path, &rows).map_err(|source| BenchError::Io { path: path.display().to_string(), source })?;
     }
-    let mut latencies: Vec<Duration> = consumed
-        .samples
-        .iter()
-        .map(|&(_, latency)| latency)
-        .collect();
+    let mut latencies: Vec<Duration> = consumed.samples.iter().map(|&(_, latency)| latency).collect();
     let summary = LatencySummary::from_samples(&mut latencies, &QUANTILES);
     let line = format!(
         "workload=e2e rate={} seconds={} size={} sent={} received={received_count} errors={error_count} \
@@ -251,10 +194,7 @@ pub fn run(args: &E2eArgs) -> Result<Outcome, BenchError> {
         sent.warmup_sent_count,
         consumed.client_error_count
     );
-    Ok(Outcome {
-        line,
-        clean: error_count == 0,
-    })
+    Ok(Outcome { line, clean: error_count == 0 })
 }
 
 struct SendOutcome {
@@ -277,17 +217,14 @@ fn warm_up_then_measure(
     consumer_running: bool,
 ) -> Result<SendOutcome, BenchError> {
     if !consumer_running {
-        return Err(BenchError::Usage(
-            "the consumer thread did not start".into(),
-        ));
+        return Err(BenchError::Usage("the consumer thread did not start".into()));
     }
     // Warm-up, then wait for its reports so that they are not mixed with
     // the measured ones.
     let warmup_started = Instant::now();
     let (warmup_sent_count, _) = sender.phase(ids.warmup, |_| {
         let elapsed = warmup_started.elapsed();
-        (elapsed >= warmup_min && progress.warmup_read.load(Ordering::Acquire))
-            || elapsed >= WARMUP_LIMIT
+        (elapsed >= warmup_min && progress.warmup_read.load(Ordering::Acquire)) || elapsed >= WARMUP_LIMIT
     });
     sender.drain(warmup_sent_count);
     let warmup_reports = std::mem::take(&mut sender.reports);
@@ -309,9 +246,7 @@ fn warm_up_then_measure(
         warmup_started.elapsed().as_secs_f64()
     );
 
-    progress
-        .measured_start_ns
-        .store(sender.origin.elapsed().as_nanos() as u64, Ordering::Release);
+    progress.measured_start_ns.store(sender.origin.elapsed().as_nanos() as u64, Ordering::Release);
     let (sent_count, send_phase) = sender.phase(ids.measured, |sent| sent >= total);
     sender.drain(sent_count);
     let measured_reports = std::mem::take(&mut sender.reports);
@@ -321,8 +256,7 @@ fn warm_up_then_measure(
     Ok(SendOutcome {
         warmup_sent_count,
         warmup_failed_count: warmup_reports.failed_count
-            + warmup_sent_count
-                .saturating_sub(warmup_reports.delivered_count + warmup_reports.failed_count),
+            + warmup_sent_count.saturating_sub(warmup_reports.delivered_count + warmup_reports.failed_count),
         sent_count,
         measured_reports,
         send_phase,
@@ -364,10 +298,7 @@ impl PacedSender<'_> {
                 }
                 let wait = due - now;
                 if wait >= Duration::from_millis(1) {
-                    self.reports.add(
-                        self.queue
-                            .serve_one(Duration::from_millis(wait.as_millis() as u64)),
-                    );
+                    self.reports.add(self.queue.serve_one(Duration::from_millis(wait.as_millis() as u64)));
                 } else {
                     self.reports.add(self.queue.serve_one(Duration::ZERO));
                     std::thread::sleep(due.saturating_duration_since(Instant::now()));
@@ -376,19 +307,13 @@ impl PacedSender<'_> {
             loop {
                 let sent_ns = self.origin.elapsed().as_nanos() as u64;
                 payload::write_stamp(&mut self.value, stamp_id, sent_ns);
-                match self
-                    .producer
-                    .send(BaseRecord::<(), [u8]>::to(self.topic).payload(&self.value))
-                {
+                match self.producer.send(BaseRecord::<(), [u8]>::to(self.topic).payload(&self.value)) {
                     Ok(()) => break,
                     Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
                         if self.deadline.passed() {
                             break 'records;
                         }
-                        self.reports.add(
-                            self.queue
-                                .serve_one(QUEUE_FULL_WAIT.min(self.deadline.remaining())),
-                        );
+                        self.reports.add(self.queue.serve_one(QUEUE_FULL_WAIT.min(self.deadline.remaining())));
                     }
                     Err((err, _)) => {
                         eprintln!("kafgres-bench: enqueue failed, stopping the producer: {err}");
@@ -406,9 +331,8 @@ impl PacedSender<'_> {
     /// since the last `mem::take` of `reports`) or the deadline passes.
     fn drain(&mut self, sent_count: u64) {
         let before = self.reports.delivered_count + self.reports.failed_count;
-        let rest = self.queue.serve_until(self.deadline.0, |s| {
-            before + s.delivered_count + s.failed_count >= sent_count
-        });
+        let rest =
+            self.queue.serve_until(self.deadline.0, |s| before + s.delivered_count + s.failed_count >= sent_count);
         self.reports.add(rest);
     }
 }
@@ -470,17 +394,10 @@ fn consume(
                     continue;
                 }
                 *next = message.offset() + 1;
-                samples.push((
-                    sent_ns,
-                    Duration::from_nanos(received_ns.saturating_sub(sent_ns)),
-                ));
+                samples.push((sent_ns, Duration::from_nanos(received_ns.saturating_sub(sent_ns))));
                 last_read = Instant::now();
             }
         }
     }
-    Ok(ConsumerResult {
-        samples,
-        duplicate_count,
-        client_error_count,
-    })
+    Ok(ConsumerResult { samples, duplicate_count, client_error_count })
 }

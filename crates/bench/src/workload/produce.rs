@@ -48,20 +48,14 @@ struct ProducerStats {
 pub fn run(args: &ProduceArgs) -> Result<Outcome, BenchError> {
     client::ensure_topic(&args.common, &args.topic)?;
     let message_timeout = Duration::from_millis(args.message_timeout_ms.into());
-    let seconds = if args.count.is_some() {
-        None
-    } else {
-        Some(args.seconds.unwrap_or(DEFAULT_SECONDS))
-    };
+    let seconds = if args.count.is_some() { None } else { Some(args.seconds.unwrap_or(DEFAULT_SECONDS)) };
     let default_deadline = match seconds {
         Some(s) => Duration::from_secs(s) + message_timeout + Duration::from_secs(60),
         None => Duration::from_secs(600),
     };
     let deadline = Deadline::after(args.common.deadline_or(default_deadline));
-    let size =
-        usize::try_from(args.size).map_err(|_| BenchError::Usage("--size too large".into()))?;
-    let producer_count =
-        usize::try_from(args.producers).map_err(|_| BenchError::Usage("--producers".into()))?;
+    let size = usize::try_from(args.size).map_err(|_| BenchError::Usage("--size too large".into()))?;
+    let producer_count = usize::try_from(args.producers).map_err(|_| BenchError::Usage("--producers".into()))?;
     let barrier = Barrier::new(producer_count + 1);
 
     let (started, results) = std::thread::scope(|scope| {
@@ -71,16 +65,7 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, BenchError> {
             let handle = std::thread::Builder::new()
                 .name(format!("producer-{index}"))
                 .spawn_scoped(scope, move || {
-                    producer_thread(
-                        args,
-                        index,
-                        producer_count,
-                        size,
-                        seconds,
-                        message_timeout,
-                        deadline,
-                        barrier,
-                    )
+                    producer_thread(args, index, producer_count, size, seconds, message_timeout, deadline, barrier)
                 })
                 .map_err(BenchError::Thread);
             match handle {
@@ -95,10 +80,8 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, BenchError> {
         }
         barrier.wait();
         let started = Instant::now();
-        let results: Vec<_> = handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or(Err(BenchError::ThreadPanicked)))
-            .collect();
+        let results: Vec<_> =
+            handles.into_iter().map(|h| h.join().unwrap_or(Err(BenchError::ThreadPanicked))).collect();
         (started, results)
     });
 
@@ -125,10 +108,7 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, BenchError> {
         eprintln!("kafgres-bench: deadline passed with {unreported} records unacknowledged");
     }
     if let Some(reason) = &reports.first_failure {
-        eprintln!(
-            "kafgres-bench: {} deliveries failed; first failure: {reason}",
-            reports.failed_count
-        );
+        eprintln!("kafgres-bench: {} deliveries failed; first failure: {reason}", reports.failed_count);
     }
     if let Some(reason) = &first_enqueue_error {
         eprintln!("kafgres-bench: {enqueue_error_count} records not enqueued: {reason}");
@@ -147,10 +127,7 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, BenchError> {
         "workload=produce producers={} size={} acks={} records={} errors={} {}",
         args.producers, args.size, args.acks, reports.delivered_count, error_count, throughput
     );
-    Ok(Outcome {
-        line,
-        clean: error_count == 0,
-    })
+    Ok(Outcome { line, clean: error_count == 0 })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -167,13 +144,7 @@ fn producer_thread(
     // Set up before the barrier; on failure still reach the barrier so the
     // others are not left waiting, then report the error.
     let setup = (|| {
-        let producer = client::producer(
-            &args.common,
-            &args.acks,
-            args.linger_ms,
-            message_timeout,
-            index > 0,
-        )?;
+        let producer = client::producer(&args.common, &args.acks, args.linger_ms, message_timeout, index > 0)?;
         // Connect and learn the partitions now, outside the measured time.
         producer
             .client()
@@ -208,18 +179,14 @@ fn producer_thread(
             Ok(()) => stats.sent_count += 1,
             Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
                 // Buffer full: block until a report frees room.
-                stats
-                    .reports
-                    .add(queue.serve_one(QUEUE_FULL_WAIT.min(deadline.remaining())));
+                stats.reports.add(queue.serve_one(QUEUE_FULL_WAIT.min(deadline.remaining())));
                 continue;
             }
             Err((err, _)) => {
                 // Anything else (unknown topic, record too large) would fail
                 // every record the same way: count it and stop this producer.
                 stats.enqueue_error_count += 1;
-                stats
-                    .first_enqueue_error
-                    .get_or_insert_with(|| err.to_string());
+                stats.first_enqueue_error.get_or_insert_with(|| err.to_string());
                 break;
             }
         }
@@ -229,9 +196,7 @@ fn producer_thread(
 
     let sent = stats.sent_count;
     let before = stats.reports.delivered_count + stats.reports.failed_count;
-    let rest = queue.serve_until(deadline.0, |s| {
-        before + s.delivered_count + s.failed_count >= sent
-    });
+    let rest = queue.serve_until(deadline.0, |s| before + s.delivered_count + s.failed_count >= sent);
     stats.reports.add(rest);
     stats.finished_at = Some(Instant::now());
     Ok(stats)

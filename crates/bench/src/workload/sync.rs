@@ -33,13 +33,11 @@ pub fn run(args: &SyncArgs) -> Result<Outcome, BenchError> {
     let message_timeout = Duration::from_millis(args.message_timeout_ms.into());
     let producer = client::producer(&args.common, "all", Some(0), message_timeout, false)?;
     let queue = DeliveryQueue::of(&producer);
-    let size =
-        usize::try_from(args.size).map_err(|_| BenchError::Usage("--size too large".into()))?;
+    let size = usize::try_from(args.size).map_err(|_| BenchError::Usage("--size too large".into()))?;
     let value = payload::filler(size, 0x5eed);
 
     // (start of the send relative to the first measured one, latency)
-    let mut samples: Vec<(Duration, Duration)> =
-        Vec::with_capacity(usize::try_from(args.count).unwrap_or(0));
+    let mut samples: Vec<(Duration, Duration)> = Vec::with_capacity(usize::try_from(args.count).unwrap_or(0));
     let mut measured_origin: Option<Instant> = None;
     let mut error_count = 0u64;
     let mut first_failure: Option<String> = None;
@@ -78,10 +76,7 @@ pub fn run(args: &SyncArgs) -> Result<Outcome, BenchError> {
     }
 
     if let Some(path) = &args.samples_file {
-        write_samples(path, &samples).map_err(|source| BenchError::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
+        write_samples(path, &samples).map_err(|source| BenchError::Io { path: path.display().to_string(), source })?;
     }
     let mut latencies: Vec<Duration> = samples.iter().map(|&(_, latency)| latency).collect();
     let summary = LatencySummary::from_samples(&mut latencies, &QUANTILES);
@@ -93,10 +88,7 @@ pub fn run(args: &SyncArgs) -> Result<Outcome, BenchError> {
         args.size,
         args.warmup
     );
-    Ok(Outcome {
-        line,
-        clean: error_count == 0,
-    })
+    Ok(Outcome { line, clean: error_count == 0 })
 }
 
 /// Sends one record and blocks on the event queue until its report arrives.

@@ -4,9 +4,9 @@
 //! fields that `kafka-protocol` omits at their defaults, which librdkafka
 //! before 2.2 needs (it fails on a FinalizedFeaturesEpoch it does not expect).
 
+use kafgres_wire::apis::SERVED_APIS;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
-use kafgres_wire::apis::SERVED_APIS;
 
 use crate::errors;
 
@@ -26,7 +26,10 @@ fn served_versions() -> Vec<ApiVersion> {
 pub fn handle(version: i16, request: &ApiVersionsRequest) -> ApiVersionsResponse {
     let mut response = ApiVersionsResponse::default();
     response.api_keys = served_versions();
-    if version >= 3 && !(valid_software_field(&request.client_software_name) && valid_software_field(&request.client_software_version)) {
+    if version >= 3
+        && !(valid_software_field(&request.client_software_name)
+            && valid_software_field(&request.client_software_version))
+    {
         response.error_code = errors::INVALID_REQUEST;
     }
     response
@@ -48,7 +51,9 @@ fn valid_software_field(s: &str) -> bool {
     let edge_ok = |b: &u8| b.is_ascii_alphanumeric();
     match (bytes.first(), bytes.last()) {
         (Some(first), Some(last)) => {
-            edge_ok(first) && edge_ok(last) && bytes.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'.')
+            edge_ok(first)
+                && edge_ok(last)
+                && bytes.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'.')
         }
         _ => false,
     }

@@ -40,7 +40,8 @@ pub async fn handle(ctx: &BrokerContext, _version: i16, request: CreatePartition
 
 async fn add_partitions(ctx: &BrokerContext, name: &str, count: i32, validate_only: bool) -> Result<(), (i16, String)> {
     let _serialized = ctx.topic_creation.lock().await;
-    let topic = ctx.topic(name).ok_or((errors::UNKNOWN_TOPIC_OR_PARTITION, format!("The topic '{name}' does not exist.")))?;
+    let topic =
+        ctx.topic(name).ok_or((errors::UNKNOWN_TOPIC_OR_PARTITION, format!("The topic '{name}' does not exist.")))?;
     let current = topic.partitions.len() as i32;
     if count == current {
         return Err((errors::INVALID_PARTITIONS, format!("Topic already has {current} partitions.")));
@@ -57,7 +58,10 @@ async fn add_partitions(ctx: &BrokerContext, name: &str, count: i32, validate_on
     if validate_only {
         return Ok(());
     }
-    ctx.catalog.set_partition_count(topic.id, count).await.map_err(|e| (errors::UNKNOWN_SERVER_ERROR, e.to_string()))?;
+    ctx.catalog
+        .set_partition_count(topic.id, count)
+        .await
+        .map_err(|e| (errors::UNKNOWN_SERVER_ERROR, e.to_string()))?;
     let grown = topic.with_partitions(count, &ctx.config, &ctx.housekeeping, crate::now_ms()).map_err(|e| {
         log::error!("topic {name}: the catalog has {count} partitions but their logs could not be created: {e}");
         (errors::KAFKA_STORAGE_ERROR, e.to_string())

@@ -79,7 +79,10 @@ async fn create_checked(
     validate_only: bool,
 ) -> Result<(Uuid, i32), CreateError> {
     if has_assignments {
-        return Err((errors::INVALID_REQUEST, "manual replica assignments are not supported on a single-node broker".into()));
+        return Err((
+            errors::INVALID_REQUEST,
+            "manual replica assignments are not supported on a single-node broker".into(),
+        ));
     }
     if replication_factor != -1 && replication_factor != 1 {
         return Err((
@@ -93,7 +96,9 @@ async fn create_checked(
     if partitions <= 0 || partitions > PARTITIONS_PER_TOPIC_MAX {
         return Err((
             errors::INVALID_PARTITIONS,
-            format!("Number of partitions was set to an invalid non-positive value or above {PARTITIONS_PER_TOPIC_MAX}."),
+            format!(
+                "Number of partitions was set to an invalid non-positive value or above {PARTITIONS_PER_TOPIC_MAX}."
+            ),
         ));
     }
     if validate_only {
@@ -111,10 +116,7 @@ fn validate_new_topic(ctx: &BrokerContext, name: &str) -> Result<(), CreateError
         return Err((errors::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")));
     }
     if let Some(other) = registry.colliding(name) {
-        return Err((
-            errors::INVALID_TOPIC_EXCEPTION,
-            format!("Topic '{name}' collides with existing topic: {other}"),
-        ));
+        return Err((errors::INVALID_TOPIC_EXCEPTION, format!("Topic '{name}' collides with existing topic: {other}")));
     }
     Ok(())
 }

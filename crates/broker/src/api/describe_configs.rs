@@ -63,7 +63,8 @@ pub fn handle(ctx: &BrokerContext, version: i16, request: DescribeConfigsRequest
 }
 
 fn topic_entries(ctx: &BrokerContext, name: &str) -> Result<Vec<Entry>, (i16, String)> {
-    let topic = ctx.topic(name).ok_or((errors::UNKNOWN_TOPIC_OR_PARTITION, format!("Topic '{name}' does not exist.")))?;
+    let topic =
+        ctx.topic(name).ok_or((errors::UNKNOWN_TOPIC_OR_PARTITION, format!("Topic '{name}' does not exist.")))?;
     Ok(TOPIC_CONFIGS
         .iter()
         .map(|d| {

@@ -103,7 +103,12 @@ impl Drop for FinishOnDrop<'_> {
     }
 }
 
-fn read_all(wanted: &[Wanted], topic_known: &[bool], max_bytes: usize, by_id: bool) -> (Vec<(usize, PartitionData)>, usize, bool) {
+fn read_all(
+    wanted: &[Wanted],
+    topic_known: &[bool],
+    max_bytes: usize,
+    by_id: bool,
+) -> (Vec<(usize, PartitionData)>, usize, bool) {
     let mut out = Vec::with_capacity(wanted.len());
     let mut total = 0usize;
     let mut any_error = false;

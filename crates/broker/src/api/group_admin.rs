@@ -78,8 +78,10 @@ pub fn find_coordinator(ctx: &BrokerContext, version: i16, req: FindCoordinatorR
 }
 
 pub fn list_groups(ctx: &BrokerContext, version: i16, req: ListGroupsRequest) -> ListGroupsResponse {
-    let states: Vec<String> = if version >= 4 { req.states_filter.iter().map(|s| s.to_string()).collect() } else { vec![] };
-    let types: Vec<String> = if version >= 5 { req.types_filter.iter().map(|s| s.to_string()).collect() } else { vec![] };
+    let states: Vec<String> =
+        if version >= 4 { req.states_filter.iter().map(|s| s.to_string()).collect() } else { vec![] };
+    let types: Vec<String> =
+        if version >= 5 { req.types_filter.iter().map(|s| s.to_string()).collect() } else { vec![] };
     let listed = ctx.groups.read(|c| c.list_groups(&states, &types));
     let mut response = ListGroupsResponse::default();
     response.groups = listed

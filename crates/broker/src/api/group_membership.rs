@@ -45,7 +45,9 @@ pub async fn join_group(ctx: &BrokerContext, version: i16, req: JoinGroupRequest
     let now = crate::now_ms();
     let answer = match ctx.groups.join(|c| c.join_group(now, request)) {
         Pending::Now(r) => r,
-        Pending::Later(rx) => rx.await.unwrap_or_else(|_| group::JoinGroupResponse::error(&member_id, codes::UNKNOWN_SERVER_ERROR)),
+        Pending::Later(rx) => {
+            rx.await.unwrap_or_else(|_| group::JoinGroupResponse::error(&member_id, codes::UNKNOWN_SERVER_ERROR))
+        }
     };
     let mut response = JoinGroupResponse::default();
     response.error_code = answer.error_code;
@@ -116,7 +118,10 @@ pub fn leave_group(ctx: &BrokerContext, version: i16, req: LeaveGroupRequest) ->
     let members = if version >= 3 {
         req.members
             .iter()
-            .map(|m| group::LeavingMember { member_id: m.member_id.to_string(), group_instance_id: opt(&m.group_instance_id) })
+            .map(|m| group::LeavingMember {
+                member_id: m.member_id.to_string(),
+                group_instance_id: opt(&m.group_instance_id),
+            })
             .collect()
     } else {
         vec![group::LeavingMember { member_id: req.member_id.to_string(), group_instance_id: None }]

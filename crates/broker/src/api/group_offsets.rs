@@ -30,7 +30,8 @@ pub async fn offset_commit(ctx: &BrokerContext, version: i16, req: OffsetCommitR
     for t in &req.topics {
         let name = t.name.0.to_string();
         let topic = ctx.topic(&name);
-        let (ok, bad): (Vec<_>, Vec<_>) = t.partitions.iter().partition(|p| topic.as_ref().is_some_and(|t| t.partition(p.partition_index).is_some()));
+        let (ok, bad): (Vec<_>, Vec<_>) =
+            t.partitions.iter().partition(|p| topic.as_ref().is_some_and(|t| t.partition(p.partition_index).is_some()));
         if !bad.is_empty() {
             unknown.push((name.clone(), bad.iter().map(|p| p.partition_index).collect()));
         }
@@ -76,7 +77,8 @@ pub async fn offset_commit(ctx: &BrokerContext, version: i16, req: OffsetCommitR
     // Answer in request order.
     for t in &req.topics {
         let name = t.name.0.to_string();
-        let found: Vec<(i32, i16)> = codes_by_topic.iter().filter(|(n, _)| *n == name).flat_map(|(_, p)| p.clone()).collect();
+        let found: Vec<(i32, i16)> =
+            codes_by_topic.iter().filter(|(n, _)| *n == name).flat_map(|(_, p)| p.clone()).collect();
         let mut out = OffsetCommitResponseTopic::default();
         out.name = t.name.clone();
         out.partitions = t
@@ -85,7 +87,10 @@ pub async fn offset_commit(ctx: &BrokerContext, version: i16, req: OffsetCommitR
             .map(|p| {
                 let mut r = OffsetCommitResponsePartition::default();
                 r.partition_index = p.partition_index;
-                r.error_code = found.iter().find(|(i, _)| *i == p.partition_index).map_or(errors::UNKNOWN_SERVER_ERROR, |(_, c)| *c);
+                r.error_code = found
+                    .iter()
+                    .find(|(i, _)| *i == p.partition_index)
+                    .map_or(errors::UNKNOWN_SERVER_ERROR, |(_, c)| *c);
                 r
             })
             .collect();
@@ -98,7 +103,8 @@ pub fn offset_fetch(ctx: &BrokerContext, version: i16, req: OffsetFetchRequest) 
     let mut response = OffsetFetchResponse::default();
     if version >= 8 {
         for g in req.groups {
-            let topics = g.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
+            let topics =
+                g.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
             let answer = fetch_one(ctx, g.group_id.0.to_string(), topics);
             let mut out = OffsetFetchResponseGroup::default();
             out.group_id = g.group_id;
@@ -159,7 +165,11 @@ pub fn offset_fetch(ctx: &BrokerContext, version: i16, req: OffsetFetchRequest) 
     response
 }
 
-fn fetch_one(ctx: &BrokerContext, group_id: String, topics: Option<Vec<(String, Vec<i32>)>>) -> group::OffsetFetchResponse {
+fn fetch_one(
+    ctx: &BrokerContext,
+    group_id: String,
+    topics: Option<Vec<(String, Vec<i32>)>>,
+) -> group::OffsetFetchResponse {
     ctx.groups.read(|c| c.offset_fetch(&group::OffsetFetchRequest { group_id, topics }))
 }
 

@@ -41,7 +41,10 @@ pub async fn handle(ctx: &BrokerContext, _version: i16, request: ProduceRequest)
             let refusal = if !matches!(acks, -1..=1) {
                 Some((errors::INVALID_REQUIRED_ACKS, None))
             } else if request.transactional_id.is_some() {
-                Some((errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED, Some("transactions are not supported yet".to_owned())))
+                Some((
+                    errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                    Some("transactions are not supported yet".to_owned()),
+                ))
             } else {
                 None
             };

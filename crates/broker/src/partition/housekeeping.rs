@@ -154,7 +154,9 @@ pub async fn run_retention(ctx: Weak<BrokerContext>, housekeeping: Housekeeping)
                                     report.log_start_offset
                                 ),
                                 Ok(Ok(_)) => {}
-                                Ok(Err(e)) => log::error!("retention on {}-{} failed: {e}", partition.topic, partition.index),
+                                Ok(Err(e)) => {
+                                    log::error!("retention on {}-{} failed: {e}", partition.topic, partition.index)
+                                }
                                 Err(e) => log::error!("retention task failed: {e}"),
                             }
                             // Its next deadline is computed on the next pass.

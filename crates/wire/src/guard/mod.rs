@@ -97,13 +97,7 @@ pub enum GuardError {
         "{field} at byte {offset}: {count} elements of at least {element_bytes_min} bytes \
          cannot fit in the {remaining_bytes} bytes left"
     )]
-    ArrayTooLong {
-        field: FieldPath,
-        offset: usize,
-        count: u64,
-        element_bytes_min: usize,
-        remaining_bytes: usize,
-    },
+    ArrayTooLong { field: FieldPath, offset: usize, count: u64, element_bytes_min: usize, remaining_bytes: usize },
 
     /// The body ends before a value, or a string/bytes length runs past its end.
     #[error("{field} at byte {offset}: needs {needed_bytes} bytes, {remaining_bytes} left")]

@@ -24,11 +24,7 @@ const TAGGED_FIELDS: &str = "(tagged fields)";
 const VARINT_BYTES_MAX: usize = 5;
 
 /// Walks `body` as `schema` at `encoding`; returns how many bytes the body used.
-pub(crate) fn walk_body(
-    body: &[u8],
-    schema: &'static StructSchema,
-    encoding: Encoding,
-) -> Result<usize, GuardError> {
+pub(crate) fn walk_body(body: &[u8], schema: &'static StructSchema, encoding: Encoding) -> Result<usize, GuardError> {
     let mut walker = Walker { body, offset: 0, encoding };
     walker.structure(schema)?;
     Ok(walker.offset)
@@ -116,12 +112,7 @@ impl Walker<'_> {
         }
     }
 
-    fn array(
-        &mut self,
-        at: FieldPath,
-        element: &'static Kind,
-        nullable: bool,
-    ) -> Result<(), GuardError> {
+    fn array(&mut self, at: FieldPath, element: &'static Kind, nullable: bool) -> Result<(), GuardError> {
         let offset = self.offset;
         let Some(count) = self.length(at, Width::Int32, nullable)? else {
             return Ok(());
@@ -146,24 +137,13 @@ impl Walker<'_> {
         // Widening casts: usize is at most 64 bits on every target we build for.
         let fit_max = (remaining_bytes / element_bytes_min) as u64;
         if count > fit_max {
-            return Err(GuardError::ArrayTooLong {
-                field: at,
-                offset,
-                count,
-                element_bytes_min,
-                remaining_bytes,
-            });
+            return Err(GuardError::ArrayTooLong { field: at, offset, count, element_bytes_min, remaining_bytes });
         }
         Ok(())
     }
 
     /// Reads a length or count prefix: `None` for null, `Some(n)` otherwise.
-    fn length(
-        &mut self,
-        at: FieldPath,
-        width: Width,
-        nullable: bool,
-    ) -> Result<Option<u64>, GuardError> {
+    fn length(&mut self, at: FieldPath, width: Width, nullable: bool) -> Result<Option<u64>, GuardError> {
         let offset = self.offset;
         let length = if self.encoding.flexible {
             match self.unsigned_varint(at)? {
@@ -206,14 +186,12 @@ impl Walker<'_> {
 
     fn take<const N: usize>(&mut self, at: FieldPath) -> Result<[u8; N], GuardError> {
         let start = self.offset;
-        let bytes = self.body.get(start..).and_then(|rest| rest.first_chunk::<N>()).ok_or(
-            GuardError::Truncated {
-                field: at,
-                offset: start,
-                needed_bytes: N as u64,
-                remaining_bytes: self.remaining_bytes(),
-            },
-        )?;
+        let bytes = self.body.get(start..).and_then(|rest| rest.first_chunk::<N>()).ok_or(GuardError::Truncated {
+            field: at,
+            offset: start,
+            needed_bytes: N as u64,
+            remaining_bytes: self.remaining_bytes(),
+        })?;
         self.offset += N;
         Ok(*bytes)
     }

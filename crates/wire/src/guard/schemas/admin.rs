@@ -12,21 +12,14 @@ pub(crate) static API_VERSIONS: ApiSchema =
 
 pub(crate) const API_VERSIONS_REQUEST: StructSchema = StructSchema::new(
     "ApiVersionsRequest",
-    &[
-        field("client_software_name", Kind::String, since(3)),
-        field("client_software_version", Kind::String, since(3)),
-    ],
+    &[field("client_software_name", Kind::String, since(3)), field("client_software_version", Kind::String, since(3))],
 );
 
 // ---------------------------------------------------------------------------------------------
 // FindCoordinator (key 10): versions 0-6, flexible from 3. v4 replaced the single key with a batch.
 
-pub(crate) static FIND_COORDINATOR: ApiSchema = ApiSchema {
-    key: 10,
-    versions: between(0, 6),
-    flexible_since: 3,
-    body: &FIND_COORDINATOR_REQUEST,
-};
+pub(crate) static FIND_COORDINATOR: ApiSchema =
+    ApiSchema { key: 10, versions: between(0, 6), flexible_since: 3, body: &FIND_COORDINATOR_REQUEST };
 
 pub(crate) const FIND_COORDINATOR_REQUEST: StructSchema = StructSchema::new(
     "FindCoordinatorRequest",
@@ -65,10 +58,7 @@ pub(crate) const CREATABLE_TOPIC: StructSchema = StructSchema::new(
 
 pub(crate) const CREATABLE_REPLICA_ASSIGNMENT: StructSchema = StructSchema::new(
     "CreatableReplicaAssignment",
-    &[
-        field("partition_index", Kind::Int32, ALL),
-        field("broker_ids", Kind::Array(&Kind::Int32), ALL),
-    ],
+    &[field("partition_index", Kind::Int32, ALL), field("broker_ids", Kind::Array(&Kind::Int32), ALL)],
 );
 
 pub(crate) const CREATABLE_TOPIC_CONFIG: StructSchema = StructSchema::new(
@@ -100,12 +90,8 @@ pub(crate) const DELETE_TOPIC_STATE: StructSchema = StructSchema::new(
 // InitProducerId (key 22): versions 0-5, flexible from 2. (Enable2Pc and KeepPreparedTxn are v6,
 // which kafka-protocol 0.18.0 does not decode.)
 
-pub(crate) static INIT_PRODUCER_ID: ApiSchema = ApiSchema {
-    key: 22,
-    versions: between(0, 5),
-    flexible_since: 2,
-    body: &INIT_PRODUCER_ID_REQUEST,
-};
+pub(crate) static INIT_PRODUCER_ID: ApiSchema =
+    ApiSchema { key: 22, versions: between(0, 5), flexible_since: 2, body: &INIT_PRODUCER_ID_REQUEST };
 
 pub(crate) const INIT_PRODUCER_ID_REQUEST: StructSchema = StructSchema::new(
     "InitProducerIdRequest",
@@ -120,12 +106,8 @@ pub(crate) const INIT_PRODUCER_ID_REQUEST: StructSchema = StructSchema::new(
 // ---------------------------------------------------------------------------------------------
 // DescribeConfigs (key 32): versions 1-4, flexible from 4.
 
-pub(crate) static DESCRIBE_CONFIGS: ApiSchema = ApiSchema {
-    key: 32,
-    versions: between(1, 4),
-    flexible_since: 4,
-    body: &DESCRIBE_CONFIGS_REQUEST,
-};
+pub(crate) static DESCRIBE_CONFIGS: ApiSchema =
+    ApiSchema { key: 32, versions: between(1, 4), flexible_since: 4, body: &DESCRIBE_CONFIGS_REQUEST };
 
 pub(crate) const DESCRIBE_CONFIGS_REQUEST: StructSchema = StructSchema::new(
     "DescribeConfigsRequest",
@@ -148,12 +130,8 @@ pub(crate) const DESCRIBE_CONFIGS_RESOURCE: StructSchema = StructSchema::new(
 // ---------------------------------------------------------------------------------------------
 // SaslHandshake (key 17): versions 0-1, never flexible.
 
-pub(crate) static SASL_HANDSHAKE: ApiSchema = ApiSchema {
-    key: 17,
-    versions: between(0, 1),
-    flexible_since: i16::MAX,
-    body: &SASL_HANDSHAKE_REQUEST,
-};
+pub(crate) static SASL_HANDSHAKE: ApiSchema =
+    ApiSchema { key: 17, versions: between(0, 1), flexible_since: i16::MAX, body: &SASL_HANDSHAKE_REQUEST };
 
 pub(crate) const SASL_HANDSHAKE_REQUEST: StructSchema =
     StructSchema::new("SaslHandshakeRequest", &[field("mechanism", Kind::String, ALL)]);
@@ -162,12 +140,8 @@ pub(crate) const SASL_HANDSHAKE_REQUEST: StructSchema =
 // SaslAuthenticate (key 36): versions 0-2, flexible from 2. `auth_bytes` decodes to `Bytes`
 // (a view of the body), so only its length needs checking.
 
-pub(crate) static SASL_AUTHENTICATE: ApiSchema = ApiSchema {
-    key: 36,
-    versions: between(0, 2),
-    flexible_since: 2,
-    body: &SASL_AUTHENTICATE_REQUEST,
-};
+pub(crate) static SASL_AUTHENTICATE: ApiSchema =
+    ApiSchema { key: 36, versions: between(0, 2), flexible_since: 2, body: &SASL_AUTHENTICATE_REQUEST };
 
 pub(crate) const SASL_AUTHENTICATE_REQUEST: StructSchema =
     StructSchema::new("SaslAuthenticateRequest", &[field("auth_bytes", Kind::Bytes, ALL)]);

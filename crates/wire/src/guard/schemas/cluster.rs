@@ -37,12 +37,8 @@ pub(crate) const ALTERABLE_CONFIG: StructSchema = StructSchema::new(
 // ---------------------------------------------------------------------------------------------
 // IncrementalAlterConfigs (key 44): versions 0-1, flexible from 1. Each config adds an operation.
 
-pub(crate) static INCREMENTAL_ALTER_CONFIGS: ApiSchema = ApiSchema {
-    key: 44,
-    versions: between(0, 1),
-    flexible_since: 1,
-    body: &INCREMENTAL_ALTER_CONFIGS_REQUEST,
-};
+pub(crate) static INCREMENTAL_ALTER_CONFIGS: ApiSchema =
+    ApiSchema { key: 44, versions: between(0, 1), flexible_since: 1, body: &INCREMENTAL_ALTER_CONFIGS_REQUEST };
 
 pub(crate) const INCREMENTAL_ALTER_CONFIGS_REQUEST: StructSchema = StructSchema::new(
     "IncrementalAlterConfigsRequest",
@@ -74,12 +70,8 @@ pub(crate) const INCREMENTAL_ALTERABLE_CONFIG: StructSchema = StructSchema::new(
 // DescribeLogDirs (key 35): versions 1-4, flexible from 2. (v0 is not in kafka-protocol 0.18.0's
 // decoder.) `topics` null means "all".
 
-pub(crate) static DESCRIBE_LOG_DIRS: ApiSchema = ApiSchema {
-    key: 35,
-    versions: between(1, 4),
-    flexible_since: 2,
-    body: &DESCRIBE_LOG_DIRS_REQUEST,
-};
+pub(crate) static DESCRIBE_LOG_DIRS: ApiSchema =
+    ApiSchema { key: 35, versions: between(1, 4), flexible_since: 2, body: &DESCRIBE_LOG_DIRS_REQUEST };
 
 pub(crate) const DESCRIBE_LOG_DIRS_REQUEST: StructSchema = StructSchema::new(
     "DescribeLogDirsRequest",
@@ -94,12 +86,8 @@ pub(crate) const DESCRIBABLE_LOG_DIR_TOPIC: StructSchema = StructSchema::new(
 // ---------------------------------------------------------------------------------------------
 // DescribeCluster (key 60): versions 0-2, flexible at all of them. No arrays.
 
-pub(crate) static DESCRIBE_CLUSTER: ApiSchema = ApiSchema {
-    key: 60,
-    versions: between(0, 2),
-    flexible_since: 0,
-    body: &DESCRIBE_CLUSTER_REQUEST,
-};
+pub(crate) static DESCRIBE_CLUSTER: ApiSchema =
+    ApiSchema { key: 60, versions: between(0, 2), flexible_since: 0, body: &DESCRIBE_CLUSTER_REQUEST };
 
 pub(crate) const DESCRIBE_CLUSTER_REQUEST: StructSchema = StructSchema::new(
     "DescribeClusterRequest",

@@ -7,12 +7,8 @@ use crate::guard::schema::{between, field, since, ApiSchema, Kind, StructSchema,
 // ConsumerGroupHeartbeat (key 68): versions 0-1, flexible. Most fields are null when unchanged
 // since the last heartbeat, arrays included.
 
-pub(crate) static CONSUMER_GROUP_HEARTBEAT: ApiSchema = ApiSchema {
-    key: 68,
-    versions: between(0, 1),
-    flexible_since: 0,
-    body: &CONSUMER_GROUP_HEARTBEAT_REQUEST,
-};
+pub(crate) static CONSUMER_GROUP_HEARTBEAT: ApiSchema =
+    ApiSchema { key: 68, versions: between(0, 1), flexible_since: 0, body: &CONSUMER_GROUP_HEARTBEAT_REQUEST };
 
 pub(crate) const CONSUMER_GROUP_HEARTBEAT_REQUEST: StructSchema = StructSchema::new(
     "ConsumerGroupHeartbeatRequest",
@@ -38,17 +34,10 @@ pub(crate) const TOPIC_PARTITIONS: StructSchema = StructSchema::new(
 // ---------------------------------------------------------------------------------------------
 // ConsumerGroupDescribe (key 69): versions 0-1, flexible.
 
-pub(crate) static CONSUMER_GROUP_DESCRIBE: ApiSchema = ApiSchema {
-    key: 69,
-    versions: between(0, 1),
-    flexible_since: 0,
-    body: &CONSUMER_GROUP_DESCRIBE_REQUEST,
-};
+pub(crate) static CONSUMER_GROUP_DESCRIBE: ApiSchema =
+    ApiSchema { key: 69, versions: between(0, 1), flexible_since: 0, body: &CONSUMER_GROUP_DESCRIBE_REQUEST };
 
 pub(crate) const CONSUMER_GROUP_DESCRIBE_REQUEST: StructSchema = StructSchema::new(
     "ConsumerGroupDescribeRequest",
-    &[
-        field("group_ids", Kind::Array(&Kind::String), ALL),
-        field("include_authorized_operations", Kind::Bool, ALL),
-    ],
+    &[field("group_ids", Kind::Array(&Kind::String), ALL), field("include_authorized_operations", Kind::Bool, ALL)],
 );

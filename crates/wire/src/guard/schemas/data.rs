@@ -1,8 +1,6 @@
 //! The data-plane requests: Produce, Fetch, ListOffsets, Metadata.
 
-use crate::guard::schema::{
-    between, field, since, tagged, until, ApiSchema, Kind, StructSchema, ALL,
-};
+use crate::guard::schema::{between, field, since, tagged, until, ApiSchema, Kind, StructSchema, ALL};
 
 // ---------------------------------------------------------------------------------------------
 // Produce (key 0): versions 3-13, flexible from 9. v13 names topics by id (KIP-516).
@@ -115,10 +113,7 @@ pub(crate) const LIST_OFFSETS_REQUEST: StructSchema = StructSchema::new(
 
 pub(crate) const LIST_OFFSETS_TOPIC: StructSchema = StructSchema::new(
     "ListOffsetsTopic",
-    &[
-        field("name", Kind::String, ALL),
-        field("partitions", Kind::Array(&Kind::Struct(&LIST_OFFSETS_PARTITION)), ALL),
-    ],
+    &[field("name", Kind::String, ALL), field("partitions", Kind::Array(&Kind::Struct(&LIST_OFFSETS_PARTITION)), ALL)],
 );
 
 pub(crate) const LIST_OFFSETS_PARTITION: StructSchema = StructSchema::new(

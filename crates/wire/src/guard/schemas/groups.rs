@@ -60,10 +60,7 @@ pub(crate) const OFFSET_FETCH_REQUEST: StructSchema = StructSchema::new(
 
 pub(crate) const OFFSET_FETCH_REQUEST_TOPIC: StructSchema = StructSchema::new(
     "OffsetFetchRequestTopic",
-    &[
-        field("name", Kind::String, until(7)),
-        field("partition_indexes", Kind::Array(&Kind::Int32), until(7)),
-    ],
+    &[field("name", Kind::String, until(7)), field("partition_indexes", Kind::Array(&Kind::Int32), until(7))],
 );
 
 pub(crate) const OFFSET_FETCH_REQUEST_GROUP: StructSchema = StructSchema::new(
@@ -78,10 +75,7 @@ pub(crate) const OFFSET_FETCH_REQUEST_GROUP: StructSchema = StructSchema::new(
 
 pub(crate) const OFFSET_FETCH_REQUEST_TOPICS: StructSchema = StructSchema::new(
     "OffsetFetchRequestTopics",
-    &[
-        field("name", Kind::String, since(8)),
-        field("partition_indexes", Kind::Array(&Kind::Int32), since(8)),
-    ],
+    &[field("name", Kind::String, since(8)), field("partition_indexes", Kind::Array(&Kind::Int32), since(8))],
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -190,19 +184,12 @@ pub(crate) const LIST_GROUPS_REQUEST: StructSchema = StructSchema::new(
 // ---------------------------------------------------------------------------------------------
 // DescribeGroups (key 15): versions 0-6, flexible from 5.
 
-pub(crate) static DESCRIBE_GROUPS: ApiSchema = ApiSchema {
-    key: 15,
-    versions: between(0, 6),
-    flexible_since: 5,
-    body: &DESCRIBE_GROUPS_REQUEST,
-};
+pub(crate) static DESCRIBE_GROUPS: ApiSchema =
+    ApiSchema { key: 15, versions: between(0, 6), flexible_since: 5, body: &DESCRIBE_GROUPS_REQUEST };
 
 pub(crate) const DESCRIBE_GROUPS_REQUEST: StructSchema = StructSchema::new(
     "DescribeGroupsRequest",
-    &[
-        field("groups", Kind::Array(&Kind::String), ALL),
-        field("include_authorized_operations", Kind::Bool, since(3)),
-    ],
+    &[field("groups", Kind::Array(&Kind::String), ALL), field("include_authorized_operations", Kind::Bool, since(3))],
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -211,20 +198,14 @@ pub(crate) const DESCRIBE_GROUPS_REQUEST: StructSchema = StructSchema::new(
 pub(crate) static DELETE_GROUPS: ApiSchema =
     ApiSchema { key: 42, versions: between(0, 2), flexible_since: 2, body: &DELETE_GROUPS_REQUEST };
 
-pub(crate) const DELETE_GROUPS_REQUEST: StructSchema = StructSchema::new(
-    "DeleteGroupsRequest",
-    &[field("groups_names", Kind::Array(&Kind::String), ALL)],
-);
+pub(crate) const DELETE_GROUPS_REQUEST: StructSchema =
+    StructSchema::new("DeleteGroupsRequest", &[field("groups_names", Kind::Array(&Kind::String), ALL)]);
 
 // ---------------------------------------------------------------------------------------------
 // OffsetDelete (key 47): version 0, not flexible.
 
-pub(crate) static OFFSET_DELETE: ApiSchema = ApiSchema {
-    key: 47,
-    versions: between(0, 0),
-    flexible_since: i16::MAX,
-    body: &OFFSET_DELETE_REQUEST,
-};
+pub(crate) static OFFSET_DELETE: ApiSchema =
+    ApiSchema { key: 47, versions: between(0, 0), flexible_since: i16::MAX, body: &OFFSET_DELETE_REQUEST };
 
 pub(crate) const OFFSET_DELETE_REQUEST: StructSchema = StructSchema::new(
     "OffsetDeleteRequest",
@@ -242,7 +223,5 @@ pub(crate) const OFFSET_DELETE_REQUEST_TOPIC: StructSchema = StructSchema::new(
     ],
 );
 
-pub(crate) const OFFSET_DELETE_REQUEST_PARTITION: StructSchema = StructSchema::new(
-    "OffsetDeleteRequestPartition",
-    &[field("partition_index", Kind::Int32, ALL)],
-);
+pub(crate) const OFFSET_DELETE_REQUEST_PARTITION: StructSchema =
+    StructSchema::new("OffsetDeleteRequestPartition", &[field("partition_index", Kind::Int32, ALL)]);

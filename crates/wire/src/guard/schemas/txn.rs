@@ -8,29 +8,17 @@ use crate::guard::schema::{between, field, since, until, ApiSchema, Kind, Struct
 // AddPartitionsToTxn (key 24): versions 0-5, flexible from 3. v4 batched transactions (a broker-
 // to-broker form); the v0-3 fields stay, renamed `v3_and_below_*`.
 
-pub(crate) static ADD_PARTITIONS_TO_TXN: ApiSchema = ApiSchema {
-    key: 24,
-    versions: between(0, 5),
-    flexible_since: 3,
-    body: &ADD_PARTITIONS_TO_TXN_REQUEST,
-};
+pub(crate) static ADD_PARTITIONS_TO_TXN: ApiSchema =
+    ApiSchema { key: 24, versions: between(0, 5), flexible_since: 3, body: &ADD_PARTITIONS_TO_TXN_REQUEST };
 
 pub(crate) const ADD_PARTITIONS_TO_TXN_REQUEST: StructSchema = StructSchema::new(
     "AddPartitionsToTxnRequest",
     &[
-        field(
-            "transactions",
-            Kind::Array(&Kind::Struct(&ADD_PARTITIONS_TO_TXN_TRANSACTION)),
-            since(4),
-        ),
+        field("transactions", Kind::Array(&Kind::Struct(&ADD_PARTITIONS_TO_TXN_TRANSACTION)), since(4)),
         field("v3_and_below_transactional_id", Kind::String, until(3)),
         field("v3_and_below_producer_id", Kind::Int64, until(3)),
         field("v3_and_below_producer_epoch", Kind::Int16, until(3)),
-        field(
-            "v3_and_below_topics",
-            Kind::Array(&Kind::Struct(&ADD_PARTITIONS_TO_TXN_TOPIC)),
-            until(3),
-        ),
+        field("v3_and_below_topics", Kind::Array(&Kind::Struct(&ADD_PARTITIONS_TO_TXN_TOPIC)), until(3)),
     ],
 );
 
@@ -53,12 +41,8 @@ pub(crate) const ADD_PARTITIONS_TO_TXN_TOPIC: StructSchema = StructSchema::new(
 // ---------------------------------------------------------------------------------------------
 // AddOffsetsToTxn (key 25): versions 0-4, flexible from 3. No arrays.
 
-pub(crate) static ADD_OFFSETS_TO_TXN: ApiSchema = ApiSchema {
-    key: 25,
-    versions: between(0, 4),
-    flexible_since: 3,
-    body: &ADD_OFFSETS_TO_TXN_REQUEST,
-};
+pub(crate) static ADD_OFFSETS_TO_TXN: ApiSchema =
+    ApiSchema { key: 25, versions: between(0, 4), flexible_since: 3, body: &ADD_OFFSETS_TO_TXN_REQUEST };
 
 pub(crate) const ADD_OFFSETS_TO_TXN_REQUEST: StructSchema = StructSchema::new(
     "AddOffsetsToTxnRequest",
@@ -89,12 +73,8 @@ pub(crate) const END_TXN_REQUEST: StructSchema = StructSchema::new(
 // ---------------------------------------------------------------------------------------------
 // TxnOffsetCommit (key 28): versions 0-5, flexible from 3.
 
-pub(crate) static TXN_OFFSET_COMMIT: ApiSchema = ApiSchema {
-    key: 28,
-    versions: between(0, 5),
-    flexible_since: 3,
-    body: &TXN_OFFSET_COMMIT_REQUEST,
-};
+pub(crate) static TXN_OFFSET_COMMIT: ApiSchema =
+    ApiSchema { key: 28, versions: between(0, 5), flexible_since: 3, body: &TXN_OFFSET_COMMIT_REQUEST };
 
 pub(crate) const TXN_OFFSET_COMMIT_REQUEST: StructSchema = StructSchema::new(
     "TxnOffsetCommitRequest",
@@ -131,12 +111,8 @@ pub(crate) const TXN_OFFSET_COMMIT_REQUEST_PARTITION: StructSchema = StructSchem
 // ---------------------------------------------------------------------------------------------
 // DescribeProducers (key 61): version 0, flexible.
 
-pub(crate) static DESCRIBE_PRODUCERS: ApiSchema = ApiSchema {
-    key: 61,
-    versions: between(0, 0),
-    flexible_since: 0,
-    body: &DESCRIBE_PRODUCERS_REQUEST,
-};
+pub(crate) static DESCRIBE_PRODUCERS: ApiSchema =
+    ApiSchema { key: 61, versions: between(0, 0), flexible_since: 0, body: &DESCRIBE_PRODUCERS_REQUEST };
 
 pub(crate) const DESCRIBE_PRODUCERS_REQUEST: StructSchema = StructSchema::new(
     "DescribeProducersRequest",
@@ -151,12 +127,8 @@ pub(crate) const DESCRIBE_PRODUCERS_TOPIC_REQUEST: StructSchema = StructSchema::
 // ---------------------------------------------------------------------------------------------
 // ListTransactions (key 66): versions 0-2, flexible.
 
-pub(crate) static LIST_TRANSACTIONS: ApiSchema = ApiSchema {
-    key: 66,
-    versions: between(0, 2),
-    flexible_since: 0,
-    body: &LIST_TRANSACTIONS_REQUEST,
-};
+pub(crate) static LIST_TRANSACTIONS: ApiSchema =
+    ApiSchema { key: 66, versions: between(0, 2), flexible_since: 0, body: &LIST_TRANSACTIONS_REQUEST };
 
 pub(crate) const LIST_TRANSACTIONS_REQUEST: StructSchema = StructSchema::new(
     "ListTransactionsRequest",
@@ -171,14 +143,8 @@ pub(crate) const LIST_TRANSACTIONS_REQUEST: StructSchema = StructSchema::new(
 // ---------------------------------------------------------------------------------------------
 // DescribeTransactions (key 65): version 0, flexible.
 
-pub(crate) static DESCRIBE_TRANSACTIONS: ApiSchema = ApiSchema {
-    key: 65,
-    versions: between(0, 0),
-    flexible_since: 0,
-    body: &DESCRIBE_TRANSACTIONS_REQUEST,
-};
+pub(crate) static DESCRIBE_TRANSACTIONS: ApiSchema =
+    ApiSchema { key: 65, versions: between(0, 0), flexible_since: 0, body: &DESCRIBE_TRANSACTIONS_REQUEST };
 
-pub(crate) const DESCRIBE_TRANSACTIONS_REQUEST: StructSchema = StructSchema::new(
-    "DescribeTransactionsRequest",
-    &[field("transactional_ids", Kind::Array(&Kind::String), ALL)],
-);
+pub(crate) const DESCRIBE_TRANSACTIONS_REQUEST: StructSchema =
+    StructSchema::new("DescribeTransactionsRequest", &[field("transactional_ids", Kind::Array(&Kind::String), ALL)]);

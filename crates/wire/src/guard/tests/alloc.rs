@@ -38,11 +38,8 @@ pub(super) fn measure<T>(f: impl FnOnce() -> T) -> (T, Allocations) {
     MEASURING.set(true);
     let result = f();
     MEASURING.set(false);
-    let allocations = Allocations {
-        count: COUNT.get(),
-        total_bytes: TOTAL_BYTES.get(),
-        largest_bytes: LARGEST_BYTES.get(),
-    };
+    let allocations =
+        Allocations { count: COUNT.get(), total_bytes: TOTAL_BYTES.get(), largest_bytes: LARGEST_BYTES.get() };
     (result, allocations)
 }
 

@@ -7,29 +7,24 @@
 use bytes::Bytes;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest, ApiVersionsRequest,
-    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreatePartitionsRequest,
-    CreateTopicsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
-    DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
-    DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
-    EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
-    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
-    ListGroupsRequest, ListOffsetsRequest, ListTransactionsRequest, MetadataRequest,
-    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
-    ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest,
-    TxnOffsetCommitRequest,
+    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreatePartitionsRequest, CreateTopicsRequest,
+    DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest,
+    DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest, DescribeTopicPartitionsRequest,
+    DescribeTransactionsRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
+    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest,
+    ListOffsetsRequest, ListTransactionsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
+    OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
+    SyncGroupRequest, TxnOffsetCommitRequest,
 };
 use kafka_protocol::protocol::{Decodable, Message};
 
 use super::{
-    alloc, requests_admin, requests_cluster, requests_consumer_groups, requests_data,
-    requests_groups, requests_topics, requests_txn, roundtrip,
+    alloc, requests_admin, requests_cluster, requests_consumer_groups, requests_data, requests_groups, requests_topics,
+    requests_txn, roundtrip,
 };
 use crate::guard::schemas;
 
-fn decode_measured_as<R: Decodable>(
-    version: i16,
-    body: &[u8],
-) -> (Result<(), String>, alloc::Allocations) {
+fn decode_measured_as<R: Decodable>(version: i16, body: &[u8]) -> (Result<(), String>, alloc::Allocations) {
     let mut input = Bytes::copy_from_slice(body);
     let (decoded, allocations) = alloc::measure(|| R::decode(&mut input, version));
     (decoded.map(drop).map_err(|e| format!("{e:#}")), allocations)

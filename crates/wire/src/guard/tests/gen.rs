@@ -30,8 +30,7 @@ pub(super) fn name<T: From<StrBytes> + std::fmt::Debug>() -> impl Strategy<Value
     text().prop_map(T::from)
 }
 
-pub(super) fn name_or_null<T: From<StrBytes> + std::fmt::Debug>() -> impl Strategy<Value = Option<T>>
-{
+pub(super) fn name_or_null<T: From<StrBytes> + std::fmt::Debug>() -> impl Strategy<Value = Option<T>> {
     proptest::option::of(name::<T>())
 }
 
@@ -48,9 +47,7 @@ pub(super) fn list<S: Strategy>(element: S) -> impl Strategy<Value = Vec<S::Valu
     vec(element, 0..=LIST_LEN_MAX)
 }
 
-pub(super) fn list_or_null<S: Strategy>(
-    element: S,
-) -> impl Strategy<Value = Option<Vec<S::Value>>> {
+pub(super) fn list_or_null<S: Strategy>(element: S) -> impl Strategy<Value = Option<Vec<S::Value>>> {
     proptest::option::of(list(element))
 }
 

@@ -4,9 +4,7 @@
 //! cluster, SASL and transaction APIs are in `hostile_admin.rs` and `hostile_txn.rs`.)
 
 use super::decode_measured;
-use super::wire::{
-    assert_accepted_and_decoded, assert_array_too_long, assert_truncated, guard, Wire,
-};
+use super::wire::{assert_accepted_and_decoded, assert_array_too_long, assert_truncated, guard, Wire};
 use crate::guard::{FieldPath, GuardError};
 
 /// The ten-byte body that motivated the guard: Metadata v0 asking for i32::MAX topics, which
@@ -39,17 +37,9 @@ fn huge_counts_data_plane() {
     let body = fetch_head().i32(0).i32(-1).i32(0).huge_count().tail();
     assert_array_too_long(1, 7, &body, "FetchRequest", "forgotten_topics_data");
     // v12 (flexible): one topic, one partition, then a huge forgotten-partitions count.
-    let body =
-        fetch_head().i32(0).i32(-1).uvarint(2).compact_string("t").huge_compact_count().tail();
+    let body = fetch_head().i32(0).i32(-1).uvarint(2).compact_string("t").huge_compact_count().tail();
     assert_array_too_long(1, 12, &body, "FetchTopic", "partitions");
-    let body = fetch_head()
-        .i32(0)
-        .i32(-1)
-        .uvarint(1)
-        .uvarint(2)
-        .compact_string("t")
-        .huge_compact_count()
-        .tail();
+    let body = fetch_head().i32(0).i32(-1).uvarint(1).uvarint(2).compact_string("t").huge_compact_count().tail();
     assert_array_too_long(1, 12, &body, "ForgottenTopic", "partitions");
 
     // ListOffsets v1: replica_id, topics; v6: replica_id, isolation_level, topics (compact).
@@ -118,13 +108,11 @@ fn huge_counts_groups() {
     assert_array_too_long(9, 1, &body, "OffsetFetchRequest", "topics");
     let body = Wire::new().huge_compact_count().tail();
     assert_array_too_long(9, 8, &body, "OffsetFetchRequest", "groups");
-    let body =
-        Wire::new().uvarint(2).compact_string("g").uvarint(0).i32(0).huge_compact_count().tail();
+    let body = Wire::new().uvarint(2).compact_string("g").uvarint(0).i32(0).huge_compact_count().tail();
     assert_array_too_long(9, 9, &body, "OffsetFetchRequestGroup", "topics");
 
     // JoinGroup v0: group_id, session_timeout_ms, member_id, protocol_type, protocols.
-    let body =
-        Wire::new().string("g").i32(10_000).string("").string("consumer").huge_count().tail();
+    let body = Wire::new().string("g").i32(10_000).string("").string("consumer").huge_count().tail();
     assert_array_too_long(11, 0, &body, "JoinGroupRequest", "protocols");
     let body = Wire::new()
         .compact_string("g")
@@ -176,8 +164,7 @@ fn huge_counts_groups() {
     // ConsumerGroupHeartbeat: group_id, member_id, member_epoch, instance_id, rack_id,
     // rebalance_timeout_ms, subscribed_topic_names, (v1: subscribed_topic_regex),
     // server_assignor, topic_partitions; nulls mean "unchanged".
-    let head =
-        || Wire::new().compact_string("g").compact_string("m").i32(0).uvarint(0).uvarint(0).i32(-1);
+    let head = || Wire::new().compact_string("g").compact_string("m").i32(0).uvarint(0).uvarint(0).i32(-1);
     let body = head().huge_compact_count().tail();
     assert_array_too_long(68, 0, &body, "ConsumerGroupHeartbeatRequest", "subscribed_topic_names");
     let body = head().uvarint(0).uvarint(0).uvarint(0).huge_compact_count().tail();
@@ -217,10 +204,7 @@ fn nulls_and_negative_lengths() {
     assert!(decode_measured(0, 3, &body).0.is_err());
     // Below -1 is never a length.
     let body = Wire::new().i16(-1).i16(1).i32(0).i32(-2).done();
-    assert_eq!(
-        guard(0, 3, &body),
-        Err(GuardError::NegativeLength { field: at, offset: 8, length: -2 })
-    );
+    assert_eq!(guard(0, 3, &body), Err(GuardError::NegativeLength { field: at, offset: 8, length: -2 }));
     let body = Wire::new().i16(-7).done();
     assert!(matches!(guard(0, 3, &body), Err(GuardError::NegativeLength { length: -7, .. })));
     // A compact null where a string is required.
@@ -279,10 +263,7 @@ fn known_tagged_fields_are_read_structurally() {
     // Tag 0 before v17 is a known tag at the wrong version: kafka-protocol refuses it.
     let tags = Wire::new().uvarint(1).uvarint(0).uvarint(16).uuid();
     let body = fetch_request_with_partition_tags(tags);
-    assert!(matches!(
-        guard(1, 16, &body),
-        Err(GuardError::TagNotValidForVersion { tag: 0, version: 16, .. })
-    ));
+    assert!(matches!(guard(1, 16, &body), Err(GuardError::TagNotValidForVersion { tag: 0, version: 16, .. })));
     assert!(decode_measured(1, 16, &body).0.is_err());
     // HighWatermark (tag 1, v18) cut short.
     let tags = Wire::new().uvarint(1).uvarint(1).uvarint(8).i32(0);
@@ -309,18 +290,8 @@ fn known_tagged_fields_are_read_structurally() {
     assert_truncated(1, 12, &body, "FetchRequest", "cluster_id");
     // Request-level ReplicaState (tag 1, v15+): a struct with its own tag section.
     let state = Wire::new().i32(3).i64(9).no_tags().done();
-    let head = || {
-        Wire::new()
-            .i32(500)
-            .i32(1)
-            .i32(1 << 20)
-            .i8(0)
-            .i32(0)
-            .i32(-1)
-            .uvarint(1)
-            .uvarint(1)
-            .compact_string("")
-    };
+    let head =
+        || Wire::new().i32(500).i32(1).i32(1 << 20).i8(0).i32(0).i32(-1).uvarint(1).uvarint(1).compact_string("");
     let body = head().uvarint(1).uvarint(1).uvarint(13).raw(&state).done();
     assert_accepted_and_decoded(1, 15, &body);
     let body = head().uvarint(1).uvarint(1).uvarint(13).raw(&state[..12]).done();
@@ -331,11 +302,7 @@ fn known_tagged_fields_are_read_structurally() {
 fn unknown_tagged_fields() {
     // ApiVersions v3: client_software_name, client_software_version, tags.
     let head = || Wire::new().compact_string("x").compact_string("1");
-    assert_accepted_and_decoded(
-        18,
-        3,
-        &head().uvarint(2).uvarint(5).uvarint(1).i8(9).uvarint(7).uvarint(0).done(),
-    );
+    assert_accepted_and_decoded(18, 3, &head().uvarint(2).uvarint(5).uvarint(1).i8(9).uvarint(7).uvarint(0).done());
     // A tag whose size runs past the end.
     let body = head().uvarint(1).uvarint(5).uvarint(100).tail();
     assert_truncated(18, 3, &body, "ApiVersionsRequest", "(tagged fields)");

@@ -2,9 +2,7 @@
 //! presence byte of DescribeTopicPartitions' nullable `cursor`.
 
 use super::decode_measured;
-use super::wire::{
-    assert_accepted_and_decoded, assert_array_too_long, assert_truncated, guard, Wire,
-};
+use super::wire::{assert_accepted_and_decoded, assert_array_too_long, assert_truncated, guard, Wire};
 use crate::guard::{FieldPath, GuardError};
 
 #[test]
@@ -17,8 +15,7 @@ fn huge_counts_topics() {
     assert_array_too_long(37, 2, &body, "CreatePartitionsRequest", "topics");
     let body = Wire::new().i32(1).string("t").i32(3).huge_count().tail();
     assert_array_too_long(37, 1, &body, "CreatePartitionsTopic", "assignments");
-    let body =
-        Wire::new().uvarint(2).compact_string("t").i32(3).uvarint(2).huge_compact_count().tail();
+    let body = Wire::new().uvarint(2).compact_string("t").i32(3).uvarint(2).huge_compact_count().tail();
     assert_array_too_long(37, 3, &body, "CreatePartitionsAssignment", "broker_ids");
     // Null assignments: let the broker choose.
     let body = Wire::new().i32(1).string("t").i32(3).i32(-1).i32(30_000).i8(0).done();
@@ -75,13 +72,7 @@ fn huge_counts_cluster() {
         }
         other => panic!("expected ArrayTooLong, got {other:?}"),
     }
-    assert_truncated(
-        60,
-        2,
-        &Wire::new().i8(0).i8(1).done(),
-        "DescribeClusterRequest",
-        "include_fenced_brokers",
-    );
+    assert_truncated(60, 2, &Wire::new().i8(0).i8(1).done(), "DescribeClusterRequest", "include_fenced_brokers");
 }
 
 #[test]

@@ -14,16 +14,14 @@ fn huge_counts_txn() {
     assert_array_too_long(24, 3, &body, "AddPartitionsToTxnRequest", "v3_and_below_topics");
     let body = Wire::new().huge_compact_count().tail();
     assert_array_too_long(24, 4, &body, "AddPartitionsToTxnRequest", "transactions");
-    let body =
-        Wire::new().uvarint(2).compact_string("tx").i64(1).i16(0).i8(0).huge_compact_count().tail();
+    let body = Wire::new().uvarint(2).compact_string("tx").i64(1).i16(0).i8(0).huge_compact_count().tail();
     assert_array_too_long(24, 5, &body, "AddPartitionsToTxnTransaction", "topics");
 
     // TxnOffsetCommit: transactional_id, group_id, producer_id, producer_epoch, (v3+:
     // generation_id, member_id, group_instance_id), topics; a topic is name, partitions.
     let body = Wire::new().string("tx").string("g").i64(1).i16(0).huge_count().tail();
     assert_array_too_long(28, 0, &body, "TxnOffsetCommitRequest", "topics");
-    let body =
-        Wire::new().string("tx").string("g").i64(1).i16(0).i32(1).string("t").huge_count().tail();
+    let body = Wire::new().string("tx").string("g").i64(1).i16(0).i32(1).string("t").huge_count().tail();
     assert_array_too_long(28, 2, &body, "TxnOffsetCommitRequestTopic", "partitions");
     let body = Wire::new()
         .compact_string("tx")

@@ -7,42 +7,28 @@
 use std::collections::BTreeSet;
 
 use bytes::BytesMut;
-use kafka_protocol::messages::add_partitions_to_txn_request::{
-    AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
-};
+use kafka_protocol::messages::add_partitions_to_txn_request::{AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction};
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
-use kafka_protocol::messages::create_partitions_request::{
-    CreatePartitionsAssignment, CreatePartitionsTopic,
-};
+use kafka_protocol::messages::create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic};
 use kafka_protocol::messages::create_topics_request::{
     CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
 };
-use kafka_protocol::messages::delete_records_request::{
-    DeleteRecordsPartition, DeleteRecordsTopic,
-};
+use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::describe_topic_partitions_request::Cursor;
-use kafka_protocol::messages::fetch_request::{
-    FetchPartition, FetchTopic, ForgottenTopic, ReplicaState,
-};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic, ReplicaState};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::offset_commit_request::{
-    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
-use kafka_protocol::messages::offset_delete_request::{
-    OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
-};
+use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
+use kafka_protocol::messages::offset_delete_request::{OffsetDeleteRequestPartition, OffsetDeleteRequestTopic};
 use kafka_protocol::messages::offset_fetch_request::{
     OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
 };
-use kafka_protocol::messages::offset_for_leader_epoch_request::{
-    OffsetForLeaderPartition, OffsetForLeaderTopic,
-};
+use kafka_protocol::messages::offset_for_leader_epoch_request::{OffsetForLeaderPartition, OffsetForLeaderTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::txn_offset_commit_request::{
@@ -50,19 +36,17 @@ use kafka_protocol::messages::txn_offset_commit_request::{
 };
 use kafka_protocol::messages::{
     alter_configs_request, describe_producers_request, describe_topic_partitions_request,
-    incremental_alter_configs_request, AddOffsetsToTxnRequest, AddPartitionsToTxnRequest,
-    AlterConfigsRequest, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest,
-    CreatePartitionsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DescribeClusterRequest,
-    DescribeLogDirsRequest, DescribeProducersRequest, DescribeTopicPartitionsRequest,
-    DescribeTransactionsRequest, EndTxnRequest, IncrementalAlterConfigsRequest,
-    ListTransactionsRequest, OffsetDeleteRequest, OffsetForLeaderEpochRequest,
-    SaslAuthenticateRequest, SaslHandshakeRequest, TxnOffsetCommitRequest,
+    incremental_alter_configs_request, AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest,
+    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreatePartitionsRequest, DeleteGroupsRequest,
+    DeleteRecordsRequest, DescribeClusterRequest, DescribeLogDirsRequest, DescribeProducersRequest,
+    DescribeTopicPartitionsRequest, DescribeTransactionsRequest, EndTxnRequest, IncrementalAlterConfigsRequest,
+    ListTransactionsRequest, OffsetDeleteRequest, OffsetForLeaderEpochRequest, SaslAuthenticateRequest,
+    SaslHandshakeRequest, TxnOffsetCommitRequest,
 };
 use kafka_protocol::messages::{
-    ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
-    DescribeGroupsRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
-    InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest,
-    ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, ProduceRequest,
+    ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, DescribeGroupsRequest,
+    FetchRequest, FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
+    ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, ProduceRequest,
     SyncGroupRequest,
 };
 use kafka_protocol::protocol::Encodable;
@@ -76,9 +60,7 @@ fn check<R: Encodable + Default>(api_key: i16, schema: &StructSchema) -> (i16, &
     let api = schemas::find(api_key).expect("covered API");
     for version in api.versions.min..=api.versions.max {
         let mut buf = BytesMut::new();
-        R::default()
-            .encode(&mut buf, version)
-            .unwrap_or_else(|e| panic!("{} v{version}: {e:#}", schema.name));
+        R::default().encode(&mut buf, version).unwrap_or_else(|e| panic!("{} v{version}: {e:#}", schema.name));
         let assumed = schema.wire_bytes_min(crate::guard::encoding(api, version));
         assert_eq!(assumed, buf.len(), "{} v{version}", schema.name);
     }
@@ -156,10 +138,7 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<OffsetForLeaderTopic>(23, &topics::OFFSET_FOR_LEADER_TOPIC),
         check::<OffsetForLeaderPartition>(23, &topics::OFFSET_FOR_LEADER_PARTITION),
         check::<DescribeTopicPartitionsRequest>(75, &topics::DESCRIBE_TOPIC_PARTITIONS_REQUEST),
-        check::<describe_topic_partitions_request::TopicRequest>(
-            75,
-            &topics::DESCRIBE_TOPIC_PARTITIONS_TOPIC_REQUEST,
-        ),
+        check::<describe_topic_partitions_request::TopicRequest>(75, &topics::DESCRIBE_TOPIC_PARTITIONS_TOPIC_REQUEST),
         check::<Cursor>(75, &topics::CURSOR),
         check::<AlterConfigsRequest>(33, &cluster::ALTER_CONFIGS_REQUEST),
         check::<alter_configs_request::AlterConfigsResource>(33, &cluster::ALTER_CONFIGS_RESOURCE),
@@ -169,10 +148,7 @@ fn checked_later() -> Vec<(i16, &'static str)> {
             44,
             &cluster::INCREMENTAL_ALTER_CONFIGS_RESOURCE,
         ),
-        check::<incremental_alter_configs_request::AlterableConfig>(
-            44,
-            &cluster::INCREMENTAL_ALTERABLE_CONFIG,
-        ),
+        check::<incremental_alter_configs_request::AlterableConfig>(44, &cluster::INCREMENTAL_ALTERABLE_CONFIG),
         check::<DescribeLogDirsRequest>(35, &cluster::DESCRIBE_LOG_DIRS_REQUEST),
         check::<DescribableLogDirTopic>(35, &cluster::DESCRIBABLE_LOG_DIR_TOPIC),
         check::<DescribeClusterRequest>(60, &cluster::DESCRIBE_CLUSTER_REQUEST),
@@ -180,15 +156,9 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<OffsetDeleteRequest>(47, &groups::OFFSET_DELETE_REQUEST),
         check::<OffsetDeleteRequestTopic>(47, &groups::OFFSET_DELETE_REQUEST_TOPIC),
         check::<OffsetDeleteRequestPartition>(47, &groups::OFFSET_DELETE_REQUEST_PARTITION),
-        check::<ConsumerGroupHeartbeatRequest>(
-            68,
-            &consumer_groups::CONSUMER_GROUP_HEARTBEAT_REQUEST,
-        ),
+        check::<ConsumerGroupHeartbeatRequest>(68, &consumer_groups::CONSUMER_GROUP_HEARTBEAT_REQUEST),
         check::<TopicPartitions>(68, &consumer_groups::TOPIC_PARTITIONS),
-        check::<ConsumerGroupDescribeRequest>(
-            69,
-            &consumer_groups::CONSUMER_GROUP_DESCRIBE_REQUEST,
-        ),
+        check::<ConsumerGroupDescribeRequest>(69, &consumer_groups::CONSUMER_GROUP_DESCRIBE_REQUEST),
         check::<AddPartitionsToTxnRequest>(24, &txn::ADD_PARTITIONS_TO_TXN_REQUEST),
         check::<AddPartitionsToTxnTransaction>(24, &txn::ADD_PARTITIONS_TO_TXN_TRANSACTION),
         check::<AddPartitionsToTxnTopic>(24, &txn::ADD_PARTITIONS_TO_TXN_TOPIC),
@@ -198,20 +168,13 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<TxnOffsetCommitRequestTopic>(28, &txn::TXN_OFFSET_COMMIT_REQUEST_TOPIC),
         check::<TxnOffsetCommitRequestPartition>(28, &txn::TXN_OFFSET_COMMIT_REQUEST_PARTITION),
         check::<DescribeProducersRequest>(61, &txn::DESCRIBE_PRODUCERS_REQUEST),
-        check::<describe_producers_request::TopicRequest>(
-            61,
-            &txn::DESCRIBE_PRODUCERS_TOPIC_REQUEST,
-        ),
+        check::<describe_producers_request::TopicRequest>(61, &txn::DESCRIBE_PRODUCERS_TOPIC_REQUEST),
         check::<ListTransactionsRequest>(66, &txn::LIST_TRANSACTIONS_REQUEST),
         check::<DescribeTransactionsRequest>(65, &txn::DESCRIBE_TRANSACTIONS_REQUEST),
     ]
 }
 
-fn collect_structs(
-    api_key: i16,
-    schema: &'static StructSchema,
-    names: &mut BTreeSet<(i16, &'static str)>,
-) {
+fn collect_structs(api_key: i16, schema: &'static StructSchema, names: &mut BTreeSet<(i16, &'static str)>) {
     names.insert((api_key, schema.name));
     for field in schema.fields {
         let mut kind = &field.kind;
@@ -230,12 +193,7 @@ const ELEMENTS: u32 = 100;
 /// Writes the smallest encoding of `kind`, except for array instance number `target` (counted in
 /// depth-first order), which gets [`ELEMENTS`] smallest elements; other arrays of structs get one
 /// element so that nested arrays are reached. Returns whether the target was written.
-fn smallest(
-    kind: &Kind,
-    encoding: Encoding,
-    target: &mut Option<usize>,
-    out: &mut Vec<u8>,
-) -> bool {
+fn smallest(kind: &Kind, encoding: Encoding, target: &mut Option<usize>, out: &mut Vec<u8>) -> bool {
     let length = |out: &mut Vec<u8>, n: u32, classic_bytes: usize| {
         if encoding.flexible {
             let mut v = n + 1;

@@ -48,9 +48,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::Index;
-use proptest::test_runner::{
-    Config, FileFailurePersistence, RngAlgorithm, TestCaseError, TestRunner,
-};
+use proptest::test_runner::{Config, FileFailurePersistence, RngAlgorithm, TestCaseError, TestRunner};
 
 use super::{check_request_body, schema, schemas, walk_request_body, GuardError};
 use apis::decode_measured;
@@ -74,9 +72,7 @@ fn config() -> Config {
     Config {
         cases: CASES_PER_VERSION,
         // Failing seeds go to mod.proptest-regressions next to this file, to be committed.
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
-            "proptest-regressions",
-        ))),
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
         source_file: Some(file!()),
         // ChaCha, the default, dominates the run time in unoptimised test builds.
         rng_algorithm: RngAlgorithm::XorShift,
@@ -108,14 +104,8 @@ fn allocation_bytes_max(body: &[u8]) -> usize {
 ///   kafka-protocol but refused by Kafka, so the guard may refuse it. With
 ///   [`Confirm::ExceptTruncated`], truncations are not confirmed either (used where the body was
 ///   cut on purpose: a refused decode is slow when RUST_BACKTRACE makes anyhow capture one).
-fn probe(
-    api_key: i16,
-    version: i16,
-    body: &[u8],
-    confirm: Confirm,
-) -> Result<Option<GuardError>, TestCaseError> {
-    let (verdict, guard_allocations) =
-        alloc::measure(|| check_request_body(api_key, version, body));
+fn probe(api_key: i16, version: i16, body: &[u8], confirm: Confirm) -> Result<Option<GuardError>, TestCaseError> {
+    let (verdict, guard_allocations) = alloc::measure(|| check_request_body(api_key, version, body));
     prop_assert_eq!(guard_allocations.count, 0, "the guard allocated");
     match &verdict {
         Ok(()) => {
@@ -145,12 +135,7 @@ fn probe(
         }
         Err(refusal) => {
             let (decoded, _) = decode_measured(api_key, version, body);
-            prop_assert!(
-                decoded.is_err(),
-                "guard refused ({}) a body kafka-protocol accepts: {:02x?}",
-                refusal,
-                body
-            );
+            prop_assert!(decoded.is_err(), "guard refused ({}) a body kafka-protocol accepts: {:02x?}", refusal, body);
         }
     }
     Ok(verdict.err())
@@ -178,8 +163,7 @@ fn overwrite(body: &[u8], offset: usize, bytes: &[u8], replaced: usize, cut: boo
 
 /// Huge counts, written at every offset of a valid body and followed by only a few bytes:
 /// i32::MAX, and u32::MAX as an unsigned varint (a compact count of u32::MAX - 1).
-const HUGE_COUNTS: [(&[u8], usize); 2] =
-    [(&[0x7f, 0xff, 0xff, 0xff], 4), (&[0xff, 0xff, 0xff, 0xff, 0x0f], 1)];
+const HUGE_COUNTS: [(&[u8], usize); 2] = [(&[0x7f, 0xff, 0xff, 0xff], 4), (&[0xff, 0xff, 0xff, 0xff, 0x0f], 1)];
 
 /// Nulls and near-nulls, written at every offset of a valid body with the rest kept: they catch
 /// a field whose nullability the tables get wrong (-1 as an i16 and an i32 length, compact null,
@@ -203,59 +187,55 @@ where
             vec(any::<Index>(), OFFSETS_PER_CASE),
             proptest::bool::weighted(DEEP_CASE_PROBABILITY),
         );
-        let outcome =
-            TestRunner::new(config()).run(&strategy, |(request, mutations, offsets, deep)| {
-                let body = encode(&request, version)?;
+        let outcome = TestRunner::new(config()).run(&strategy, |(request, mutations, offsets, deep)| {
+            let body = encode(&request, version)?;
 
-                let (used, guard_allocations) =
-                    alloc::measure(|| walk_request_body(api_key, version, &body));
-                prop_assert_eq!(guard_allocations.count, 0, "the guard allocated");
-                prop_assert_eq!(used, Ok(body.len()), "guard on a valid body: {:02x?}", body);
-                let mut input = Bytes::from(body.clone());
-                let (decoded, allocations) = alloc::measure(|| R::decode(&mut input, version));
-                let decoded = decoded
-                    .map_err(|e| TestCaseError::fail(format!("kafka-protocol refused: {e:#}")))?;
-                prop_assert!(allocations.largest_bytes <= allocation_bytes_max(&body));
-                prop_assert_eq!(encode(&decoded, version)?, body.clone(), "re-encoding differs");
+            let (used, guard_allocations) = alloc::measure(|| walk_request_body(api_key, version, &body));
+            prop_assert_eq!(guard_allocations.count, 0, "the guard allocated");
+            prop_assert_eq!(used, Ok(body.len()), "guard on a valid body: {:02x?}", body);
+            let mut input = Bytes::from(body.clone());
+            let (decoded, allocations) = alloc::measure(|| R::decode(&mut input, version));
+            let decoded = decoded.map_err(|e| TestCaseError::fail(format!("kafka-protocol refused: {e:#}")))?;
+            prop_assert!(allocations.largest_bytes <= allocation_bytes_max(&body));
+            prop_assert_eq!(encode(&decoded, version)?, body.clone(), "re-encoding differs");
 
-                for (index, byte) in mutations {
-                    let mut mutated = body.clone();
-                    if !mutated.is_empty() {
-                        let at = index.index(mutated.len());
-                        mutated[at] = byte;
-                    }
-                    probe(api_key, version, &mutated, Confirm::All)?;
+            for (index, byte) in mutations {
+                let mut mutated = body.clone();
+                if !mutated.is_empty() {
+                    let at = index.index(mutated.len());
+                    mutated[at] = byte;
                 }
+                probe(api_key, version, &mutated, Confirm::All)?;
+            }
 
-                // Every offset in deep cases (of a small body: the cost is quadratic), a sample in
-                // the others.
-                let offsets: Vec<usize> = if deep && body.len() <= DEEP_BODY_BYTES_MAX {
-                    deep_cases.set(deep_cases.get() + 1);
-                    (0..body.len()).collect()
-                } else if body.is_empty() {
-                    Vec::new()
-                } else {
-                    offsets.iter().map(|i| i.index(body.len())).collect()
-                };
-                for offset in offsets {
-                    let verdict =
-                        probe(api_key, version, &body[..offset], Confirm::ExceptTruncated)?;
-                    prop_assert!(verdict.is_some(), "accepted a strict prefix of a valid body");
-                    for (huge, replaced) in HUGE_COUNTS {
-                        let hostile = overwrite(&body, offset, huge, replaced, true);
-                        if let Some(GuardError::ArrayTooLong { .. }) =
-                            probe(api_key, version, &hostile, Confirm::ExceptTruncated)?
-                        {
-                            huge_counts_refused.set(huge_counts_refused.get() + 1);
-                        }
-                    }
-                    for (null, replaced) in NULLS {
-                        let nulled = overwrite(&body, offset, null, replaced, false);
-                        probe(api_key, version, &nulled, Confirm::ExceptTruncated)?;
+            // Every offset in deep cases (of a small body: the cost is quadratic), a sample in
+            // the others.
+            let offsets: Vec<usize> = if deep && body.len() <= DEEP_BODY_BYTES_MAX {
+                deep_cases.set(deep_cases.get() + 1);
+                (0..body.len()).collect()
+            } else if body.is_empty() {
+                Vec::new()
+            } else {
+                offsets.iter().map(|i| i.index(body.len())).collect()
+            };
+            for offset in offsets {
+                let verdict = probe(api_key, version, &body[..offset], Confirm::ExceptTruncated)?;
+                prop_assert!(verdict.is_some(), "accepted a strict prefix of a valid body");
+                for (huge, replaced) in HUGE_COUNTS {
+                    let hostile = overwrite(&body, offset, huge, replaced, true);
+                    if let Some(GuardError::ArrayTooLong { .. }) =
+                        probe(api_key, version, &hostile, Confirm::ExceptTruncated)?
+                    {
+                        huge_counts_refused.set(huge_counts_refused.get() + 1);
                     }
                 }
-                Ok(())
-            });
+                for (null, replaced) in NULLS {
+                    let nulled = overwrite(&body, offset, null, replaced, false);
+                    probe(api_key, version, &nulled, Confirm::ExceptTruncated)?;
+                }
+            }
+            Ok(())
+        });
         if let Err(failure) = outcome {
             panic!("api key {api_key} v{version}: {failure}");
         }
@@ -287,9 +267,7 @@ fn random_bytes_never_panic_and_accepted_ones_decode_within_limits() {
                 vec(prop_oneof![Just(0u8), Just(1), Just(2), Just(0xff), any::<u8>()], 0..48),
             ];
             TestRunner::new(config())
-                .run(&bodies, |body| {
-                    probe(api.key, version, &body, Confirm::ExceptTruncated).map(drop)
-                })
+                .run(&bodies, |body| probe(api.key, version, &body, Confirm::ExceptTruncated).map(drop))
                 .unwrap_or_else(|failure| panic!("api key {} v{version}: {failure}", api.key));
         }
     }

@@ -3,8 +3,8 @@
 
 use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::{
-    alter_configs_request, incremental_alter_configs_request, AlterConfigsRequest,
-    DescribeClusterRequest, DescribeLogDirsRequest, IncrementalAlterConfigsRequest, TopicName,
+    alter_configs_request, incremental_alter_configs_request, AlterConfigsRequest, DescribeClusterRequest,
+    DescribeLogDirsRequest, IncrementalAlterConfigsRequest, TopicName,
 };
 use proptest::prelude::*;
 
@@ -25,30 +25,25 @@ pub(super) fn alter_configs(v: i16) -> impl Strategy<Value = AlterConfigsRequest
                 .with_unknown_tagged_fields(tags)
         },
     );
-    (list(resource), any::<bool>(), unknown_tags(flexible)).prop_map(
-        |(resources, validate_only, tags)| {
-            AlterConfigsRequest::default()
-                .with_resources(resources)
-                .with_validate_only(validate_only)
-                .with_unknown_tagged_fields(tags)
-        },
-    )
+    (list(resource), any::<bool>(), unknown_tags(flexible)).prop_map(|(resources, validate_only, tags)| {
+        AlterConfigsRequest::default()
+            .with_resources(resources)
+            .with_validate_only(validate_only)
+            .with_unknown_tagged_fields(tags)
+    })
 }
 
-pub(super) fn incremental_alter_configs(
-    v: i16,
-) -> impl Strategy<Value = IncrementalAlterConfigsRequest> {
+pub(super) fn incremental_alter_configs(v: i16) -> impl Strategy<Value = IncrementalAlterConfigsRequest> {
     use incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
     let flexible = v >= 1;
-    let config = (text(), any::<i8>(), text_or_null(), unknown_tags(flexible)).prop_map(
-        |(key, operation, value, tags)| {
+    let config =
+        (text(), any::<i8>(), text_or_null(), unknown_tags(flexible)).prop_map(|(key, operation, value, tags)| {
             AlterableConfig::default()
                 .with_name(key)
                 .with_config_operation(operation)
                 .with_value(value)
                 .with_unknown_tagged_fields(tags)
-        },
-    );
+        });
     let resource = (any::<i8>(), text(), list(config), unknown_tags(flexible)).prop_map(
         |(resource_type, resource_name, configs, tags)| {
             AlterConfigsResource::default()
@@ -58,26 +53,23 @@ pub(super) fn incremental_alter_configs(
                 .with_unknown_tagged_fields(tags)
         },
     );
-    (list(resource), any::<bool>(), unknown_tags(flexible)).prop_map(
-        |(resources, validate_only, tags)| {
-            IncrementalAlterConfigsRequest::default()
-                .with_resources(resources)
-                .with_validate_only(validate_only)
-                .with_unknown_tagged_fields(tags)
-        },
-    )
+    (list(resource), any::<bool>(), unknown_tags(flexible)).prop_map(|(resources, validate_only, tags)| {
+        IncrementalAlterConfigsRequest::default()
+            .with_resources(resources)
+            .with_validate_only(validate_only)
+            .with_unknown_tagged_fields(tags)
+    })
 }
 
 pub(super) fn describe_log_dirs(v: i16) -> impl Strategy<Value = DescribeLogDirsRequest> {
     let flexible = v >= 2;
-    let topic = (name::<TopicName>(), list(any::<i32>()), unknown_tags(flexible)).prop_map(
-        |(topic, partitions, tags)| {
+    let topic =
+        (name::<TopicName>(), list(any::<i32>()), unknown_tags(flexible)).prop_map(|(topic, partitions, tags)| {
             DescribableLogDirTopic::default()
                 .with_topic(topic)
                 .with_partitions(partitions)
                 .with_unknown_tagged_fields(tags)
-        },
-    );
+        });
     (list_or_null(topic), unknown_tags(flexible)).prop_map(|(topics, tags)| {
         DescribeLogDirsRequest::default().with_topics(topics).with_unknown_tagged_fields(tags)
     })

@@ -2,12 +2,10 @@
 //! requests for one version (see `requests_data.rs` for the conventions).
 
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
-use kafka_protocol::messages::offset_delete_request::{
-    OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
-};
+use kafka_protocol::messages::offset_delete_request::{OffsetDeleteRequestPartition, OffsetDeleteRequestTopic};
 use kafka_protocol::messages::{
-    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, DeleteGroupsRequest, GroupId,
-    OffsetDeleteRequest, TopicName,
+    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, DeleteGroupsRequest, GroupId, OffsetDeleteRequest,
+    TopicName,
 };
 use proptest::prelude::*;
 
@@ -22,27 +20,21 @@ pub(super) fn delete_groups(v: i16) -> impl Strategy<Value = DeleteGroupsRequest
 
 /// Version 0 only, never flexible: no tagged fields anywhere.
 pub(super) fn offset_delete(_v: i16) -> impl Strategy<Value = OffsetDeleteRequest> {
-    let partition = any::<i32>()
-        .prop_map(|index| OffsetDeleteRequestPartition::default().with_partition_index(index));
+    let partition = any::<i32>().prop_map(|index| OffsetDeleteRequestPartition::default().with_partition_index(index));
     let topic = (name::<TopicName>(), list(partition)).prop_map(|(topic, partitions)| {
         OffsetDeleteRequestTopic::default().with_name(topic).with_partitions(partitions)
     });
-    (name::<GroupId>(), list(topic)).prop_map(|(group, topics)| {
-        OffsetDeleteRequest::default().with_group_id(group).with_topics(topics)
-    })
+    (name::<GroupId>(), list(topic))
+        .prop_map(|(group, topics)| OffsetDeleteRequest::default().with_group_id(group).with_topics(topics))
 }
 
-pub(super) fn consumer_group_heartbeat(
-    v: i16,
-) -> impl Strategy<Value = ConsumerGroupHeartbeatRequest> {
-    let topic_partitions = (uuid_bytes(), list(any::<i32>()), unknown_tags(true)).prop_map(
-        |(id, partitions, tags)| {
-            TopicPartitions::default()
-                .with_topic_id(uuid(id).topic_id)
-                .with_partitions(partitions)
-                .with_unknown_tagged_fields(tags)
-        },
-    );
+pub(super) fn consumer_group_heartbeat(v: i16) -> impl Strategy<Value = ConsumerGroupHeartbeatRequest> {
+    let topic_partitions = (uuid_bytes(), list(any::<i32>()), unknown_tags(true)).prop_map(|(id, partitions, tags)| {
+        TopicPartitions::default()
+            .with_topic_id(uuid(id).topic_id)
+            .with_partitions(partitions)
+            .with_unknown_tagged_fields(tags)
+    });
     (
         (name::<GroupId>(), text(), any::<i32>(), text_or_null(), text_or_null()),
         (any::<i32>(), list_or_null(name::<TopicName>()), text_or_null(), text_or_null()),
@@ -70,15 +62,11 @@ pub(super) fn consumer_group_heartbeat(
         })
 }
 
-pub(super) fn consumer_group_describe(
-    _v: i16,
-) -> impl Strategy<Value = ConsumerGroupDescribeRequest> {
-    (list(name::<GroupId>()), any::<bool>(), unknown_tags(true)).prop_map(
-        |(groups, include_operations, tags)| {
-            ConsumerGroupDescribeRequest::default()
-                .with_group_ids(groups)
-                .with_include_authorized_operations(include_operations)
-                .with_unknown_tagged_fields(tags)
-        },
-    )
+pub(super) fn consumer_group_describe(_v: i16) -> impl Strategy<Value = ConsumerGroupDescribeRequest> {
+    (list(name::<GroupId>()), any::<bool>(), unknown_tags(true)).prop_map(|(groups, include_operations, tags)| {
+        ConsumerGroupDescribeRequest::default()
+            .with_group_ids(groups)
+            .with_include_authorized_operations(include_operations)
+            .with_unknown_tagged_fields(tags)
+    })
 }

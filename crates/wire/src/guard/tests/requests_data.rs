@@ -5,32 +5,22 @@
 //! value where it exists and left at its default elsewhere (the encoder refuses non-default
 //! values for absent fields). Flexible thresholds are written out here again on purpose.
 
-use kafka_protocol::messages::fetch_request::{
-    FetchPartition, FetchTopic, ForgottenTopic, ReplicaState,
-};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic, ReplicaState};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    BrokerId, FetchRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest, TopicName,
-    TransactionalId,
+    BrokerId, FetchRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest, TopicName, TransactionalId,
 };
 use proptest::prelude::*;
 
 use super::gen::{
-    blob_or_null, list, list_or_null, name, name_or_null, text, text_or_null, unknown_tags, uuid,
-    uuid_bytes,
+    blob_or_null, list, list_or_null, name, name_or_null, text, text_or_null, unknown_tags, uuid, uuid_bytes,
 };
 
 pub(super) fn produce(v: i16) -> impl Strategy<Value = ProduceRequest> {
     let flexible = v >= 9;
-    (
-        name_or_null::<TransactionalId>(),
-        any::<i16>(),
-        any::<i32>(),
-        list(topic_produce_data(v)),
-        unknown_tags(flexible),
-    )
+    (name_or_null::<TransactionalId>(), any::<i16>(), any::<i32>(), list(topic_produce_data(v)), unknown_tags(flexible))
         .prop_map(|(transactional_id, acks, timeout_ms, topic_data, tags)| {
             ProduceRequest::default()
                 .with_transactional_id(transactional_id)
@@ -43,19 +33,12 @@ pub(super) fn produce(v: i16) -> impl Strategy<Value = ProduceRequest> {
 
 fn topic_produce_data(v: i16) -> impl Strategy<Value = TopicProduceData> {
     let flexible = v >= 9;
-    let partition = (any::<i32>(), blob_or_null(), unknown_tags(flexible)).prop_map(
-        |(index, records, tags)| {
-            PartitionProduceData::default()
-                .with_index(index)
-                .with_records(records)
-                .with_unknown_tagged_fields(tags)
-        },
-    );
+    let partition = (any::<i32>(), blob_or_null(), unknown_tags(flexible)).prop_map(|(index, records, tags)| {
+        PartitionProduceData::default().with_index(index).with_records(records).with_unknown_tagged_fields(tags)
+    });
     (name::<TopicName>(), uuid_bytes(), list(partition), unknown_tags(flexible)).prop_map(
         move |(topic, id, partitions, tags)| {
-            let mut t = TopicProduceData::default()
-                .with_partition_data(partitions)
-                .with_unknown_tagged_fields(tags);
+            let mut t = TopicProduceData::default().with_partition_data(partitions).with_unknown_tagged_fields(tags);
             if v <= 12 {
                 t = t.with_name(topic);
             }
@@ -69,9 +52,8 @@ fn topic_produce_data(v: i16) -> impl Strategy<Value = TopicProduceData> {
 
 pub(super) fn fetch(v: i16) -> impl Strategy<Value = FetchRequest> {
     let flexible = v >= 12;
-    let replica_state = (any::<i32>(), any::<i64>()).prop_map(|(id, epoch)| {
-        ReplicaState::default().with_replica_id(BrokerId(id)).with_replica_epoch(epoch)
-    });
+    let replica_state = (any::<i32>(), any::<i64>())
+        .prop_map(|(id, epoch)| ReplicaState::default().with_replica_id(BrokerId(id)).with_replica_epoch(epoch));
     (
         (text_or_null(), any::<i32>(), replica_state, any::<i32>()),
         (any::<i32>(), any::<i32>(), any::<i8>(), any::<i32>(), any::<i32>()),
@@ -115,8 +97,7 @@ fn fetch_topic(v: i16) -> impl Strategy<Value = FetchTopic> {
     let flexible = v >= 12;
     (name::<TopicName>(), uuid_bytes(), list(fetch_partition(v)), unknown_tags(flexible)).prop_map(
         move |(topic, id, partitions, tags)| {
-            let mut t =
-                FetchTopic::default().with_partitions(partitions).with_unknown_tagged_fields(tags);
+            let mut t = FetchTopic::default().with_partitions(partitions).with_unknown_tagged_fields(tags);
             if v <= 12 {
                 t = t.with_topic(topic);
             }
@@ -169,9 +150,7 @@ fn forgotten_topic(v: i16) -> impl Strategy<Value = ForgottenTopic> {
     let flexible = v >= 12;
     (name::<TopicName>(), uuid_bytes(), list(any::<i32>()), unknown_tags(flexible)).prop_map(
         move |(topic, id, partitions, tags)| {
-            let mut t = ForgottenTopic::default()
-                .with_partitions(partitions)
-                .with_unknown_tagged_fields(tags);
+            let mut t = ForgottenTopic::default().with_partitions(partitions).with_unknown_tagged_fields(tags);
             if (7..=12).contains(&v) {
                 t = t.with_topic(topic);
             }
@@ -197,14 +176,9 @@ pub(super) fn list_offsets(v: i16) -> impl Strategy<Value = ListOffsetsRequest> 
             p
         },
     );
-    let topic = (name::<TopicName>(), list(partition), unknown_tags(flexible)).prop_map(
-        |(topic, partitions, tags)| {
-            ListOffsetsTopic::default()
-                .with_name(topic)
-                .with_partitions(partitions)
-                .with_unknown_tagged_fields(tags)
-        },
-    );
+    let topic = (name::<TopicName>(), list(partition), unknown_tags(flexible)).prop_map(|(topic, partitions, tags)| {
+        ListOffsetsTopic::default().with_name(topic).with_partitions(partitions).with_unknown_tagged_fields(tags)
+    });
     (any::<i32>(), any::<i8>(), list(topic), any::<i32>(), unknown_tags(flexible)).prop_map(
         move |(replica_id, isolation_level, topics, timeout_ms, tags)| {
             let mut r = ListOffsetsRequest::default()
@@ -224,20 +198,17 @@ pub(super) fn list_offsets(v: i16) -> impl Strategy<Value = ListOffsetsRequest> 
 
 pub(super) fn metadata(v: i16) -> impl Strategy<Value = MetadataRequest> {
     let flexible = v >= 9;
-    let topic = (uuid_bytes(), name_or_null::<TopicName>(), unknown_tags(flexible)).prop_map(
-        move |(id, topic, tags)| {
-            let mut t =
-                MetadataRequestTopic::default().with_name(topic).with_unknown_tagged_fields(tags);
+    let topic =
+        (uuid_bytes(), name_or_null::<TopicName>(), unknown_tags(flexible)).prop_map(move |(id, topic, tags)| {
+            let mut t = MetadataRequestTopic::default().with_name(topic).with_unknown_tagged_fields(tags);
             if v >= 10 {
                 t = t.with_topic_id(uuid(id).topic_id);
             }
             t
-        },
-    );
+        });
     (list_or_null(topic), any::<[bool; 3]>(), unknown_tags(flexible)).prop_map(
         move |(topics, [auto_create, cluster_ops, topic_ops], tags)| {
-            let mut r =
-                MetadataRequest::default().with_topics(topics).with_unknown_tagged_fields(tags);
+            let mut r = MetadataRequest::default().with_topics(topics).with_unknown_tagged_fields(tags);
             if v >= 4 {
                 r = r.with_allow_auto_topic_creation(auto_create);
             }

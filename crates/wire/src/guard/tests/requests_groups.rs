@@ -3,16 +3,14 @@
 
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
-use kafka_protocol::messages::offset_commit_request::{
-    OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
+use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
 use kafka_protocol::messages::offset_fetch_request::{
     OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
 };
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
-    DescribeGroupsRequest, GroupId, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
-    ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest, TopicName,
+    DescribeGroupsRequest, GroupId, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest,
+    OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest, TopicName,
 };
 use proptest::prelude::*;
 
@@ -20,33 +18,26 @@ use super::gen::{blob, list, list_or_null, name, text, text_or_null, unknown_tag
 
 pub(super) fn offset_commit(v: i16) -> impl Strategy<Value = OffsetCommitRequest> {
     let flexible = v >= 8;
-    let partition =
-        (any::<i32>(), any::<i64>(), any::<i32>(), text_or_null(), unknown_tags(flexible))
-            .prop_map(move |(index, offset, epoch, metadata, tags)| {
-                let mut p = OffsetCommitRequestPartition::default()
-                    .with_partition_index(index)
-                    .with_committed_offset(offset)
-                    .with_committed_metadata(metadata)
-                    .with_unknown_tagged_fields(tags);
-                if v >= 6 {
-                    p = p.with_committed_leader_epoch(epoch);
-                }
-                p
-            });
-    let topic = (name::<TopicName>(), list(partition), unknown_tags(flexible)).prop_map(
-        |(topic, partitions, tags)| {
-            OffsetCommitRequestTopic::default()
-                .with_name(topic)
-                .with_partitions(partitions)
-                .with_unknown_tagged_fields(tags)
+    let partition = (any::<i32>(), any::<i64>(), any::<i32>(), text_or_null(), unknown_tags(flexible)).prop_map(
+        move |(index, offset, epoch, metadata, tags)| {
+            let mut p = OffsetCommitRequestPartition::default()
+                .with_partition_index(index)
+                .with_committed_offset(offset)
+                .with_committed_metadata(metadata)
+                .with_unknown_tagged_fields(tags);
+            if v >= 6 {
+                p = p.with_committed_leader_epoch(epoch);
+            }
+            p
         },
     );
-    (
-        (name::<GroupId>(), any::<i32>(), text(), text_or_null()),
-        any::<i64>(),
-        list(topic),
-        unknown_tags(flexible),
-    )
+    let topic = (name::<TopicName>(), list(partition), unknown_tags(flexible)).prop_map(|(topic, partitions, tags)| {
+        OffsetCommitRequestTopic::default()
+            .with_name(topic)
+            .with_partitions(partitions)
+            .with_unknown_tagged_fields(tags)
+    });
+    ((name::<GroupId>(), any::<i32>(), text(), text_or_null()), any::<i64>(), list(topic), unknown_tags(flexible))
         .prop_map(move |((group, generation, member, instance), retention, topics, tags)| {
             let mut r = OffsetCommitRequest::default()
                 .with_group_id(group)
@@ -66,29 +57,21 @@ pub(super) fn offset_commit(v: i16) -> impl Strategy<Value = OffsetCommitRequest
 
 pub(super) fn offset_fetch(v: i16) -> impl Strategy<Value = OffsetFetchRequest> {
     let flexible = v >= 6;
-    let topic = (name::<TopicName>(), list(any::<i32>()), unknown_tags(flexible)).prop_map(
-        |(topic, partitions, tags)| {
+    let topic =
+        (name::<TopicName>(), list(any::<i32>()), unknown_tags(flexible)).prop_map(|(topic, partitions, tags)| {
             OffsetFetchRequestTopic::default()
                 .with_name(topic)
                 .with_partition_indexes(partitions)
                 .with_unknown_tagged_fields(tags)
-        },
-    );
-    let group_topics = (name::<TopicName>(), list(any::<i32>()), unknown_tags(flexible)).prop_map(
-        |(topic, partitions, tags)| {
+        });
+    let group_topics =
+        (name::<TopicName>(), list(any::<i32>()), unknown_tags(flexible)).prop_map(|(topic, partitions, tags)| {
             OffsetFetchRequestTopics::default()
                 .with_name(topic)
                 .with_partition_indexes(partitions)
                 .with_unknown_tagged_fields(tags)
-        },
-    );
-    let group = (
-        name::<GroupId>(),
-        text_or_null(),
-        any::<i32>(),
-        list_or_null(group_topics),
-        unknown_tags(flexible),
-    )
+        });
+    let group = (name::<GroupId>(), text_or_null(), any::<i32>(), list_or_null(group_topics), unknown_tags(flexible))
         .prop_map(move |(group, member, epoch, topics, tags)| {
             let mut g = OffsetFetchRequestGroup::default()
                 .with_group_id(group)
@@ -99,8 +82,8 @@ pub(super) fn offset_fetch(v: i16) -> impl Strategy<Value = OffsetFetchRequest> 
             }
             g
         });
-    (name::<GroupId>(), list_or_null(topic), list(group), any::<bool>(), unknown_tags(flexible))
-        .prop_map(move |(group, topics, groups, require_stable, tags)| {
+    (name::<GroupId>(), list_or_null(topic), list(group), any::<bool>(), unknown_tags(flexible)).prop_map(
+        move |(group, topics, groups, require_stable, tags)| {
             let mut r = OffsetFetchRequest::default().with_unknown_tagged_fields(tags);
             if v <= 7 {
                 r = r.with_group_id(group).with_topics(topics);
@@ -111,18 +94,15 @@ pub(super) fn offset_fetch(v: i16) -> impl Strategy<Value = OffsetFetchRequest> 
                 r = r.with_require_stable(require_stable);
             }
             r
-        })
+        },
+    )
 }
 
 pub(super) fn join_group(v: i16) -> impl Strategy<Value = JoinGroupRequest> {
     let flexible = v >= 6;
-    let protocol =
-        (text(), blob(), unknown_tags(flexible)).prop_map(|(protocol, metadata, tags)| {
-            JoinGroupRequestProtocol::default()
-                .with_name(protocol)
-                .with_metadata(metadata)
-                .with_unknown_tagged_fields(tags)
-        });
+    let protocol = (text(), blob(), unknown_tags(flexible)).prop_map(|(protocol, metadata, tags)| {
+        JoinGroupRequestProtocol::default().with_name(protocol).with_metadata(metadata).with_unknown_tagged_fields(tags)
+    });
     (
         (name::<GroupId>(), any::<i32>(), any::<i32>(), text()),
         (text_or_null(), text(), list(protocol), text_or_null()),
@@ -214,18 +194,15 @@ pub(super) fn leave_group(v: i16) -> impl Strategy<Value = LeaveGroupRequest> {
             m
         },
     );
-    (name::<GroupId>(), text(), list(member), unknown_tags(flexible)).prop_map(
-        move |(group, member, members, tags)| {
-            let mut r =
-                LeaveGroupRequest::default().with_group_id(group).with_unknown_tagged_fields(tags);
-            if v <= 2 {
-                r = r.with_member_id(member);
-            } else {
-                r = r.with_members(members);
-            }
-            r
-        },
-    )
+    (name::<GroupId>(), text(), list(member), unknown_tags(flexible)).prop_map(move |(group, member, members, tags)| {
+        let mut r = LeaveGroupRequest::default().with_group_id(group).with_unknown_tagged_fields(tags);
+        if v <= 2 {
+            r = r.with_member_id(member);
+        } else {
+            r = r.with_members(members);
+        }
+        r
+    })
 }
 
 pub(super) fn list_groups(v: i16) -> impl Strategy<Value = ListGroupsRequest> {
@@ -246,9 +223,7 @@ pub(super) fn describe_groups(v: i16) -> impl Strategy<Value = DescribeGroupsReq
     let flexible = v >= 5;
     (list(name::<GroupId>()), any::<bool>(), unknown_tags(flexible)).prop_map(
         move |(groups, include_operations, tags)| {
-            let mut r = DescribeGroupsRequest::default()
-                .with_groups(groups)
-                .with_unknown_tagged_fields(tags);
+            let mut r = DescribeGroupsRequest::default().with_groups(groups).with_unknown_tagged_fields(tags);
             if v >= 3 {
                 r = r.with_include_authorized_operations(include_operations);
             }

@@ -2,31 +2,23 @@
 //! EndTxn, TxnOffsetCommit, DescribeProducers, ListTransactions, DescribeTransactions (see
 //! `requests_data.rs` for the conventions).
 
-use kafka_protocol::messages::add_partitions_to_txn_request::{
-    AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
-};
+use kafka_protocol::messages::add_partitions_to_txn_request::{AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction};
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::{
-    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, DescribeProducersRequest,
-    DescribeTransactionsRequest, EndTxnRequest, GroupId, ListTransactionsRequest, ProducerId,
-    TopicName, TransactionalId, TxnOffsetCommitRequest,
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, DescribeProducersRequest, DescribeTransactionsRequest,
+    EndTxnRequest, GroupId, ListTransactionsRequest, ProducerId, TopicName, TransactionalId, TxnOffsetCommitRequest,
 };
 use proptest::prelude::*;
 
 use super::gen::{list, name, text, text_or_null, unknown_tags};
 
 fn add_partitions_to_txn_topic(flexible: bool) -> impl Strategy<Value = AddPartitionsToTxnTopic> {
-    (name::<TopicName>(), list(any::<i32>()), unknown_tags(flexible)).prop_map(
-        |(topic, partitions, tags)| {
-            AddPartitionsToTxnTopic::default()
-                .with_name(topic)
-                .with_partitions(partitions)
-                .with_unknown_tagged_fields(tags)
-        },
-    )
+    (name::<TopicName>(), list(any::<i32>()), unknown_tags(flexible)).prop_map(|(topic, partitions, tags)| {
+        AddPartitionsToTxnTopic::default().with_name(topic).with_partitions(partitions).with_unknown_tagged_fields(tags)
+    })
 }
 
 pub(super) fn add_partitions_to_txn(v: i16) -> impl Strategy<Value = AddPartitionsToTxnRequest> {
@@ -51,76 +43,68 @@ pub(super) fn add_partitions_to_txn(v: i16) -> impl Strategy<Value = AddPartitio
         list(add_partitions_to_txn_topic(flexible)),
         unknown_tags(flexible),
     )
-        .prop_map(
-            move |(transactions, (transactional_id, producer_id, epoch), topics, tags)| {
-                let r = AddPartitionsToTxnRequest::default().with_unknown_tagged_fields(tags);
-                if v >= 4 {
-                    r.with_transactions(transactions)
-                } else {
-                    r.with_v3_and_below_transactional_id(transactional_id)
-                        .with_v3_and_below_producer_id(ProducerId(producer_id))
-                        .with_v3_and_below_producer_epoch(epoch)
-                        .with_v3_and_below_topics(topics)
-                }
-            },
-        )
+        .prop_map(move |(transactions, (transactional_id, producer_id, epoch), topics, tags)| {
+            let r = AddPartitionsToTxnRequest::default().with_unknown_tagged_fields(tags);
+            if v >= 4 {
+                r.with_transactions(transactions)
+            } else {
+                r.with_v3_and_below_transactional_id(transactional_id)
+                    .with_v3_and_below_producer_id(ProducerId(producer_id))
+                    .with_v3_and_below_producer_epoch(epoch)
+                    .with_v3_and_below_topics(topics)
+            }
+        })
 }
 
 pub(super) fn add_offsets_to_txn(v: i16) -> impl Strategy<Value = AddOffsetsToTxnRequest> {
     let flexible = v >= 3;
-    (
-        name::<TransactionalId>(),
-        any::<i64>(),
-        any::<i16>(),
-        name::<GroupId>(),
-        unknown_tags(flexible),
-    )
-        .prop_map(|(transactional_id, producer_id, epoch, group, tags)| {
+    (name::<TransactionalId>(), any::<i64>(), any::<i16>(), name::<GroupId>(), unknown_tags(flexible)).prop_map(
+        |(transactional_id, producer_id, epoch, group, tags)| {
             AddOffsetsToTxnRequest::default()
                 .with_transactional_id(transactional_id)
                 .with_producer_id(ProducerId(producer_id))
                 .with_producer_epoch(epoch)
                 .with_group_id(group)
                 .with_unknown_tagged_fields(tags)
-        })
+        },
+    )
 }
 
 pub(super) fn end_txn(v: i16) -> impl Strategy<Value = EndTxnRequest> {
     let flexible = v >= 3;
-    (name::<TransactionalId>(), any::<i64>(), any::<i16>(), any::<bool>(), unknown_tags(flexible))
-        .prop_map(|(transactional_id, producer_id, epoch, committed, tags)| {
+    (name::<TransactionalId>(), any::<i64>(), any::<i16>(), any::<bool>(), unknown_tags(flexible)).prop_map(
+        |(transactional_id, producer_id, epoch, committed, tags)| {
             EndTxnRequest::default()
                 .with_transactional_id(transactional_id)
                 .with_producer_id(ProducerId(producer_id))
                 .with_producer_epoch(epoch)
                 .with_committed(committed)
                 .with_unknown_tagged_fields(tags)
-        })
+        },
+    )
 }
 
 pub(super) fn txn_offset_commit(v: i16) -> impl Strategy<Value = TxnOffsetCommitRequest> {
     let flexible = v >= 3;
-    let partition =
-        (any::<i32>(), any::<i64>(), any::<i32>(), text_or_null(), unknown_tags(flexible))
-            .prop_map(move |(index, offset, epoch, metadata, tags)| {
-                let mut p = TxnOffsetCommitRequestPartition::default()
-                    .with_partition_index(index)
-                    .with_committed_offset(offset)
-                    .with_committed_metadata(metadata)
-                    .with_unknown_tagged_fields(tags);
-                if v >= 2 {
-                    p = p.with_committed_leader_epoch(epoch);
-                }
-                p
-            });
-    let topic = (name::<TopicName>(), list(partition), unknown_tags(flexible)).prop_map(
-        |(topic, partitions, tags)| {
-            TxnOffsetCommitRequestTopic::default()
-                .with_name(topic)
-                .with_partitions(partitions)
-                .with_unknown_tagged_fields(tags)
+    let partition = (any::<i32>(), any::<i64>(), any::<i32>(), text_or_null(), unknown_tags(flexible)).prop_map(
+        move |(index, offset, epoch, metadata, tags)| {
+            let mut p = TxnOffsetCommitRequestPartition::default()
+                .with_partition_index(index)
+                .with_committed_offset(offset)
+                .with_committed_metadata(metadata)
+                .with_unknown_tagged_fields(tags);
+            if v >= 2 {
+                p = p.with_committed_leader_epoch(epoch);
+            }
+            p
         },
     );
+    let topic = (name::<TopicName>(), list(partition), unknown_tags(flexible)).prop_map(|(topic, partitions, tags)| {
+        TxnOffsetCommitRequestTopic::default()
+            .with_name(topic)
+            .with_partitions(partitions)
+            .with_unknown_tagged_fields(tags)
+    });
     (
         (name::<TransactionalId>(), name::<GroupId>(), any::<i64>(), any::<i16>()),
         (any::<i32>(), text(), text_or_null()),
@@ -138,24 +122,16 @@ pub(super) fn txn_offset_commit(v: i16) -> impl Strategy<Value = TxnOffsetCommit
                 .with_topics(topics)
                 .with_unknown_tagged_fields(tags);
             if v >= 3 {
-                r = r
-                    .with_generation_id(generation)
-                    .with_member_id(member_id)
-                    .with_group_instance_id(instance);
+                r = r.with_generation_id(generation).with_member_id(member_id).with_group_instance_id(instance);
             }
             r
         })
 }
 
 pub(super) fn describe_producers(_v: i16) -> impl Strategy<Value = DescribeProducersRequest> {
-    let topic = (name::<TopicName>(), list(any::<i32>()), unknown_tags(true)).prop_map(
-        |(topic, partitions, tags)| {
-            TopicRequest::default()
-                .with_name(topic)
-                .with_partition_indexes(partitions)
-                .with_unknown_tagged_fields(tags)
-        },
-    );
+    let topic = (name::<TopicName>(), list(any::<i32>()), unknown_tags(true)).prop_map(|(topic, partitions, tags)| {
+        TopicRequest::default().with_name(topic).with_partition_indexes(partitions).with_unknown_tagged_fields(tags)
+    });
     (list(topic), unknown_tags(true)).prop_map(|(topics, tags)| {
         DescribeProducersRequest::default().with_topics(topics).with_unknown_tagged_fields(tags)
     })
@@ -181,8 +157,6 @@ pub(super) fn list_transactions(v: i16) -> impl Strategy<Value = ListTransaction
 
 pub(super) fn describe_transactions(_v: i16) -> impl Strategy<Value = DescribeTransactionsRequest> {
     (list(name::<TransactionalId>()), unknown_tags(true)).prop_map(|(ids, tags)| {
-        DescribeTransactionsRequest::default()
-            .with_transactional_ids(ids)
-            .with_unknown_tagged_fields(tags)
+        DescribeTransactionsRequest::default().with_transactional_ids(ids).with_unknown_tagged_fields(tags)
     })
 }

@@ -31,12 +31,8 @@ fn stray_tag() -> impl Strategy<Value = (i32, Bytes)> {
             Some(s) => [&[u8::try_from(s.len() + 1).expect("short")][..], s.as_bytes()].concat(),
         }),
         // ReplicaState: replica_id, replica_epoch, no tagged fields.
-        (any::<i32>(), any::<i64>()).prop_map(|(id, epoch)| [
-            &id.to_be_bytes()[..],
-            &epoch.to_be_bytes(),
-            &[0]
-        ]
-        .concat()),
+        (any::<i32>(), any::<i64>())
+            .prop_map(|(id, epoch)| [&id.to_be_bytes()[..], &epoch.to_be_bytes(), &[0]].concat()),
         // Any struct whose fields are all absent at this version: just an empty tag section.
         Just(vec![0]),
         vec(any::<u8>(), 0..20),

@@ -77,13 +77,7 @@ pub(super) fn guard(api_key: i16, version: i16, body: &[u8]) -> Result<(), Guard
 }
 
 #[track_caller]
-pub(super) fn assert_array_too_long(
-    api_key: i16,
-    version: i16,
-    body: &[u8],
-    structure: &str,
-    field: &str,
-) {
+pub(super) fn assert_array_too_long(api_key: i16, version: i16, body: &[u8], structure: &str, field: &str) {
     match guard(api_key, version, body) {
         Err(GuardError::ArrayTooLong { field: at, count, .. }) => {
             assert_eq!((at.structure, at.field), (structure, field));
@@ -94,13 +88,7 @@ pub(super) fn assert_array_too_long(
 }
 
 #[track_caller]
-pub(super) fn assert_truncated(
-    api_key: i16,
-    version: i16,
-    body: &[u8],
-    structure: &str,
-    field: &str,
-) {
+pub(super) fn assert_truncated(api_key: i16, version: i16, body: &[u8], structure: &str, field: &str) {
     match guard(api_key, version, body) {
         Err(GuardError::Truncated { field: at, .. }) => {
             assert_eq!((at.structure, at.field), (structure, field));
