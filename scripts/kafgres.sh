@@ -11,7 +11,7 @@ PGRX_VERSION=0.18.1
 PG_PORT=${KAFGRES_PG_PORT:-5433}
 KAFKA_PORT=${KAFGRES_KAFKA_PORT:-9092}
 STATE=$ROOT/.kafgres
-APT_PACKAGES=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libclang-dev clang build-essential pkg-config kcat python3-venv cmake zlib1g-dev)
+APT_PACKAGES=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libclang-dev clang build-essential pkg-config kcat python3-venv cmake zlib1g-dev openjdk-17-jdk-headless maven)
 
 say() { printf '\033[1m[kafgres]\033[0m %s\n' "$*" >&2; }
 die() { printf '\033[1;31m[kafgres] %s\033[0m\n' "$*" >&2; exit 1; }

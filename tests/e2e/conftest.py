@@ -13,12 +13,9 @@ Conventions every test follows:
 - a fresh topic name per test (`topic_name`), so tests never share data;
 - every wait has a deadline, so a broken broker fails a test instead of
   hanging the suite;
-- consumers use `assign()` with explicit or logical offsets and never commit:
-  Kafgres has no consumer groups yet. confluent-kafka refuses to build a
-  Consumer without a `group.id`, so a throwaway one is set, but nothing uses
-  it: librdkafka starts fetching assigned partitions at explicit, beginning or
-  end offsets without a group coordinator, and sends no FindCoordinator while
-  the broker does not advertise that API.
+- the `make_consumer` fixture is for `assign()`: confluent-kafka refuses to
+  build a Consumer without a `group.id`, so a throwaway one is set; nothing
+  commits with it. Group tests (test_groups.py) pass their own group settings.
 """
 
 from __future__ import annotations

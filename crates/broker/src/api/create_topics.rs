@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use uuid::Uuid;
 
@@ -24,7 +24,7 @@ pub const PARTITIONS_PER_TOPIC_MAX: i32 = 10_000;
 /// A refused creation: the Kafka error code and a message for the client.
 pub type CreateError = (i16, String);
 
-pub async fn handle(ctx: &BrokerContext, _version: i16, request: CreateTopicsRequest) -> CreateTopicsResponse {
+pub async fn handle(ctx: &BrokerContext, version: i16, request: CreateTopicsRequest) -> CreateTopicsResponse {
     let mut response = CreateTopicsResponse::default();
     let mut seen = std::collections::HashSet::new();
     for topic in request.topics {
@@ -33,6 +33,7 @@ pub async fn handle(ctx: &BrokerContext, _version: i16, request: CreateTopicsReq
         result.name = topic_name(&name);
         result.num_partitions = -1;
         result.replication_factor = -1;
+        let mut effective = BTreeMap::new();
         let outcome = if !seen.insert(name.clone()) {
             Err((errors::INVALID_REQUEST, format!("topic {name} appears more than once in the request")))
         } else {
@@ -41,6 +42,7 @@ pub async fn handle(ctx: &BrokerContext, _version: i16, request: CreateTopicsReq
                 .iter()
                 .filter_map(|c| c.value.as_ref().map(|v| (c.name.to_string(), v.to_string())))
                 .collect();
+            effective = configs.clone();
             create_checked(
                 ctx,
                 &name,
@@ -54,6 +56,9 @@ pub async fn handle(ctx: &BrokerContext, _version: i16, request: CreateTopicsReq
         };
         match outcome {
             Ok((id, partitions)) => {
+                if version >= CONFIGS_IN_RESPONSE_VERSION_MIN {
+                    result.configs = Some(effective_configs(&effective));
+                }
                 result.error_message = None;
                 result.topic_id = id;
                 result.num_partitions = partitions;
@@ -67,6 +72,33 @@ pub async fn handle(ctx: &BrokerContext, _version: i16, request: CreateTopicsReq
         response.topics.push(result);
     }
     response
+}
+
+/// From v5 a created topic is answered with its effective configs (KIP-525).
+const CONFIGS_IN_RESPONSE_VERSION_MIN: i16 = 5;
+const SOURCE_DYNAMIC_TOPIC: i8 = 1;
+const SOURCE_DEFAULT: i8 = 5;
+
+/// Every topic config with the value the new topic has and where it comes from.
+fn effective_configs(overrides: &BTreeMap<String, String>) -> Vec<CreatableTopicConfigs> {
+    crate::topic_config::TOPIC_CONFIGS
+        .iter()
+        .map(|d| {
+            let mut c = CreatableTopicConfigs::default();
+            c.name = str_bytes(d.name);
+            match overrides.get(d.name) {
+                Some(v) => {
+                    c.value = Some(str_bytes(v));
+                    c.config_source = SOURCE_DYNAMIC_TOPIC;
+                }
+                None => {
+                    c.value = Some(str_bytes(d.default));
+                    c.config_source = SOURCE_DEFAULT;
+                }
+            }
+            c
+        })
+        .collect()
 }
 
 async fn create_checked(

@@ -12,6 +12,11 @@ use crate::server::BrokerContext;
 pub const LATEST_TIMESTAMP: i64 = -1;
 pub const EARLIEST_TIMESTAMP: i64 = -2;
 pub const MAX_TIMESTAMP: i64 = -3;
+/// KIP-405: the earliest offset in local storage, which without tiered
+/// storage is the log start.
+pub const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
+/// KIP-1005: the latest offset in tiered storage; none here (offset -1).
+pub const LATEST_TIERED_TIMESTAMP: i64 = -5;
 /// Leader epochs appear in the response from v4.
 const LEADER_EPOCH_VERSION_MIN: i16 = 4;
 /// The only epoch a single-node broker has had.
@@ -59,7 +64,8 @@ fn lookup(partition: &Partition, timestamp: i64) -> Result<Option<(i64, i64)>, i
     };
     match timestamp {
         LATEST_TIMESTAMP => Ok(Some((partition.high_watermark().offset, -1))),
-        EARLIEST_TIMESTAMP => Ok(Some((partition.log_start_offset(), -1))),
+        EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => Ok(Some((partition.log_start_offset(), -1))),
+        LATEST_TIERED_TIMESTAMP => Ok(None),
         MAX_TIMESTAMP => partition.offset_of_max_timestamp().map_err(storage_error),
         t if t >= 0 => partition.offset_for_timestamp(t).map_err(storage_error),
         _ => Err(errors::INVALID_REQUEST),
