@@ -78,6 +78,23 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
     def("unclean.leader.election.enable", "false", ConfigType::Boolean, "unclean.leader.election.enable"),
 ];
 
+/// Kafka's `ConfigSource` values, as DescribeConfigs and CreateTopics report them.
+pub mod source {
+    pub const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+    pub const STATIC_BROKER_CONFIG: i8 = 4;
+    pub const DEFAULT_CONFIG: i8 = 5;
+}
+
+impl TopicConfigDef {
+    /// The value a topic with `overrides` has for this config, and its source.
+    pub fn effective<'a>(&'a self, overrides: &'a std::collections::BTreeMap<String, String>) -> (&'a str, i8) {
+        match overrides.get(self.name) {
+            Some(v) => (v.as_str(), source::DYNAMIC_TOPIC_CONFIG),
+            None => (self.default, source::DEFAULT_CONFIG),
+        }
+    }
+}
+
 /// The definition of a topic config, if the name is one.
 pub fn topic_config(name: &str) -> Option<&'static TopicConfigDef> {
     TOPIC_CONFIGS.binary_search_by(|d| d.name.cmp(name)).ok().map(|i| &TOPIC_CONFIGS[i])

@@ -76,26 +76,17 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: CreateTopicsRequ
 
 /// From v5 a created topic is answered with its effective configs (KIP-525).
 const CONFIGS_IN_RESPONSE_VERSION_MIN: i16 = 5;
-const SOURCE_DYNAMIC_TOPIC: i8 = 1;
-const SOURCE_DEFAULT: i8 = 5;
 
 /// Every topic config with the value the new topic has and where it comes from.
 fn effective_configs(overrides: &BTreeMap<String, String>) -> Vec<CreatableTopicConfigs> {
     crate::topic_config::TOPIC_CONFIGS
         .iter()
         .map(|d| {
+            let (value, source) = d.effective(overrides);
             let mut c = CreatableTopicConfigs::default();
             c.name = str_bytes(d.name);
-            match overrides.get(d.name) {
-                Some(v) => {
-                    c.value = Some(str_bytes(v));
-                    c.config_source = SOURCE_DYNAMIC_TOPIC;
-                }
-                None => {
-                    c.value = Some(str_bytes(d.default));
-                    c.config_source = SOURCE_DEFAULT;
-                }
-            }
+            c.value = Some(str_bytes(value));
+            c.config_source = source;
             c
         })
         .collect()

@@ -9,14 +9,10 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use super::str_bytes;
 use crate::errors;
 use crate::server::BrokerContext;
-use crate::topic_config::{ConfigType, TOPIC_CONFIGS};
+use crate::topic_config::{source, ConfigType, TOPIC_CONFIGS};
 
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
-/// Kafka's `ConfigSource` values.
-const SOURCE_DYNAMIC_TOPIC: i8 = 1;
-const SOURCE_STATIC_BROKER: i8 = 4;
-const SOURCE_DEFAULT: i8 = 5;
 /// Config types and documentation are in the response from v3.
 const CONFIG_TYPE_VERSION_MIN: i16 = 3;
 
@@ -68,25 +64,12 @@ fn topic_entries(ctx: &BrokerContext, name: &str) -> Result<Vec<Entry>, (i16, St
     Ok(TOPIC_CONFIGS
         .iter()
         .map(|d| {
-            let default = (d.broker_synonym.to_owned(), d.default.to_owned(), SOURCE_DEFAULT);
-            match topic.configs.get(d.name) {
-                Some(v) => Entry {
-                    name: d.name.into(),
-                    value: v.clone(),
-                    source: SOURCE_DYNAMIC_TOPIC,
-                    kind: d.kind,
-                    read_only: false,
-                    synonyms: vec![(d.name.into(), v.clone(), SOURCE_DYNAMIC_TOPIC), default],
-                },
-                None => Entry {
-                    name: d.name.into(),
-                    value: d.default.into(),
-                    source: SOURCE_DEFAULT,
-                    kind: d.kind,
-                    read_only: false,
-                    synonyms: vec![default],
-                },
+            let (value, source) = d.effective(&topic.configs);
+            let mut synonyms = vec![(d.broker_synonym.to_owned(), d.default.to_owned(), source::DEFAULT_CONFIG)];
+            if source == source::DYNAMIC_TOPIC_CONFIG {
+                synonyms.insert(0, (d.name.to_owned(), value.to_owned(), source));
             }
+            Entry { name: d.name.into(), value: value.into(), source, kind: d.kind, read_only: false, synonyms }
         })
         .collect())
 }
@@ -113,9 +96,9 @@ fn broker_entries(ctx: &BrokerContext, name: &str) -> Result<Vec<Entry>, (i16, S
         .into_iter()
         .map(|(name, value, kind)| Entry {
             name: name.into(),
-            synonyms: vec![(name.into(), value.clone(), SOURCE_STATIC_BROKER)],
+            synonyms: vec![(name.into(), value.clone(), source::STATIC_BROKER_CONFIG)],
             value,
-            source: SOURCE_STATIC_BROKER,
+            source: source::STATIC_BROKER_CONFIG,
             kind,
             read_only: true,
         })
