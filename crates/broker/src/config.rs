@@ -27,6 +27,9 @@ pub struct BrokerConfig {
     pub flush_policy: FlushPolicy,
     pub frame_bytes_max: usize,
     pub connections_max: usize,
+    /// Kafka's `connections.max.idle.ms`: a connection with no request (or
+    /// with a request that stops arriving half way) for this long is closed.
+    pub connection_idle_ms_max: u64,
     /// Kafka's `auto.create.topics.enable` and `num.partitions`.
     pub auto_create_topics: bool,
     pub default_partitions: i32,
@@ -52,6 +55,7 @@ impl BrokerConfig {
             flush_policy: FlushPolicy::Fsync,
             frame_bytes_max: 100 << 20,
             connections_max: 1000,
+            connection_idle_ms_max: 600_000,
             auto_create_topics: true,
             default_partitions: 1,
             message_bytes_max: 1_048_588,

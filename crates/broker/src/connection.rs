@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::BytesMut;
 use kafgres_wire::frame::{frame_body_len, FRAME_LEN_BYTES};
@@ -25,14 +26,20 @@ pub async fn serve_connection(
     let _ = stream.set_nodelay(true);
     let (reader, mut writer) = stream.into_split();
     let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, reader);
+    let idle = Duration::from_millis(ctx.config.connection_idle_ms_max);
     loop {
         let mut prefix = [0u8; FRAME_LEN_BYTES];
         let read = tokio::select! {
             _ = shutdown.changed() => return,
-            read = reader.read_exact(&mut prefix) => read,
+            read = tokio::time::timeout(idle, reader.read_exact(&mut prefix)) => read,
         };
-        if read.is_err() {
-            return; // closed by the client, or reset
+        match read {
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) => return, // closed by the client, or reset
+            Err(_) => {
+                log::info!("closing connection from {peer}: idle for {idle:?} (kafgres.connections_max_idle_ms)");
+                return;
+            }
         }
         let len = match frame_body_len(prefix, ctx.config.frame_bytes_max) {
             Ok(len) => len,
@@ -42,9 +49,16 @@ pub async fn serve_connection(
             }
         };
         let mut frame = BytesMut::zeroed(len);
-        if let Err(e) = reader.read_exact(&mut frame).await {
-            log::info!("connection from {peer} closed mid-request ({len} bytes expected): {e}");
-            return;
+        match tokio::time::timeout(idle, reader.read_exact(&mut frame)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                log::info!("connection from {peer} closed mid-request ({len} bytes expected): {e}");
+                return;
+            }
+            Err(_) => {
+                log::warn!("closing connection from {peer}: a {len}-byte request stalled for {idle:?}");
+                return;
+            }
         }
         match handle_frame(&ctx, peer, frame.freeze()).await {
             Outcome::Respond(bytes) => {

@@ -31,9 +31,11 @@ pub static AUTO_CREATE_TOPICS: GucSetting<bool> = GucSetting::<bool>::new(true);
 pub static DEFAULT_PARTITIONS: GucSetting<i32> = GucSetting::<i32>::new(1);
 pub static SEGMENT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(1 << 30);
 pub static GROUP_INITIAL_REBALANCE_DELAY_MS: GucSetting<i32> = GucSetting::<i32>::new(3000);
+pub static CONNECTIONS_MAX_IDLE_MS: GucSetting<i32> = GucSetting::<i32>::new(600_000);
 
 pub fn register() {
     register_group_settings();
+    register_connection_settings();
     GucRegistry::define_string_guc(
         c"kafgres.listen_address",
         c"Address the Kafka listener binds to.",
@@ -148,6 +150,19 @@ pub fn register() {
         c"Kafka's log.segment.bytes.",
         &SEGMENT_BYTES,
         1024 * 1024,
+        i32::MAX,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+}
+
+pub fn register_connection_settings() {
+    GucRegistry::define_int_guc(
+        c"kafgres.connections_max_idle_ms",
+        c"Close Kafka connections idle (or stalled mid-request) for this long.",
+        c"Kafka's connections.max.idle.ms.",
+        &CONNECTIONS_MAX_IDLE_MS,
+        1_000,
         i32::MAX,
         GucContext::Postmaster,
         GucFlags::default(),

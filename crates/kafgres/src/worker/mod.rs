@@ -201,6 +201,7 @@ fn broker_config(cluster_id: String) -> BrokerConfig {
         },
         frame_bytes_max: gucs::MAX_FRAME_BYTES.get() as usize,
         connections_max: gucs::MAX_CONNECTIONS.get() as usize,
+        connection_idle_ms_max: gucs::CONNECTIONS_MAX_IDLE_MS.get() as u64,
         auto_create_topics: gucs::AUTO_CREATE_TOPICS.get(),
         default_partitions: gucs::DEFAULT_PARTITIONS.get(),
         message_bytes_max: 1_048_588,
