@@ -1,0 +1,57 @@
+//! The request path up to the handlers, as dispatch runs it: fixed header,
+//! served-version check, full header, the pre-decode guard, then the
+//! kafka-protocol decoder. Nothing may panic or abort (an allocation from a
+//! wire count would abort the process, which libFuzzer reports as a crash).
+#![no_main]
+
+use bytes::Bytes;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::Decodable;
+use kafgres_wire::apis::{served, Served};
+use kafgres_wire::guard::check_request_body;
+use kafgres_wire::header::{peek_fixed_header, split_request};
+use libfuzzer_sys::fuzz_target;
+
+fn decode(key: ApiKey, version: i16, mut body: Bytes) {
+    macro_rules! d {
+        ($t:ty) => {{
+            let _ = <$t>::decode(&mut body, version);
+        }};
+    }
+    match key {
+        ApiKey::Produce => d!(ProduceRequest),
+        ApiKey::Fetch => d!(FetchRequest),
+        ApiKey::ListOffsets => d!(ListOffsetsRequest),
+        ApiKey::Metadata => d!(MetadataRequest),
+        ApiKey::ApiVersions => d!(ApiVersionsRequest),
+        ApiKey::CreateTopics => d!(CreateTopicsRequest),
+        ApiKey::DeleteTopics => d!(DeleteTopicsRequest),
+        ApiKey::DescribeConfigs => d!(DescribeConfigsRequest),
+        ApiKey::CreatePartitions => d!(CreatePartitionsRequest),
+        ApiKey::DescribeCluster => d!(DescribeClusterRequest),
+        ApiKey::DeleteRecords => d!(DeleteRecordsRequest),
+        ApiKey::InitProducerId => d!(InitProducerIdRequest),
+        ApiKey::FindCoordinator => d!(FindCoordinatorRequest),
+        ApiKey::JoinGroup => d!(JoinGroupRequest),
+        ApiKey::SyncGroup => d!(SyncGroupRequest),
+        ApiKey::Heartbeat => d!(HeartbeatRequest),
+        ApiKey::LeaveGroup => d!(LeaveGroupRequest),
+        ApiKey::OffsetCommit => d!(OffsetCommitRequest),
+        ApiKey::OffsetFetch => d!(OffsetFetchRequest),
+        ApiKey::ListGroups => d!(ListGroupsRequest),
+        ApiKey::DescribeGroups => d!(DescribeGroupsRequest),
+        ApiKey::DeleteGroups => d!(DeleteGroupsRequest),
+        ApiKey::OffsetDelete => d!(OffsetDeleteRequest),
+        other => panic!("{other:?} is served but this target cannot decode it: add it here"),
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let frame = Bytes::copy_from_slice(data);
+    let Some((api_key, api_version, _)) = peek_fixed_header(&frame) else { return };
+    let Served::Yes(key) = served(api_key, api_version) else { return };
+    let Ok((_, body)) = split_request(frame, key.request_header_version(api_version)) else { return };
+    if check_request_body(api_key, api_version, &body).is_ok() {
+        decode(key, api_version, body);
+    }
+});
