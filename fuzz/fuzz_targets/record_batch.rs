@@ -1,10 +1,17 @@
 //! Record-batch validation must refuse or accept any bytes without panicking,
-//! and whatever it accepts must be walkable.
+//! and whatever it accepts must be walkable. The produce path's validation
+//! also decompresses, under a cap: no input may make it allocate past that.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
+/// Small, so a decompression bomb is refused quickly (and an allocation past
+/// the cap would show in libFuzzer's RSS limit).
+const DECOMPRESSED_BYTES_MAX: usize = 1 << 20;
+
 fuzz_target!(|data: &[u8]| {
+    let limit = kafgres_wire::batch::compression::DecompressLimit { bytes_max: DECOMPRESSED_BYTES_MAX };
+    let _ = kafgres_wire::batch::validate_produced_batches(data, limit);
     if let Ok(validated) = kafgres_wire::batch::validate_batches(data) {
         let mut pos = 0;
         for header in &validated.headers {

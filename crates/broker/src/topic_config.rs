@@ -2,8 +2,9 @@
 //!
 //! CreateTopics refuses any other name with INVALID_CONFIG, as Kafka does.
 //! Values are stored as given; which of them the broker acts on is listed in
-//! docs/configuration.md (segment.bytes so far; the rest are kept for
-//! DescribeConfigs and later features).
+//! docs/configuration.md (segment.bytes, and the produce-path settings read
+//! into [`RecordPolicy`]; the rest are kept for DescribeConfigs and later
+//! features).
 
 /// The type of a config value, as DescribeConfigs v3+ reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +96,51 @@ impl TopicConfigDef {
     }
 }
 
+/// How a topic's produce path treats record batches: Kafka's
+/// `max.message.bytes` and `message.timestamp.*` topic configs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordPolicy {
+    /// The largest batch accepted (`max.message.bytes`; without an override,
+    /// the broker's `message_bytes_max`, as Kafka defaults it from
+    /// `message.max.bytes`).
+    pub message_bytes_max: usize,
+    /// `message.timestamp.type=LogAppendTime`: the broker stamps its time.
+    pub log_append_time: bool,
+    /// CreateTime only: how far in the past / future a record's timestamp
+    /// may be, relative to the broker's clock.
+    pub timestamp_before_ms_max: i64,
+    pub timestamp_after_ms_max: i64,
+}
+
+impl RecordPolicy {
+    /// Reads a topic's overrides; a value that does not parse (CreateTopics
+    /// stores values as given) falls back to the default.
+    pub fn from_configs(
+        overrides: &std::collections::BTreeMap<String, String>,
+        broker_message_bytes_max: usize,
+    ) -> RecordPolicy {
+        let long =
+            |name: &str, default: i64| overrides.get(name).and_then(|v| v.trim().parse().ok()).unwrap_or(default);
+        RecordPolicy {
+            message_bytes_max: overrides
+                .get("max.message.bytes")
+                .and_then(|v| v.trim().parse::<i32>().ok())
+                .map_or(broker_message_bytes_max, |v| v.max(0) as usize),
+            log_append_time: overrides.get("message.timestamp.type").is_some_and(|v| v.trim() == "LogAppendTime"),
+            timestamp_before_ms_max: long("message.timestamp.before.max.ms", i64::MAX),
+            timestamp_after_ms_max: long("message.timestamp.after.max.ms", 3_600_000),
+        }
+    }
+
+    /// The range CreateTime record timestamps must fall in at `now_ms`.
+    pub fn timestamp_range(&self, now_ms: i64) -> (i64, i64) {
+        (
+            now_ms.saturating_sub(self.timestamp_before_ms_max.max(0)),
+            now_ms.saturating_add(self.timestamp_after_ms_max.max(0)),
+        )
+    }
+}
+
 /// The definition of a topic config, if the name is one.
 pub fn topic_config(name: &str) -> Option<&'static TopicConfigDef> {
     TOPIC_CONFIGS.binary_search_by(|d| d.name.cmp(name)).ok().map(|i| &TOPIC_CONFIGS[i])
@@ -120,6 +166,28 @@ mod tests {
         for d in TOPIC_CONFIGS {
             assert_eq!(topic_config(d.name).map(|f| f.name), Some(d.name));
         }
+    }
+
+    #[test]
+    fn record_policy_reads_overrides_and_falls_back_to_defaults() {
+        let mut overrides = std::collections::BTreeMap::new();
+        let p = RecordPolicy::from_configs(&overrides, 1000);
+        assert_eq!(
+            p,
+            RecordPolicy {
+                message_bytes_max: 1000,
+                log_append_time: false,
+                timestamp_before_ms_max: i64::MAX,
+                timestamp_after_ms_max: 3_600_000,
+            }
+        );
+        assert_eq!(p.timestamp_range(10), (10 - i64::MAX, 3_600_010));
+        overrides.insert("max.message.bytes".into(), "500".into());
+        overrides.insert("message.timestamp.type".into(), "LogAppendTime".into());
+        overrides.insert("message.timestamp.before.max.ms".into(), "5".into());
+        overrides.insert("message.timestamp.after.max.ms".into(), "junk".into());
+        let p = RecordPolicy::from_configs(&overrides, 1000);
+        assert_eq!((p.message_bytes_max, p.log_append_time, p.timestamp_range(10)), (500, true, (5, 3_600_010)));
     }
 
     #[test]

@@ -12,9 +12,14 @@
 //!
 //! The CRC does not cover the base offset or the leader epoch, so the broker
 //! assigns offsets and stamps its epoch by patching those fields in place
-//! without recomputing it. Uncompressed batches are walked record by record;
-//! compressed ones are checked at the header level only (their payload is
-//! covered by the CRC and is never decompressed on the produce path).
+//! without recomputing it.
+//!
+//! Two entry points: [`validate_produced_batches`] (the produce path) walks
+//! every batch record by record, decompressing compressed ones into a buffer
+//! bounded by a [`DecompressLimit`]; [`validate_batches`] (recovery, tests)
+//! walks uncompressed batches and checks compressed ones at the header level
+//! only, since their payload is covered by the CRC and was walked when it was
+//! produced. Uncompressed batches are never copied.
 
 use bytes::Buf;
 
@@ -29,6 +34,8 @@ const OFFSET_LEADER_EPOCH: usize = 12;
 const OFFSET_MAGIC: usize = 16;
 const OFFSET_CRC: usize = 17;
 const OFFSET_ATTRIBUTES: usize = 21;
+const OFFSET_BASE_TIMESTAMP: usize = 27;
+const OFFSET_MAX_TIMESTAMP: usize = 35;
 
 const ATTR_COMPRESSION_MASK: i16 = 0x07;
 const ATTR_TIMESTAMP_TYPE_LOG_APPEND: i16 = 0x08;
@@ -136,6 +143,10 @@ pub enum BatchError {
     InvalidRecord { index: i32, reason: &'static str },
     #[error("empty records field")]
     Empty,
+    #[error("{codec} payload cannot be decompressed: {reason}")]
+    Decompression { codec: &'static str, reason: String },
+    #[error("{codec} payload decompresses to more than {bytes_max} bytes")]
+    DecompressedTooLarge { codec: &'static str, bytes_max: usize },
 }
 
 impl BatchError {
@@ -150,30 +161,51 @@ impl BatchError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValidatedBatches {
     pub headers: Vec<BatchHeader>,
+    /// Per batch, the smallest and largest record timestamp (base timestamp
+    /// plus each record's delta), leaving out records without one (-1, as
+    /// Kafka's timestamp checks do); `None` where no record has one or the
+    /// records were not walked (a compressed batch under [`validate_batches`]).
+    pub timestamp_bounds: Vec<Option<(i64, i64)>>,
     /// Total records across the batches.
     pub records: i64,
 }
 
-/// Validates the batches of a produce request's records field: lengths, magic,
-/// CRC-32C, record count against lastOffsetDelta and, for uncompressed batches,
-/// each record's framing and offset deltas. Nothing is decompressed.
+/// Validates batches already known to have been walked once (stored ones):
+/// lengths, magic, CRC-32C, record count against lastOffsetDelta and, for
+/// uncompressed batches, each record's framing and offset deltas. Nothing is
+/// decompressed.
 pub fn validate_batches(buf: &[u8]) -> Result<ValidatedBatches, BatchError> {
+    validate_all(buf, None)
+}
+
+/// Validates the batches of a produce request's records field: everything
+/// [`validate_batches`] checks, plus the records inside compressed batches,
+/// decompressed one batch at a time into at most `limit` bytes.
+pub fn validate_produced_batches(buf: &[u8], limit: DecompressLimit) -> Result<ValidatedBatches, BatchError> {
+    validate_all(buf, Some(limit))
+}
+
+fn validate_all(buf: &[u8], limit: Option<DecompressLimit>) -> Result<ValidatedBatches, BatchError> {
     if buf.is_empty() {
         return Err(BatchError::Empty);
     }
     let mut headers = Vec::new();
+    let mut timestamp_bounds = Vec::new();
     let mut records = 0i64;
     let mut pos = 0;
     while pos < buf.len() {
-        let header = validate_one(&buf[pos..])?;
+        let (header, bounds) = validate_one(&buf[pos..], limit)?;
         pos += header.total_bytes();
         records += i64::from(header.records_count);
+        timestamp_bounds.push(bounds);
         headers.push(header);
     }
-    Ok(ValidatedBatches { headers, records })
+    Ok(ValidatedBatches { headers, timestamp_bounds, records })
 }
 
-fn validate_one(buf: &[u8]) -> Result<BatchHeader, BatchError> {
+/// Validates one batch; returns its header and, when its records were
+/// walked, the range of their timestamps.
+fn validate_one(buf: &[u8], limit: Option<DecompressLimit>) -> Result<(BatchHeader, Option<(i64, i64)>), BatchError> {
     let header = BatchHeader::parse(buf)?;
     if header.magic != MAGIC_V2 {
         return Err(BatchError::UnsupportedMagic(header.magic));
@@ -198,16 +230,25 @@ fn validate_one(buf: &[u8]) -> Result<BatchHeader, BatchError> {
             records_count: header.records_count,
         });
     }
-    match header.compression() {
-        0 => walk_uncompressed_records(&buf[BATCH_HEADER_BYTES..total], header.records_count)?,
-        1..=4 => {}
+    let base = header.base_timestamp;
+    let bounds = match header.compression() {
+        0 => walk_records(&buf[BATCH_HEADER_BYTES..total], header.records_count, base)?,
+        codec @ 1..=4 => match limit {
+            Some(limit) => {
+                let records = compression::decompress(codec, &buf[BATCH_HEADER_BYTES..total], limit)?;
+                walk_records(&records, header.records_count, base)?
+            }
+            None => None,
+        },
         other => return Err(BatchError::UnknownCompression(other)),
-    }
-    Ok(header)
+    };
+    Ok((header, bounds))
 }
 
-/// Checks each record's length prefix, field framing and offset delta.
-fn walk_uncompressed_records(mut buf: &[u8], records_count: i32) -> Result<(), BatchError> {
+/// Checks each record's length prefix, field framing and offset delta, and
+/// returns the smallest and largest record timestamp other than -1.
+fn walk_records(mut buf: &[u8], records_count: i32, base_timestamp: i64) -> Result<Option<(i64, i64)>, BatchError> {
+    let mut bounds: Option<(i64, i64)> = None;
     for index in 0..records_count {
         let bad = |reason| BatchError::InvalidRecord { index, reason };
         let len = read_varint(&mut buf).ok_or(bad("bad record length"))?;
@@ -220,7 +261,11 @@ fn walk_uncompressed_records(mut buf: &[u8], records_count: i32) -> Result<(), B
             return Err(bad("empty record"));
         }
         rec = &rec[1..]; // attributes
-        read_varlong(&mut rec).ok_or(bad("bad timestamp delta"))?;
+        let delta = read_varlong(&mut rec).ok_or(bad("bad timestamp delta"))?;
+        let timestamp = base_timestamp.wrapping_add(delta);
+        if timestamp != -1 {
+            bounds = Some(bounds.map_or((timestamp, timestamp), |(lo, hi)| (lo.min(timestamp), hi.max(timestamp))));
+        }
         let offset_delta = read_varint(&mut rec).ok_or(bad("bad offset delta"))?;
         if offset_delta != index {
             return Err(bad("offset deltas are not consecutive from 0"));
@@ -246,7 +291,7 @@ fn walk_uncompressed_records(mut buf: &[u8], records_count: i32) -> Result<(), B
     if !buf.is_empty() {
         return Err(BatchError::InvalidRecord { index: records_count, reason: "bytes after the last record" });
     }
-    Ok(())
+    Ok(bounds)
 }
 
 /// Zigzag varint (i32) as used inside records.
@@ -314,6 +359,19 @@ pub fn peek_offset_and_size(buf: &[u8]) -> Option<(i64, usize)> {
     Some((base, BATCH_LOG_OVERHEAD_BYTES + len as usize))
 }
 
+/// Marks a batch as LogAppendTime: sets the timestamp-type attribute and
+/// writes `now_ms` as its base and max timestamp (as Kafka does for v2), then
+/// recomputes the CRC. Records keep their deltas; readers use the max
+/// timestamp for every record of such a batch.
+pub fn set_log_append_time(batch: &mut [u8], now_ms: i64) {
+    let attributes = i16::from_be_bytes([batch[OFFSET_ATTRIBUTES], batch[OFFSET_ATTRIBUTES + 1]]);
+    let attributes = attributes | ATTR_TIMESTAMP_TYPE_LOG_APPEND;
+    batch[OFFSET_ATTRIBUTES..OFFSET_ATTRIBUTES + 2].copy_from_slice(&attributes.to_be_bytes());
+    batch[OFFSET_BASE_TIMESTAMP..OFFSET_BASE_TIMESTAMP + 8].copy_from_slice(&now_ms.to_be_bytes());
+    batch[OFFSET_MAX_TIMESTAMP..OFFSET_MAX_TIMESTAMP + 8].copy_from_slice(&now_ms.to_be_bytes());
+    rewrite_crc(batch);
+}
+
 /// Recomputes the CRC after the broker changed bytes it covers (attributes,
 /// max timestamp for LogAppendTime).
 pub fn rewrite_crc(batch: &mut [u8]) {
@@ -322,6 +380,9 @@ pub fn rewrite_crc(batch: &mut [u8]) {
 }
 
 pub mod build;
+pub mod compression;
+
+pub use compression::DecompressLimit;
 
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,15 @@
 //! Produce: validate each partition's batches, append them with assigned
 //! offsets, and answer when the request's `acks` condition holds.
 //!
+//! Each partition's records go through, in order: batch validation (framing,
+//! CRC, and every record, compressed batches decompressed under a cap, see
+//! [`decompress_limit`]), the topic's `max.message.bytes` per batch, the
+//! producer-id checks, then the topic's timestamp policy: CreateTime records
+//! must lie within `message.timestamp.before.max.ms` / `after.max.ms` of the
+//! broker's clock (INVALID_TIMESTAMP otherwise), and LogAppendTime batches get
+//! the broker's time written into them (attribute bit, base and max
+//! timestamp, CRC recomputed) and answered in `log_append_time_ms`.
+//!
 //! `acks=0` gets no response at all (the client does not read one); `acks=1`
 //! is answered once the write reached the page cache; `acks=all` (-1), on a
 //! single node, once the records are durable under the flush policy.
@@ -13,8 +22,11 @@ use crate::config::FlushPolicy;
 use crate::errors;
 use crate::partition::{AppendOutcome, Partition};
 use crate::server::BrokerContext;
+use crate::topic_config::RecordPolicy;
 use kafgres_log::SequenceCheck;
-use kafgres_wire::batch::{validate_batches, BatchError, BatchHeader};
+use kafgres_wire::batch::{
+    set_log_append_time, validate_produced_batches, BatchError, BatchHeader, DecompressLimit, ValidatedBatches,
+};
 use std::sync::Arc;
 
 /// A partition's answer, or the durability it still waits for.
@@ -30,6 +42,10 @@ pub async fn handle(ctx: &BrokerContext, _version: i16, request: ProduceRequest)
     for topic_data in request.topic_data {
         let name = topic_data.name.0.to_string();
         let topic = ctx.topic(&name);
+        let policy = topic.as_ref().map_or_else(
+            || RecordPolicy::from_configs(&Default::default(), ctx.config.message_bytes_max),
+            |t| RecordPolicy::from_configs(&t.configs, ctx.config.message_bytes_max),
+        );
         let mut pending = Vec::with_capacity(topic_data.partition_data.len());
         for data in topic_data.partition_data {
             let mut response = PartitionProduceResponse::default();
@@ -54,7 +70,7 @@ pub async fn handle(ctx: &BrokerContext, _version: i16, request: ProduceRequest)
                     item.response.error_message = msg.map(|m| str_bytes(&m));
                 }
                 (None, None) => item.response.error_code = errors::UNKNOWN_TOPIC_OR_PARTITION,
-                (None, Some(partition)) => append_one(ctx, partition, data.records, &mut item),
+                (None, Some(partition)) => append_one(ctx, partition, &policy, data.records, &mut item),
             }
             pending.push(item);
         }
@@ -84,12 +100,30 @@ pub async fn handle(ctx: &BrokerContext, _version: i16, request: ProduceRequest)
     Some(response)
 }
 
-fn append_one(ctx: &BrokerContext, partition: &Arc<Partition>, records: Option<bytes::Bytes>, item: &mut Pending) {
+/// How much one partition's records may decompress to: 16 times their
+/// compressed size (generous for real data, where gzip or zstd rarely pass
+/// 10x), but never less than the topic's `max.message.bytes` (so a small,
+/// very repetitive batch still goes through) nor more than the frame limit.
+/// Batches are decompressed one at a time, so this bounds the memory one
+/// partition of a produce request can make the broker allocate.
+pub fn decompress_limit(records_bytes: usize, policy: &RecordPolicy, frame_bytes_max: usize) -> DecompressLimit {
+    let bytes_max = records_bytes.saturating_mul(16).max(policy.message_bytes_max).min(frame_bytes_max);
+    DecompressLimit { bytes_max }
+}
+
+fn append_one(
+    ctx: &BrokerContext,
+    partition: &Arc<Partition>,
+    policy: &RecordPolicy,
+    records: Option<bytes::Bytes>,
+    item: &mut Pending,
+) {
     let Some(records) = records else {
         item.response.error_code = errors::CORRUPT_MESSAGE;
         return;
     };
-    let validated = match validate_batches(&records) {
+    let limit = decompress_limit(records.len(), policy, ctx.config.frame_bytes_max);
+    let validated = match validate_produced_batches(&records, limit) {
         Ok(v) => v,
         Err(e) => {
             item.response.error_code = match e {
@@ -103,12 +137,12 @@ fn append_one(ctx: &BrokerContext, partition: &Arc<Partition>, records: Option<b
         }
     };
     // Kafka's max.message.bytes bounds each batch, not the request.
-    if let Some(big) = validated.headers.iter().find(|h| h.total_bytes() > ctx.config.message_bytes_max) {
+    if let Some(big) = validated.headers.iter().find(|h| h.total_bytes() > policy.message_bytes_max) {
         item.response.error_code = errors::MESSAGE_TOO_LARGE;
         item.response.error_message = Some(str_bytes(&format!(
             "a record batch of {} bytes exceeds the limit of {} bytes",
             big.total_bytes(),
-            ctx.config.message_bytes_max
+            policy.message_bytes_max
         )));
         return;
     }
@@ -117,9 +151,25 @@ fn append_one(ctx: &BrokerContext, partition: &Arc<Partition>, records: Option<b
         item.response.error_message = Some(str_bytes(refusal.1));
         return;
     }
+    let now_ms = crate::now_ms();
+    if !policy.log_append_time {
+        if let Some(message) = timestamp_refusal(&validated, policy, now_ms) {
+            log::info!("refused produce to {}-{}: {message}", partition.topic, partition.index);
+            item.response.error_code = errors::INVALID_TIMESTAMP;
+            item.response.error_message = Some(str_bytes(&message));
+            return;
+        }
+    }
     let mut bytes = records.to_vec();
-    match partition.append(&mut bytes, &validated.headers, crate::now_ms()) {
+    let mut headers = validated.headers;
+    if policy.log_append_time {
+        stamp_log_append_time(&mut bytes, &mut headers, now_ms);
+    }
+    match partition.append(&mut bytes, &headers, now_ms) {
         Ok(AppendOutcome::Appended(appended)) => {
+            if policy.log_append_time {
+                item.response.log_append_time_ms = now_ms;
+            }
             item.response.base_offset = appended.base_offset;
             item.response.log_start_offset = partition.log_start_offset();
             item.end_offset = appended.last_offset + 1;
@@ -156,6 +206,38 @@ fn append_one(ctx: &BrokerContext, partition: &Arc<Partition>, records: Option<b
             item.response.error_code = errors::KAFKA_STORAGE_ERROR;
             item.response.error_message = Some(str_bytes(&e.to_string()));
         }
+    }
+}
+
+/// Kafka's CreateTime check: every record's timestamp (other than -1) must
+/// lie within the topic's window around the broker's clock.
+fn timestamp_refusal(validated: &ValidatedBatches, policy: &RecordPolicy, now_ms: i64) -> Option<String> {
+    let (earliest, latest) = policy.timestamp_range(now_ms);
+    validated.timestamp_bounds.iter().flatten().find_map(|&(lo, hi)| {
+        let bad = if lo < earliest {
+            lo
+        } else if hi > latest {
+            hi
+        } else {
+            return None;
+        };
+        Some(format!(
+            "Timestamp {bad} of a record is out of range. The timestamp should be within [{earliest}, {latest}]"
+        ))
+    })
+}
+
+/// Writes the broker's time into every batch (and its parsed header) of a
+/// LogAppendTime topic.
+fn stamp_log_append_time(bytes: &mut [u8], headers: &mut [BatchHeader], now_ms: i64) {
+    let mut pos = 0;
+    for header in headers.iter_mut() {
+        let end = pos + header.total_bytes();
+        set_log_append_time(&mut bytes[pos..end], now_ms);
+        if let Ok(stamped) = BatchHeader::parse(&bytes[pos..end]) {
+            *header = BatchHeader { base_offset: header.base_offset, ..stamped };
+        }
+        pos = end;
     }
 }
 

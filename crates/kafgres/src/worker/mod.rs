@@ -75,6 +75,7 @@ pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
         wake::publish_worker_pid(0);
         return;
     };
+    raise_open_file_limit();
     let config = broker_config(cluster_id);
     let runtime = match threads::build_runtime(gucs::DATA_PLANE_THREADS.get() as usize) {
         Ok(rt) => rt,
@@ -147,6 +148,26 @@ fn load_catalog(wait: &WaitSet, database: &str) -> Option<(CatalogPlans, Catalog
         }
         check_for_interrupts!();
     }
+}
+
+/// Every partition keeps its segment and index files open, outside Postgres's
+/// own file cache, so the default soft limit (often 1024) runs out after a few
+/// hundred partitions ("Too many open files"). The worker raises its soft
+/// limit to the hard limit; the hard limit is the operator's to set.
+fn raise_open_file_limit() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return;
+    }
+    let before = limit.rlim_cur;
+    if before < limit.rlim_max {
+        limit.rlim_cur = limit.rlim_max;
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+            warning!("kafgres: cannot raise the open-file limit from {before}: {}", std::io::Error::last_os_error());
+            return;
+        }
+    }
+    log!("kafgres: open-file limit {} (was {before})", limit.rlim_cur);
 }
 
 /// Sleeps until the extension exists in `database`. Returns false on SIGTERM.

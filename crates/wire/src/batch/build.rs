@@ -1,8 +1,10 @@
-//! Encoding uncompressed v2 record batches: used by the SQL producer, the
-//! benchmark and tests. The broker's produce path never re-encodes batches.
+//! Encoding v2 record batches (uncompressed, or compressed with a Kafka
+//! client's codec): used by the SQL producer, the benchmark and tests. The
+//! broker's produce path never re-encodes batches.
 
 use bytes::BufMut;
 
+use super::compression::{encode::compress, CODEC_NONE};
 use super::{rewrite_crc, BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES, MAGIC_V2};
 
 /// One record to encode.
@@ -30,9 +32,23 @@ impl ProducerStamp {
 ///
 /// Panics if `records` is empty: an empty batch is never valid input.
 pub fn encode_batch(records: &[NewRecord], producer: ProducerStamp) -> Vec<u8> {
+    encode_compressed_batch(records, producer, CODEC_NONE)
+}
+
+/// Encodes `records` as one batch whose records section is compressed with
+/// `codec` (0 none, 1 gzip, 2 snappy in xerial framing, 3 lz4, 4 zstd).
+///
+/// Panics if `records` is empty or the codec is unknown.
+pub fn encode_compressed_batch(records: &[NewRecord], producer: ProducerStamp, codec: u8) -> Vec<u8> {
+    let body = encode_records(records);
+    let body = if codec == CODEC_NONE { body } else { compress(codec, &body) };
+    assemble_batch(records, producer, codec, &body)
+}
+
+/// The records section of an uncompressed batch holding `records`.
+pub fn encode_records(records: &[NewRecord]) -> Vec<u8> {
     assert!(!records.is_empty(), "a record batch needs at least one record");
     let base_timestamp = records[0].timestamp_ms;
-    let max_timestamp = records.iter().map(|r| r.timestamp_ms).max().unwrap_or(base_timestamp);
     let mut body = Vec::new();
     for (i, r) in records.iter().enumerate() {
         let mut rec = Vec::new();
@@ -49,13 +65,22 @@ pub fn encode_batch(records: &[NewRecord], producer: ProducerStamp) -> Vec<u8> {
         put_varint(&mut body, rec.len() as i32);
         body.extend_from_slice(&rec);
     }
+    body
+}
+
+/// Puts a header in front of an already encoded (maybe compressed) records
+/// section; `records` gives the count and timestamps.
+pub fn assemble_batch(records: &[NewRecord], producer: ProducerStamp, codec: u8, body: &[u8]) -> Vec<u8> {
+    assert!(!records.is_empty(), "a record batch needs at least one record");
+    let base_timestamp = records[0].timestamp_ms;
+    let max_timestamp = records.iter().map(|r| r.timestamp_ms).max().unwrap_or(base_timestamp);
     let mut out = Vec::with_capacity(BATCH_HEADER_BYTES + body.len());
     out.put_i64(0);
     out.put_i32((BATCH_HEADER_BYTES - BATCH_LOG_OVERHEAD_BYTES + body.len()) as i32);
     out.put_i32(-1);
     out.put_i8(MAGIC_V2);
     out.put_u32(0);
-    out.put_i16(0);
+    out.put_i16(i16::from(codec));
     out.put_i32(records.len() as i32 - 1);
     out.put_i64(base_timestamp);
     out.put_i64(max_timestamp);
@@ -63,7 +88,7 @@ pub fn encode_batch(records: &[NewRecord], producer: ProducerStamp) -> Vec<u8> {
     out.put_i16(producer.producer_epoch);
     out.put_i32(producer.base_sequence);
     out.put_i32(records.len() as i32);
-    out.extend_from_slice(&body);
+    out.extend_from_slice(body);
     rewrite_crc(&mut out);
     out
 }

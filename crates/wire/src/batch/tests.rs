@@ -94,3 +94,126 @@ proptest! {
         prop_assert_eq!(v.headers[0].max_timestamp, records.iter().map(|r| r.timestamp_ms).max().unwrap());
     }
 }
+
+mod compressed {
+    use super::super::build::{assemble_batch, encode_compressed_batch, encode_records};
+    use super::super::compression::encode::{raw_snappy, xerial_snappy};
+    use super::super::compression::*;
+    use super::*;
+
+    const LIMIT: DecompressLimit = DecompressLimit { bytes_max: 1 << 20 };
+    const CODECS: [u8; 4] = [CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD];
+
+    fn records(n: u8) -> Vec<NewRecord> {
+        (0..n).map(record).collect()
+    }
+
+    #[test]
+    fn every_codec_round_trips_and_is_walked() {
+        for codec in CODECS {
+            let recs = records(20);
+            let batch = encode_compressed_batch(&recs, ProducerStamp::NONE, codec);
+            let v = validate_produced_batches(&batch, LIMIT).unwrap();
+            assert_eq!((v.records, v.headers[0].compression()), (20, codec));
+            let first = recs[0].timestamp_ms;
+            assert_eq!(v.timestamp_bounds, vec![Some((first, first + 19))]);
+            let payload = &batch[BATCH_HEADER_BYTES..];
+            assert_eq!(decompress(codec, payload, LIMIT).unwrap(), encode_records(&recs), "codec {codec}");
+            // The header-only path accepts it without looking inside.
+            assert_eq!(validate_batches(&batch).unwrap().timestamp_bounds, vec![None]);
+        }
+    }
+
+    #[test]
+    fn raw_and_multi_chunk_xerial_snappy_are_both_read() {
+        let recs = records(30);
+        let body = encode_records(&recs);
+        for payload in [raw_snappy(&body), xerial_snappy(&body, 7)] {
+            let batch = assemble_batch(&recs, ProducerStamp::NONE, CODEC_SNAPPY, &payload);
+            assert_eq!(validate_produced_batches(&batch, LIMIT).unwrap().records, 30);
+        }
+    }
+
+    #[test]
+    fn a_decompression_bomb_is_refused_at_the_cap() {
+        let huge = vec![0u8; 64 << 20];
+        for codec in CODECS {
+            let payload = super::super::compression::encode::compress(codec, &huge);
+            assert!(payload.len() < 4 << 20, "codec {codec}: {} bytes", payload.len());
+            let batch = assemble_batch(&records(1), ProducerStamp::NONE, codec, &payload);
+            let err = validate_produced_batches(&batch, LIMIT).unwrap_err();
+            assert!(
+                matches!(err, BatchError::DecompressedTooLarge { bytes_max, .. } if bytes_max == LIMIT.bytes_max),
+                "{err:?}"
+            );
+            assert!(!err.is_invalid_record());
+        }
+        // Raw snappy declares its size up front: refused before allocating.
+        let header_only = [0xff, 0xff, 0xff, 0xff, 0x0f];
+        assert!(matches!(
+            decompress(CODEC_SNAPPY, &header_only, LIMIT),
+            Err(BatchError::DecompressedTooLarge { .. }) | Err(BatchError::Decompression { .. })
+        ));
+    }
+
+    #[test]
+    fn corrupt_and_truncated_payloads_are_refused() {
+        let recs = records(10);
+        for codec in CODECS {
+            let payload = super::super::compression::encode::compress(codec, &encode_records(&recs));
+            let mut garbled = payload.clone();
+            for b in garbled.iter_mut().skip(payload.len() / 3).take(8) {
+                *b ^= 0x5a;
+            }
+            for bad in [&payload[..payload.len() / 2], &garbled[..], b"not compressed at all"] {
+                let batch = assemble_batch(&recs, ProducerStamp::NONE, codec, bad);
+                assert!(validate_produced_batches(&batch, LIMIT).is_err(), "codec {codec} accepted {bad:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_count_that_disagrees_with_the_compressed_records_is_invalid() {
+        let body = encode_records(&records(3));
+        let payload = super::super::compression::encode::compress(CODEC_ZSTD, &body);
+        let batch = assemble_batch(&records(4), ProducerStamp::NONE, CODEC_ZSTD, &payload);
+        assert!(validate_produced_batches(&batch, LIMIT).unwrap_err().is_invalid_record());
+    }
+
+    #[test]
+    fn unknown_codecs_are_refused() {
+        let mut batch = encode_batch(&records(2), ProducerStamp::NONE);
+        batch[OFFSET_ATTRIBUTES + 1] |= 5;
+        rewrite_crc(&mut batch);
+        assert_eq!(validate_produced_batches(&batch, LIMIT), Err(BatchError::UnknownCompression(5)));
+    }
+
+    #[test]
+    fn log_append_time_stamps_both_timestamps_and_keeps_the_crc_valid() {
+        let mut batch = encode_compressed_batch(&records(3), ProducerStamp::NONE, CODEC_LZ4);
+        set_log_append_time(&mut batch, 42);
+        let h = validate_produced_batches(&batch, LIMIT).unwrap().headers[0];
+        assert!(h.is_log_append_time());
+        assert_eq!((h.base_timestamp, h.max_timestamp, h.compression()), (42, 42, CODEC_LZ4));
+    }
+
+    proptest! {
+        #[test]
+        fn compressed_garbage_never_panics(codec in 1u8..=4, bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let _ = decompress(codec, &bytes, DecompressLimit { bytes_max: 4096 });
+        }
+
+        #[test]
+        fn any_codec_round_trips_any_records(
+            codec in 1u8..=4,
+            values in proptest::collection::vec(proptest::option::of(proptest::collection::vec(any::<u8>(), 0..100)), 1..15)
+        ) {
+            let recs: Vec<NewRecord> = values.into_iter().enumerate().map(|(i, value)| NewRecord {
+                key: None, value, headers: vec![], timestamp_ms: 1_000 + i as i64,
+            }).collect();
+            let batch = encode_compressed_batch(&recs, ProducerStamp::NONE, codec);
+            let v = validate_produced_batches(&batch, LIMIT).unwrap();
+            prop_assert_eq!(v.records, recs.len() as i64);
+        }
+    }
+}

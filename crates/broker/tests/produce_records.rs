@@ -1,0 +1,136 @@
+//! Produce's record-level policy: compressed batches walked under a cap and
+//! stored as sent, per-topic `max.message.bytes`, LogAppendTime stamping and
+//! the CreateTime timestamp window (INVALID_TIMESTAMP).
+
+mod common;
+
+use common::{as_stored, batch, creatable, fetch, produce, records, Client, TestBroker, TopicRef};
+use kafgres_wire::batch::build::{assemble_batch, encode_compressed_batch, NewRecord, ProducerStamp};
+use kafgres_wire::batch::compression::encode::{compress, raw_snappy};
+use kafgres_wire::batch::compression::{CODEC_LZ4, CODEC_SNAPPY, CODEC_ZSTD};
+use kafgres_wire::batch::BatchHeader;
+use kafka_protocol::messages::create_topics_request::CreatableTopicConfig;
+use kafka_protocol::messages::CreateTopicsRequest;
+use kafka_protocol::protocol::StrBytes;
+
+async fn create_with(client: &mut Client, topic: &str, configs: &[(&str, &str)]) {
+    let configs = configs
+        .iter()
+        .map(|(k, v)| {
+            CreatableTopicConfig::default()
+                .with_name(StrBytes::from_string(k.to_string()))
+                .with_value(Some(StrBytes::from_string(v.to_string())))
+        })
+        .collect();
+    let request = CreateTopicsRequest::default().with_topics(vec![creatable(topic, 1, 1).with_configs(configs)]);
+    let created = client.call(7, &request).await;
+    assert_eq!(created.topics[0].error_code, 0, "{:?}", created.topics[0].error_message);
+}
+
+async fn fetched(client: &mut Client, topic: &str) -> Vec<u8> {
+    let data = fetch(client, 12, TopicRef::Name(topic), 0, 0, 1 << 20).await;
+    assert_eq!(data.error_code, 0);
+    data.records.map(|b| b.to_vec()).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compressed_batches_are_stored_and_served_byte_identical() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_with(&mut client, "compressed", &[]).await;
+    let mut expected = Vec::new();
+    let mut next = 0;
+    for codec in 1u8..=4 {
+        let recs = records(&format!("c{codec}"), 5);
+        let b = encode_compressed_batch(&recs, ProducerStamp::NONE, codec);
+        let r = produce(&mut client, 9, "compressed", 0, -1, b.clone()).await;
+        assert_eq!((r.error_code, r.base_offset), (0, next), "codec {codec}: {:?}", r.error_message);
+        expected.extend(as_stored(&b, next));
+        next += 5;
+    }
+    // librdkafka's raw (unframed) snappy.
+    let recs = records("raw-snappy", 3);
+    let body = kafgres_wire::batch::build::encode_records(&recs);
+    let b = assemble_batch(&recs, ProducerStamp::NONE, CODEC_SNAPPY, &raw_snappy(&body));
+    assert_eq!(produce(&mut client, 9, "compressed", 0, -1, b.clone()).await.base_offset, next);
+    expected.extend(as_stored(&b, next));
+    assert_eq!(fetched(&mut client, "compressed").await, expected);
+    broker.broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decompression_bomb_is_refused_and_nothing_written() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_with(&mut client, "bomb", &[]).await;
+    let zeros = vec![0u8; 256 << 20];
+    for codec in [CODEC_ZSTD, CODEC_LZ4] {
+        let payload = compress(codec, &zeros);
+        let one = vec![NewRecord { key: None, value: Some(vec![0]), headers: vec![], timestamp_ms: 1 }];
+        let b = assemble_batch(&one, ProducerStamp::NONE, codec, &payload);
+        let r = produce(&mut client, 9, "bomb", 0, -1, b).await;
+        assert_eq!((r.error_code, r.base_offset), (2, -1), "codec {codec}");
+        let message = r.error_message.map(|m| m.to_string()).unwrap_or_default();
+        assert!(message.contains("decompresses to more than"), "{message}");
+    }
+    // Corrupt compressed payload (CRC valid): also CORRUPT_MESSAGE.
+    let recs = records("x", 2);
+    let b = assemble_batch(&recs, ProducerStamp::NONE, CODEC_ZSTD, b"definitely not zstd");
+    assert_eq!(produce(&mut client, 9, "bomb", 0, -1, b).await.error_code, 2);
+    assert_eq!(broker.log_end("bomb", 0), 0);
+    assert!(fetched(&mut client, "bomb").await.is_empty());
+    broker.broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_append_time_topics_stamp_the_broker_time() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_with(&mut client, "appended", &[("message.timestamp.type", "LogAppendTime")]).await;
+    let before = kafgres_broker::now_ms();
+    let b = encode_compressed_batch(&records("lat", 3), ProducerStamp::NONE, CODEC_LZ4);
+    let r = produce(&mut client, 9, "appended", 0, -1, b).await;
+    let after = kafgres_broker::now_ms();
+    assert_eq!(r.error_code, 0, "{:?}", r.error_message);
+    assert!((before..=after).contains(&r.log_append_time_ms), "{} not in {before}..={after}", r.log_append_time_ms);
+    let stored = fetched(&mut client, "appended").await;
+    let h = BatchHeader::parse(&stored).unwrap();
+    assert!(h.is_log_append_time());
+    assert_eq!((h.base_timestamp, h.max_timestamp), (r.log_append_time_ms, r.log_append_time_ms));
+    // The stored batch is still valid (CRC rewritten).
+    kafgres_wire::batch::validate_batches(&stored).unwrap();
+    // A CreateTime topic answers -1, as Kafka does.
+    create_with(&mut client, "created", &[]).await;
+    assert_eq!(produce(&mut client, 9, "created", 0, -1, batch(&records("ct", 1))).await.log_append_time_ms, -1);
+    broker.broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_time_outside_the_window_is_invalid_timestamp() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_with(&mut client, "window", &[("message.timestamp.before.max.ms", "60000")]).await;
+    let now = kafgres_broker::now_ms();
+    let at = |ts: i64| vec![NewRecord { key: None, value: Some(b"v".to_vec()), headers: vec![], timestamp_ms: ts }];
+    let old = produce(&mut client, 9, "window", 0, -1, batch(&at(now - 3_600_000))).await;
+    assert_eq!((old.error_code, old.base_offset), (32, -1), "{:?}", old.error_message);
+    // The default after.max.ms (one hour) applies too, compressed or not.
+    let future = encode_compressed_batch(&at(now + 2 * 3_600_000), ProducerStamp::NONE, CODEC_ZSTD);
+    assert_eq!(produce(&mut client, 9, "window", 0, -1, future).await.error_code, 32);
+    assert_eq!(broker.log_end("window", 0), 0);
+    let fine = produce(&mut client, 9, "window", 0, -1, batch(&at(now))).await;
+    assert_eq!((fine.error_code, fine.base_offset), (0, 0));
+    broker.broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_message_bytes_is_per_topic() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_with(&mut client, "small", &[("max.message.bytes", "200")]).await;
+    let big = vec![NewRecord { key: None, value: Some(vec![7; 300]), headers: vec![], timestamp_ms: 1 }];
+    assert_eq!(produce(&mut client, 9, "small", 0, -1, batch(&big)).await.error_code, 10);
+    let tiny = vec![NewRecord { key: None, value: Some(vec![7; 10]), headers: vec![], timestamp_ms: 1 }];
+    assert_eq!(produce(&mut client, 9, "small", 0, -1, batch(&tiny)).await.error_code, 0);
+    broker.broker.shutdown().await;
+}
