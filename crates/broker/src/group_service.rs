@@ -120,6 +120,27 @@ impl GroupService {
         pending
     }
 
+    /// Takes offsets that are already durable in the catalog (committed by
+    /// `kafgres.consume()` in a SQL transaction) into the in-memory view, so
+    /// OffsetFetch answers them. Nothing is written.
+    pub fn load_committed_offsets(&self, offsets: Vec<StoredOffset>) {
+        let mut inner = self.lock();
+        inner.coordinator.load_offsets(
+            crate::now_ms(),
+            offsets.into_iter().map(|o| {
+                let row = CommittedOffset {
+                    topic: o.topic,
+                    partition: o.partition,
+                    offset: o.offset,
+                    leader_epoch: o.leader_epoch,
+                    metadata: o.metadata.unwrap_or_default(),
+                    commit_timestamp_ms: o.commit_timestamp_ms,
+                };
+                (o.group_id, row)
+            }),
+        );
+    }
+
     /// Read-only access (OffsetFetch, ListGroups, DescribeGroups).
     pub fn read<R>(&self, f: impl FnOnce(&GroupCoordinator) -> R) -> R {
         f(&self.lock().coordinator)

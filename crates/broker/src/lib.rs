@@ -28,6 +28,7 @@ pub mod group_service;
 pub mod partition;
 pub mod producer_ids;
 pub mod server;
+pub mod sql_bridge;
 pub mod topic_config;
 pub mod topics;
 
