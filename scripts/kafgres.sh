@@ -102,6 +102,8 @@ port = $PG_PORT
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$SOCKET_DIR'
 shared_preload_libraries = 'kafgres'
+# kafgres.send() logs records as logical messages that the broker decodes.
+wal_level = logical
 kafgres.port = $KAFKA_PORT
 kafgres.listen_address = '127.0.0.1'
 kafgres.database = 'postgres'
@@ -139,8 +141,8 @@ cmd_start() {
     init_cluster
     write_config
     if pg_running; then
-        if ! loaded_library_is_current; then
-            say "restarting Postgres to load the new library"
+        if ! loaded_library_is_current || [ "$(psql -Atc 'SHOW wal_level' 2>/dev/null)" != logical ]; then
+            say "restarting Postgres to load the new library and settings"
             as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -l "$PG_LOG" -m fast -w restart >/dev/null
             remember_loaded_library
         fi

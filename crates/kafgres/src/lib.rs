@@ -20,8 +20,10 @@ use pgrx::prelude::*;
 
 pub mod catalog_sql;
 pub mod control;
+pub mod decoding;
 pub mod gucs;
 pub mod logging;
+pub mod sql_api;
 pub mod wake;
 pub mod worker;
 

@@ -149,29 +149,42 @@ pub fn encode_envelope(out: &mut Vec<u8>, kind: u8, end_lsn: u64, commit_time_ms
 
 /// Groups decoded plugin outputs (each an envelope and a body) into
 /// transactions. Outputs arrive in commit order and a transaction's messages
-/// are contiguous, so consecutive outputs with one end LSN form one.
-pub fn group_committed<'a>(outputs: impl IntoIterator<Item = &'a [u8]>) -> Result<Vec<CommittedTxn>, DecodeError> {
+/// are contiguous, so consecutive outputs with one end LSN form one. An
+/// output that does not decode is left out and reported with its LSN (a
+/// committed transaction's other records still go through).
+pub fn group_committed<'a>(
+    outputs: impl IntoIterator<Item = &'a [u8]>,
+) -> (Vec<CommittedTxn>, Vec<(u64, DecodeError)>) {
     let mut txns: Vec<CommittedTxn> = Vec::new();
+    let mut errors = Vec::new();
     for output in outputs {
-        if output.len() < ENVELOPE_BYTES {
-            return Err(DecodeError::Truncated { what: "envelope" });
-        }
-        let kind = output[0];
-        let end_lsn = u64::from_be_bytes(output[1..9].try_into().map_err(|_| DecodeError::Truncated { what: "lsn" })?);
-        let commit_time_ms =
-            i64::from_be_bytes(output[9..17].try_into().map_err(|_| DecodeError::Truncated { what: "time" })?);
-        let body = &output[ENVELOPE_BYTES..];
+        let Some((kind, end_lsn, commit_time_ms, body)) = split_envelope(output) else {
+            errors.push((0, DecodeError::Truncated { what: "envelope" }));
+            continue;
+        };
         if txns.last().is_none_or(|t| t.end_lsn != end_lsn) {
             txns.push(CommittedTxn { end_lsn, commit_time_ms, ..CommittedTxn::default() });
         }
-        let txn = txns.last_mut().ok_or(DecodeError::Truncated { what: "transaction" })?;
-        match kind {
-            KIND_SEND => txn.sends.push(SendMessage::decode(body)?),
-            KIND_OFFSETS => txn.offsets.push(OffsetCommitMessage::decode(body)?),
-            other => return Err(DecodeError::Kind(other)),
+        let Some(txn) = txns.last_mut() else { continue };
+        let decoded = match kind {
+            KIND_SEND => SendMessage::decode(body).map(|m| txn.sends.push(m)),
+            KIND_OFFSETS => OffsetCommitMessage::decode(body).map(|m| txn.offsets.push(m)),
+            other => Err(DecodeError::Kind(other)),
+        };
+        if let Err(e) = decoded {
+            errors.push((end_lsn, e));
         }
     }
-    Ok(txns)
+    (txns, errors)
+}
+
+fn split_envelope(output: &[u8]) -> Option<(u8, u64, i64, &[u8])> {
+    if output.len() < ENVELOPE_BYTES {
+        return None;
+    }
+    let end_lsn = u64::from_be_bytes(output[1..9].try_into().ok()?);
+    let commit_time_ms = i64::from_be_bytes(output[9..17].try_into().ok()?);
+    Some((output[0], end_lsn, commit_time_ms, &output[ENVELOPE_BYTES..]))
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -297,13 +310,16 @@ mod tests {
             out.extend_from_slice(&body);
             outputs.push(out);
         }
-        let txns = group_committed(outputs.iter().map(Vec::as_slice)).expect("decodes");
+        let (txns, errors) = group_committed(outputs.iter().map(Vec::as_slice));
+        assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(txns.len(), 2);
         assert_eq!((txns[0].end_lsn, txns[0].sends.len(), txns[0].offsets.len()), (100, 1, 1));
         assert_eq!(txns[0].offsets[0].offset, 7);
         assert_eq!((txns[1].end_lsn, txns[1].sends.len()), (200, 1));
         let mut bad = outputs[0].clone();
         bad[0] = b'?';
-        assert_eq!(group_committed([bad.as_slice()]), Err(DecodeError::Kind(b'?')));
+        let (txns, errors) = group_committed([bad.as_slice(), outputs[2].as_slice()]);
+        assert_eq!(errors, [(100, DecodeError::Kind(b'?'))]);
+        assert_eq!(txns.iter().map(|t| t.sends.len()).sum::<usize>(), 1, "the good output still counts");
     }
 }

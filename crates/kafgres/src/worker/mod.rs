@@ -6,15 +6,18 @@
 //!    until `CREATE EXTENSION kafgres` has committed there;
 //! 2. prepare and keep the catalog plans, load topics and the cluster id;
 //! 3. start the data plane on its own signal-blocked threads;
-//! 4. sleep on the WaitEventSet; on each wake-up report queued log lines,
+//! 4. open the SQL pipeline (the `kafgres` slot, its decoder, the applier);
+//! 5. sleep on the WaitEventSet; on each wake-up report queued log lines,
 //!    serve queued control requests (each in its own transaction, errors
-//!    answered, never fatal), reload settings on SIGHUP;
-//! 5. on SIGTERM stop accepting, flush every partition, stop the runtime and
+//!    answered, never fatal), move the SQL pipeline on, reload settings on
+//!    SIGHUP;
+//! 6. on SIGTERM stop accepting, flush every partition, stop the runtime and
 //!    exit 0. Postmaster death exits at once (the logs recover at next start).
 //!
 //! A crash exits non-zero and the postmaster restarts the worker after
 //! [`RESTART_DELAY`].
 
+mod sql_pipeline;
 mod threads;
 mod wait;
 
@@ -77,6 +80,7 @@ pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
     };
     raise_open_file_limit();
     let config = broker_config(cluster_id);
+    let log_dir = config.log_dir.clone();
     let runtime = match threads::build_runtime(gucs::DATA_PLANE_THREADS.get() as usize) {
         Ok(rt) => rt,
         Err(e) => error!("kafgres: cannot start the data-plane threads: {e}"),
@@ -90,16 +94,22 @@ pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
         }
     };
 
+    report_logs(logs.as_ref());
+    let mut sql_sends = sql_pipeline::SqlPipeline::start(&log_dir);
+
     loop {
         report_logs(logs.as_ref());
         serve_control_requests(&plans, &mut requests);
+        if let Some(pipeline) = sql_sends.as_mut() {
+            pipeline.poll(&runtime, broker.context(), &waker);
+        }
         if BackgroundWorker::sigterm_received() {
             break;
         }
         if BackgroundWorker::sighup_received() {
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
         }
-        if wait.wait() == Wakeup::DataPlane {
+        if wait.wait_at_most(sql_sends.as_ref().and_then(|p| p.wait_timeout())) == Wakeup::DataPlane {
             waker.drain();
         }
         // Absorb procsignal barriers (DROP DATABASE waits for every backend
@@ -114,6 +124,9 @@ pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
         warning!("kafgres: the broker did not stop within {SHUTDOWN_FLUSH_TIMEOUT:?}");
     }
     runtime.shutdown_timeout(RUNTIME_STOP_TIMEOUT);
+    // Releases the slot; whatever was decoded but not confirmed is decoded
+    // again at the next start and recognised by the applier.
+    drop(sql_sends);
     report_logs(logs.as_ref());
     wake::publish_worker_pid(0);
     log!("kafgres: broker stopped");

@@ -1,7 +1,8 @@
 //! The worker's only blocking point: a WaitEventSet holding its latch
 //! (signals, SIGUSR1 from CREATE EXTENSION), postmaster death (exit at once)
 //! and the eventfd the data plane writes. No timeout: the worker sleeps until
-//! one of them fires.
+//! one of them fires (the one exception is the retry of a failed SQL apply
+//! round, see `sql_pipeline`).
 
 use pgrx::pg_sys;
 
@@ -48,8 +49,15 @@ impl WaitSet {
 
     /// Blocks until the latch is set or the data plane wakes us.
     pub fn wait(&self) -> Wakeup {
+        self.wait_at_most(None)
+    }
+
+    /// As [`WaitSet::wait`], but returns after `timeout` if nothing fired
+    /// (reported as a latch wake-up: the caller re-checks everything anyway).
+    pub fn wait_at_most(&self, timeout: Option<std::time::Duration>) -> Wakeup {
+        let timeout_ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as std::ffi::c_long);
         let mut event = pg_sys::WaitEvent::default();
-        let fired = unsafe { pg_sys::WaitEventSetWait(self.set, -1, &mut event, 1, pg_sys::PG_WAIT_EXTENSION) };
+        let fired = unsafe { pg_sys::WaitEventSetWait(self.set, timeout_ms, &mut event, 1, pg_sys::PG_WAIT_EXTENSION) };
         if fired > 0 && event.events & pg_sys::WL_SOCKET_READABLE as u32 != 0 {
             Wakeup::DataPlane
         } else {

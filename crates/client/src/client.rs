@@ -1,0 +1,134 @@
+//! [`Client`]: a connection plus the operations SQL functions need, one
+//! module per area. Every operation has a deadline: the request timeout, plus
+//! the fetch's maximum wait for a fetch.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::TopicName;
+use kafka_protocol::protocol::StrBytes;
+
+use crate::api::Pinned;
+use crate::connection::Connection;
+use crate::error::ClientError;
+use crate::wait::Wait;
+
+mod fetch;
+mod groups;
+mod offsets;
+mod topics;
+
+pub use fetch::FetchResult;
+pub use groups::{GroupInfo, ListedGroup};
+pub use offsets::{LogBounds, OffsetSpec, PartitionOffset};
+pub use topics::{PartitionInfo, TopicInfo};
+
+/// Limits and timeouts of one client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// How long connecting, or any request, may take (a fetch adds its maximum wait).
+    pub request_timeout: Duration,
+    /// The longest response frame accepted; a longer one is an error, not an allocation.
+    pub frame_bytes_max: usize,
+    /// What the compressed batches of one fetch may inflate to, together.
+    pub decompressed_bytes_max: usize,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            request_timeout: Duration::from_secs(30),
+            frame_bytes_max: 64 << 20,
+            decompressed_bytes_max: 64 << 20,
+        }
+    }
+}
+
+/// The longest timeout or wait accepted, so that deadlines never overflow.
+const DURATION_MAX: Duration = Duration::from_secs(24 * 3600);
+
+/// A blocking client on one connection to a Kafgres broker.
+pub struct Client<W: Wait> {
+    conn: Connection<W>,
+    config: ClientConfig,
+}
+
+impl<W: Wait> Client<W> {
+    /// Connects with the default [`ClientConfig`].
+    pub fn connect(addr: SocketAddr, client_id: &str, waiter: W) -> Result<Self, ClientError> {
+        Self::connect_with(addr, client_id, waiter, ClientConfig::default())
+    }
+
+    pub fn connect_with(
+        addr: SocketAddr,
+        client_id: &str,
+        waiter: W,
+        config: ClientConfig,
+    ) -> Result<Self, ClientError> {
+        if config.request_timeout.is_zero() || config.request_timeout > DURATION_MAX {
+            return Err(ClientError::InvalidArgument(format!("request timeout {:?}", config.request_timeout)));
+        }
+        let deadline = Instant::now() + config.request_timeout;
+        let conn = Connection::open(addr, client_id, waiter, config.frame_bytes_max, deadline)?;
+        Ok(Client { conn, config })
+    }
+
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// Whether an earlier error abandoned a request mid-way; such a client
+    /// answers every call with [`ClientError::Broken`].
+    pub fn is_broken(&self) -> bool {
+        self.conn.is_broken()
+    }
+
+    pub fn waiter_mut(&mut self) -> &mut W {
+        self.conn.waiter_mut()
+    }
+
+    /// The deadline of an operation starting now that may also wait `extra`.
+    fn deadline(&self, extra: Duration) -> Instant {
+        Instant::now() + self.config.request_timeout + extra.min(DURATION_MAX)
+    }
+
+    /// The request timeout in milliseconds, for requests that carry one.
+    fn timeout_ms(&self) -> i32 {
+        i32::try_from(self.config.request_timeout.as_millis()).unwrap_or(i32::MAX)
+    }
+
+    fn call<R: Pinned>(&mut self, request: &R) -> Result<R::Response, ClientError> {
+        let deadline = self.deadline(Duration::ZERO);
+        self.conn.call(request, deadline)
+    }
+}
+
+pub(crate) fn topic_name(name: &str) -> TopicName {
+    TopicName(StrBytes::from_string(name.to_owned()))
+}
+
+pub(crate) fn string(s: Option<&StrBytes>) -> String {
+    s.map(|s| s.to_string()).unwrap_or_default()
+}
+
+/// A topic's error as a [`ClientError`], or `Ok` for code 0.
+pub(crate) fn check_code(
+    api: &'static str,
+    code: i16,
+    message: Option<&StrBytes>,
+    what: &str,
+) -> Result<(), ClientError> {
+    if code == 0 {
+        return Ok(());
+    }
+    let message = match message {
+        Some(m) if !m.is_empty() => format!("{what}: {m}"),
+        _ => what.to_owned(),
+    };
+    Err(ClientError::kafka(api, code, message))
+}
+
+/// A response that does not answer what was asked.
+pub(crate) fn unexpected(api: &'static str, what: impl std::fmt::Display) -> ClientError {
+    ClientError::Protocol(format!("{api}: the response {what}"))
+}

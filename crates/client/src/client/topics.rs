@@ -1,0 +1,114 @@
+//! Metadata and topic administration.
+
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, MetadataRequest};
+use kafka_protocol::protocol::StrBytes;
+use uuid::Uuid;
+
+use super::{check_code, string, topic_name, unexpected, Client};
+use crate::error::ClientError;
+use crate::wait::Wait;
+
+/// One topic as Metadata describes it; a topic that does not exist comes
+/// back with `error_code` 3 (UNKNOWN_TOPIC_OR_PARTITION) and no partitions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicInfo {
+    pub name: String,
+    pub topic_id: Uuid,
+    pub error_code: i16,
+    pub is_internal: bool,
+    pub partitions: Vec<PartitionInfo>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionInfo {
+    pub index: i32,
+    /// The leader's node id (-1 if none).
+    pub leader: i32,
+    pub error_code: i16,
+}
+
+impl<W: Wait> Client<W> {
+    /// Describes `topics` (all topics for `None`), never creating any.
+    /// Partitions are sorted by index.
+    pub fn metadata(&mut self, topics: Option<&[&str]>) -> Result<Vec<TopicInfo>, ClientError> {
+        let request = MetadataRequest::default()
+            .with_topics(topics.map(|t| {
+                t.iter().map(|name| MetadataRequestTopic::default().with_name(Some(topic_name(name)))).collect()
+            }))
+            .with_allow_auto_topic_creation(false);
+        let response = self.call(&request)?;
+        let topics = response.topics.into_iter().map(|t| {
+            let mut partitions: Vec<PartitionInfo> = t
+                .partitions
+                .iter()
+                .map(|p| PartitionInfo { index: p.partition_index, leader: p.leader_id.0, error_code: p.error_code })
+                .collect();
+            partitions.sort_by_key(|p| p.index);
+            TopicInfo {
+                name: string(t.name.as_deref()),
+                topic_id: t.topic_id,
+                error_code: t.error_code,
+                is_internal: t.is_internal,
+                partitions,
+            }
+        });
+        Ok(topics.collect())
+    }
+
+    /// Creates a topic with the broker's replication factor and `configs`;
+    /// returns its id.
+    pub fn create_topic(
+        &mut self,
+        name: &str,
+        partitions: i32,
+        configs: &[(String, String)],
+    ) -> Result<Uuid, ClientError> {
+        let configs = configs
+            .iter()
+            .map(|(k, v)| {
+                CreatableTopicConfig::default()
+                    .with_name(StrBytes::from_string(k.clone()))
+                    .with_value(Some(StrBytes::from_string(v.clone())))
+            })
+            .collect();
+        let topic = CreatableTopic::default()
+            .with_name(topic_name(name))
+            .with_num_partitions(partitions)
+            .with_replication_factor(-1)
+            .with_configs(configs);
+        let request = CreateTopicsRequest::default().with_topics(vec![topic]).with_timeout_ms(self.timeout_ms());
+        let response = self.call(&request)?;
+        let [result] = response.topics.as_slice() else {
+            return Err(unexpected("CreateTopics", format_args!("has {} topics, not 1", response.topics.len())));
+        };
+        check_code("CreateTopics", result.error_code, result.error_message.as_ref(), name)?;
+        Ok(result.topic_id)
+    }
+
+    /// Deletes a topic by name.
+    pub fn delete_topic(&mut self, name: &str) -> Result<(), ClientError> {
+        let request = DeleteTopicsRequest::default()
+            .with_topics(vec![DeleteTopicState::default().with_name(Some(topic_name(name)))])
+            .with_timeout_ms(self.timeout_ms());
+        let response = self.call(&request)?;
+        let [result] = response.responses.as_slice() else {
+            return Err(unexpected("DeleteTopics", format_args!("has {} topics, not 1", response.responses.len())));
+        };
+        check_code("DeleteTopics", result.error_code, result.error_message.as_ref(), name)
+    }
+
+    /// Grows a topic to `total` partitions.
+    pub fn create_partitions(&mut self, name: &str, total: i32) -> Result<(), ClientError> {
+        let topic = CreatePartitionsTopic::default().with_name(topic_name(name)).with_count(total);
+        let request = CreatePartitionsRequest::default().with_topics(vec![topic]).with_timeout_ms(self.timeout_ms());
+        let response = self.call(&request)?;
+        let [result] = response.results.as_slice() else {
+            return Err(unexpected("CreatePartitions", format_args!("has {} topics, not 1", response.results.len())));
+        };
+        check_code("CreatePartitions", result.error_code, result.error_message.as_ref(), name)
+    }
+}

@@ -1,0 +1,11 @@
+//! The SQL functions users call: producing inside a transaction ([`send`]);
+//! the rest of the SQL surface lives beside it. Every function is `SECURITY
+//! DEFINER` with a pinned `search_path` and revoked from PUBLIC by the
+//! install script: grant `EXECUTE` to the roles that should use it.
+//!
+//! Functions here run in ordinary backends: they never reach the broker's
+//! memory, only the WAL (logical messages), the catalog tables and, for reads,
+//! the broker's Kafka listener on loopback.
+
+pub mod send;
+mod txn_state;

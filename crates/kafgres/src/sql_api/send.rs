@@ -1,0 +1,223 @@
+//! `kafgres.send(topic, value, key, headers, partition)`: logs one record as
+//! a transactional logical message; it reaches the topic if and only if the
+//! calling transaction commits (see docs/sql.md).
+//!
+//! Overloads take the value as `bytea`, `text` or `jsonb` (keys as `bytea`
+//! or `text`); headers are a jsonb object `{"name": "value"}` or an array of
+//! `[name, value]` pairs (for repeated names). Returns the partition chosen:
+//! the given one, Kafka's murmur2 partition of the key, or for keyless records
+//! one partition per transaction.
+
+use kafgres_broker::sql_bridge::message::{SendMessage, SEND_PREFIX};
+use kafgres_broker::sql_bridge::partitioner::partition_for_key;
+use pgrx::prelude::*;
+use pgrx::spi::Spi;
+use pgrx::{pg_sys, JsonB, PgLogLevel, PgSqlErrorCode};
+
+use super::txn_state::{self, TopicInfo};
+
+/// The broker's default `max.message.bytes` (Kafka's `message.max.bytes`).
+const DEFAULT_MESSAGE_BYTES_MAX: usize = 1_048_588;
+/// Room for the batch header around a record.
+const BATCH_OVERHEAD_BYTES: usize = 128;
+const HEADER_NAME_BYTES_MAX: usize = u16::MAX as usize;
+
+unsafe extern "C-unwind" {
+    // replication/message.h, which pgrx's bindings leave out.
+    fn LogLogicalMessage(
+        prefix: *const std::ffi::c_char,
+        message: *const std::ffi::c_char,
+        size: usize,
+        transactional: bool,
+    ) -> pg_sys::XLogRecPtr;
+}
+
+#[pg_extern(name = "send", volatile, parallel_unsafe, security_definer)]
+#[search_path(pg_catalog, kafgres)]
+fn send_bytea(
+    topic: &str,
+    value: Option<&[u8]>,
+    key: default!(Option<&[u8]>, "NULL"),
+    headers: default!(Option<JsonB>, "NULL"),
+    partition: default!(Option<i32>, "NULL"),
+) -> i32 {
+    send_record(topic, key.map(<[u8]>::to_vec), value.map(<[u8]>::to_vec), headers, partition)
+}
+
+#[pg_extern(name = "send", volatile, parallel_unsafe, security_definer)]
+#[search_path(pg_catalog, kafgres)]
+fn send_text(
+    topic: &str,
+    value: Option<&str>,
+    key: default!(Option<&str>, "NULL"),
+    headers: default!(Option<JsonB>, "NULL"),
+    partition: default!(Option<i32>, "NULL"),
+) -> i32 {
+    send_record(topic, key.map(|k| k.as_bytes().to_vec()), value.map(|v| v.as_bytes().to_vec()), headers, partition)
+}
+
+#[pg_extern(name = "send", volatile, parallel_unsafe, security_definer)]
+#[search_path(pg_catalog, kafgres)]
+fn send_jsonb(
+    topic: &str,
+    value: Option<JsonB>,
+    key: default!(Option<&str>, "NULL"),
+    headers: default!(Option<JsonB>, "NULL"),
+    partition: default!(Option<i32>, "NULL"),
+) -> i32 {
+    let value = value.map(|v| v.0.to_string().into_bytes());
+    send_record(topic, key.map(|k| k.as_bytes().to_vec()), value, headers, partition)
+}
+
+/// Sends many values at once (one call, one catalog lookup): `values[i]`
+/// with `keys[i]` when keys are given. Returns how many records were sent.
+#[pg_extern(name = "send_batch", volatile, parallel_unsafe, security_definer)]
+#[search_path(pg_catalog, kafgres)]
+fn send_batch(topic: &str, values: Vec<Option<String>>, keys: default!(Option<Vec<Option<String>>>, "NULL")) -> i64 {
+    if let Some(keys) = &keys {
+        if keys.len() != values.len() {
+            fail(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("{} keys given for {} values", keys.len(), values.len()),
+                "pass one key per value, or no keys",
+            );
+        }
+    }
+    for (i, value) in values.iter().enumerate() {
+        let key = keys.as_ref().and_then(|k| k[i].as_ref()).map(|k| k.as_bytes().to_vec());
+        send_record(topic, key, value.as_ref().map(|v| v.as_bytes().to_vec()), None, None);
+    }
+    values.len() as i64
+}
+
+fn send_record(
+    topic: &str,
+    key: Option<Vec<u8>>,
+    value: Option<Vec<u8>>,
+    headers: Option<JsonB>,
+    partition: Option<i32>,
+) -> i32 {
+    if !crate::decoding::decoder::wal_level_is_logical() {
+        fail(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "kafgres.send needs wal_level = logical".into(),
+            "set wal_level = logical in postgresql.conf and restart PostgreSQL",
+        );
+    }
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        fail(
+            PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            "kafgres.send cannot run on a standby".into(),
+            "send from the primary",
+        );
+    }
+    let info = topic_info(topic);
+    let partition = match (partition, &key) {
+        (Some(p), _) if !(0..info.partition_count).contains(&p) => fail(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("topic \"{topic}\" has no partition {p}"),
+            &format!("its partitions are 0 to {}", info.partition_count - 1),
+        ),
+        (Some(p), _) => p,
+        (None, Some(key)) => partition_for_key(key, info.partition_count),
+        (None, None) => txn_state::sticky_partition(topic, info.partition_count),
+    };
+    let message = SendMessage {
+        topic: topic.to_string(),
+        partition,
+        timestamp_ms: now_ms(),
+        key,
+        value,
+        headers: headers.map(|h| parse_headers(&h.0)).unwrap_or_default(),
+    };
+    let size = message.estimated_record_bytes() + BATCH_OVERHEAD_BYTES;
+    if size > info.message_bytes_max {
+        fail(
+            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            format!(
+                "a record of about {size} bytes exceeds max.message.bytes of topic \"{topic}\" ({} bytes)",
+                info.message_bytes_max
+            ),
+            "send a smaller record, or raise the topic's max.message.bytes",
+        );
+    }
+    let body = message.encode();
+    let prefix = std::ffi::CString::new(SEND_PREFIX).expect("prefix has no NUL");
+    unsafe { LogLogicalMessage(prefix.as_ptr(), body.as_ptr().cast(), body.len(), true) };
+    txn_state::mark_sent();
+    partition
+}
+
+/// The topic's partition count and size limit, read once per transaction.
+fn topic_info(topic: &str) -> TopicInfo {
+    if let Some(info) = txn_state::cached_topic(topic) {
+        return info;
+    }
+    let row = Spi::get_two_with_args::<i32, String>(
+        "SELECT partition_count, configs->>'max.message.bytes' FROM kafgres.topics WHERE name = $1",
+        &[topic.into()],
+    );
+    let info = match row {
+        Ok((Some(partition_count), limit)) => TopicInfo {
+            partition_count,
+            message_bytes_max: limit.and_then(|l| l.trim().parse().ok()).unwrap_or(DEFAULT_MESSAGE_BYTES_MAX),
+        },
+        Ok((None, _)) | Err(pgrx::spi::SpiError::InvalidPosition) => fail(
+            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+            format!("topic \"{topic}\" does not exist"),
+            "create it first: SELECT kafgres.create_topic(name, partitions)",
+        ),
+        Err(e) => error!("kafgres: cannot read topic \"{topic}\": {e}"),
+    };
+    txn_state::cache_topic(topic, info);
+    info
+}
+
+/// Headers from `{"name": "value", ...}` or `[["name", "value"], ...]`.
+/// JSON null is a null header value; other non-string values are sent as
+/// their JSON text.
+fn parse_headers(json: &serde_json::Value) -> Vec<(String, Option<Vec<u8>>)> {
+    let value_bytes = |v: &serde_json::Value| match v {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(s) => Some(s.as_bytes().to_vec()),
+        other => Some(other.to_string().into_bytes()),
+    };
+    let headers: Vec<(String, Option<Vec<u8>>)> = match json {
+        serde_json::Value::Object(map) => map.iter().map(|(k, v)| (k.clone(), value_bytes(v))).collect(),
+        serde_json::Value::Array(pairs) => pairs
+            .iter()
+            .map(|pair| match pair.as_array().map(Vec::as_slice) {
+                Some([serde_json::Value::String(k), v]) => (k.clone(), value_bytes(v)),
+                _ => fail(
+                    PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                    format!("header {pair} is not a [name, value] pair"),
+                    "pass headers as {\"name\": \"value\"} or [[\"name\", \"value\"], ...]",
+                ),
+            })
+            .collect(),
+        other => fail(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("headers must be a JSON object or array, not {other}"),
+            "pass headers as {\"name\": \"value\"} or [[\"name\", \"value\"], ...]",
+        ),
+    };
+    if let Some((name, _)) = headers.iter().find(|(name, _)| name.len() > HEADER_NAME_BYTES_MAX) {
+        fail(
+            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            format!("a header name of {} bytes is too long", name.len()),
+            "header names must be under 64 KiB",
+        );
+    }
+    headers
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Raises an SQL error with a hint.
+#[track_caller]
+pub fn fail(code: PgSqlErrorCode, message: String, hint: &str) -> ! {
+    pgrx::pg_sys::panic::ErrorReport::new(code, message, "kafgres").set_hint(hint).report(PgLogLevel::ERROR);
+    unreachable!("ereport(ERROR) does not return")
+}

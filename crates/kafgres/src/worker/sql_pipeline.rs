@@ -1,0 +1,143 @@
+//! The control plane's part of producing from SQL: decode committed
+//! transactions from the slot, hand them to the applier on the data plane,
+//! and confirm the slot once the applier reports them durable in the log.
+//!
+//! One round is in flight at a time. Its completion writes the eventfd, which
+//! wakes the worker; a committing sender sets the latch. Either wake-up polls
+//! the pipeline, so records committed during a round are decoded right after
+//! it. A failed round (disk error, say) keeps its transactions and is retried
+//! after [`RETRY_DELAY`]: the only timed wait, and only while failing.
+
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafgres_broker::sql_bridge::apply::ApplyReport;
+use kafgres_broker::sql_bridge::message::group_committed;
+use kafgres_broker::sql_bridge::{ApplyError, CommittedTxn, SqlApplier};
+use kafgres_broker::BrokerContext;
+use pgrx::prelude::*;
+
+use crate::control::EventFd;
+use crate::decoding::decoder::{allow_own_output_plugin, ensure_slot, lsn_text, wal_level_is_logical, WalDecoder};
+
+/// Decoded output gathered before a round is handed over.
+const ROUND_OUTPUT_BYTES_MAX: usize = 16 << 20;
+pub const RETRY_DELAY: Duration = Duration::from_secs(1);
+
+type RoundResult = (SqlApplier, Vec<CommittedTxn>, Result<ApplyReport, ApplyError>);
+
+pub struct SqlPipeline {
+    decoder: WalDecoder,
+    applier: Option<SqlApplier>,
+    in_flight: Option<Receiver<RoundResult>>,
+    /// Transactions of a failed round, applied again before anything new.
+    retry: Option<Vec<CommittedTxn>>,
+}
+
+impl SqlPipeline {
+    /// Creates the slot if needed and opens the decoder and the applier.
+    /// `None` (with a warning saying why) when SQL sends cannot work here:
+    /// the Kafka side of the broker runs regardless.
+    pub fn start(log_dir: &std::path::Path) -> Option<SqlPipeline> {
+        if !wal_level_is_logical() {
+            warning!(
+                "kafgres: wal_level is not logical, so kafgres.send() is unavailable; \
+                 set wal_level = logical and restart PostgreSQL"
+            );
+            return None;
+        }
+        allow_own_output_plugin();
+        if let Err(e) = ensure_slot() {
+            warning!("kafgres: SQL sends are unavailable: {e}");
+            return None;
+        }
+        let applier = match SqlApplier::open(log_dir.to_path_buf()) {
+            Ok(a) => a,
+            Err(e) => {
+                warning!("kafgres: SQL sends are unavailable: {e}");
+                return None;
+            }
+        };
+        let decoder = WalDecoder::start();
+        if applier.applied_lsn() > decoder.confirmed() {
+            log!(
+                "kafgres: the slot is confirmed to {}, the log holds SQL sends to {}: replaying the difference",
+                lsn_text(decoder.confirmed()),
+                lsn_text(applier.applied_lsn())
+            );
+        }
+        Some(SqlPipeline { decoder, applier: Some(applier), in_flight: None, retry: None })
+    }
+
+    /// How long the worker may sleep: forever, unless a failed round waits
+    /// for its retry.
+    pub fn wait_timeout(&self) -> Option<Duration> {
+        (self.retry.is_some() && self.in_flight.is_none()).then_some(RETRY_DELAY)
+    }
+
+    /// Collects a finished round, then starts the next one if anything is
+    /// committed and not yet applied. Never blocks.
+    pub fn poll(&mut self, runtime: &tokio::runtime::Runtime, ctx: &Arc<BrokerContext>, waker: &Arc<EventFd>) {
+        if let Some(done) = &self.in_flight {
+            match done.try_recv() {
+                Ok((applier, txns, result)) => {
+                    self.in_flight = None;
+                    self.applier = Some(applier);
+                    match result {
+                        Ok(report) => {
+                            if report.applied_lsn > 0 {
+                                self.decoder.confirm(report.applied_lsn);
+                            }
+                            if report.records_dropped > 0 || report.batches_already_present > 0 {
+                                log!(
+                                    "kafgres: applied SQL sends to {}: {} batch(es) were already in the log, \
+                                     {} record(s) dropped (topic gone)",
+                                    lsn_text(report.applied_lsn),
+                                    report.batches_already_present,
+                                    report.records_dropped
+                                );
+                            }
+                        }
+                        Err(e) => {
+                            warning!("kafgres: applying records sent from SQL failed, retrying: {e}");
+                            self.retry = Some(txns);
+                            return;
+                        }
+                    }
+                }
+                Err(TryRecvError::Empty) => return,
+                Err(TryRecvError::Disconnected) => error!("kafgres: the SQL applier task stopped"),
+            }
+        }
+        let txns = match self.retry.take() {
+            Some(txns) => txns,
+            None => self.decode(),
+        };
+        if txns.is_empty() {
+            return;
+        }
+        let Some(mut applier) = self.applier.take() else { return };
+        let (done, receive) = std::sync::mpsc::sync_channel(1);
+        let ctx = Arc::clone(ctx);
+        let waker = Arc::clone(waker);
+        runtime.spawn(async move {
+            let result = applier.apply(&ctx, &txns).await;
+            let _ = done.send((applier, txns, result));
+            waker.wake();
+        });
+        self.in_flight = Some(receive);
+    }
+
+    fn decode(&mut self) -> Vec<CommittedTxn> {
+        let decoded = self.decoder.decode_available(ROUND_OUTPUT_BYTES_MAX);
+        if decoded.outputs.is_empty() {
+            return Vec::new();
+        }
+        let (txns, errors) = group_committed(decoded.outputs.iter().map(Vec::as_slice));
+        for (lsn, e) in errors {
+            warning!("kafgres: skipping an undecodable message of the transaction committed at {}: {e}", lsn_text(lsn));
+        }
+        txns
+    }
+}
