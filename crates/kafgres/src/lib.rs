@@ -33,6 +33,27 @@ pgrx::extension_sql_file!("../sql/schema.sql", name = "schema", bootstrap);
 
 extension_sql!(
     r#"
+-- What the broker knows, as relations (the functions ask it over loopback).
+CREATE VIEW kafgres.partition_status AS SELECT * FROM kafgres._partition_status();
+COMMENT ON VIEW kafgres.partition_status IS
+    'Every partition: log start and end offsets (from the broker) and its size on disk.';
+CREATE VIEW kafgres.consumer_groups AS SELECT * FROM kafgres._group_status();
+COMMENT ON VIEW kafgres.consumer_groups IS
+    'Consumer groups the broker coordinates (Kafka and SQL consumers): state and live members.';
+CREATE VIEW kafgres.consumer_lag AS
+SELECT o.group_id, o.topic, o.partition, o.committed_offset, s.log_end_offset,
+       CASE WHEN o.committed_offset >= 0 THEN greatest(s.log_end_offset - o.committed_offset, 0)
+            ELSE s.log_end_offset - s.log_start_offset END AS lag
+FROM kafgres.consumer_offsets o
+JOIN kafgres.partition_status s ON s.topic = o.topic AND s.partition = o.partition;
+COMMENT ON VIEW kafgres.consumer_lag IS
+    'Per group and partition: committed offset, log end and the records not yet consumed.';
+
+-- Nothing is open to PUBLIC: grant EXECUTE / SELECT to the roles that
+-- produce, consume or watch (docs/sql.md lists what each needs).
+REVOKE ALL ON ALL TABLES IN SCHEMA kafgres FROM PUBLIC;
+REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA kafgres FROM PUBLIC;
+
 -- Wake a broker worker that started before the schema existed; it starts
 -- serving as soon as this transaction commits.
 SELECT kafgres._wake_broker();

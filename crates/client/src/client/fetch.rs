@@ -39,61 +39,88 @@ impl<W: Wait> Client<W> {
         max_bytes: i32,
         max_wait: Duration,
     ) -> Result<FetchResult, ClientError> {
+        let mut results = self.fetch_many(topic, &[(partition, offset)], max_bytes, max_wait)?;
+        results.pop().ok_or_else(|| unexpected("Fetch", format_args!("has no answer for {topic}-{partition}")))?
+    }
+
+    /// Fetches several partitions of one topic in one request: the broker
+    /// answers as soon as any of them has data (or `max_wait` passes), so a
+    /// long poll over many partitions wakes on the first record. One result
+    /// per requested partition, in request order; a partition's own error
+    /// (offset out of range, say) does not fail the others.
+    pub fn fetch_many(
+        &mut self,
+        topic: &str,
+        partitions: &[(i32, i64)],
+        partition_max_bytes: i32,
+        max_wait: Duration,
+    ) -> Result<Vec<Result<FetchResult, ClientError>>, ClientError> {
         const API: &str = "Fetch";
-        if max_bytes <= 0 {
-            return Err(ClientError::InvalidArgument(format!("fetch max bytes {max_bytes}")));
+        if partition_max_bytes <= 0 {
+            return Err(ClientError::InvalidArgument(format!("fetch max bytes {partition_max_bytes}")));
         }
         let max_wait_ms = i32::try_from(max_wait.as_millis()).unwrap_or(i32::MAX);
-        let p = FetchPartition::default()
-            .with_partition(partition)
-            .with_current_leader_epoch(-1)
-            .with_fetch_offset(offset)
-            .with_last_fetched_epoch(-1)
-            .with_log_start_offset(-1)
-            .with_partition_max_bytes(max_bytes);
+        let requested = partitions
+            .iter()
+            .map(|&(partition, offset)| {
+                FetchPartition::default()
+                    .with_partition(partition)
+                    .with_current_leader_epoch(-1)
+                    .with_fetch_offset(offset)
+                    .with_last_fetched_epoch(-1)
+                    .with_log_start_offset(-1)
+                    .with_partition_max_bytes(partition_max_bytes)
+            })
+            .collect();
         let request = FetchRequest::default()
             .with_replica_id(BrokerId(-1))
             .with_max_wait_ms(max_wait_ms)
             .with_min_bytes(1)
-            .with_max_bytes(max_bytes)
+            .with_max_bytes(partition_max_bytes.saturating_mul(partitions.len().clamp(1, 64) as i32))
             .with_isolation_level(0)
             .with_session_id(0)
             .with_session_epoch(-1)
-            .with_topics(vec![FetchTopic::default().with_topic(topic_name(topic)).with_partitions(vec![p])]);
+            .with_topics(vec![FetchTopic::default().with_topic(topic_name(topic)).with_partitions(requested)]);
         let deadline = self.deadline(max_wait);
         let response = self.conn.call(&request, deadline)?;
         if response.error_code != 0 {
-            return Err(ClientError::kafka(API, response.error_code, format!("{topic}-{partition}")));
+            return Err(ClientError::kafka(API, response.error_code, topic.to_owned()));
         }
-        let data = response
-            .responses
-            .iter()
-            .filter(|t| t.topic.as_str() == topic)
-            .flat_map(|t| t.partitions.iter())
-            .find(|p| p.partition_index == partition)
-            .ok_or_else(|| unexpected(API, format_args!("has no answer for {topic}-{partition}")))?;
-        match data.error_code {
-            0 => {}
-            OFFSET_OUT_OF_RANGE => {
-                return Err(ClientError::OffsetOutOfRange {
+        let mut results = Vec::with_capacity(partitions.len());
+        for &(partition, offset) in partitions {
+            let Some(data) = response
+                .responses
+                .iter()
+                .filter(|t| t.topic.as_str() == topic)
+                .flat_map(|t| t.partitions.iter())
+                .find(|p| p.partition_index == partition)
+            else {
+                results.push(Err(unexpected(API, format_args!("has no answer for {topic}-{partition}"))));
+                continue;
+            };
+            let result = match data.error_code {
+                0 => {
+                    let empty = Bytes::new();
+                    decode_batches(data.records.as_ref().unwrap_or(&empty), offset, self.config.decompressed_bytes_max)
+                        .map(|decoded| FetchResult {
+                            high_watermark: data.high_watermark,
+                            log_start_offset: data.log_start_offset,
+                            records: decoded.records,
+                            next_offset: decoded.next_offset.map_or(offset, |next| next.max(offset)),
+                        })
+                }
+                OFFSET_OUT_OF_RANGE => Err(ClientError::OffsetOutOfRange {
                     topic: topic.to_owned(),
                     partition,
                     offset,
                     log_start_offset: data.log_start_offset,
                     log_end_offset: data.high_watermark,
-                })
-            }
-            code => return Err(ClientError::kafka(API, code, format!("{topic}-{partition}"))),
+                }),
+                code => Err(ClientError::kafka(API, code, format!("{topic}-{partition}"))),
+            };
+            results.push(result);
         }
-        let empty = Bytes::new();
-        let decoded =
-            decode_batches(data.records.as_ref().unwrap_or(&empty), offset, self.config.decompressed_bytes_max)?;
-        Ok(FetchResult {
-            high_watermark: data.high_watermark,
-            log_start_offset: data.log_start_offset,
-            records: decoded.records,
-            next_offset: decoded.next_offset.map_or(offset, |next| next.max(offset)),
-        })
+        Ok(results)
     }
 
     /// Produces `records` as one uncompressed batch with acks=all; returns

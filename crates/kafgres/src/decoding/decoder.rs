@@ -260,6 +260,12 @@ impl WalDecoder {
         unsafe { pg_sys::LogicalConfirmReceivedLocation(lsn as pg_sys::XLogRecPtr) };
     }
 
+    /// The end of the last whole record decoded: every transaction that
+    /// committed before it has been handed out.
+    pub fn position(&self) -> u64 {
+        unsafe { (*(*self.ctx).reader).EndRecPtr as u64 }
+    }
+
     /// The slot's confirmed position.
     pub fn confirmed(&self) -> u64 {
         unsafe { (*pg_sys::MyReplicationSlot).data.confirmed_flush as u64 }

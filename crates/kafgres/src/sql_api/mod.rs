@@ -7,5 +7,10 @@
 //! memory, only the WAL (logical messages), the catalog tables and, for reads,
 //! the broker's Kafka listener on loopback.
 
+pub mod admin;
+pub mod broker_link;
+pub mod consume;
+pub mod read;
+mod rows;
 pub mod send;
 mod txn_state;

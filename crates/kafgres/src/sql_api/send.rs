@@ -97,6 +97,7 @@ fn send_record(
     headers: Option<JsonB>,
     partition: Option<i32>,
 ) -> i32 {
+    super::broker_link::require_broker_database("kafgres.send");
     if !crate::decoding::decoder::wal_level_is_logical() {
         fail(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -141,11 +142,58 @@ fn send_record(
             "send a smaller record, or raise the topic's max.message.bytes",
         );
     }
-    let body = message.encode();
-    let prefix = std::ffi::CString::new(SEND_PREFIX).expect("prefix has no NUL");
-    unsafe { LogLogicalMessage(prefix.as_ptr(), body.as_ptr().cast(), body.len(), true) };
+    log_message(SEND_PREFIX, &message.encode());
     txn_state::mark_sent();
     partition
+}
+
+/// Waits until every record this session sent in committed transactions is
+/// in the log (readable by consumers, `kafgres.read` included), or until
+/// `timeout`; returns whether it got there. For read-your-writes and tests:
+/// sends never need it. Polls the slot's confirmed position every
+/// millisecond on the session's latch (a statement cancel ends it).
+#[pg_extern(volatile, parallel_unsafe, security_definer)]
+#[search_path(pg_catalog, kafgres)]
+fn wait_for_sends(timeout: default!(pgrx::datum::Interval, "'10 seconds'")) -> bool {
+    let target = txn_state::last_send_commit();
+    if target == 0 {
+        return true;
+    }
+    let deadline = std::time::Instant::now()
+        + std::time::Duration::from_micros(timeout.as_micros().clamp(0, 3_600_000_000) as u64);
+    let slot_name = std::ffi::CString::new(crate::decoding::SLOT_NAME).expect("slot name has no NUL");
+    loop {
+        let confirmed = unsafe {
+            let slot = pg_sys::SearchNamedReplicationSlot(slot_name.as_ptr(), true);
+            if slot.is_null() {
+                0
+            } else {
+                std::ptr::read_volatile(&(*slot).data.confirmed_flush) as u64
+            }
+        };
+        if confirmed >= target {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        unsafe {
+            pg_sys::WaitLatch(
+                pg_sys::MyLatch,
+                (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
+                1,
+                pg_sys::PG_WAIT_EXTENSION,
+            );
+            pg_sys::ResetLatch(pg_sys::MyLatch);
+        }
+        check_for_interrupts!();
+    }
+}
+
+/// Writes `body` into the WAL as a transactional logical message.
+pub fn log_message(prefix: &str, body: &[u8]) {
+    let prefix = std::ffi::CString::new(prefix).expect("prefixes have no NUL");
+    unsafe { LogLogicalMessage(prefix.as_ptr(), body.as_ptr().cast(), body.len(), true) };
 }
 
 /// The topic's partition count and size limit, read once per transaction.

@@ -26,6 +26,14 @@ thread_local! {
     static STATE: RefCell<TxnState> = RefCell::new(TxnState::default());
     static CALLBACK_REGISTERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     static RANDOM: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// The commit end LSN of this backend's last transaction that sent.
+    static LAST_SEND_COMMIT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Where this backend's last sending transaction's commit record ends (0:
+/// none yet).
+pub fn last_send_commit() -> u64 {
+    LAST_SEND_COMMIT.get()
 }
 
 fn ensure_callback() {
@@ -100,6 +108,7 @@ unsafe extern "C-unwind" fn at_transaction_end(event: pg_sys::XactEvent::Type, _
         if end != 0 && pg_sys::XLogNeedsFlush(end) {
             pg_sys::XLogFlush(end);
         }
+        LAST_SEND_COMMIT.set(end as u64);
         crate::wake::set_worker_latch();
     }
 }

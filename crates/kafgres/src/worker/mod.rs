@@ -109,7 +109,7 @@ pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
         if BackgroundWorker::sighup_received() {
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
         }
-        if wait.wait_at_most(sql_sends.as_ref().and_then(|p| p.wait_timeout())) == Wakeup::DataPlane {
+        if wait.wait_at_most(sql_sends.as_ref().map(|p| p.wait_timeout())) == Wakeup::DataPlane {
             waker.drain();
         }
         // Absorb procsignal barriers (DROP DATABASE waits for every backend

@@ -6,7 +6,14 @@
 //! wakes the worker; a committing sender sets the latch. Either wake-up polls
 //! the pipeline, so records committed during a round are decoded right after
 //! it. A failed round (disk error, say) keeps its transactions and is retried
-//! after [`RETRY_DELAY`]: the only timed wait, and only while failing.
+//! after [`RETRY_DELAY`].
+//!
+//! The slot is confirmed up to where decoding reached, not only to the last
+//! transaction that sent something: otherwise a database that stops sending
+//! would pin all its WAL from then on. For the same reason an idle worker
+//! decodes at least every [`SLOT_ADVANCE_INTERVAL`]: housekeeping that bounds
+//! the WAL the slot retains, never something a send waits for (sends wake the
+//! worker at commit).
 
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
@@ -24,15 +31,22 @@ use crate::decoding::decoder::{allow_own_output_plugin, ensure_slot, lsn_text, w
 /// Decoded output gathered before a round is handed over.
 const ROUND_OUTPUT_BYTES_MAX: usize = 16 << 20;
 pub const RETRY_DELAY: Duration = Duration::from_secs(1);
+pub const SLOT_ADVANCE_INTERVAL: Duration = Duration::from_secs(10);
 
 type RoundResult = (SqlApplier, Vec<CommittedTxn>, Result<ApplyReport, ApplyError>);
+
+/// Transactions to apply and the WAL position decoding had reached.
+struct Round {
+    txns: Vec<CommittedTxn>,
+    decoded_to: u64,
+}
 
 pub struct SqlPipeline {
     decoder: WalDecoder,
     applier: Option<SqlApplier>,
-    in_flight: Option<Receiver<RoundResult>>,
-    /// Transactions of a failed round, applied again before anything new.
-    retry: Option<Vec<CommittedTxn>>,
+    in_flight: Option<(Receiver<RoundResult>, u64)>,
+    /// A failed round, applied again before anything new.
+    retry: Option<Round>,
 }
 
 impl SqlPipeline {
@@ -70,25 +84,27 @@ impl SqlPipeline {
         Some(SqlPipeline { decoder, applier: Some(applier), in_flight: None, retry: None })
     }
 
-    /// How long the worker may sleep: forever, unless a failed round waits
-    /// for its retry.
-    pub fn wait_timeout(&self) -> Option<Duration> {
-        (self.retry.is_some() && self.in_flight.is_none()).then_some(RETRY_DELAY)
+    /// How long the worker may sleep before polling again.
+    pub fn wait_timeout(&self) -> Duration {
+        if self.retry.is_some() && self.in_flight.is_none() {
+            RETRY_DELAY
+        } else {
+            SLOT_ADVANCE_INTERVAL
+        }
     }
 
     /// Collects a finished round, then starts the next one if anything is
     /// committed and not yet applied. Never blocks.
     pub fn poll(&mut self, runtime: &tokio::runtime::Runtime, ctx: &Arc<BrokerContext>, waker: &Arc<EventFd>) {
-        if let Some(done) = &self.in_flight {
+        if let Some((done, decoded_to)) = &self.in_flight {
+            let decoded_to = *decoded_to;
             match done.try_recv() {
                 Ok((applier, txns, result)) => {
                     self.in_flight = None;
                     self.applier = Some(applier);
                     match result {
                         Ok(report) => {
-                            if report.applied_lsn > 0 {
-                                self.decoder.confirm(report.applied_lsn);
-                            }
+                            self.decoder.confirm(decoded_to.max(report.applied_lsn));
                             if report.records_dropped > 0 || report.batches_already_present > 0 {
                                 log!(
                                     "kafgres: applied SQL sends to {}: {} batch(es) were already in the log, \
@@ -101,7 +117,7 @@ impl SqlPipeline {
                         }
                         Err(e) => {
                             warning!("kafgres: applying records sent from SQL failed, retrying: {e}");
-                            self.retry = Some(txns);
+                            self.retry = Some(Round { txns, decoded_to });
                             return;
                         }
                     }
@@ -110,11 +126,15 @@ impl SqlPipeline {
                 Err(TryRecvError::Disconnected) => error!("kafgres: the SQL applier task stopped"),
             }
         }
-        let txns = match self.retry.take() {
-            Some(txns) => txns,
+        let Round { txns, decoded_to } = match self.retry.take() {
+            Some(round) => round,
             None => self.decode(),
         };
         if txns.is_empty() {
+            // Nothing to apply up to here: let the slot release that WAL.
+            if decoded_to > self.decoder.confirmed() {
+                self.decoder.confirm(decoded_to);
+            }
             return;
         }
         let Some(mut applier) = self.applier.take() else { return };
@@ -126,18 +146,16 @@ impl SqlPipeline {
             let _ = done.send((applier, txns, result));
             waker.wake();
         });
-        self.in_flight = Some(receive);
+        self.in_flight = Some((receive, decoded_to));
     }
 
-    fn decode(&mut self) -> Vec<CommittedTxn> {
+    fn decode(&mut self) -> Round {
         let decoded = self.decoder.decode_available(ROUND_OUTPUT_BYTES_MAX);
-        if decoded.outputs.is_empty() {
-            return Vec::new();
-        }
+        let decoded_to = self.decoder.position();
         let (txns, errors) = group_committed(decoded.outputs.iter().map(Vec::as_slice));
         for (lsn, e) in errors {
             warning!("kafgres: skipping an undecodable message of the transaction committed at {}: {e}", lsn_text(lsn));
         }
-        txns
+        Round { txns, decoded_to }
     }
 }

@@ -1,0 +1,162 @@
+//! A backend's connection to the broker, for the SQL functions that read
+//! (`read`, `consume`) or administer (`create_topic`...): the broker's own
+//! Kafka listener on loopback, through `kafgres-client`.
+//!
+//! Going through the listener, rather than opening segment files from the
+//! backend, gives SQL exactly what Kafka consumers see (durable records up to
+//! the high watermark, retention and deletion handled by their owner) and
+//! keeps the log single-writer, single-owner. The connection is kept for the
+//! backend's life and reopened when broken. Waits go through the backend's
+//! latch, so a statement cancel or a postmaster death ends a long poll.
+
+use std::cell::RefCell;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::Instant;
+
+use kafgres_client::{Client, ClientConfig, ClientError, Interest, Ready, Wait};
+use pgrx::prelude::*;
+use pgrx::{pg_sys, PgSqlErrorCode};
+
+use super::send::fail;
+use crate::gucs;
+
+/// Waits on the backend's latch and the socket; returns `Interrupted` when
+/// an interrupt is pending so the caller can raise it outside the client.
+pub struct LatchWait;
+
+impl Wait for LatchWait {
+    fn wait(&mut self, fd: i32, interest: Interest, deadline: Option<Instant>) -> Result<Ready, ClientError> {
+        loop {
+            if unsafe { pg_sys::InterruptPending } != 0 {
+                return Err(ClientError::Interrupted("an interrupt is pending (statement cancel?)".into()));
+            }
+            let timeout_ms = match deadline {
+                None => -1,
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return Ok(Ready::TimedOut);
+                    }
+                    (deadline - now).as_millis().clamp(1, i32::MAX as u128) as std::ffi::c_long
+                }
+            };
+            let socket_event = match interest {
+                Interest::Readable => pg_sys::WL_SOCKET_READABLE,
+                Interest::Writable => pg_sys::WL_SOCKET_WRITEABLE,
+            };
+            let mut events = pg_sys::WL_LATCH_SET | pg_sys::WL_EXIT_ON_PM_DEATH | socket_event;
+            if deadline.is_some() {
+                events |= pg_sys::WL_TIMEOUT;
+            }
+            let fired = unsafe {
+                pg_sys::WaitLatchOrSocket(pg_sys::MyLatch, events as i32, fd, timeout_ms, pg_sys::PG_WAIT_EXTENSION)
+            } as u32;
+            if fired & pg_sys::WL_LATCH_SET != 0 {
+                unsafe { pg_sys::ResetLatch(pg_sys::MyLatch) };
+            }
+            if fired & socket_event != 0 {
+                return Ok(Ready::Ready);
+            }
+            if fired & pg_sys::WL_TIMEOUT != 0 {
+                return Ok(Ready::TimedOut);
+            }
+        }
+    }
+}
+
+thread_local! {
+    static LINK: RefCell<Option<Client<LatchWait>>> = const { RefCell::new(None) };
+}
+
+/// Where the broker listens, as seen from this host.
+fn broker_address() -> SocketAddr {
+    let address = gucs::string_or(&gucs::LISTEN_ADDRESS, "127.0.0.1");
+    let ip: IpAddr = match address.parse() {
+        Ok(IpAddr::V4(v4)) if v4.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        Ok(IpAddr::V6(v6)) if v6.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        Ok(ip) => ip,
+        Err(_) => fail(
+            PgSqlErrorCode::ERRCODE_CONFIG_FILE_ERROR,
+            format!("kafgres.listen_address = '{address}' is not an IP address"),
+            "set kafgres.listen_address to the address the broker listens on",
+        ),
+    };
+    SocketAddr::new(ip, gucs::PORT.get() as u16)
+}
+
+/// Runs `f` with the backend's broker connection, connecting first if
+/// needed. A connection that breaks is dropped; when a kept one turns out
+/// stale (the broker restarted), `f` is tried once more on a new one.
+/// Errors become SQL errors.
+pub fn with_broker<T>(what: &str, mut f: impl FnMut(&mut Client<LatchWait>) -> Result<T, ClientError>) -> T {
+    for attempt in 0..2 {
+        let reused = LINK.with(|l| l.borrow().is_some());
+        let outcome = LINK.with(|link| {
+            let mut link = link.borrow_mut();
+            if link.is_none() {
+                let config = ClientConfig::default();
+                *link = Some(Client::connect_with(broker_address(), "kafgres-sql", LatchWait, config)?);
+            }
+            let client = link.as_mut().ok_or(ClientError::Broken)?;
+            let result = f(client);
+            if client.is_broken() {
+                *link = None;
+            }
+            result
+        });
+        match outcome {
+            Ok(value) => return value,
+            Err(ClientError::Interrupted(_)) => {
+                LINK.with(|l| *l.borrow_mut() = None);
+                check_for_interrupts!();
+                error!("kafgres: {what} was interrupted");
+            }
+            Err(ClientError::Io { .. } | ClientError::Broken) if reused && attempt == 0 => {
+                LINK.with(|l| *l.borrow_mut() = None);
+                continue;
+            }
+            Err(e) => raise(what, e),
+        }
+    }
+    error!("kafgres: {what}: the broker connection failed twice")
+}
+
+/// The SQL error for a client error: Kafka's error name in the message.
+pub fn raise(what: &str, e: ClientError) -> ! {
+    let (code, hint) = match &e {
+        ClientError::Io { .. } | ClientError::Timeout { .. } | ClientError::Broken => (
+            PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
+            "is the broker running? see the server log and kafgres.port / kafgres.listen_address",
+        ),
+        ClientError::Kafka { code: 3, .. } => {
+            (PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, "list topics with SELECT name FROM kafgres.topics")
+        }
+        ClientError::Kafka { code: 36, .. } => (PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT, "choose another name"),
+        ClientError::Kafka { .. } | ClientError::InvalidArgument(_) => {
+            (PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "the Kafka error name says why")
+        }
+        _ => (PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, "see the server log"),
+    };
+    fail(code, format!("{what}: {e}"), hint)
+}
+
+/// Refuses to run outside the database the broker serves: the slot decodes
+/// only that database's WAL, and its catalog is the one the broker reads.
+pub fn require_broker_database(function: &str) {
+    let broker_db = gucs::string_or(&gucs::DATABASE, "postgres");
+    let current = unsafe {
+        let name = pg_sys::get_database_name(pg_sys::MyDatabaseId);
+        if name.is_null() {
+            String::new()
+        } else {
+            std::ffi::CStr::from_ptr(name).to_string_lossy().into_owned()
+        }
+    };
+    if current != broker_db {
+        fail(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("{function} works only in database \"{broker_db}\" (kafgres.database), not \"{current}\""),
+            &format!("connect to database \"{broker_db}\", or set kafgres.database and restart PostgreSQL"),
+        );
+    }
+}
