@@ -5,6 +5,10 @@
 # Suites, in order:
 #   rust     unit, property and in-process broker tests of the plain crates
 #   sql      pg_regress expected-output tests of the SQL surface (tests/regress)
+#   sql-api  pg_regress tests of send/read/consume/admin in the database the
+#            broker serves (tests/regress_broker)
+#   isolation  pg_isolation_regress specs: concurrent consumers of one group,
+#            commit order of concurrent senders (tests/isolation)
 #   e2e      real clients (librdkafka via confluent-kafka and kcat) against the
 #            running cluster, including restarts and kill -9 (tests/e2e)
 set -uo pipefail
@@ -83,6 +87,34 @@ suite_sql() {
     return $rc
 }
 
+# The SQL API works only in the broker's database (kafgres.database): these
+# run there, on topics they create and delete themselves.
+suite_sql_api() {
+    local regress
+    regress=$("$KAFGRES_PG_BIN/pg_config" --pkglibdir 2>/dev/null || pg_config --pkglibdir)/pgxs/src/test/regress/pg_regress
+    rm -rf "$STATE/sql-api-results"
+    mkdir -p "$STATE/sql-api-results"
+    "$regress" --use-existing --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" \
+        --dbname="$PGDATABASE" --inputdir="$ROOT/tests/regress_broker" --outputdir="$STATE/sql-api-results" \
+        $(cd "$ROOT/tests/regress_broker/sql" && ls ./*.sql | xargs -n1 basename | sed 's/\.sql$//' | sort)
+    local rc=$?
+    [ $rc = 0 ] || cat "$STATE/sql-api-results/regression.diffs" 2>/dev/null | head -n 80
+    return $rc
+}
+
+suite_isolation() {
+    local isolation
+    isolation=$("$KAFGRES_PG_BIN/pg_config" --pkglibdir 2>/dev/null || pg_config --pkglibdir)/pgxs/src/test/isolation/pg_isolation_regress
+    rm -rf "$STATE/isolation-results"
+    mkdir -p "$STATE/isolation-results"
+    "$isolation" --use-existing --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" \
+        --dbname="$PGDATABASE" --inputdir="$ROOT/tests/isolation" --outputdir="$STATE/isolation-results" \
+        $(cd "$ROOT/tests/isolation/specs" && ls ./*.spec | xargs -n1 basename | sed 's/\.spec$//' | sort)
+    local rc=$?
+    [ $rc = 0 ] || cat "$STATE/isolation-results/regression.diffs" 2>/dev/null | head -n 80
+    return $rc
+}
+
 suite_e2e() {
     local venv=$STATE/venv req=$ROOT/tests/requirements.txt
     if [ ! -x "$venv/bin/python" ]; then
@@ -97,6 +129,8 @@ suite_e2e() {
 
 run_suite rust cargo suite_rust
 run_suite sql regress suite_sql
+run_suite sql-api regress suite_sql_api
+run_suite isolation regress suite_isolation
 run_suite e2e pytest suite_e2e
 
 printf '\n\033[1m=== summary\033[0m\n'

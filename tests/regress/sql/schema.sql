@@ -27,8 +27,19 @@ ROLLBACK;
 -- Nothing is granted to PUBLIC.
 CREATE ROLE kafgres_regress_nobody;
 SELECT t AS table_name, has_table_privilege('kafgres_regress_nobody', t, 'SELECT') AS can_select
-FROM unnest(ARRAY['kafgres.topics', 'kafgres.cluster', 'kafgres.consumer_offsets']) AS t;
+FROM unnest(ARRAY['kafgres.topics', 'kafgres.cluster', 'kafgres.consumer_offsets',
+                  'kafgres.partition_status', 'kafgres.consumer_groups', 'kafgres.consumer_lag']) AS t;
+-- Every function, each SECURITY DEFINER with a pinned search_path (but the
+-- install-time helper), none executable by PUBLIC.
+SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS arguments, p.prosecdef AS security_definer,
+       p.proconfig AS settings, has_function_privilege('kafgres_regress_nobody', p.oid, 'EXECUTE') AS public_can_execute
+FROM pg_proc p WHERE p.pronamespace = 'kafgres'::regnamespace ORDER BY 1, 2;
 DROP ROLE kafgres_regress_nobody;
+
+-- The SQL API refuses to run outside the database the broker serves (its
+-- slot decodes only that database's WAL).
+SELECT kafgres.send('orders', 'x');
+SELECT * FROM kafgres.read('orders', 0);
 
 -- The settings, all needing a restart.
 SELECT name, vartype, context FROM pg_settings WHERE name LIKE 'kafgres.%' ORDER BY name;
