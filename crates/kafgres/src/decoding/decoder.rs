@@ -49,6 +49,9 @@ unsafe extern "C-unwind" {
 thread_local! {
     /// Outputs written by the plugin during one `decode_available` call.
     static OUTPUTS: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+    /// Their total size, kept as they are written (summing per record would
+    /// make a large round quadratic).
+    static OUTPUT_BYTES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// What one call decoded.
@@ -211,7 +214,7 @@ impl WalDecoder {
     /// messages are never split between calls).
     pub fn decode_available(&mut self, output_bytes_max: usize) -> Decoded {
         OUTPUTS.with(|o| o.borrow_mut().clear());
-        let mut output_bytes = 0usize;
+        OUTPUT_BYTES.set(0);
         let mut reached_end = false;
         unsafe {
             let reader = (*self.ctx).reader;
@@ -243,14 +246,12 @@ impl WalDecoder {
                 // Decoding a commit runs (and aborts) a transaction, which
                 // leaves CurrentMemoryContext at TopMemoryContext.
                 pg_sys::MemoryContextSwitchTo(long_lived);
-                output_bytes = OUTPUTS.with(|o| o.borrow().iter().map(Vec::len).sum());
-                if output_bytes >= output_bytes_max {
+                if OUTPUT_BYTES.get() >= output_bytes_max {
                     break;
                 }
             }
             pg_sys::MemoryContextSwitchTo(old);
         }
-        let _ = output_bytes;
         Decoded { outputs: OUTPUTS.with(|o| std::mem::take(&mut *o.borrow_mut())), reached_end }
     }
 
@@ -304,5 +305,6 @@ unsafe extern "C-unwind" fn write(
 ) {
     let out = &*(*ctx).out;
     let bytes = std::slice::from_raw_parts(out.data.cast::<u8>(), out.len.max(0) as usize);
+    OUTPUT_BYTES.set(OUTPUT_BYTES.get() + bytes.len());
     OUTPUTS.with(|o| o.borrow_mut().push(bytes.to_vec()));
 }
