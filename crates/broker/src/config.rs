@@ -40,6 +40,9 @@ pub struct BrokerConfig {
     /// Kafka's `group.initial.rebalance.delay.ms`: how long a new group waits
     /// for more members before its first rebalance completes.
     pub group_initial_rebalance_delay_ms: i32,
+    /// Where the counters and the connection table live (shared memory in
+    /// the extension, so SQL can read them).
+    pub metrics: &'static crate::metrics::BrokerMetrics,
 }
 
 impl BrokerConfig {
@@ -62,6 +65,7 @@ impl BrokerConfig {
             segment_bytes_max: 1 << 30,
             // Tests join groups one member at a time; waiting helps nothing.
             group_initial_rebalance_delay_ms: 0,
+            metrics: crate::metrics::BrokerMetrics::leaked(),
         }
     }
 }

@@ -25,6 +25,7 @@ pub mod dispatch;
 pub mod errors;
 pub mod group;
 pub mod group_service;
+pub mod metrics;
 pub mod partition;
 pub mod producer_ids;
 pub mod server;

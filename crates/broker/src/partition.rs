@@ -71,6 +71,7 @@ pub struct Partition {
     appends_since_flush: AtomicU64,
     closed: AtomicBool,
     pub stats: FlushStats,
+    metrics: &'static crate::metrics::BrokerMetrics,
     housekeeping: housekeeping::PartitionHousekeeping,
 }
 
@@ -113,6 +114,7 @@ impl Partition {
         policy: FlushPolicy,
         housekeeping: &Housekeeping,
         configs: &std::collections::BTreeMap<String, String>,
+        metrics: &'static crate::metrics::BrokerMetrics,
     ) -> Arc<Partition> {
         let end = log.end_position();
         let (high_watermark, _) = watch::channel(end);
@@ -129,6 +131,7 @@ impl Partition {
             appends_since_flush: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             stats: FlushStats::default(),
+            metrics,
             housekeeping: housekeeping::PartitionHousekeeping::new(housekeeping, configs),
         });
         tokio::spawn(Arc::clone(&partition).run_flusher());
@@ -177,6 +180,7 @@ impl Partition {
             appended
         };
         self.appends_since_flush.fetch_add(headers.len() as u64, Ordering::Relaxed);
+        self.metrics.record_append(headers.len() as u64, headers.iter().map(|h| h.total_bytes() as u64).sum());
         match self.policy {
             FlushPolicy::Fsync => self.flush_wanted.notify_one(),
             FlushPolicy::PageCache => self.publish(result.end),
@@ -306,6 +310,7 @@ impl Partition {
             return Ok(());
         }
         let batches = self.appends_since_flush.swap(0, Ordering::Relaxed);
+        let started = std::time::Instant::now();
         let synced = tokio::task::spawn_blocking(move || {
             for (file, path) in files {
                 file.sync_data().map_err(|e| format!("fdatasync {}: {e}", path.display()))?;
@@ -317,6 +322,7 @@ impl Partition {
         synced?;
         self.stats.flushes.fetch_add(1, Ordering::Relaxed);
         self.stats.flushed_batches.fetch_add(batches, Ordering::Relaxed);
+        self.metrics.record_flush(batches, started.elapsed().as_micros().min(u64::MAX as u128) as u64);
         // Visible first, then acknowledged: a producer told "durable" can
         // immediately read its record back.
         self.publish(target);

@@ -157,6 +157,7 @@ async fn accept_loop(
             }
         };
         let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
+            ctx.config.metrics.connections_refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             log::warn!(
                 "refusing connection from {peer}: {} connections open (kafgres.max_connections)",
                 ctx.config.connections_max

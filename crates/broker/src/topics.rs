@@ -93,6 +93,7 @@ fn open_partitions(
             config.flush_policy,
             housekeeping,
             &record.configs,
+            config.metrics,
         ));
     }
     Ok(partitions)

@@ -23,6 +23,7 @@ pub mod control;
 pub mod decoding;
 pub mod gucs;
 pub mod logging;
+pub mod shared_metrics;
 pub mod sql_api;
 pub mod wake;
 pub mod worker;
@@ -49,6 +50,18 @@ JOIN kafgres.partition_status s ON s.topic = o.topic AND s.partition = o.partiti
 COMMENT ON VIEW kafgres.consumer_lag IS
     'Per group and partition: committed offset, log end and the records not yet consumed.';
 
+CREATE VIEW kafgres.broker_metrics AS SELECT * FROM kafgres._broker_metrics();
+COMMENT ON VIEW kafgres.broker_metrics IS
+    'Broker counters since the server started: requests, appends, group-commit flushes (flushed_batches / flushes '
+    'is how many appends share one fdatasync), connections, records applied from SQL.';
+CREATE VIEW kafgres.flush_latency AS SELECT * FROM kafgres._flush_latency();
+COMMENT ON VIEW kafgres.flush_latency IS
+    'Histogram of group-commit fdatasync latency: flushes that took less than below_micros (NULL: the rest).';
+CREATE VIEW kafgres.connections AS
+SELECT client_addr::inet AS client_addr, client_port, client_id, connected_at, requests, bytes_in, bytes_out
+FROM kafgres._connections();
+COMMENT ON VIEW kafgres.connections IS 'Kafka clients connected to the broker now.';
+
 -- Nothing is open to PUBLIC: grant EXECUTE / SELECT to the roles that
 -- produce, consume or watch (docs/sql.md lists what each needs).
 REVOKE ALL ON ALL TABLES IN SCHEMA kafgres FROM PUBLIC;
@@ -72,5 +85,6 @@ pub extern "C-unwind" fn _PG_init() {
         return;
     }
     wake::init_shared_memory();
+    shared_metrics::init();
     worker::register();
 }

@@ -127,6 +127,8 @@ impl SqlApplier {
         }
         self.checkpoint.applied_lsn = last_lsn;
         self.checkpoint.store(&self.log_dir)?;
+        ctx.config.metrics.sql_rounds.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        ctx.config.metrics.sql_records.fetch_add(report.records_appended, std::sync::atomic::Ordering::Relaxed);
         report.applied_lsn = last_lsn;
         Ok(report)
     }

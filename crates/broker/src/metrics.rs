@@ -1,0 +1,306 @@
+//! Counters and the table of live connections, in a block of memory the
+//! host chooses: Postgres shared memory in the extension (so SQL views can
+//! read what the data plane counts, from any backend), a leaked allocation in
+//! tests.
+//!
+//! Everything is plain atomics in a `#[repr(C)]` struct that is valid when
+//! all zero, so the host can place it in memory it zeroes itself. Writers are
+//! data-plane threads; readers are other processes, which copy a connection
+//! slot under its sequence counter (odd while a writer changes it) and retry
+//! or skip a slot that changed under them.
+
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+
+/// Flush-latency histogram buckets: bucket `i` counts fdatasyncs that took
+/// less than 2^i microseconds (the last one: everything slower).
+pub const FLUSH_LATENCY_BUCKETS: usize = 24;
+/// Connections listed in the table; more are served but not listed.
+pub const CONNECTION_SLOTS: usize = 1024;
+/// Bytes of a client id kept for the connection table.
+pub const CLIENT_ID_BYTES: usize = 64;
+
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct BrokerMetrics {
+    /// Group-commit rounds (one fdatasync each) and the batches they covered:
+    /// their ratio is how many appends share an fdatasync.
+    pub flushes: AtomicU64,
+    pub flushed_batches: AtomicU64,
+    pub flush_micros_total: AtomicU64,
+    pub flush_micros_max: AtomicU64,
+    pub flush_latency: [AtomicU64; FLUSH_LATENCY_BUCKETS],
+    pub appended_batches: AtomicU64,
+    pub appended_bytes: AtomicU64,
+    pub requests: AtomicU64,
+    pub produce_requests: AtomicU64,
+    pub fetch_requests: AtomicU64,
+    pub connections_accepted: AtomicU64,
+    pub connections_open: AtomicU64,
+    pub connections_refused: AtomicU64,
+    /// Rounds of committed SQL transactions applied, and their records.
+    pub sql_rounds: AtomicU64,
+    pub sql_records: AtomicU64,
+    pub connections: ConnectionTable,
+}
+
+impl BrokerMetrics {
+    /// A zeroed block that lives for the rest of the process (tests, and any
+    /// host without shared memory).
+    pub fn leaked() -> &'static BrokerMetrics {
+        Box::leak(Box::default())
+    }
+
+    pub fn record_flush(&self, batches: u64, micros: u64) {
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+        self.flushed_batches.fetch_add(batches, Ordering::Relaxed);
+        self.flush_micros_total.fetch_add(micros, Ordering::Relaxed);
+        self.flush_micros_max.fetch_max(micros, Ordering::Relaxed);
+        let bucket = (64 - micros.leading_zeros() as usize).min(FLUSH_LATENCY_BUCKETS - 1);
+        self.flush_latency[bucket].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn record_append(&self, batches: u64, bytes: u64) {
+        self.appended_batches.fetch_add(batches, Ordering::Relaxed);
+        self.appended_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Every counter by name, in a fixed order (what `kafgres.broker_metrics` shows).
+    pub fn counters(&self) -> Vec<(&'static str, u64)> {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        vec![
+            ("flushes", get(&self.flushes)),
+            ("flushed_batches", get(&self.flushed_batches)),
+            ("flush_micros_total", get(&self.flush_micros_total)),
+            ("flush_micros_max", get(&self.flush_micros_max)),
+            ("appended_batches", get(&self.appended_batches)),
+            ("appended_bytes", get(&self.appended_bytes)),
+            ("requests", get(&self.requests)),
+            ("produce_requests", get(&self.produce_requests)),
+            ("fetch_requests", get(&self.fetch_requests)),
+            ("connections_accepted", get(&self.connections_accepted)),
+            ("connections_open", get(&self.connections_open)),
+            ("connections_refused", get(&self.connections_refused)),
+            ("sql_rounds", get(&self.sql_rounds)),
+            ("sql_records", get(&self.sql_records)),
+        ]
+    }
+
+    /// (upper bound in microseconds, count) per histogram bucket; the last
+    /// bound is `u64::MAX`.
+    pub fn flush_histogram(&self) -> Vec<(u64, u64)> {
+        (0..FLUSH_LATENCY_BUCKETS)
+            .map(|i| {
+                let bound = if i + 1 == FLUSH_LATENCY_BUCKETS { u64::MAX } else { 1u64 << i };
+                (bound, self.flush_latency[i].load(Ordering::Relaxed))
+            })
+            .collect()
+    }
+}
+
+/// One live connection, as copied out of the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    pub peer: SocketAddr,
+    pub client_id: String,
+    pub connected_at_ms: i64,
+    pub requests: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct ConnectionSlot {
+    /// 0: free. Otherwise a sequence number, odd while being written.
+    sequence: AtomicU64,
+    ip_high: AtomicU64,
+    ip_low: AtomicU64,
+    port: AtomicU32,
+    client_id_len: AtomicU32,
+    client_id: [AtomicU64; CLIENT_ID_BYTES / 8],
+    connected_at_ms: AtomicI64,
+    requests: AtomicU64,
+    bytes_in: AtomicU64,
+    bytes_out: AtomicU64,
+}
+
+#[repr(C)]
+#[derive(Debug)]
+pub struct ConnectionTable {
+    slots: [ConnectionSlot; CONNECTION_SLOTS],
+}
+
+impl Default for ConnectionTable {
+    fn default() -> Self {
+        ConnectionTable { slots: std::array::from_fn(|_| ConnectionSlot::default()) }
+    }
+}
+
+/// A connection's claim on a slot; frees it when dropped.
+pub struct ConnectionEntry<'a> {
+    slot: Option<&'a ConnectionSlot>,
+    metrics: &'a BrokerMetrics,
+}
+
+impl ConnectionTable {
+    fn claim(&self, peer: SocketAddr, now_ms: i64) -> Option<&ConnectionSlot> {
+        let slot = self.slots.iter().find(|s| {
+            s.sequence.load(Ordering::Relaxed) == 0
+                && s.sequence.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        })?;
+        let ip = match peer.ip() {
+            IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+            IpAddr::V6(v6) => v6,
+        };
+        let bits = u128::from(ip);
+        slot.ip_high.store((bits >> 64) as u64, Ordering::Relaxed);
+        slot.ip_low.store(bits as u64, Ordering::Relaxed);
+        slot.port.store(peer.port() as u32, Ordering::Relaxed);
+        slot.client_id_len.store(0, Ordering::Relaxed);
+        slot.connected_at_ms.store(now_ms, Ordering::Relaxed);
+        slot.requests.store(0, Ordering::Relaxed);
+        slot.bytes_in.store(0, Ordering::Relaxed);
+        slot.bytes_out.store(0, Ordering::Relaxed);
+        slot.sequence.store(2, Ordering::Release);
+        Some(slot)
+    }
+
+    /// Copies every live connection out of the table.
+    pub fn snapshot(&self) -> Vec<ConnectionInfo> {
+        let mut live = Vec::new();
+        for slot in &self.slots {
+            for _ in 0..4 {
+                let before = slot.sequence.load(Ordering::Acquire);
+                if before == 0 || before % 2 == 1 {
+                    break;
+                }
+                let bits = ((slot.ip_high.load(Ordering::Relaxed) as u128) << 64)
+                    | slot.ip_low.load(Ordering::Relaxed) as u128;
+                let ip = Ipv6Addr::from(bits);
+                let ip = ip.to_ipv4_mapped().map_or(IpAddr::V6(ip), IpAddr::V4);
+                let len = (slot.client_id_len.load(Ordering::Relaxed) as usize).min(CLIENT_ID_BYTES);
+                let mut id = [0u8; CLIENT_ID_BYTES];
+                for (chunk, word) in id.chunks_exact_mut(8).zip(&slot.client_id) {
+                    chunk.copy_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
+                }
+                let info = ConnectionInfo {
+                    peer: SocketAddr::new(ip, slot.port.load(Ordering::Relaxed) as u16),
+                    client_id: String::from_utf8_lossy(&id[..len]).into_owned(),
+                    connected_at_ms: slot.connected_at_ms.load(Ordering::Relaxed),
+                    requests: slot.requests.load(Ordering::Relaxed),
+                    bytes_in: slot.bytes_in.load(Ordering::Relaxed),
+                    bytes_out: slot.bytes_out.load(Ordering::Relaxed),
+                };
+                std::sync::atomic::fence(Ordering::Acquire);
+                if slot.sequence.load(Ordering::Relaxed) == before {
+                    live.push(info);
+                    break;
+                }
+            }
+        }
+        live
+    }
+}
+
+impl BrokerMetrics {
+    /// Counts a new connection and lists it (if a slot is free).
+    pub fn open_connection(&self, peer: SocketAddr, now_ms: i64) -> ConnectionEntry<'_> {
+        self.connections_accepted.fetch_add(1, Ordering::Relaxed);
+        self.connections_open.fetch_add(1, Ordering::Relaxed);
+        ConnectionEntry { slot: self.connections.claim(peer, now_ms), metrics: self }
+    }
+}
+
+impl ConnectionEntry<'_> {
+    /// Counts one request of `bytes_in` bytes and its `bytes_out`-byte answer.
+    pub fn record_request(&self, bytes_in: u64, bytes_out: u64) {
+        if let Some(slot) = self.slot {
+            slot.requests.fetch_add(1, Ordering::Relaxed);
+            slot.bytes_in.fetch_add(bytes_in, Ordering::Relaxed);
+            slot.bytes_out.fetch_add(bytes_out, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the client id is still unknown (set from the first request).
+    pub fn needs_client_id(&self) -> bool {
+        self.slot.is_some_and(|s| s.client_id_len.load(Ordering::Relaxed) == 0)
+    }
+
+    pub fn set_client_id(&self, id: &[u8]) {
+        let Some(slot) = self.slot else { return };
+        let seq = slot.sequence.fetch_add(1, Ordering::Acquire); // now odd
+        let len = id.len().min(CLIENT_ID_BYTES);
+        let mut buf = [0u8; CLIENT_ID_BYTES];
+        buf[..len].copy_from_slice(&id[..len]);
+        for (word, chunk) in slot.client_id.iter().zip(buf.chunks_exact(8)) {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(chunk);
+            word.store(u64::from_le_bytes(bytes), Ordering::Relaxed);
+        }
+        slot.client_id_len.store(len as u32, Ordering::Relaxed);
+        slot.sequence.store(seq + 2, Ordering::Release); // even again, and changed
+    }
+}
+
+impl Drop for ConnectionEntry<'_> {
+    fn drop(&mut self) {
+        self.metrics.connections_open.fetch_sub(1, Ordering::Relaxed);
+        if let Some(slot) = self.slot {
+            slot.sequence.store(0, Ordering::Release);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_zeroed_block_is_a_valid_empty_one() {
+        let size = std::mem::size_of::<BrokerMetrics>();
+        let zeroed: Box<BrokerMetrics> = unsafe { Box::new(std::mem::zeroed()) };
+        assert!(zeroed.connections.snapshot().is_empty());
+        assert!(zeroed.counters().iter().all(|(_, v)| *v == 0));
+        assert!(size > CONNECTION_SLOTS * 64, "{size}");
+    }
+
+    #[test]
+    fn connections_are_listed_until_they_close() {
+        let m = BrokerMetrics::leaked();
+        let peer: SocketAddr = "127.0.0.1:5555".parse().expect("literal");
+        let a = m.open_connection(peer, 1000);
+        let b = m.open_connection("[::1]:6000".parse().expect("literal"), 2000);
+        assert!(a.needs_client_id());
+        a.set_client_id(b"rdkafka-client-with-a-rather-long-name-that-goes-past-the-sixty-four-byte-limit");
+        a.record_request(100, 40);
+        let mut live = m.connections.snapshot();
+        live.sort_by_key(|c| c.connected_at_ms);
+        assert_eq!(live.len(), 2);
+        assert_eq!(live[0].peer, peer);
+        assert_eq!(live[0].client_id.len(), CLIENT_ID_BYTES);
+        assert!(live[0].client_id.starts_with("rdkafka-client"));
+        assert_eq!((live[0].requests, live[0].bytes_in, live[0].bytes_out), (1, 100, 40));
+        assert_eq!(live[1].peer.ip().to_string(), "::1");
+        drop(a);
+        assert_eq!(m.connections.snapshot().len(), 1);
+        assert_eq!(m.connections_open.load(Ordering::Relaxed), 1);
+        drop(b);
+        assert!(m.connections.snapshot().is_empty());
+        assert_eq!(m.connections_accepted.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn flush_latencies_land_in_power_of_two_buckets() {
+        let m = BrokerMetrics::leaked();
+        m.record_flush(3, 0);
+        m.record_flush(5, 250);
+        m.record_flush(1, u64::MAX / 2);
+        let h = m.flush_histogram();
+        assert_eq!(h[0], (1, 1)); // 0 µs: < 1
+        assert_eq!(h[8], (256, 1)); // 250 µs: < 256
+        assert_eq!(h[FLUSH_LATENCY_BUCKETS - 1], (u64::MAX, 1));
+        let counters: std::collections::HashMap<_, _> = m.counters().into_iter().collect();
+        assert_eq!((counters["flushes"], counters["flushed_batches"]), (3, 9));
+    }
+}

@@ -1,0 +1,129 @@
+//! The broker's counters and connection table in Postgres shared memory.
+//!
+//! The block is a `kafgres_broker::metrics::BrokerMetrics`: atomics only,
+//! valid when zeroed. The postmaster allocates and zeroes it at startup; the
+//! worker hands it to the data plane, whose threads count into it; any
+//! backend reads it for the `kafgres.broker_metrics`, `kafgres.flush_latency`
+//! and `kafgres.connections` views. A worker restart keeps the counters
+//! (they count since the server started).
+
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use kafgres_broker::metrics::BrokerMetrics;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+static BLOCK: AtomicPtr<BrokerMetrics> = AtomicPtr::new(std::ptr::null_mut());
+static mut PREVIOUS_REQUEST_HOOK: pg_sys::shmem_request_hook_type = None;
+static mut PREVIOUS_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
+
+/// Called from `_PG_init` while preloading.
+pub fn init() {
+    unsafe {
+        PREVIOUS_REQUEST_HOOK = pg_sys::shmem_request_hook;
+        pg_sys::shmem_request_hook = Some(request);
+        PREVIOUS_STARTUP_HOOK = pg_sys::shmem_startup_hook;
+        pg_sys::shmem_startup_hook = Some(startup);
+    }
+}
+
+/// The block, or `None` when the library was not preloaded.
+pub fn metrics() -> Option<&'static BrokerMetrics> {
+    let block = BLOCK.load(Ordering::Acquire);
+    // SAFETY: set once at startup to a shared-memory block that lives as
+    // long as the server, and BrokerMetrics is only atomics.
+    unsafe { block.as_ref() }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn request() {
+    if let Some(previous) = PREVIOUS_REQUEST_HOOK {
+        previous();
+    }
+    pg_sys::RequestAddinShmemSpace(std::mem::size_of::<BrokerMetrics>());
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn startup() {
+    if let Some(previous) = PREVIOUS_STARTUP_HOOK {
+        previous();
+    }
+    let lock = &raw mut (*pg_sys::MainLWLockArray.add(21)).lock; // AddinShmemInitLock
+    pg_sys::LWLockAcquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+    let mut found = false;
+    let block =
+        pg_sys::ShmemInitStruct(c"kafgres broker metrics".as_ptr(), std::mem::size_of::<BrokerMetrics>(), &mut found)
+            .cast::<BrokerMetrics>();
+    if !found {
+        // All zero is a valid, empty BrokerMetrics.
+        std::ptr::write_bytes(block.cast::<u8>(), 0, std::mem::size_of::<BrokerMetrics>());
+    }
+    BLOCK.store(block, Ordering::Release);
+    pg_sys::LWLockRelease(lock);
+}
+
+/// Microseconds from the Unix epoch to Postgres's epoch (2000-01-01).
+const POSTGRES_EPOCH_UNIX_US: i64 = 946_684_800_000_000;
+
+fn block_or_error() -> &'static BrokerMetrics {
+    match metrics() {
+        Some(m) => m,
+        None => error!("kafgres: the broker's shared memory is missing: add kafgres to shared_preload_libraries"),
+    }
+}
+
+#[pg_extern(stable, parallel_unsafe, security_definer)]
+#[search_path(pg_catalog, kafgres)]
+fn _broker_metrics() -> TableIterator<'static, (name!(name, String), name!(value, i64))> {
+    let rows: Vec<(String, i64)> =
+        block_or_error().counters().into_iter().map(|(n, v)| (n.to_string(), v.min(i64::MAX as u64) as i64)).collect();
+    TableIterator::new(rows)
+}
+
+#[pg_extern(stable, parallel_unsafe, security_definer)]
+#[search_path(pg_catalog, kafgres)]
+fn _flush_latency() -> TableIterator<'static, (name!(below_micros, Option<i64>), name!(flushes, i64))> {
+    let rows: Vec<(Option<i64>, i64)> = block_or_error()
+        .flush_histogram()
+        .into_iter()
+        .map(|(bound, n)| ((bound != u64::MAX).then_some(bound as i64), n as i64))
+        .collect();
+    TableIterator::new(rows)
+}
+
+#[pg_extern(stable, parallel_unsafe, security_definer)]
+#[search_path(pg_catalog, kafgres)]
+fn _connections() -> TableIterator<
+    'static,
+    (
+        name!(client_addr, String),
+        name!(client_port, i32),
+        name!(client_id, String),
+        name!(connected_at, Option<TimestampWithTimeZone>),
+        name!(requests, i64),
+        name!(bytes_in, i64),
+        name!(bytes_out, i64),
+    ),
+> {
+    let rows: Vec<_> = block_or_error()
+        .connections
+        .snapshot()
+        .into_iter()
+        .map(|c| {
+            let at = c
+                .connected_at_ms
+                .checked_mul(1000)
+                .and_then(|us| TimestampWithTimeZone::try_from(us - POSTGRES_EPOCH_UNIX_US).ok());
+            (
+                c.peer.ip().to_string(),
+                c.peer.port() as i32,
+                c.client_id,
+                at,
+                c.requests as i64,
+                c.bytes_in as i64,
+                c.bytes_out as i64,
+            )
+        })
+        .collect();
+    TableIterator::new(rows)
+}
