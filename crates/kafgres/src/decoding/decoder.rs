@@ -267,6 +267,11 @@ impl WalDecoder {
         unsafe { (*(*self.ctx).reader).EndRecPtr as u64 }
     }
 
+    /// The slot's restart point: the oldest WAL it keeps.
+    pub fn restart_point(&self) -> u64 {
+        unsafe { (*pg_sys::MyReplicationSlot).data.restart_lsn as u64 }
+    }
+
     /// The slot's confirmed position.
     pub fn confirmed(&self) -> u64 {
         unsafe { (*pg_sys::MyReplicationSlot).data.confirmed_flush as u64 }

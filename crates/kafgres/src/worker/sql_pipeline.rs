@@ -32,6 +32,11 @@ use crate::decoding::decoder::{allow_own_output_plugin, ensure_slot, lsn_text, w
 const ROUND_OUTPUT_BYTES_MAX: usize = 16 << 20;
 pub const RETRY_DELAY: Duration = Duration::from_secs(1);
 pub const SLOT_ADVANCE_INTERVAL: Duration = Duration::from_secs(10);
+/// How far the slot's restart point may trail its confirmed point before the
+/// worker logs a running-transactions record to let it move.
+const RESTART_LAG_BYTES_MAX: u64 = 16 << 20;
+/// At most one such record per this interval.
+const RUNNING_XACTS_INTERVAL: Duration = Duration::from_secs(1);
 
 type RoundResult = (SqlApplier, Vec<CommittedTxn>, Result<ApplyReport, ApplyError>);
 
@@ -47,6 +52,7 @@ pub struct SqlPipeline {
     in_flight: Option<(Receiver<RoundResult>, u64)>,
     /// A failed round, applied again before anything new.
     retry: Option<Round>,
+    last_running_xacts: std::time::Instant,
 }
 
 impl SqlPipeline {
@@ -81,7 +87,13 @@ impl SqlPipeline {
                 lsn_text(applier.applied_lsn())
             );
         }
-        Some(SqlPipeline { decoder, applier: Some(applier), in_flight: None, retry: None })
+        Some(SqlPipeline {
+            decoder,
+            applier: Some(applier),
+            in_flight: None,
+            retry: None,
+            last_running_xacts: std::time::Instant::now(),
+        })
     }
 
     /// How long the worker may sleep before polling again.
@@ -105,6 +117,7 @@ impl SqlPipeline {
                     match result {
                         Ok(report) => {
                             self.decoder.confirm(decoded_to.max(report.applied_lsn));
+                            self.let_restart_point_move();
                             if report.records_dropped > 0 || report.batches_already_present > 0 {
                                 log!(
                                     "kafgres: applied SQL sends to {}: {} batch(es) were already in the log, \
@@ -134,6 +147,7 @@ impl SqlPipeline {
             // Nothing to apply up to here: let the slot release that WAL.
             if decoded_to > self.decoder.confirmed() {
                 self.decoder.confirm(decoded_to);
+                self.let_restart_point_move();
             }
             return;
         }
@@ -147,6 +161,23 @@ impl SqlPipeline {
             waker.wake();
         });
         self.in_flight = Some((receive, decoded_to));
+    }
+
+    /// The slot's restart point (what WAL it retains) moves only when the
+    /// decoder meets a running-transactions record, which Postgres logs every
+    /// 15 seconds and at checkpoints; under steady sends that let the slot
+    /// retain 30 to 50 seconds of WAL. When the restart point trails by more
+    /// than [`RESTART_LAG_BYTES_MAX`], the worker logs one itself (at most
+    /// once a second), as the bgwriter would.
+    fn let_restart_point_move(&mut self) {
+        if self.last_running_xacts.elapsed() < RUNNING_XACTS_INTERVAL {
+            return;
+        }
+        if self.decoder.confirmed().saturating_sub(self.decoder.restart_point()) < RESTART_LAG_BYTES_MAX {
+            return;
+        }
+        unsafe { pgrx::pg_sys::LogStandbySnapshot() };
+        self.last_running_xacts = std::time::Instant::now();
     }
 
     fn decode(&mut self) -> Round {
