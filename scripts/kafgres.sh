@@ -205,5 +205,6 @@ case "${1:-}" in
     status) cmd_status ;;
     psql) shift; cmd_psql "$@" ;;
     test) cmd_test ;;
+    bench) shift; exec "$ROOT/scripts/bench-compare.sh" "$@" ;;  # side by side with Apache Kafka (docs/benchmarks.md)
     *) sed -n '2,9p' "$ROOT/kafgres" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -32,6 +32,12 @@ pub enum Workload {
     Consume(ConsumeArgs),
     /// Produce at a fixed rate while a consumer reads; end-to-end latency percentiles.
     E2e(E2eArgs),
+    /// The produce workload spread over many partitions and connections:
+    /// by default 200 producer clients, each cycling over 1,000 partitions.
+    Partitions(PartitionsArgs),
+    /// Not a workload: deletes topics (a benchmark script cleans up after
+    /// each run with it, so the disk does not fill).
+    DeleteTopics(DeleteTopicsArgs),
 }
 
 /// Options every workload takes.
@@ -45,6 +51,11 @@ pub struct Common {
     /// it does not exist yet.
     #[arg(long, value_name = "P", value_parser = clap::value_parser!(i32).range(1..=100_000))]
     pub create_partitions: Option<i32>,
+
+    /// Config of a topic this run creates, e.g. --topic-config
+    /// flush.messages=1 (repeatable); a topic that exists is kept as it is.
+    #[arg(long = "topic-config", value_name = "KEY=VALUE", value_parser = parse_setting)]
+    pub topic_configs: Vec<(String, String)>,
 
     /// Extra librdkafka setting for every client, applied last (repeatable),
     /// e.g. --set compression.type=lz4.
@@ -122,6 +133,11 @@ pub struct ProduceArgs {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
 
+    /// Records per second for all producers together, evenly spaced (a
+    /// producer behind schedule catches up at once); unlimited when not given.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub rate: Option<u64>,
+
     /// Producer acks: all (or -1), 1 or 0.
     #[arg(long, default_value = "all", value_parser = ["all", "-1", "1", "0"])]
     pub acks: String,
@@ -194,6 +210,69 @@ pub struct E2eArgs {
     pub samples_file: Option<std::path::PathBuf>,
 }
 
+#[derive(Debug, Args)]
+pub struct PartitionsArgs {
+    #[command(flatten)]
+    pub common: Common,
+
+    #[arg(long, default_value = "kafgres-bench-partitions")]
+    pub topic: String,
+
+    /// Partitions of the topic: it is created with this many if it does not
+    /// exist, and the run refuses a topic with any other number.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(i32).range(1..=100_000))]
+    pub partitions: i32,
+
+    /// Producer threads, each with its own client (one produce connection each).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub producers: u64,
+
+    /// Record value size in bytes.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(0..=64 << 20))]
+    pub size: u64,
+
+    /// Send for this many seconds, then wait for the outstanding reports
+    /// (the default when neither --seconds nor --count is given: 10).
+    #[arg(long, conflicts_with = "count", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub seconds: Option<u64>,
+
+    /// Send exactly this many records in total, split across the producers.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+
+    /// Producer acks: all (or -1), 1 or 0.
+    #[arg(long, default_value = "all", value_parser = ["all", "-1", "1", "0"])]
+    pub acks: String,
+
+    /// linger.ms; librdkafka's default (5 ms) when not given.
+    #[arg(long)]
+    pub linger_ms: Option<u32>,
+
+    /// librdkafka message.timeout.ms.
+    #[arg(long, default_value_t = 30_000)]
+    pub message_timeout_ms: u32,
+
+    /// Each producer's send buffer (librdkafka queue.buffering.max.kbytes).
+    /// librdkafka's default, 1 GiB, times 200 clients would exhaust memory,
+    /// and a deep queue per client only makes records wait: each record goes
+    /// to another partition, so a batch holds about one record whatever the
+    /// buffer. On 2 cores 200 clients with 4 MiB each queued records past the
+    /// 30 s message timeout, and with 256 KiB each the queues took several
+    /// times the send phase to drain. 64 KiB each is 12.5 MiB in all.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=2_097_151))]
+    pub buffer_kbytes: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct DeleteTopicsArgs {
+    #[command(flatten)]
+    pub common: Common,
+
+    /// Topics to delete; one that does not exist is counted, not an error.
+    #[arg(required = true, value_name = "TOPIC")]
+    pub topics: Vec<String>,
+}
+
 fn parse_setting(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((key, value)) if !key.trim().is_empty() => Ok((key.trim().to_string(), value.to_string())),
@@ -224,5 +303,14 @@ mod tests {
         assert_eq!(parse_setting("a.b=c=d"), Ok(("a.b".into(), "c=d".into())));
         assert!(parse_setting("novalue").is_err());
         assert!(Cli::try_parse_from(["kafgres-bench", "produce", "--seconds", "1", "--count", "5"]).is_err());
+    }
+
+    #[test]
+    fn partitions_defaults_match_the_issue() {
+        let cli = Cli::parse_from(["kafgres-bench", "partitions"]);
+        let Workload::Partitions(args) = cli.workload else { panic!("not partitions") };
+        assert_eq!((args.partitions, args.producers, args.size), (1000, 200, 1024));
+        assert_eq!(args.acks, "all");
+        assert!(Cli::try_parse_from(["kafgres-bench", "partitions", "--partitions", "0"]).is_err());
     }
 }

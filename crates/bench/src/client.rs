@@ -71,6 +71,19 @@ pub fn producer(
     message_timeout: Duration,
     quiet: bool,
 ) -> Result<BaseProducer, BenchError> {
+    producer_with(common, acks, linger_ms, message_timeout, &[], quiet)
+}
+
+/// [`producer`] with the workload's own extra settings (`workload_settings`),
+/// applied before the user's, which still win.
+pub fn producer_with(
+    common: &Common,
+    acks: &str,
+    linger_ms: Option<u32>,
+    message_timeout: Duration,
+    workload_settings: &[(&str, String)],
+    quiet: bool,
+) -> Result<BaseProducer, BenchError> {
     let mut config = base_config(common);
     config
         .set("acks", acks)
@@ -80,6 +93,9 @@ pub fn producer(
         .set("message.timeout.ms", message_timeout.as_millis().to_string());
     if let Some(linger_ms) = linger_ms {
         config.set("linger.ms", linger_ms.to_string());
+    }
+    for (key, value) in workload_settings {
+        config.set(*key, value);
     }
     apply_user_settings(&mut config, common);
     if !quiet {
@@ -105,26 +121,44 @@ pub fn consumer(common: &Common) -> Result<BaseConsumer, BenchError> {
     BaseConsumer::from_config(&config).map_err(|source| BenchError::ClientCreation { role: "consumer", source })
 }
 
+/// An admin client with the common settings and the user's.
+pub fn admin(common: &Common) -> Result<AdminClient<DefaultClientContext>, BenchError> {
+    let mut config = base_config(common);
+    apply_user_settings(&mut config, common);
+    AdminClient::from_config(&config).map_err(|source| BenchError::ClientCreation { role: "admin", source })
+}
+
+/// Admin request options bounded by [`REQUEST_TIMEOUT`].
+pub fn admin_options() -> AdminOptions {
+    AdminOptions::new().request_timeout(Some(REQUEST_TIMEOUT)).operation_timeout(Some(REQUEST_TIMEOUT))
+}
+
 /// With `--create-partitions P`: creates `topic` with P partitions and
 /// replication factor 1 unless it exists, then waits until its metadata shows
 /// every partition with a leader. Without it, does nothing.
 pub fn ensure_topic(common: &Common, topic: &str) -> Result<(), BenchError> {
-    let Some(partition_count) = common.create_partitions else {
-        return Ok(());
-    };
-    let mut config = base_config(common);
-    apply_user_settings(&mut config, common);
-    let admin: AdminClient<DefaultClientContext> =
-        AdminClient::from_config(&config).map_err(|source| BenchError::ClientCreation { role: "admin", source })?;
-    let new_topic = NewTopic::new(topic, partition_count, TopicReplication::Fixed(1));
-    let options = AdminOptions::new().request_timeout(Some(REQUEST_TIMEOUT)).operation_timeout(Some(REQUEST_TIMEOUT));
-    let results = futures_executor::block_on(admin.create_topics([&new_topic], &options))
+    match common.create_partitions {
+        Some(partition_count) => create_topic_if_missing(common, topic, partition_count),
+        None => Ok(()),
+    }
+}
+
+/// Creates `topic` with `partition_count` partitions and replication factor 1
+/// unless it exists, then waits until every partition has a leader.
+pub fn create_topic_if_missing(common: &Common, topic: &str, partition_count: i32) -> Result<(), BenchError> {
+    let admin = admin(common)?;
+    let mut new_topic = NewTopic::new(topic, partition_count, TopicReplication::Fixed(1));
+    for (key, value) in &common.topic_configs {
+        new_topic = new_topic.set(key, value);
+    }
+    let results = futures_executor::block_on(admin.create_topics([&new_topic], &admin_options()))
         .map_err(|source| BenchError::client(format!("CreateTopics for {topic}"), source))?;
     for result in results {
         match result {
-            Ok(name) => {
-                eprintln!("kafgres-bench: created topic {name} with {partition_count} partitions")
-            }
+            Ok(name) => eprintln!(
+                "kafgres-bench: created topic {name} with {partition_count} partitions{}",
+                describe_topic_configs(&common.topic_configs)
+            ),
             Err((name, RDKafkaErrorCode::TopicAlreadyExists)) => {
                 eprintln!("kafgres-bench: topic {name} already exists; kept as it is")
             }
@@ -132,6 +166,14 @@ pub fn ensure_topic(common: &Common, topic: &str) -> Result<(), BenchError> {
         }
     }
     wait_for_leaders(&admin, topic)
+}
+
+fn describe_topic_configs(configs: &[(String, String)]) -> String {
+    if configs.is_empty() {
+        return String::new();
+    }
+    let pairs: Vec<String> = configs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!(" and config {}", pairs.join(" "))
 }
 
 fn wait_for_leaders(admin: &AdminClient<DefaultClientContext>, topic: &str) -> Result<(), BenchError> {

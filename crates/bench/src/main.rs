@@ -8,13 +8,15 @@
 //! librdkafka logs) goes to stderr. See README.md for every field.
 //!
 //! Map:
-//! - `cli`      arguments, one subcommand per workload
+//! - `cli`      arguments, one subcommand per workload (and delete-topics)
+//! - `admin`    the delete-topics subcommand, for cleaning up after a run
 //! - `client`   librdkafka clients with the benchmark's defaults; topic creation
 //! - `events`   waiting for delivery reports by blocking on the event queue
 //! - `payload`  record values: filler and end-to-end send-time stamps
 //! - `summary`  exact percentiles (nearest rank over all samples), rates
-//! - `workload` sync, produce, consume, e2e
+//! - `workload` sync, produce, consume, e2e, partitions
 
+mod admin;
 mod cli;
 mod client;
 mod error;
@@ -38,6 +40,8 @@ fn main() -> ExitCode {
         Workload::Produce(args) => workload::produce::run(args),
         Workload::Consume(args) => workload::consume::run(args),
         Workload::E2e(args) => workload::e2e::run(args),
+        Workload::Partitions(args) => workload::partitions::run(args),
+        Workload::DeleteTopics(args) => admin::delete_topics(args),
     };
     match result {
         Ok(outcome) => {

@@ -3,6 +3,7 @@
 
 pub mod consume;
 pub mod e2e;
+pub mod partitions;
 pub mod produce;
 pub mod sync;
 

@@ -7,6 +7,10 @@
 //! waits for its outstanding reports. The elapsed time runs from the common
 //! start to the last producer's last report, and only acknowledged records
 //! count towards the rates.
+//!
+//! The engine ([`Plan`], [`run_plan`]) is shared with `partitions`, which
+//! differs only in its defaults and in choosing each record's partition
+//! itself ([`Partitioning::RoundRobin`]).
 
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -15,7 +19,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::producer::{BaseRecord, Producer};
 use rdkafka::types::RDKafkaErrorCode;
 
-use crate::cli::ProduceArgs;
+use crate::cli::{Common, ProduceArgs};
 use crate::client::{self, Deadline, REQUEST_TIMEOUT};
 use crate::error::BenchError;
 use crate::events::{DeliveryQueue, Served};
@@ -45,17 +49,95 @@ struct ProducerStats {
     finished_at: Option<Instant>,
 }
 
+/// Where each producer sends its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partitioning {
+    /// No partition given: librdkafka's partitioner picks one (records have
+    /// no key, so it sticks to a random partition for a few milliseconds).
+    Client,
+    /// Producer `i` of `n` sends its k-th record to partition
+    /// `(i * P / n + k) mod P`: every producer cycles through all P
+    /// partitions, each starting at a different one. Every producer checks
+    /// before the clock starts that the topic has exactly P partitions.
+    RoundRobin { partition_count: i32 },
+}
+
+impl Partitioning {
+    /// The partition of the `record_index`-th record of producer `index` of `producer_count`.
+    fn partition(self, index: usize, producer_count: usize, record_index: u64) -> Option<i32> {
+        match self {
+            Partitioning::Client => None,
+            Partitioning::RoundRobin { partition_count } => {
+                let p = u64::try_from(partition_count).ok().filter(|&p| p > 0)?;
+                let first = index as u64 * p / producer_count.max(1) as u64;
+                i32::try_from((first + record_index % p) % p).ok()
+            }
+        }
+    }
+}
+
+/// One produce run: everything `produce` and `partitions` decide.
+pub struct Plan<'a> {
+    pub common: &'a Common,
+    pub topic: &'a str,
+    pub producer_count: usize,
+    /// Record value size in bytes.
+    pub size: usize,
+    /// Send exactly this many records in total, or (None) for `seconds`.
+    pub count: Option<u64>,
+    pub seconds: Option<u64>,
+    /// Records per second for all producers together, or (None) unlimited.
+    pub rate: Option<u64>,
+    pub acks: &'a str,
+    pub linger_ms: Option<u32>,
+    pub message_timeout: Duration,
+    /// librdkafka settings of this workload, applied before the user's `--set`.
+    pub client_settings: Vec<(&'static str, String)>,
+    pub partitioning: Partitioning,
+}
+
+/// What a produce run achieved.
+pub struct Totals {
+    pub delivered_count: u64,
+    pub error_count: u64,
+    pub throughput: Throughput,
+}
+
 pub fn run(args: &ProduceArgs) -> Result<Outcome, BenchError> {
     client::ensure_topic(&args.common, &args.topic)?;
-    let message_timeout = Duration::from_millis(args.message_timeout_ms.into());
-    let seconds = if args.count.is_some() { None } else { Some(args.seconds.unwrap_or(DEFAULT_SECONDS)) };
-    let default_deadline = match seconds {
-        Some(s) => Duration::from_secs(s) + message_timeout + Duration::from_secs(60),
+    let plan = Plan {
+        common: &args.common,
+        topic: &args.topic,
+        producer_count: usize::try_from(args.producers).map_err(|_| BenchError::Usage("--producers".into()))?,
+        size: usize::try_from(args.size).map_err(|_| BenchError::Usage("--size too large".into()))?,
+        count: args.count,
+        seconds: if args.count.is_some() { None } else { Some(args.seconds.unwrap_or(DEFAULT_SECONDS)) },
+        rate: args.rate,
+        acks: &args.acks,
+        linger_ms: args.linger_ms,
+        message_timeout: Duration::from_millis(args.message_timeout_ms.into()),
+        client_settings: Vec::new(),
+        partitioning: Partitioning::Client,
+    };
+    let totals = run_plan(&plan)?;
+    let mut line = format!(
+        "workload=produce producers={} size={} acks={} records={} errors={} {}",
+        args.producers, args.size, args.acks, totals.delivered_count, totals.error_count, totals.throughput
+    );
+    if let Some(rate) = args.rate {
+        line.push_str(&format!(" rate={rate}"));
+    }
+    Ok(Outcome { line, clean: totals.error_count == 0 })
+}
+
+/// Runs `plan` against a topic that already exists.
+pub fn run_plan(plan: &Plan<'_>) -> Result<Totals, BenchError> {
+    let default_deadline = match plan.seconds {
+        Some(s) => Duration::from_secs(s) + plan.message_timeout + Duration::from_secs(60),
         None => Duration::from_secs(600),
     };
-    let deadline = Deadline::after(args.common.deadline_or(default_deadline));
-    let size = usize::try_from(args.size).map_err(|_| BenchError::Usage("--size too large".into()))?;
-    let producer_count = usize::try_from(args.producers).map_err(|_| BenchError::Usage("--producers".into()))?;
+    let deadline = Deadline::after(plan.common.deadline_or(default_deadline));
+    let producer_count = plan.producer_count;
     let barrier = Barrier::new(producer_count + 1);
 
     let (started, results) = std::thread::scope(|scope| {
@@ -64,9 +146,7 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, BenchError> {
             let barrier = &barrier;
             let handle = std::thread::Builder::new()
                 .name(format!("producer-{index}"))
-                .spawn_scoped(scope, move || {
-                    producer_thread(args, index, producer_count, size, seconds, message_timeout, deadline, barrier)
-                })
+                .spawn_scoped(scope, move || producer_thread(plan, index, deadline, barrier))
                 .map_err(BenchError::Thread);
             match handle {
                 Ok(h) => handles.push(h),
@@ -114,58 +194,68 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, BenchError> {
         eprintln!("kafgres-bench: {enqueue_error_count} records not enqueued: {reason}");
     }
     let mut error_count = reports.failed_count + unreported + enqueue_error_count;
-    // With --count, records a producer never got to send are missing too.
-    if let Some(count) = args.count {
+    // With a count, records a producer never got to send are missing too.
+    if let Some(count) = plan.count {
         error_count += count.saturating_sub(sent_count + enqueue_error_count);
     }
     let throughput = Throughput {
         record_count: reports.delivered_count,
-        byte_count: reports.delivered_count * args.size,
+        byte_count: reports.delivered_count * plan.size as u64,
         elapsed: finished_at - started,
     };
-    let line = format!(
-        "workload=produce producers={} size={} acks={} records={} errors={} {}",
-        args.producers, args.size, args.acks, reports.delivered_count, error_count, throughput
-    );
-    Ok(Outcome { line, clean: error_count == 0 })
+    Ok(Totals { delivered_count: reports.delivered_count, error_count, throughput })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn producer_thread(
-    args: &ProduceArgs,
+    plan: &Plan<'_>,
     index: usize,
-    producer_count: usize,
-    size: usize,
-    seconds: Option<u64>,
-    message_timeout: Duration,
     deadline: Deadline,
     barrier: &Barrier,
 ) -> Result<ProducerStats, BenchError> {
     // Set up before the barrier; on failure still reach the barrier so the
     // others are not left waiting, then report the error.
     let setup = (|| {
-        let producer = client::producer(&args.common, &args.acks, args.linger_ms, message_timeout, index > 0)?;
+        let producer = client::producer_with(
+            plan.common,
+            plan.acks,
+            plan.linger_ms,
+            plan.message_timeout,
+            &plan.client_settings,
+            index > 0,
+        )?;
         // Connect and learn the partitions now, outside the measured time.
-        producer
+        let metadata = producer
             .client()
-            .fetch_metadata(Some(&args.topic), REQUEST_TIMEOUT)
-            .map_err(|source| BenchError::client(format!("Metadata for {}", args.topic), source))?;
+            .fetch_metadata(Some(plan.topic), REQUEST_TIMEOUT)
+            .map_err(|source| BenchError::client(format!("Metadata for {}", plan.topic), source))?;
+        if let Partitioning::RoundRobin { partition_count } = plan.partitioning {
+            let known = metadata.topics().iter().find(|t| t.name() == plan.topic).map_or(0, |t| t.partitions().len());
+            if i32::try_from(known).ok() != Some(partition_count) {
+                return Err(BenchError::Topic {
+                    topic: plan.topic.to_string(),
+                    reason: format!("has {known} partitions, the run needs exactly {partition_count}"),
+                });
+            }
+        }
         Ok::<_, BenchError>(producer)
     })();
     barrier.wait();
     let producer = setup?;
-    let share = match (args.count, seconds) {
+    let share = match (plan.count, plan.seconds) {
         (Some(count), _) => {
             // Split as evenly as possible; the first producers take the remainder.
-            let n = producer_count as u64;
+            let n = plan.producer_count as u64;
             Share::Count(count / n + u64::from((index as u64) < count % n))
         }
         (None, Some(s)) => Share::Until(Instant::now() + Duration::from_secs(s)),
         (None, None) => Share::Until(Instant::now()),
     };
     let queue = DeliveryQueue::of(&producer);
-    let value = payload::filler(size, 0x5eed + index as u64);
+    let value = payload::filler(plan.size, 0x5eed + index as u64);
     let mut stats = ProducerStats::default();
+    // With a rate, this producer's k-th record is due at paced_from + k * interval.
+    let interval = plan.rate.map(|rate| Duration::from_secs_f64(plan.producer_count as f64 / rate as f64));
+    let paced_from = Instant::now();
 
     loop {
         let more = match share {
@@ -175,7 +265,21 @@ fn producer_thread(
         if !more || deadline.passed() || stats.reports.fatal.is_some() {
             break;
         }
-        match producer.send(BaseRecord::<(), [u8]>::to(&args.topic).payload(&value)) {
+        if let Some(interval) = interval {
+            let due = paced_from + interval.mul_f64((stats.sent_count + stats.enqueue_error_count) as f64);
+            let now = Instant::now();
+            if now < due {
+                // Not yet due: serve reports meanwhile, blocking on the queue
+                // until the due time at most (no sleep, no spin).
+                stats.reports.add(queue.serve_one((due - now).min(deadline.remaining())));
+                continue;
+            }
+        }
+        let mut record = BaseRecord::<(), [u8]>::to(plan.topic).payload(&value);
+        if let Some(partition) = plan.partitioning.partition(index, plan.producer_count, stats.sent_count) {
+            record = record.partition(partition);
+        }
+        match producer.send(record) {
             Ok(()) => stats.sent_count += 1,
             Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
                 // Buffer full: block until a report frees room.
@@ -200,4 +304,28 @@ fn producer_thread(
     stats.reports.add(rest);
     stats.finished_at = Some(Instant::now());
     Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_robin_cycles_every_partition_from_a_staggered_start() {
+        let rr = Partitioning::RoundRobin { partition_count: 1000 };
+        // 200 producers over 1000 partitions: producer i starts at 5 * i.
+        assert_eq!(rr.partition(0, 200, 0), Some(0));
+        assert_eq!(rr.partition(1, 200, 0), Some(5));
+        assert_eq!(rr.partition(199, 200, 0), Some(995));
+        assert_eq!(rr.partition(199, 200, 5), Some(0));
+        let seen: std::collections::BTreeSet<_> = (0..1000).filter_map(|k| rr.partition(7, 200, k)).collect();
+        assert_eq!(seen.len(), 1000);
+        assert_eq!(rr.partition(7, 200, 1000), rr.partition(7, 200, 0));
+    }
+
+    #[test]
+    fn client_partitioning_leaves_the_choice_to_librdkafka() {
+        assert_eq!(Partitioning::Client.partition(3, 4, 9), None);
+        assert_eq!(Partitioning::RoundRobin { partition_count: 0 }.partition(0, 1, 0), None);
+    }
 }

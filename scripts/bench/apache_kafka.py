@@ -1,0 +1,151 @@
+"""Apache Kafka 4.x as a single-node KRaft broker, from Maven Central's jars.
+
+No Kafka distribution is downloaded: scripts/bench/pom.xml resolves the
+runtime classpath of `kafka_2.13` (the server, `kafka.Kafka`, and the storage
+tool, `kafka.tools.StorageTool`) into .kafgres/bench/kafka-lib/classpath.txt.
+The broker is started the way bin/kafka-server-start.sh starts it: a 1 GiB
+heap (-Xms1G -Xmx1G) and the JVM flags of kafka-run-class.sh. Its settings
+are Kafka's defaults except what a one-node KRaft broker on loopback needs
+(roles, listeners, replication factors of the internal topics) and
+`log.segment.delete.delay.ms=1000`, so a deleted benchmark topic frees its
+disk space within a second instead of a minute. Every run formats a fresh
+data directory; the process is stopped (SIGTERM, then SIGKILL after 30 s)
+and the data removed when the comparison ends, whatever happened.
+"""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+# kafka-server-start.sh's default heap and kafka-run-class.sh's default JVM flags.
+JVM_FLAGS = [
+    "-Xms1G",
+    "-Xmx1G",
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+]
+START_TIMEOUT_S = 120
+STOP_TIMEOUT_S = 30
+
+
+def port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class KafkaBroker:
+    def __init__(self, root: Path, home: Path, port: int, controller_port: int):
+        self.root = root
+        self.home = home
+        self.port = port
+        self.controller_port = controller_port
+        self.process: subprocess.Popen | None = None
+        self.version = ""
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process and self.process.poll() is None else None
+
+    def classpath(self) -> str:
+        path = self.root / ".kafgres/bench/kafka-lib/classpath.txt"
+        text = path.read_text().strip()
+        jars = text.split(":")
+        server = next((j for j in jars if "/kafka_2.13-" in j), "")
+        self.version = server.rsplit("kafka_2.13-", 1)[-1].removesuffix(".jar")
+        return text
+
+    def server_properties(self, data_dir: Path) -> str:
+        return "\n".join(
+            [
+                "# Written by scripts/bench/kafka.py: Kafka's defaults but for what a",
+                "# single-node KRaft broker on loopback needs.",
+                "process.roles=broker,controller",
+                "node.id=1",
+                f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
+                f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+                f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                "controller.listener.names=CONTROLLER",
+                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                f"log.dirs={data_dir}",
+                "offsets.topic.replication.factor=1",
+                "transaction.state.log.replication.factor=1",
+                "transaction.state.log.min.isr=1",
+                "share.coordinator.state.topic.replication.factor=1",
+                "share.coordinator.state.topic.min.isr=1",
+                "log.segment.delete.delay.ms=1000",
+                "",
+            ]
+        )
+
+    def java(self, classpath: str, *args: str, heap: bool = False) -> list[str]:
+        flags = JVM_FLAGS if heap else ["-Xmx256m", "-XX:TieredStopAtLevel=1"]
+        return [
+            "java",
+            *flags,
+            f"-Dkafka.logs.dir={self.home}",
+            f"-Dlog4j2.configurationFile={self.root / 'scripts/bench/kafka-log4j2.properties'}",
+            "-cp",
+            classpath,
+            *args,
+        ]
+
+    def start(self) -> None:
+        for port in (self.port, self.controller_port):
+            if port_open("127.0.0.1", port):
+                raise RuntimeError(f"127.0.0.1:{port} is already in use; is another Kafka running?")
+        classpath = self.classpath()
+        data_dir = self.home / "data"
+        shutil.rmtree(data_dir, ignore_errors=True)
+        self.home.mkdir(parents=True, exist_ok=True)
+        properties = self.home / "server.properties"
+        properties.write_text(self.server_properties(data_dir))
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        subprocess.run(
+            self.java(classpath, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties)),
+            check=True,
+            stdout=subprocess.DEVNULL,
+            timeout=120,
+        )
+        stdout = open(self.home / "stdout.log", "w")
+        self.process = subprocess.Popen(
+            self.java(classpath, "kafka.Kafka", str(properties), heap=True),
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not port_open("127.0.0.1", self.port):
+            if self.process.poll() is not None:
+                raise RuntimeError(f"Kafka exited with {self.process.returncode}; see {self.home}/server.log")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kafka did not listen on {self.bootstrap} within {START_TIMEOUT_S} s")
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        """Stops the broker and removes its data (the logs stay in `home`)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        shutil.rmtree(self.home / "data", ignore_errors=True)

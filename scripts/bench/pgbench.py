@@ -1,0 +1,73 @@
+"""The cost to the database's own users: pgbench TPS on the Kafgres cluster,
+alone and while Kafgres ingests about 100 MB/s.
+
+pgbench runs its default TPC-B-like script (`pgbench -n -c 4 -j 2 -T S`) in a
+database of its own (`kafgres_bench_pgbench`, created and initialised once per
+run at scale 10, or 1 with --quick), with the cluster's default
+synchronous_commit, so every commit waits for a WAL flush on the same device
+as Kafgres's log. The load is one kafgres-bench producer paced at
+1,526 records/s of 64 KiB (100 MB/s; large records, so the client's own CPU
+cost is small), acks=all, started two seconds before pgbench and running two
+seconds past it. Each round measures alone and loaded, in alternating order;
+the reported loss is 1 - median(loaded) / median(alone).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from pathlib import Path
+
+from kafgres_cluster import PG_BIN, KafgresCluster
+from runs import parse_line
+
+DATABASE = "kafgres_bench_pgbench"
+INGEST_RECORD_BYTES = 65536
+INGEST_RATE = 1526  # records/s: 1526 * 65536 B = 100.0 MB/s
+LEAD_S = 2
+
+
+def prepare(cluster: KafgresCluster, quick: bool) -> list[str]:
+    exists = cluster.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}'")
+    if not exists:
+        cluster.psql(f"CREATE DATABASE {DATABASE}")
+    command = [str(PG_BIN / "pgbench"), "-i", "-q", "-s", "1" if quick else "10", DATABASE]
+    subprocess.run(command, env=cluster.pg_env(), check=True, capture_output=True, timeout=600)
+    return command
+
+
+def pgbench_command(seconds: int) -> list[str]:
+    return [str(PG_BIN / "pgbench"), "-n", "-c", "4", "-j", "2", "-T", str(seconds), DATABASE]
+
+
+def tps(cluster: KafgresCluster, seconds: int) -> float:
+    done = subprocess.run(pgbench_command(seconds), env=cluster.pg_env(), capture_output=True, text=True,
+                          timeout=seconds + 120)
+    match = re.search(r"tps = ([0-9.]+) \(without initial connection time\)", done.stdout)
+    if done.returncode != 0 or not match:
+        raise RuntimeError(f"pgbench failed: {done.stderr.strip()[-300:]}")
+    return float(match.group(1))
+
+
+def ingest_command(binary: str, bootstrap: str, topic: str, seconds: int) -> list[str]:
+    return [binary, "produce", "--bootstrap", bootstrap, "--topic", topic, "--create-partitions", "1",
+            "--producers", "1", "--size", str(INGEST_RECORD_BYTES), "--rate", str(INGEST_RATE),
+            "--seconds", str(seconds + 2 * LEAD_S)]
+
+
+def loaded_tps(cluster: KafgresCluster, binary: str, topic: str, seconds: int, log: Path) -> tuple[float, dict]:
+    """pgbench TPS while a paced producer writes to Kafgres; also the producer's result line."""
+    with open(log, "w") as err:
+        producer = subprocess.Popen(ingest_command(binary, cluster.bootstrap, topic, seconds),
+                                    stdout=subprocess.PIPE, stderr=err, text=True)
+        try:
+            time.sleep(LEAD_S)
+            result = tps(cluster, seconds)
+            stdout, _ = producer.communicate(timeout=seconds + 120)
+        finally:
+            if producer.poll() is None:
+                producer.kill()
+                producer.wait(timeout=10)
+    lines = [row for row in stdout.splitlines() if "=" in row]
+    return result, parse_line(lines[-1]) if lines else {}
