@@ -217,3 +217,40 @@ def kcat(bootstrap: str) -> Callable[..., subprocess.CompletedProcess]:
         return result
 
     return run
+
+
+@pytest.fixture
+def pg_connect(kafgres: Kafgres):
+    """pg_connect(autocommit=False, **settings) -> a psycopg 3 connection to the cluster; closed at teardown.
+
+    `settings` become session GUCs (e.g. synchronous_commit='off'). Used by
+    the SQL API tests (test_sql_*.py), which need transactions that stay
+    open across steps and several sessions at once.
+    """
+    import psycopg  # only the SQL API tests need it; imported here so the other tests do not
+    from psycopg import sql
+
+    connections: list = []
+
+    def connect(autocommit: bool = False, **settings: str):
+        conn = psycopg.connect(
+            host=kafgres.env["PGHOST"],
+            port=kafgres.env["PGPORT"],
+            user=kafgres.env["PGUSER"],
+            dbname=kafgres.env["PGDATABASE"],
+            autocommit=autocommit,
+            connect_timeout=10,
+        )
+        connections.append(conn)
+        with conn.cursor() as cur:
+            # Every statement is bounded: a hung function fails the test instead of the suite.
+            cur.execute("SET statement_timeout = '60s'")
+            for name, value in settings.items():
+                cur.execute(sql.SQL("SET {} = {}").format(sql.Identifier(name), sql.Literal(value)))
+        if not autocommit:
+            conn.commit()
+        return conn
+
+    yield connect
+    for conn in connections:
+        conn.close()
