@@ -127,8 +127,14 @@ fn topic_partition_count(topic: &str) -> i32 {
 fn lock_partitions(group_id: &str, topic: &str, partition_count: i32) -> Vec<(i32, i64)> {
     let args = [group_id.into(), topic.into(), partition_count.into()];
     Spi::run_with_args(
+        // Only partitions without a row: an INSERT .. ON CONFLICT on a row
+        // another consumer has locked would wait for it, and the SKIP LOCKED
+        // below would never get to skip.
         "INSERT INTO kafgres.consumer_offsets (group_id, topic, partition, committed_offset) \
-         SELECT $1, $2, p, -1 FROM generate_series(0, $3 - 1) AS p ON CONFLICT DO NOTHING",
+         SELECT $1, $2, p, -1 FROM generate_series(0, $3 - 1) AS p \
+         WHERE NOT EXISTS (SELECT 1 FROM kafgres.consumer_offsets o \
+                           WHERE o.group_id = $1 AND o.topic = $2 AND o.partition = p) \
+         ON CONFLICT DO NOTHING",
         &args,
     )
     .unwrap_or_else(|e| error!("kafgres: cannot prepare the offsets of group \"{group_id}\": {e}"));

@@ -35,45 +35,52 @@ unsafe extern "C-unwind" {
 #[pg_extern(name = "send", volatile, parallel_unsafe, security_definer)]
 #[search_path(pg_catalog, kafgres)]
 fn send_bytea(
-    topic: &str,
+    topic: Option<&str>,
     value: Option<&[u8]>,
     key: default!(Option<&[u8]>, "NULL"),
     headers: default!(Option<JsonB>, "NULL"),
     partition: default!(Option<i32>, "NULL"),
 ) -> i32 {
-    send_record(topic, key.map(<[u8]>::to_vec), value.map(<[u8]>::to_vec), headers, partition)
+    send_record(required(topic, "topic"), key.map(<[u8]>::to_vec), value.map(<[u8]>::to_vec), headers, partition)
 }
 
 #[pg_extern(name = "send", volatile, parallel_unsafe, security_definer)]
 #[search_path(pg_catalog, kafgres)]
 fn send_text(
-    topic: &str,
+    topic: Option<&str>,
     value: Option<&str>,
     key: default!(Option<&str>, "NULL"),
     headers: default!(Option<JsonB>, "NULL"),
     partition: default!(Option<i32>, "NULL"),
 ) -> i32 {
+    let topic = required(topic, "topic");
     send_record(topic, key.map(|k| k.as_bytes().to_vec()), value.map(|v| v.as_bytes().to_vec()), headers, partition)
 }
 
 #[pg_extern(name = "send", volatile, parallel_unsafe, security_definer)]
 #[search_path(pg_catalog, kafgres)]
 fn send_jsonb(
-    topic: &str,
+    topic: Option<&str>,
     value: Option<JsonB>,
     key: default!(Option<&str>, "NULL"),
     headers: default!(Option<JsonB>, "NULL"),
     partition: default!(Option<i32>, "NULL"),
 ) -> i32 {
     let value = value.map(|v| v.0.to_string().into_bytes());
-    send_record(topic, key.map(|k| k.as_bytes().to_vec()), value, headers, partition)
+    send_record(required(topic, "topic"), key.map(|k| k.as_bytes().to_vec()), value, headers, partition)
 }
 
 /// Sends many values at once (one call, one catalog lookup): `values[i]`
 /// with `keys[i]` when keys are given. Returns how many records were sent.
 #[pg_extern(name = "send_batch", volatile, parallel_unsafe, security_definer)]
 #[search_path(pg_catalog, kafgres)]
-fn send_batch(topic: &str, values: Vec<Option<String>>, keys: default!(Option<Vec<Option<String>>>, "NULL")) -> i64 {
+fn send_batch(
+    topic: Option<&str>,
+    values: Option<Vec<Option<String>>>,
+    keys: default!(Option<Vec<Option<String>>>, "NULL"),
+) -> i64 {
+    let topic = required(topic, "topic");
+    let values = required(values, "values");
     if let Some(keys) = &keys {
         if keys.len() != values.len() {
             fail(
@@ -261,6 +268,20 @@ fn parse_headers(json: &serde_json::Value) -> Vec<(String, Option<Vec<u8>>)> {
 
 fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// The value of an argument that must not be NULL (the functions cannot be
+/// STRICT: a NULL key or value is meaningful).
+#[track_caller]
+fn required<T>(argument: Option<T>, name: &str) -> T {
+    match argument {
+        Some(value) => value,
+        None => fail(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            format!("{name} must not be NULL"),
+            &format!("pass a {name}"),
+        ),
+    }
 }
 
 /// Raises an SQL error with a hint.
