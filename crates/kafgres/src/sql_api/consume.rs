@@ -89,12 +89,58 @@ fn consume(group_id: &str, topic: &str, max_records: i32, wait: Interval) -> Vec
             "stop the group's Kafka consumers first, or consume from SQL with another group id",
         );
     }
-    let positions = lock_partitions(group_id, topic, partition_count);
-    if positions.is_empty() {
-        return Vec::new(); // every partition is being consumed by another session
+    ensure_offset_rows(group_id, topic, partition_count);
+    // Look first, lock second: only partitions that have something to give
+    // are locked, so concurrent consumers of the group split the partitions
+    // with data instead of the first one holding them all.
+    let committed = offset_rows(group_id, topic, partition_count, None);
+    let probe = fetch_records(topic, &committed, max_records as usize, Duration::ZERO);
+    let committed_of = |p: i32| committed.iter().find(|(q, _)| *q == p).map_or(-1, |(_, o)| *o);
+    let wanted: Vec<i32> = probe
+        .iter()
+        // A new partition's -1 reads from 0: moving it there is no progress.
+        .filter(|(p, records, next)| !records.is_empty() || *next != committed_of(*p).max(0))
+        .map(|(p, _, _)| *p)
+        .collect();
+    if wanted.is_empty() {
+        if wait.is_zero() {
+            return Vec::new();
+        }
+        // Nothing yet: hold every partition no other session holds and
+        // long-poll them together.
+        let positions = offset_rows(group_id, topic, partition_count, Some(None));
+        if positions.is_empty() {
+            return Vec::new();
+        }
+        let consumed = fetch_records(topic, &positions, max_records as usize, wait);
+        commit_positions(group_id, topic, &positions, &consumed);
+        return flatten(consumed);
     }
-    let consumed = fetch_records(topic, &positions, max_records as usize, wait);
-    commit_positions(group_id, topic, &positions, &consumed);
+    let locked = offset_rows(group_id, topic, partition_count, Some(Some(&wanted)));
+    let mut consumed = Vec::with_capacity(locked.len());
+    let mut taken = 0usize;
+    for &(partition, fresh) in &locked {
+        let room = (max_records as usize).saturating_sub(taken);
+        let probed = probe.iter().find(|(p, _, _)| *p == partition);
+        let entry = match probed {
+            // Nobody committed between the look and the lock: the look stands.
+            Some((p, records, next)) if committed_of(partition) == fresh && records.len() <= room => {
+                (*p, records.clone(), *next)
+            }
+            _ if room == 0 => continue,
+            _ => match fetch_records(topic, &[(partition, fresh)], room, Duration::ZERO).pop() {
+                Some(entry) => entry,
+                None => continue,
+            },
+        };
+        taken += entry.1.len();
+        consumed.push(entry);
+    }
+    commit_positions(group_id, topic, &locked, &consumed);
+    flatten(consumed)
+}
+
+fn flatten(consumed: Vec<(i32, Vec<Record>, i64)>) -> Vec<(i32, Record)> {
     consumed.into_iter().flat_map(|(p, records, _)| records.into_iter().map(move |r| (p, r))).collect()
 }
 
@@ -122,10 +168,8 @@ fn topic_partition_count(topic: &str) -> i32 {
     }
 }
 
-/// Makes sure the group has a row per partition, then locks the rows no
-/// other session holds. Returns (partition, committed offset or -1).
-fn lock_partitions(group_id: &str, topic: &str, partition_count: i32) -> Vec<(i32, i64)> {
-    let args = [group_id.into(), topic.into(), partition_count.into()];
+/// Makes sure the group has a row per partition of the topic.
+fn ensure_offset_rows(group_id: &str, topic: &str, partition_count: i32) {
     Spi::run_with_args(
         // Only partitions without a row: an INSERT .. ON CONFLICT on a row
         // another consumer has locked would wait for it, and the SKIP LOCKED
@@ -135,16 +179,32 @@ fn lock_partitions(group_id: &str, topic: &str, partition_count: i32) -> Vec<(i3
          WHERE NOT EXISTS (SELECT 1 FROM kafgres.consumer_offsets o \
                            WHERE o.group_id = $1 AND o.topic = $2 AND o.partition = p) \
          ON CONFLICT DO NOTHING",
-        &args,
+        &[group_id.into(), topic.into(), partition_count.into()],
     )
     .unwrap_or_else(|e| error!("kafgres: cannot prepare the offsets of group \"{group_id}\": {e}"));
-    Spi::connect(|client| {
-        let rows = client.select(
+}
+
+/// The group's (partition, committed offset or -1) rows. `lock`: `None`
+/// reads without locking; `Some(None)` locks every row no other session
+/// holds; `Some(Some(partitions))` locks those of `partitions` no other
+/// session holds. Locked rows come back at their latest committed version.
+fn offset_rows(group_id: &str, topic: &str, partition_count: i32, lock: Option<Option<&[i32]>>) -> Vec<(i32, i64)> {
+    let only: Option<Vec<i32>> = lock.flatten().map(<[i32]>::to_vec);
+    let query = match lock {
+        None => {
             "SELECT partition, committed_offset FROM kafgres.consumer_offsets \
-             WHERE group_id = $1 AND topic = $2 AND partition < $3 ORDER BY partition FOR UPDATE SKIP LOCKED",
-            None,
-            &args,
-        )?;
+             WHERE group_id = $1 AND topic = $2 AND partition < $3 AND ($4::int4[] IS NULL OR partition = ANY($4)) \
+             ORDER BY partition"
+        }
+        Some(_) => {
+            "SELECT partition, committed_offset FROM kafgres.consumer_offsets \
+             WHERE group_id = $1 AND topic = $2 AND partition < $3 AND ($4::int4[] IS NULL OR partition = ANY($4)) \
+             ORDER BY partition FOR UPDATE SKIP LOCKED"
+        }
+    };
+    Spi::connect(|client| {
+        let rows =
+            client.select(query, None, &[group_id.into(), topic.into(), partition_count.into(), only.clone().into()])?;
         let mut positions = Vec::new();
         for row in rows {
             let partition: Option<i32> = row.get(1)?;
@@ -155,7 +215,7 @@ fn lock_partitions(group_id: &str, topic: &str, partition_count: i32) -> Vec<(i3
         }
         Ok::<_, pgrx::spi::SpiError>(positions)
     })
-    .unwrap_or_else(|e| error!("kafgres: cannot lock the offsets of group \"{group_id}\": {e}"))
+    .unwrap_or_else(|e| error!("kafgres: cannot read the offsets of group \"{group_id}\": {e}"))
 }
 
 /// Fetches from every locked partition at once (one request, so a wait wakes
