@@ -38,11 +38,19 @@ pub struct LogConfig {
     pub segment_age_ms_max: i64,
     /// `index.interval.bytes`: bytes between sparse index entries.
     pub index_interval_bytes: u64,
+    /// Kafka's `producer.id.expiration.ms`: idempotent producers idle this
+    /// long are dropped from the producer state at the next snapshot.
+    pub producer_id_expiration_ms: i64,
 }
 
 impl Default for LogConfig {
     fn default() -> Self {
-        LogConfig { segment_bytes_max: 1 << 30, segment_age_ms_max: 7 * 24 * 3600 * 1000, index_interval_bytes: 4096 }
+        LogConfig {
+            segment_bytes_max: 1 << 30,
+            segment_age_ms_max: 7 * 24 * 3600 * 1000,
+            index_interval_bytes: 4096,
+            producer_id_expiration_ms: 24 * 3600 * 1000,
+        }
     }
 }
 
@@ -135,6 +143,9 @@ pub struct PartitionLog {
     failed: Option<String>,
     /// Offsets of the producer snapshot files present, ascending.
     snapshots: Vec<i64>,
+    /// The clock of the latest append (or of opening): what producer-id
+    /// expiry measures idleness against, so it follows the caller's clock.
+    clock_ms: i64,
 }
 
 impl PartitionLog {
@@ -153,6 +164,13 @@ impl PartitionLog {
 
     pub fn config(&self) -> &LogConfig {
         &self.config
+    }
+
+    /// Changes the settings of a live log (a topic's configs were altered).
+    /// They apply from the next append on: the active segment rolls by the new
+    /// limits, segments already written keep their size.
+    pub fn set_config(&mut self, config: LogConfig) {
+        self.config = config;
     }
 
     pub fn log_start_offset(&self) -> i64 {
@@ -247,6 +265,7 @@ impl PartitionLog {
         now_ms: i64,
     ) -> Result<AppendResult, LogError> {
         self.refuse_if_failed()?;
+        self.clock_ms = self.clock_ms.max(now_ms);
         let total = batches.len() as u64;
         if total > SEGMENT_BYTES_LIMIT {
             return Err(LogError::BatchTooLarge { bytes: total, bytes_max: SEGMENT_BYTES_LIMIT });
@@ -369,6 +388,10 @@ impl PartitionLog {
     /// the active segment must have been flushed with its indexes.
     fn write_checkpoints(&mut self) -> Result<(), LogError> {
         let end = self.end_position();
+        let expired = self.producers.expire_idle(self.clock_ms, self.config.producer_id_expiration_ms);
+        if expired > 0 {
+            log::info!("{}: forgot {expired} idle producer id(s) (producer.id.expiration.ms)", self.dir.display());
+        }
         let snapshot = self.producers.encode_snapshot(end.offset);
         write_atomically(&self.storage, &self.dir, &snapshot_file_name(end.offset), &snapshot)?;
         write_recovery_point(&self.storage, &self.dir, end)?;

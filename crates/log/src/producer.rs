@@ -192,6 +192,18 @@ impl ProducerStateMap {
         });
     }
 
+    /// Forgets producers whose newest batch is older than `idle_ms_max`
+    /// (Kafka's `producer.id.expiration.ms`): without it the state grows
+    /// with every producer that ever wrote. An expired producer that comes
+    /// back starts afresh, as in Kafka. Producers without batches stay.
+    /// Returns how many were forgotten.
+    pub fn expire_idle(&mut self, now_ms: i64, idle_ms_max: i64) -> usize {
+        let before = self.producers.len();
+        let oldest_kept = now_ms.saturating_sub(idle_ms_max);
+        self.producers.retain(|_, e| e.batches.back().is_none_or(|b| b.timestamp_ms >= oldest_kept));
+        before - self.producers.len()
+    }
+
     pub fn encode_snapshot(&self, offset: i64) -> Vec<u8> {
         let mut out = Vec::with_capacity(22 + self.producers.len() * (11 + PRODUCER_BATCHES_KEPT * BATCH_BYTES));
         out.extend_from_slice(SNAPSHOT_MAGIC);

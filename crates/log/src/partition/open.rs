@@ -116,6 +116,7 @@ impl PartitionLog {
             recovery_point: report.recovery_point,
             failed: None,
             snapshots: Vec::new(),
+            clock_ms: now_ms,
         };
         log.log_start_offset = log_start.unwrap_or(first_base).max(first_base).min(log.next_offset());
         log.rebuild_producers(listing.snapshots, &mut report)?;

@@ -104,3 +104,19 @@ fn snapshots_round_trip_and_damage_is_detected() {
     flipped[30] ^= 0x10;
     assert!(ProducerStateMap::decode_snapshot(&flipped).is_err());
 }
+
+#[test]
+fn producers_idle_past_the_expiration_are_forgotten_and_may_start_afresh() {
+    let mut s = ProducerStateMap::default();
+    s.record(&header(1, 0, 0, 1, 0)); // newest batch timestamp 1_000
+    s.record(&header(2, 0, 0, 1, 5_000)); // 6_000
+    assert_eq!(s.expire_idle(10_000, 10_000), 0, "both within the window");
+    assert_eq!(s.expire_idle(10_500, 5_000), 1, "producer 1 last wrote at 1_000");
+    assert!(s.get(1).is_none());
+    assert!(s.get(2).is_some());
+    // Back after expiry: any sequence may start it again, as for a new producer.
+    assert_eq!(s.check_sequence(&header(1, 0, 77, 1, 6_001)), SequenceCheck::Ok);
+    // The snapshot no longer carries it.
+    let (_, decoded) = ProducerStateMap::decode_snapshot(&s.encode_snapshot(6_001)).expect("decodes");
+    assert_eq!(decoded.len(), 1);
+}
