@@ -81,6 +81,10 @@ pub trait Catalog: Send + Sync + 'static {
     /// Durably raises a topic's partition count (CreatePartitions).
     fn set_partition_count(&self, topic_id: Uuid, partition_count: i32) -> CatalogFuture<()>;
 
+    /// Durably replaces a topic's config overrides (AlterConfigs,
+    /// IncrementalAlterConfigs): `configs` is the whole new set.
+    fn set_topic_configs(&self, topic_id: Uuid, configs: BTreeMap<String, String>) -> CatalogFuture<()>;
+
     /// Durably stores committed offsets (one OffsetCommit's worth); the
     /// implementation may batch concurrent calls into one transaction.
     fn commit_offsets(&self, offsets: Vec<CommittedOffset>) -> CatalogFuture<()>;
@@ -152,6 +156,16 @@ impl Catalog for MemoryCatalog {
             let topic =
                 topics.values_mut().find(|t| t.topic_id == topic_id).ok_or(CatalogError::UnknownTopic(topic_id))?;
             topic.partition_count = partition_count;
+            Ok(())
+        })())
+    }
+
+    fn set_topic_configs(&self, topic_id: Uuid, configs: BTreeMap<String, String>) -> CatalogFuture<()> {
+        ready((|| {
+            let mut topics = self.topics.lock().map_err(|_| CatalogError::Failed("poisoned".into()))?;
+            let topic =
+                topics.values_mut().find(|t| t.topic_id == topic_id).ok_or(CatalogError::UnknownTopic(topic_id))?;
+            topic.configs = configs;
             Ok(())
         })())
     }

@@ -120,6 +120,22 @@ async fn route(
             let req = decode!(DescribeConfigsRequest);
             respond(key, v, c, &api::describe_configs::handle(ctx, v, req))
         }
+        ApiKey::IncrementalAlterConfigs => {
+            let req = decode!(IncrementalAlterConfigsRequest);
+            respond(key, v, c, &api::alter_configs::incremental(ctx, v, req).await)
+        }
+        ApiKey::AlterConfigs => {
+            let req = decode!(AlterConfigsRequest);
+            respond(key, v, c, &api::alter_configs::legacy(ctx, v, req).await)
+        }
+        ApiKey::DescribeLogDirs => {
+            let req = decode!(DescribeLogDirsRequest);
+            respond(key, v, c, &api::describe_log_dirs::handle(ctx, v, req).await)
+        }
+        ApiKey::OffsetForLeaderEpoch => {
+            let req = decode!(OffsetForLeaderEpochRequest);
+            respond(key, v, c, &api::offset_for_leader_epoch::handle(ctx, v, req))
+        }
         ApiKey::InitProducerId => {
             let req = decode!(InitProducerIdRequest);
             respond(key, v, c, &api::init_producer_id::handle(ctx, v, req).await)

@@ -188,6 +188,18 @@ impl Partition {
         Ok(AppendOutcome::Appended(result))
     }
 
+    /// Applies a topic's altered configs to this partition: its retention
+    /// (`retention.ms`, `retention.bytes`; the retention task is woken) and its
+    /// log settings (`segment.bytes`, from the next append on).
+    pub fn reconfigure(
+        &self,
+        configs: &std::collections::BTreeMap<String, String>,
+        log_config: kafgres_log::LogConfig,
+    ) {
+        self.lock_log().set_config(log_config);
+        self.housekeeping.set_retention(configs);
+    }
+
     /// Waits until every record before `end_offset` is durable.
     pub async fn wait_durable(&self, end_offset: i64) -> Result<(), DurabilityError> {
         let mut rx = self.durable.subscribe();

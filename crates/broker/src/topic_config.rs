@@ -1,7 +1,9 @@
 //! Topic-level configurations Kafka 4.x accepts, with their defaults.
 //!
-//! CreateTopics refuses any other name with INVALID_CONFIG, as Kafka does.
-//! Values are stored as given; which of them the broker acts on is listed in
+//! CreateTopics refuses any other name with INVALID_CONFIG, as Kafka does, and
+//! stores values as given; AlterConfigs and IncrementalAlterConfigs also check
+//! the values they set ([`validate_topic_config_value`]). Which configs the
+//! broker acts on is listed in
 //! docs/configuration.md (segment.bytes, and the produce-path settings read
 //! into [`RecordPolicy`]; the rest are kept for DescribeConfigs and later
 //! features).
@@ -156,9 +158,121 @@ pub fn validate_topic_config_names<'a>(names: impl IntoIterator<Item = &'a str>)
     Ok(())
 }
 
+/// Checks a value for a known topic config as Kafka's `ConfigDef` does
+/// (AlterConfigs, IncrementalAlterConfigs): it must parse as the config's
+/// type and pass the config's validator. The error is Kafka's message
+/// (answered with INVALID_CONFIG). Unknown names pass: check them first with
+/// [`validate_topic_config_names`].
+pub fn validate_topic_config_value(name: &str, value: &str) -> Result<(), String> {
+    let Some(def) = topic_config(name) else { return Ok(()) };
+    let invalid = |why: &str| Err(format!("Invalid value {value} for configuration {name}: {why}"));
+    let v = value.trim();
+    let number = match def.kind {
+        ConfigType::Int => match v.parse::<i32>() {
+            Ok(n) => Some(f64::from(n)),
+            Err(_) => return invalid("Not a number of type INT"),
+        },
+        ConfigType::Long => match v.parse::<i64>() {
+            Ok(n) => Some(n as f64),
+            Err(_) => return invalid("Not a number of type LONG"),
+        },
+        ConfigType::Double => match v.parse::<f64>() {
+            Ok(n) if n.is_finite() => Some(n),
+            _ => return invalid("Not a number of type DOUBLE"),
+        },
+        ConfigType::Boolean => {
+            if v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("false") {
+                None
+            } else {
+                return invalid("Expected value to be either true or false");
+            }
+        }
+        ConfigType::String | ConfigType::List => None,
+    };
+    if let (Some(n), Some((min, max))) = (number, value_range(name)) {
+        if n < min {
+            return invalid(&format!("Value must be at least {min}"));
+        }
+        if n > max {
+            return invalid(&format!("Value must be no more than {max}"));
+        }
+    }
+    let allowed: &[&str] = match name {
+        "message.timestamp.type" => &["CreateTime", "LogAppendTime"],
+        "compression.type" => &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"],
+        "cleanup.policy" => &["compact", "delete"],
+        _ => return Ok(()),
+    };
+    if def.kind == ConfigType::List {
+        let items: Vec<&str> = v.split(',').map(str::trim).filter(|i| !i.is_empty()).collect();
+        match items.iter().find(|i| !allowed.contains(i)) {
+            Some(bad) => Err(format!(
+                "Invalid value {bad} for configuration {name}: String must be one of: {}",
+                allowed.join(", ")
+            )),
+            None => Ok(()),
+        }
+    } else if allowed.iter().any(|a| a.eq_ignore_ascii_case(v)) {
+        Ok(())
+    } else {
+        invalid(&format!("String must be one of: {}", allowed.join(", ")))
+    }
+}
+
+/// The bounds Kafka 4.x's `LogConfig` puts on numeric topic configs (as
+/// floats: each bound is exact in an f64).
+fn value_range(name: &str) -> Option<(f64, f64)> {
+    const MAX: f64 = f64::MAX;
+    Some(match name {
+        "retention.ms" => (-1.0, MAX),
+        "local.retention.ms" | "local.retention.bytes" => (-2.0, MAX),
+        // KIP-1030 (Kafka 4.0): segments of at least 1 MiB.
+        "segment.bytes" => (1_048_576.0, MAX),
+        "segment.ms" | "flush.messages" => (1.0, MAX),
+        "segment.index.bytes" => (4.0, MAX),
+        "max.message.bytes"
+        | "index.interval.bytes"
+        | "segment.jitter.ms"
+        | "flush.ms"
+        | "delete.retention.ms"
+        | "file.delete.delay.ms"
+        | "min.compaction.lag.ms"
+        | "message.timestamp.before.max.ms"
+        | "message.timestamp.after.max.ms" => (0.0, MAX),
+        "min.insync.replicas" | "max.compaction.lag.ms" => (1.0, MAX),
+        "min.cleanable.dirty.ratio" => (0.0, 1.0),
+        _ => return None,
+    })
+}
+
+/// The items of a list config's value (APPEND and SUBTRACT work on these).
+pub fn list_items(value: &str) -> Vec<String> {
+    value.split(',').map(str::trim).filter(|i| !i.is_empty()).map(str::to_owned).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_are_checked_against_the_config_type_and_bounds() {
+        assert!(validate_topic_config_value("retention.ms", "86400000").is_ok());
+        assert!(validate_topic_config_value("retention.ms", "-1").is_ok());
+        assert_eq!(
+            validate_topic_config_value("retention.ms", "abc"),
+            Err("Invalid value abc for configuration retention.ms: Not a number of type LONG".into())
+        );
+        assert!(validate_topic_config_value("max.message.bytes", "99999999999").is_err(), "not an INT");
+        assert!(validate_topic_config_value("segment.bytes", "1000").is_err(), "below 1 MiB");
+        assert!(validate_topic_config_value("min.cleanable.dirty.ratio", "1.5").is_err());
+        assert!(validate_topic_config_value("preallocate", "TRUE").is_ok());
+        assert!(validate_topic_config_value("preallocate", "yes").is_err());
+        assert!(validate_topic_config_value("message.timestamp.type", "LogAppendTime").is_ok());
+        assert!(validate_topic_config_value("message.timestamp.type", "Later").is_err());
+        assert!(validate_topic_config_value("cleanup.policy", "compact, delete").is_ok());
+        assert!(validate_topic_config_value("cleanup.policy", "compact,shred").is_err());
+        assert_eq!(list_items(" a, b,,c "), vec!["a", "b", "c"]);
+    }
 
     #[test]
     fn the_table_is_sorted_so_lookups_find_every_entry() {

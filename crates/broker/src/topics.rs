@@ -53,6 +53,16 @@ impl Topic {
         Ok(Topic { id: self.id, name: self.name.clone(), partitions, configs: self.configs.clone() })
     }
 
+    /// This topic with new config overrides (AlterConfigs): the partitions are
+    /// shared and told the settings they act on.
+    pub fn with_configs(&self, configs: BTreeMap<String, String>, config: &BrokerConfig) -> Topic {
+        let log_config = log_config(&configs, config);
+        for p in &self.partitions {
+            p.reconfigure(&configs, log_config);
+        }
+        Topic { id: self.id, name: self.name.clone(), partitions: self.partitions.clone(), configs }
+    }
+
     pub fn partition(&self, index: i32) -> Option<&Arc<Partition>> {
         usize::try_from(index).ok().and_then(|i| self.partitions.get(i))
     }
@@ -65,14 +75,7 @@ fn open_partitions(
     housekeeping: &Housekeeping,
     now_ms: i64,
 ) -> Result<Vec<Arc<Partition>>, LogError> {
-    // The topic's segment.bytes, else the broker's kafgres.segment_bytes.
-    let segment_bytes_max = record
-        .configs
-        .get("segment.bytes")
-        .and_then(|v| v.parse::<u64>().ok())
-        .filter(|b| *b > 0)
-        .unwrap_or(config.segment_bytes_max);
-    let log_config = LogConfig { segment_bytes_max, ..LogConfig::default() };
+    let log_config = log_config(&record.configs, config);
     let mut partitions = Vec::with_capacity((record.partition_count - first).max(0) as usize);
     for index in first..record.partition_count {
         let dir = partition_dir(&config.log_dir, &record.name, index);
@@ -97,6 +100,17 @@ fn open_partitions(
         ));
     }
     Ok(partitions)
+}
+
+/// The log settings a topic's configs give its partitions: its
+/// `segment.bytes`, else the broker's `kafgres.segment_bytes`.
+pub fn log_config(configs: &BTreeMap<String, String>, config: &BrokerConfig) -> LogConfig {
+    let segment_bytes_max = configs
+        .get("segment.bytes")
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|b| *b > 0)
+        .unwrap_or(config.segment_bytes_max);
+    LogConfig { segment_bytes_max, ..LogConfig::default() }
 }
 
 /// The file in each partition directory naming the topic id it belongs to.

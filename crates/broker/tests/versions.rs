@@ -261,6 +261,63 @@ async fn exchange(
             let r = client.try_call(version, &request).await?;
             check(r.results[0].error_code == 0, format!("{r:?}"))
         }
+        ApiKey::IncrementalAlterConfigs => {
+            use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
+            let value = format!("{}", 86_400_000 + i64::from(version));
+            let request = kafka_protocol::messages::IncrementalAlterConfigsRequest::default().with_resources(vec![
+                AlterConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(StrBytes::from_static_str("swept"))
+                    .with_configs(vec![AlterableConfig::default()
+                        .with_name(StrBytes::from_static_str("retention.ms"))
+                        .with_config_operation(0)
+                        .with_value(Some(StrBytes::from_string(value.clone())))]),
+            ]);
+            let r = client.try_call(version, &request).await?;
+            let stored = common::topic_configs(client, "swept").await.get("retention.ms").cloned();
+            check(r.responses[0].error_code == 0 && stored == Some(value), format!("{r:?} {stored:?}"))
+        }
+        ApiKey::AlterConfigs => {
+            use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
+            let value = format!("{}", 2_000_000 + i64::from(version));
+            let request = kafka_protocol::messages::AlterConfigsRequest::default().with_resources(vec![
+                AlterConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(StrBytes::from_static_str("swept"))
+                    .with_configs(vec![AlterableConfig::default()
+                        .with_name(StrBytes::from_static_str("max.message.bytes"))
+                        .with_value(Some(StrBytes::from_string(value.clone())))]),
+            ]);
+            let r = client.try_call(version, &request).await?;
+            let configs = common::topic_configs(client, "swept").await;
+            let only = configs.len() == 1 && configs.get("max.message.bytes") == Some(&value);
+            check(r.responses[0].error_code == 0 && only, format!("{r:?} {configs:?}"))
+        }
+        ApiKey::DescribeLogDirs => {
+            let request = kafka_protocol::messages::DescribeLogDirsRequest::default().with_topics(None);
+            let r = client.try_call(version, &request).await?;
+            let dir = &r.results[0];
+            let swept = dir.topics.iter().find(|t| t.name.0.as_str() == "swept");
+            let size = swept.map_or(0, |t| t.partitions[0].partition_size);
+            let space_ok = if version >= 4 { dir.total_bytes > 0 && dir.usable_bytes >= 0 } else { true };
+            check(r.results.len() == 1 && dir.error_code == 0 && size > 0 && space_ok, format!("{r:?}"))
+        }
+        ApiKey::OffsetForLeaderEpoch => {
+            use kafka_protocol::messages::offset_for_leader_epoch_request::{
+                OffsetForLeaderPartition, OffsetForLeaderTopic,
+            };
+            let request = kafka_protocol::messages::OffsetForLeaderEpochRequest::default()
+                .with_replica_id(kafka_protocol::messages::BrokerId(-1))
+                .with_topics(vec![OffsetForLeaderTopic::default().with_topic(common::name("swept")).with_partitions(
+                    vec![OffsetForLeaderPartition::default()
+                        .with_partition(0)
+                        .with_current_leader_epoch(0)
+                        .with_leader_epoch(0)],
+                )]);
+            let r = client.try_call(version, &request).await?;
+            let p = &r.topics[0].partitions[0];
+            check((p.error_code, p.leader_epoch, p.end_offset) == (0, 0, *produced), format!("{p:?}"))
+        }
         other => Err(format!("{other:?} has no case in this sweep")),
     }
 }
@@ -306,7 +363,11 @@ async fn every_served_version_answers() {
         Produce,
         Fetch,
         ListOffsets,
+        OffsetForLeaderEpoch,
+        DescribeLogDirs,
         DescribeConfigs,
+        IncrementalAlterConfigs,
+        AlterConfigs,
         DescribeCluster,
         CreatePartitions,
         DeleteTopics,

@@ -5,7 +5,7 @@
 
 use kafka_protocol::messages::{
     CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeGroupsRequest, FetchRequest,
-    ListGroupsRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
+    IncrementalAlterConfigsRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
 };
 use kafka_protocol::protocol::Request;
 
@@ -46,6 +46,7 @@ pinned! {
     CreateTopicsRequest => "CreateTopics", 7, schemas::CREATE_TOPICS_V7;
     DeleteTopicsRequest => "DeleteTopics", 6, schemas::DELETE_TOPICS_V6;
     CreatePartitionsRequest => "CreatePartitions", 3, schemas::CREATE_PARTITIONS_V3;
+    IncrementalAlterConfigsRequest => "IncrementalAlterConfigs", 1, schemas::INCREMENTAL_ALTER_CONFIGS_V1;
 }
 
 #[cfg(test)]

@@ -301,6 +301,16 @@ pub mod schemas {
         ],
         &[],
     );
+
+    /// IncrementalAlterConfigsResponse v1.
+    pub const INCREMENTAL_ALTER_CONFIGS_V1: Kind = Struct(
+        &[
+            I32, // throttle_time_ms
+            // responses: error_code, error_message, resource_type, resource_name
+            Array(&Struct(&[I16, STR, I8, STR], &[])),
+        ],
+        &[],
+    );
 }
 
 #[cfg(test)]

@@ -68,3 +68,27 @@ fn connecting_to_a_closed_port_is_an_io_error() {
         Ok(_) => panic!("connected to a closed port"),
     }
 }
+
+#[test]
+fn alter_topic_configs_sets_and_deletes_overrides() {
+    let broker = TestBroker::start();
+    let mut client = broker.client();
+    client.create_topic("tuned", 1, &[]).unwrap();
+    let big = common::records("big", 20);
+    client.alter_topic_configs("tuned", &[("max.message.bytes".into(), Some("100".into()))]).unwrap();
+    match client.produce("tuned", 0, &big).unwrap_err() {
+        ClientError::Kafka { api: "Produce", code: 10, .. } => {}
+        other => panic!("{other}"),
+    }
+    // A null value deletes the override: back to the broker's limit.
+    client.alter_topic_configs("tuned", &[("max.message.bytes".into(), None)]).unwrap();
+    assert_eq!(client.produce("tuned", 0, &big).unwrap(), 0);
+    match client.alter_topic_configs("tuned", &[("no.such.config".into(), Some("1".into()))]).unwrap_err() {
+        ClientError::Kafka { api: "IncrementalAlterConfigs", code: 40, .. } => {}
+        other => panic!("{other}"),
+    }
+    match client.alter_topic_configs("absent", &[("retention.ms".into(), Some("1".into()))]).unwrap_err() {
+        ClientError::Kafka { api: "IncrementalAlterConfigs", code: 3, .. } => {}
+        other => panic!("{other}"),
+    }
+}

@@ -15,6 +15,7 @@ pub struct CatalogPlans {
     insert_topic: OwnedPreparedStatement,
     delete_topic: OwnedPreparedStatement,
     set_partition_count: OwnedPreparedStatement,
+    set_topic_configs: OwnedPreparedStatement,
     cluster_id: OwnedPreparedStatement,
     load_offsets: OwnedPreparedStatement,
     upsert_offsets: OwnedPreparedStatement,
@@ -47,6 +48,8 @@ const DELETE_PARTITION_OFFSETS: &str = "DELETE FROM kafgres.consumer_offsets o \
 // racing request from shrinking one.
 const SET_PARTITION_COUNT: &str = "UPDATE kafgres.topics SET partition_count = $2 \
      WHERE topic_id = $1::uuid AND partition_count <= $2 RETURNING 1";
+// AlterConfigs and IncrementalAlterConfigs: the broker sends the whole new set.
+const SET_TOPIC_CONFIGS: &str = "UPDATE kafgres.topics SET configs = $2::jsonb WHERE topic_id = $1::uuid RETURNING 1";
 const CLUSTER_ID: &str = "SELECT cluster_id FROM kafgres.cluster";
 // Reserves a block of producer ids; the row lock orders concurrent callers.
 const ALLOCATE_PRODUCER_IDS: &str = "UPDATE kafgres.cluster SET next_producer_id = next_producer_id + $1 \
@@ -66,6 +69,7 @@ impl CatalogPlans {
                 insert_topic: client.prepare_mut(INSERT_TOPIC, &[text, text, int4, text])?.keep(),
                 delete_topic: client.prepare_mut(DELETE_TOPIC, &[text])?.keep(),
                 set_partition_count: client.prepare_mut(SET_PARTITION_COUNT, &[text, int4])?.keep(),
+                set_topic_configs: client.prepare_mut(SET_TOPIC_CONFIGS, &[text, text])?.keep(),
                 cluster_id: client.prepare(CLUSTER_ID, &[])?.keep(),
                 load_offsets: client.prepare(LOAD_OFFSETS, &[])?.keep(),
                 upsert_offsets: client
@@ -154,6 +158,17 @@ impl CatalogPlans {
             Ok::<_, pgrx::spi::Error>(!updated.is_empty())
         })
         .map_err(|e| format!("updating the partition count of topic {topic_id}: {e}"))
+    }
+
+    /// Replaces a topic's config overrides; `Ok(false)` when no such topic.
+    pub fn set_topic_configs(&self, topic_id: uuid::Uuid, configs: &BTreeMap<String, String>) -> Result<bool, String> {
+        let configs = serde_json::to_string(configs).map_err(|e| e.to_string())?;
+        Spi::connect_mut(|client| {
+            let updated =
+                client.update(&self.set_topic_configs, None, &[topic_id.to_string().into(), configs.into()])?;
+            Ok::<_, pgrx::spi::Error>(!updated.is_empty())
+        })
+        .map_err(|e| format!("updating the configs of topic {topic_id}: {e}"))
     }
 
     pub fn load_offsets(&self) -> Result<Vec<CommittedOffset>, String> {

@@ -29,6 +29,12 @@ pub enum ControlRequest {
         partition_count: i32,
         reply: oneshot::Sender<Result<(), CatalogError>>,
     },
+    /// Replaces a topic's config overrides (the whole set).
+    SetTopicConfigs {
+        topic_id: Uuid,
+        configs: std::collections::BTreeMap<String, String>,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
     /// Served in batches: every commit queued at a wake-up shares one transaction.
     CommitOffsets {
         offsets: Vec<CommittedOffset>,
@@ -134,6 +140,14 @@ impl Catalog for ControlPlaneCatalog {
 
     fn set_partition_count(&self, topic_id: Uuid, partition_count: i32) -> CatalogFuture<()> {
         self.call(move |reply| ControlRequest::SetPartitionCount { topic_id, partition_count, reply })
+    }
+
+    fn set_topic_configs(
+        &self,
+        topic_id: Uuid,
+        configs: std::collections::BTreeMap<String, String>,
+    ) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::SetTopicConfigs { topic_id, configs, reply })
     }
 
     fn commit_offsets(&self, offsets: Vec<CommittedOffset>) -> CatalogFuture<()> {

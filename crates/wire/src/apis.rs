@@ -37,6 +37,10 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ServedApi {
 /// - Metadata serves v0-v13 (Kafka 4.x brought v0-v3 back after KIP-896).
 /// - InitProducerId serves v0-v5 (Kafka 4.x's v6 adds two-phase commit, KIP-939,
 ///   which only transactional producers use).
+/// - IncrementalAlterConfigs v0-1, AlterConfigs v0-2, DescribeLogDirs v1-4:
+///   Kafka 4.1's ranges (KIP-896 removed DescribeLogDirs v0).
+/// - OffsetForLeaderEpoch serves v2-v4: Kafka 4.x removed v0-v1 (KIP-896),
+///   and kafka-protocol 0.18 decodes only v2-v4.
 pub const SERVED_APIS: &[ServedApi] = &[
     ServedApi { key: ApiKey::Produce, advertised_min: 0, accepted_min: 3, max: 12 },
     api(ApiKey::Fetch, 4, 17),
@@ -61,6 +65,10 @@ pub const SERVED_APIS: &[ServedApi] = &[
     api(ApiKey::DeleteGroups, 0, 2),
     api(ApiKey::OffsetDelete, 0, 0),
     api(ApiKey::InitProducerId, 0, 5),
+    api(ApiKey::IncrementalAlterConfigs, 0, 1),
+    api(ApiKey::AlterConfigs, 0, 2),
+    api(ApiKey::DescribeLogDirs, 1, 4),
+    api(ApiKey::OffsetForLeaderEpoch, 2, 4),
 ];
 
 /// What dispatch should do with a request's API key and version.

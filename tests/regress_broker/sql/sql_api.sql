@@ -77,7 +77,12 @@ SELECT kafgres.create_topic('bad name', 1);
 SELECT kafgres.create_topic('regress-x', 1, '{"no.such.config": "1"}');
 SELECT kafgres.create_topic('regress-x', 1, '[]');
 
--- Admin: more partitions, then delete.
+-- Admin: alter configs (null deletes an override), more partitions, then delete.
+SELECT kafgres.alter_topic('regress-one', '{"retention.ms": "86400000", "max.message.bytes": null}');
+SELECT configs FROM kafgres.topics WHERE name = 'regress-one';
+SELECT kafgres.alter_topic('regress-one', '{"retention.ms": "soon"}');
+SELECT kafgres.alter_topic('regress-x', '{"retention.ms": "1"}');
+SELECT kafgres.alter_topic('regress-one', '[]');
 SELECT kafgres.add_partitions('regress-one', 2);
 SELECT partition_count FROM kafgres.topics WHERE name = 'regress-one';
 SELECT kafgres.delete_topic('regress-one');

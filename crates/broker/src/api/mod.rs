@@ -1,6 +1,7 @@
 //! One module per Kafka API. Each takes the decoded request and returns the
 //! response to encode; per-partition failures are Kafka error codes inside it.
 
+pub mod alter_configs;
 pub mod api_versions;
 pub mod create_partitions;
 pub mod create_topics;
@@ -8,6 +9,7 @@ pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
+pub mod describe_log_dirs;
 pub mod fetch;
 pub mod group_admin;
 pub mod group_membership;
@@ -15,6 +17,7 @@ pub mod group_offsets;
 pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_for_leader_epoch;
 pub mod produce;
 
 use kafka_protocol::messages::TopicName;

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use kafgres_log::retention::{RetentionConfig, RetentionReport};
@@ -40,7 +40,8 @@ impl Housekeeping {
 
 pub(super) struct PartitionHousekeeping {
     service: Housekeeping,
-    retention: RetentionConfig,
+    /// The topic's retention settings; replaced when its configs are altered.
+    retention: Mutex<RetentionConfig>,
     /// Set when applying retention failed: the partition is left alone until
     /// the broker restarts instead of being retried in a loop.
     retention_failed: AtomicBool,
@@ -50,12 +51,23 @@ impl PartitionHousekeeping {
     pub(super) fn new(service: &Housekeeping, configs: &BTreeMap<String, String>) -> PartitionHousekeeping {
         PartitionHousekeeping {
             service: service.clone(),
-            retention: retention_config(configs),
+            retention: Mutex::new(retention_config(configs)),
             retention_failed: AtomicBool::new(false),
         }
     }
 
     pub(super) fn wake(&self) {
+        self.service.wake();
+    }
+
+    fn retention(&self) -> RetentionConfig {
+        *self.retention.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes the topic's new retention settings and wakes the retention task,
+    /// so a shorter retention deletes at once rather than at the next roll.
+    pub(super) fn set_retention(&self, configs: &BTreeMap<String, String>) {
+        *self.retention.lock().unwrap_or_else(|p| p.into_inner()) = retention_config(configs);
         self.service.wake();
     }
 }
@@ -78,7 +90,7 @@ impl Partition {
         if self.housekeeping.retention_failed.load(Ordering::Relaxed) {
             return None;
         }
-        let config = self.housekeeping.retention;
+        let config = self.housekeeping.retention();
         let log = self.lock_log();
         let segments = log.segments();
         if segments.len() < 2 {
@@ -96,7 +108,7 @@ impl Partition {
 
     /// Applies retention now (blocking: deletes files, writes a checkpoint).
     pub fn apply_retention(&self, now_ms: i64) -> Result<RetentionReport, LogError> {
-        let config = self.housekeeping.retention;
+        let config = self.housekeeping.retention();
         let result = self.lock_log().apply_retention(now_ms, &config);
         if result.is_err() {
             self.housekeeping.retention_failed.store(true, Ordering::Relaxed);

@@ -345,6 +345,24 @@ pub async fn list_offset(
     partitions.remove(0)
 }
 
+/// A topic's config overrides as DescribeConfigs v4 reports them (source
+/// DYNAMIC_TOPIC_CONFIG), by name.
+pub async fn topic_configs(client: &mut Client, topic: &str) -> std::collections::BTreeMap<String, String> {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    let resource = DescribeConfigsResource::default()
+        .with_resource_type(2)
+        .with_resource_name(StrBytes::from_string(topic.to_owned()))
+        .with_configuration_keys(None);
+    let response = client.call(4, &DescribeConfigsRequest::default().with_resources(vec![resource])).await;
+    assert_eq!(response.results[0].error_code, 0, "describe {topic}: {:?}", response.results[0].error_message);
+    response.results[0]
+        .configs
+        .iter()
+        .filter(|c| c.config_source == 1)
+        .map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string()).unwrap_or_default()))
+        .collect()
+}
+
 // ---------------------------------------------------------------- records
 
 pub const TIMESTAMP_BASE_MS: i64 = 1_700_000_000_000;

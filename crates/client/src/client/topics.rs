@@ -3,8 +3,11 @@
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::{CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, MetadataRequest};
+use kafka_protocol::messages::{
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, IncrementalAlterConfigsRequest, MetadataRequest,
+};
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
@@ -99,6 +102,36 @@ impl<W: Wait> Client<W> {
             return Err(unexpected("DeleteTopics", format_args!("has {} topics, not 1", response.responses.len())));
         };
         check_code("DeleteTopics", result.error_code, result.error_message.as_ref(), name)
+    }
+
+    /// Changes a topic's config overrides (IncrementalAlterConfigs): a value
+    /// sets the config, `None` deletes the override (back to the default).
+    /// Configs not named keep their value.
+    pub fn alter_topic_configs(&mut self, name: &str, configs: &[(String, Option<String>)]) -> Result<(), ClientError> {
+        const SET: i8 = 0;
+        const DELETE: i8 = 1;
+        let configs = configs
+            .iter()
+            .map(|(k, v)| {
+                AlterableConfig::default()
+                    .with_name(StrBytes::from_string(k.clone()))
+                    .with_config_operation(if v.is_some() { SET } else { DELETE })
+                    .with_value(v.clone().map(StrBytes::from_string))
+            })
+            .collect();
+        let resource = AlterConfigsResource::default()
+            .with_resource_type(2) // TOPIC
+            .with_resource_name(StrBytes::from_string(name.to_owned()))
+            .with_configs(configs);
+        let request = IncrementalAlterConfigsRequest::default().with_resources(vec![resource]);
+        let response = self.call(&request)?;
+        let [result] = response.responses.as_slice() else {
+            return Err(unexpected(
+                "IncrementalAlterConfigs",
+                format_args!("has {} resources, not 1", response.responses.len()),
+            ));
+        };
+        check_code("IncrementalAlterConfigs", result.error_code, result.error_message.as_ref(), name)
     }
 
     /// Grows a topic to `total` partitions.

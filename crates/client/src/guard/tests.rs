@@ -113,6 +113,22 @@ fn create_topics_with_configs_and_the_config_error_tag() {
 }
 
 #[test]
+fn incremental_alter_configs_with_errors() {
+    use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+    let ok = AlterConfigsResourceResponse::default()
+        .with_resource_type(2)
+        .with_resource_name(s("t"))
+        .with_error_message(None);
+    let refused = AlterConfigsResourceResponse::default()
+        .with_error_code(40)
+        .with_error_message(Some(s("Unknown topic config name: x")))
+        .with_resource_type(2)
+        .with_resource_name(s("u"));
+    let response = IncrementalAlterConfigsResponse::default().with_responses(vec![ok, refused]);
+    accepted_and_robust::<IncrementalAlterConfigsRequest>(&encode::<IncrementalAlterConfigsRequest>(&response));
+}
+
+#[test]
 fn refuses_impossible_counts_before_decoding() {
     // ListGroups v4: throttle, error code, then a compact array claiming 2^32 - 2 groups.
     let mut body = vec![0, 0, 0, 0, 0, 0];

@@ -1,5 +1,5 @@
 //! Administration from SQL: topics (through the broker's CreateTopics,
-//! DeleteTopics and CreatePartitions, so log directories and the catalog
+//! DeleteTopics, CreatePartitions and IncrementalAlterConfigs, so log directories and the catalog
 //! stay in step; they take effect at once, not at commit) and the functions
 //! behind the `kafgres.partition_status` and `kafgres.consumer_groups` views.
 
@@ -28,6 +28,31 @@ fn create_topic(name: &str, partitions: default!(i32, 1), configs: default!(Json
         map.iter().map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_string))).collect();
     let id = with_broker("kafgres.create_topic", |c| c.create_topic(name, partitions, &configs));
     pgrx::Uuid::from_bytes(*id.as_bytes())
+}
+
+/// Changes a topic's configs (IncrementalAlterConfigs): each key of
+/// `configs` is set to its value, a JSON null deletes the override (back to
+/// the default); configs not named keep their value.
+#[pg_extern(volatile, parallel_unsafe, security_definer)]
+#[search_path(pg_catalog, kafgres)]
+fn alter_topic(name: &str, configs: JsonB) {
+    require_broker_database("kafgres.alter_topic");
+    let serde_json::Value::Object(map) = &configs.0 else {
+        fail(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("configs must be a JSON object, not {}", configs.0),
+            "for example '{\"retention.ms\": \"86400000\", \"max.message.bytes\": null}'",
+        );
+    };
+    let configs: Vec<(String, Option<String>)> = map
+        .iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::Null => (k.clone(), None),
+            serde_json::Value::String(s) => (k.clone(), Some(s.clone())),
+            other => (k.clone(), Some(other.to_string())),
+        })
+        .collect();
+    with_broker("kafgres.alter_topic", |c| c.alter_topic_configs(name, &configs));
 }
 
 #[pg_extern(volatile, parallel_unsafe, security_definer)]

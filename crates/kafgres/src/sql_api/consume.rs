@@ -203,8 +203,11 @@ fn offset_rows(group_id: &str, topic: &str, partition_count: i32, lock: Option<O
         }
     };
     Spi::connect(|client| {
-        let rows =
-            client.select(query, None, &[group_id.into(), topic.into(), partition_count.into(), only.clone().into()])?;
+        let rows = client.select(
+            query,
+            None,
+            &[group_id.into(), topic.into(), partition_count.into(), only.clone().into()],
+        )?;
         let mut positions = Vec::new();
         for row in rows {
             let partition: Option<i32> = row.get(1)?;

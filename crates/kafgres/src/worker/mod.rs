@@ -301,6 +301,10 @@ fn serve_one(plans: &CatalogPlans, request: ControlRequest) {
                 catalog_result(run_in_transaction(|| plans.set_partition_count(topic_id, partition_count)), topic_id);
             let _ = reply.send(result);
         }
+        ControlRequest::SetTopicConfigs { topic_id, configs, reply } => {
+            let result = catalog_result(run_in_transaction(|| plans.set_topic_configs(topic_id, &configs)), topic_id);
+            let _ = reply.send(result);
+        }
         ControlRequest::DeleteOffsets { group_id, partitions, reply } => {
             let result = run_in_transaction(|| plans.delete_offsets(&group_id, partitions.as_deref()));
             let _ = reply.send(result.map_err(failed));

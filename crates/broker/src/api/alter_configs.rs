@@ -1,0 +1,310 @@
+//! AlterConfigs (replace a resource's whole override set) and
+//! IncrementalAlterConfigs (SET, DELETE, APPEND, SUBTRACT per config).
+//!
+//! Topics: the new override set is checked as Kafka 4.x checks it (known
+//! names, values of the config's type and range), stored in the catalog, and
+//! only then applied in memory: the registry's topic gets the new configs
+//! (Produce reads `max.message.bytes` and the timestamp policy from them per
+//! request, DescribeConfigs reports them) and each partition its retention
+//! and segment settings (the retention task is woken). `validate_only` checks
+//! and writes nothing. The broker's own settings are PostgreSQL settings
+//! (GUCs), none of them dynamic: a change to a BROKER resource is refused as
+//! Kafka refuses a static broker config.
+
+use std::collections::{BTreeMap, HashSet};
+
+use kafka_protocol::messages::{
+    AlterConfigsRequest, AlterConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::str_bytes;
+use crate::catalog::CatalogError;
+use crate::errors;
+use crate::server::BrokerContext;
+use crate::topic_config::{
+    list_items, topic_config, validate_topic_config_names, validate_topic_config_value, ConfigType,
+};
+use crate::topics::validate_topic_name;
+
+/// IncrementalAlterConfigs operations (Kafka's `AlterConfigOp.OpType` ids).
+pub const OP_SET: i8 = 0;
+pub const OP_DELETE: i8 = 1;
+pub const OP_APPEND: i8 = 2;
+pub const OP_SUBTRACT: i8 = 3;
+
+/// A refused resource: the Kafka error code and its message.
+type AlterError = (i16, String);
+
+/// One requested change: config name, operation, value.
+struct Change {
+    name: String,
+    op: i8,
+    value: Option<String>,
+}
+
+pub async fn incremental(
+    ctx: &BrokerContext,
+    _version: i16,
+    request: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
+    use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+    let duplicated = duplicated_resources(request.resources.iter().map(|r| (r.resource_type, &r.resource_name)));
+    let mut response = IncrementalAlterConfigsResponse::default();
+    for resource in request.resources {
+        let changes: Vec<Change> = resource
+            .configs
+            .iter()
+            .map(|c| Change {
+                name: c.name.to_string(),
+                op: c.config_operation,
+                value: c.value.as_ref().map(|v| v.to_string()),
+            })
+            .collect();
+        let outcome = if duplicated.contains(&(resource.resource_type, resource.resource_name.to_string())) {
+            Err(duplicate_resource())
+        } else {
+            alter(ctx, resource.resource_type, &resource.resource_name, changes, false, request.validate_only).await
+        };
+        let (error_code, error_message) = answer(outcome);
+        let mut result = AlterConfigsResourceResponse::default();
+        result.resource_type = resource.resource_type;
+        result.resource_name = resource.resource_name;
+        result.error_code = error_code;
+        result.error_message = error_message;
+        response.responses.push(result);
+    }
+    response
+}
+
+pub async fn legacy(ctx: &BrokerContext, _version: i16, request: AlterConfigsRequest) -> AlterConfigsResponse {
+    use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
+    let duplicated = duplicated_resources(request.resources.iter().map(|r| (r.resource_type, &r.resource_name)));
+    let mut response = AlterConfigsResponse::default();
+    for resource in request.resources {
+        let changes: Vec<Change> = resource
+            .configs
+            .iter()
+            .map(|c| Change { name: c.name.to_string(), op: OP_SET, value: c.value.as_ref().map(|v| v.to_string()) })
+            .collect();
+        let outcome = if duplicated.contains(&(resource.resource_type, resource.resource_name.to_string())) {
+            Err(duplicate_resource())
+        } else {
+            alter(ctx, resource.resource_type, &resource.resource_name, changes, true, request.validate_only).await
+        };
+        let (error_code, error_message) = answer(outcome);
+        let mut result = AlterConfigsResourceResponse::default();
+        result.resource_type = resource.resource_type;
+        result.resource_name = resource.resource_name;
+        result.error_code = error_code;
+        result.error_message = error_message;
+        response.responses.push(result);
+    }
+    response
+}
+
+fn answer(outcome: Result<(), AlterError>) -> (i16, Option<StrBytes>) {
+    match outcome {
+        Ok(()) => (errors::NONE, None),
+        Err((code, message)) => (code, Some(str_bytes(&message))),
+    }
+}
+
+fn duplicate_resource() -> AlterError {
+    (errors::INVALID_REQUEST, "Each resource must appear at most once.".into())
+}
+
+/// Resources named more than once in one request (each of them is refused).
+fn duplicated_resources<'a>(resources: impl Iterator<Item = (i8, &'a StrBytes)>) -> HashSet<(i8, String)> {
+    let mut seen = HashSet::new();
+    let mut duplicated = HashSet::new();
+    for (kind, name) in resources {
+        let key = (kind, name.to_string());
+        if !seen.insert(key.clone()) {
+            duplicated.insert(key);
+        }
+    }
+    duplicated
+}
+
+/// One resource's alteration. `replace`: AlterConfigs (the changes are the
+/// whole new set), else IncrementalAlterConfigs.
+async fn alter(
+    ctx: &BrokerContext,
+    resource_type: i8,
+    name: &str,
+    changes: Vec<Change>,
+    replace: bool,
+    validate_only: bool,
+) -> Result<(), AlterError> {
+    // Checked before the resource, as Kafka's ConfigAdminManager does.
+    let mut names = HashSet::new();
+    if !changes.iter().all(|c| names.insert(c.name.as_str())) {
+        return Err((errors::INVALID_REQUEST, "Error due to duplicate config keys".into()));
+    }
+    let nulls: Vec<&str> =
+        changes.iter().filter(|c| c.op != OP_DELETE && c.value.is_none()).map(|c| c.name.as_str()).collect();
+    if !nulls.is_empty() {
+        return Err((errors::INVALID_REQUEST, format!("Null value not supported for : {}", nulls.join(", "))));
+    }
+    match resource_type {
+        RESOURCE_TOPIC => alter_topic(ctx, name, &changes, replace, validate_only).await,
+        RESOURCE_BROKER => alter_broker(ctx, name, &changes),
+        other => Err((
+            errors::INVALID_REQUEST,
+            format!("Kafgres has no configs to alter for resource type {other} (topics only)"),
+        )),
+    }
+}
+
+async fn alter_topic(
+    ctx: &BrokerContext,
+    name: &str,
+    changes: &[Change],
+    replace: bool,
+    validate_only: bool,
+) -> Result<(), AlterError> {
+    if name.is_empty() {
+        return Err((errors::INVALID_REQUEST, "Default topic resources are not allowed.".into()));
+    }
+    validate_topic_name(name).map_err(|m| (errors::INVALID_TOPIC_EXCEPTION, m))?;
+    // Serialized with creation, deletion and CreatePartitions, which also
+    // replace the registry's topic: no alteration is lost to a race.
+    let _serialized = ctx.topic_creation.lock().await;
+    let topic =
+        ctx.topic(name).ok_or((errors::UNKNOWN_TOPIC_OR_PARTITION, format!("The topic '{name}' does not exist.")))?;
+    let configs = if replace { replaced(changes) } else { incremented(&topic.configs, changes)? };
+    let written: Vec<&str> = changes.iter().filter(|c| c.op != OP_DELETE).map(|c| c.name.as_str()).collect();
+    validate_topic_config_names(written.iter().copied()).map_err(|m| (errors::INVALID_CONFIG, m))?;
+    for name in written {
+        if let Some(value) = configs.get(name) {
+            validate_topic_config_value(name, value).map_err(|m| (errors::INVALID_CONFIG, m))?;
+        }
+    }
+    if validate_only || configs == topic.configs {
+        return Ok(());
+    }
+    ctx.catalog.set_topic_configs(topic.id, configs.clone()).await.map_err(|e| match e {
+        CatalogError::UnknownTopic(_) => {
+            (errors::UNKNOWN_TOPIC_OR_PARTITION, format!("The topic '{name}' does not exist."))
+        }
+        other => (errors::UNKNOWN_SERVER_ERROR, other.to_string()),
+    })?;
+    let altered = topic.with_configs(configs, &ctx.config);
+    ctx.topics.write().unwrap_or_else(|p| p.into_inner()).replace(altered);
+    log::info!("altered the configs of topic {name}");
+    Ok(())
+}
+
+/// AlterConfigs: the request's configs are the new override set.
+fn replaced(changes: &[Change]) -> BTreeMap<String, String> {
+    changes.iter().filter_map(|c| c.value.as_ref().map(|v| (c.name.clone(), v.clone()))).collect()
+}
+
+/// IncrementalAlterConfigs: the current overrides with each change applied.
+fn incremented(current: &BTreeMap<String, String>, changes: &[Change]) -> Result<BTreeMap<String, String>, AlterError> {
+    let mut configs = current.clone();
+    for c in changes {
+        let value = c.value.clone().unwrap_or_default();
+        match c.op {
+            OP_SET => {
+                configs.insert(c.name.clone(), value);
+            }
+            OP_DELETE => {
+                configs.remove(&c.name);
+            }
+            OP_APPEND | OP_SUBTRACT => {
+                let op = if c.op == OP_APPEND { "APPEND" } else { "SUBTRACT" };
+                let Some(def) = topic_config(&c.name).filter(|d| d.kind == ConfigType::List) else {
+                    return Err((
+                        errors::INVALID_CONFIG,
+                        format!("Can't {op} to key {} because its type is not LIST.", c.name),
+                    ));
+                };
+                let mut items = list_items(configs.get(&c.name).map_or(def.default, String::as_str));
+                for item in list_items(&value) {
+                    if c.op == OP_APPEND && !items.contains(&item) {
+                        items.push(item);
+                    } else if c.op == OP_SUBTRACT {
+                        items.retain(|i| *i != item);
+                    }
+                }
+                configs.insert(c.name.clone(), items.join(","));
+            }
+            other => {
+                return Err((errors::INVALID_REQUEST, format!("Unknown alter config operation type {other}")));
+            }
+        }
+    }
+    Ok(configs)
+}
+
+/// The broker's settings are GUCs, read at start: none can change at runtime.
+fn alter_broker(ctx: &BrokerContext, name: &str, changes: &[Change]) -> Result<(), AlterError> {
+    let node_id = ctx.config.node_id.to_string();
+    if !name.is_empty() && name != node_id {
+        return Err((
+            errors::INVALID_REQUEST,
+            format!("Unexpected broker id, expected {node_id} or empty string, but received {name}"),
+        ));
+    }
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = changes.iter().map(|c| c.name.as_str()).collect();
+    Err((
+        errors::INVALID_REQUEST,
+        format!(
+            "Invalid config value for resource ConfigResource(type=BROKER, name='{name}'): Cannot update these \
+             configs dynamically: Set({}) (Kafgres broker settings are the kafgres.* PostgreSQL settings)",
+            names.join(", ")
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(name: &str, op: i8, value: Option<&str>) -> Change {
+        Change { name: name.into(), op, value: value.map(str::to_owned) }
+    }
+
+    #[test]
+    fn incremental_operations_apply_in_order() {
+        let mut current = BTreeMap::new();
+        current.insert("retention.ms".to_owned(), "1000".to_owned());
+        current.insert("segment.ms".to_owned(), "5000".to_owned());
+        let changes = [
+            change("retention.ms", OP_SET, Some("2000")),
+            change("segment.ms", OP_DELETE, None),
+            change("cleanup.policy", OP_APPEND, Some("compact")),
+            change("leader.replication.throttled.replicas", OP_APPEND, Some("0:1,1:1")),
+        ];
+        let configs = incremented(&current, &changes).expect("valid");
+        let expected: BTreeMap<String, String> = [
+            ("cleanup.policy", "delete,compact"),
+            ("leader.replication.throttled.replicas", "0:1,1:1"),
+            ("retention.ms", "2000"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        assert_eq!(configs, expected);
+        let configs = incremented(&configs, &[change("cleanup.policy", OP_SUBTRACT, Some("delete"))]).expect("ok");
+        assert_eq!(configs["cleanup.policy"], "compact");
+    }
+
+    #[test]
+    fn append_to_a_non_list_config_and_unknown_operations_are_refused() {
+        let current = BTreeMap::new();
+        let e = incremented(&current, &[change("retention.ms", OP_APPEND, Some("1"))]).unwrap_err();
+        assert_eq!(
+            e,
+            (errors::INVALID_CONFIG, "Can't APPEND to key retention.ms because its type is not LIST.".into())
+        );
+        let e = incremented(&current, &[change("retention.ms", 9, Some("1"))]).unwrap_err();
+        assert_eq!(e.0, errors::INVALID_REQUEST);
+    }
+}

@@ -1,0 +1,126 @@
+//! DescribeLogDirs: the broker's one log directory (`kafgres.log_dir`) with
+//! every partition in it, each with the bytes its files take. There are no
+//! replicas being moved, so the offset lag is 0 and no partition is a future
+//! one. From v4 the directory's total and usable bytes (statvfs).
+
+use std::path::Path;
+
+use kafka_protocol::messages::describe_log_dirs_response::{
+    DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
+};
+use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
+
+use super::{str_bytes, topic_name};
+use crate::errors;
+use crate::server::BrokerContext;
+use crate::topics::partition_dir;
+
+/// Total and usable bytes are in the response from v4 (KIP-827).
+const SPACE_VERSION_MIN: i16 = 4;
+
+pub async fn handle(ctx: &BrokerContext, version: i16, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
+    // (topic, partitions) to describe: null asks for every partition of every
+    // topic; partitions that do not exist are left out, as in Kafka.
+    let wanted: Vec<(String, Vec<i32>)> = match request.topics {
+        None => ctx
+            .topics
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .all()
+            .iter()
+            .map(|t| (t.name.clone(), (0..t.partitions.len() as i32).collect()))
+            .collect(),
+        Some(topics) => topics
+            .into_iter()
+            .filter_map(|t| {
+                let topic = ctx.topic(&t.topic.0)?;
+                let partitions: Vec<i32> = t.partitions.into_iter().filter(|p| topic.partition(*p).is_some()).collect();
+                Some((topic.name.clone(), partitions))
+            })
+            .collect(),
+    };
+    let log_dir = ctx.config.log_dir.clone();
+    // Sizes and space come from the file system: off the async workers.
+    let measured = tokio::task::spawn_blocking(move || {
+        let sizes: Vec<(String, Vec<(i32, i64)>)> = wanted
+            .into_iter()
+            .map(|(topic, partitions)| {
+                let sizes =
+                    partitions.iter().map(|p| (*p, directory_bytes(&partition_dir(&log_dir, &topic, *p)))).collect();
+                (topic, sizes)
+            })
+            .collect();
+        (sizes, disk_space(&log_dir))
+    })
+    .await;
+    let mut response = DescribeLogDirsResponse::default();
+    let mut result = DescribeLogDirsResult::default();
+    result.log_dir = str_bytes(&ctx.config.log_dir.display().to_string());
+    match measured {
+        Ok((sizes, space)) => {
+            result.topics = sizes
+                .into_iter()
+                .filter(|(_, partitions)| !partitions.is_empty())
+                .map(|(topic, partitions)| {
+                    let mut t = DescribeLogDirsTopic::default();
+                    t.name = topic_name(&topic);
+                    t.partitions = partitions
+                        .into_iter()
+                        .map(|(index, size)| {
+                            let mut p = DescribeLogDirsPartition::default();
+                            p.partition_index = index;
+                            p.partition_size = size;
+                            p.offset_lag = 0;
+                            p.is_future_key = false;
+                            p
+                        })
+                        .collect();
+                    t
+                })
+                .collect();
+            if version >= SPACE_VERSION_MIN {
+                if let Some((total, usable)) = space {
+                    result.total_bytes = total;
+                    result.usable_bytes = usable;
+                }
+            }
+        }
+        Err(e) => {
+            log::error!("DescribeLogDirs task failed: {e}");
+            result.error_code = errors::KAFKA_STORAGE_ERROR;
+        }
+    }
+    response.results.push(result);
+    response
+}
+
+/// The bytes of the files directly in `dir` (a partition directory has no
+/// sub-directories); 0 if it cannot be read.
+fn directory_bytes(dir: &Path) -> i64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|e| e.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len() as i64)
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// (total, usable) bytes of the file system holding `dir`, as Kafka reports
+/// them (`getTotalSpace`, `getUsableSpace`: blocks available to unprivileged
+/// users).
+fn disk_space(dir: &Path) -> Option<(i64, i64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is a NUL-terminated string and `stat` a valid out-pointer.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
+        return None;
+    }
+    let block = stat.f_frsize as u128;
+    let clamp = |blocks: u128| i64::try_from(blocks * block).unwrap_or(i64::MAX);
+    Some((clamp(stat.f_blocks as u128), clamp(stat.f_bavail as u128)))
+}

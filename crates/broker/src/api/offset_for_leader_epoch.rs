@@ -1,0 +1,60 @@
+//! OffsetForLeaderEpoch: the end offset of a leader epoch, which clients use
+//! to detect log truncation after a leader change (the Java consumer's
+//! position validation, librdkafka after it sees a new epoch).
+//!
+//! This broker is the only leader there has ever been, at epoch 0 (Metadata
+//! reports 0 and every stored batch is stamped 0), so the answer is Kafka's
+//! for a log whose epoch cache holds one entry, epoch 0 from the start:
+//! epoch 0 ends at the log end; an undefined epoch (-1) or a later one is
+//! unknown (-1, -1); an earlier one ends where epoch 0 starts. Consumers
+//! (replica id -1, and every request before v3) get the high watermark as the
+//! log end: they can never have read past it.
+
+use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
+use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
+
+use crate::errors;
+use crate::server::BrokerContext;
+
+/// The one leader epoch of every partition.
+pub const LEADER_EPOCH: i32 = 0;
+/// Kafka's `UNDEFINED_EPOCH` and `UNDEFINED_EPOCH_OFFSET`.
+const UNDEFINED_EPOCH: i32 = -1;
+const UNDEFINED_EPOCH_OFFSET: i64 = -1;
+
+pub fn handle(ctx: &BrokerContext, version: i16, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse {
+    let consumer = version < 3 || request.replica_id.0 < 0;
+    let mut response = OffsetForLeaderEpochResponse::default();
+    for t in request.topics {
+        let topic = ctx.topic(&t.topic.0);
+        let mut out = OffsetForLeaderTopicResult::default();
+        out.topic = t.topic.clone();
+        for p in t.partitions {
+            let mut result = EpochEndOffset::default();
+            result.partition = p.partition;
+            result.leader_epoch = UNDEFINED_EPOCH;
+            result.end_offset = UNDEFINED_EPOCH_OFFSET;
+            match topic.as_ref().and_then(|t| t.partition(p.partition)) {
+                None => result.error_code = errors::UNKNOWN_TOPIC_OR_PARTITION,
+                // The client's idea of the current epoch is checked first.
+                Some(_) if p.current_leader_epoch > LEADER_EPOCH => result.error_code = errors::UNKNOWN_LEADER_EPOCH,
+                Some(_) if p.current_leader_epoch != UNDEFINED_EPOCH && p.current_leader_epoch < LEADER_EPOCH => {
+                    result.error_code = errors::FENCED_LEADER_EPOCH
+                }
+                Some(partition) => {
+                    let (epoch, end) = match p.leader_epoch {
+                        LEADER_EPOCH if consumer => (LEADER_EPOCH, partition.high_watermark().offset),
+                        LEADER_EPOCH => (LEADER_EPOCH, partition.log_end_offset()),
+                        e if e < UNDEFINED_EPOCH => (e, partition.log_start_offset()),
+                        _ => (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET),
+                    };
+                    result.leader_epoch = epoch;
+                    result.end_offset = end;
+                }
+            }
+            out.partitions.push(result);
+        }
+        response.topics.push(out);
+    }
+    response
+}
