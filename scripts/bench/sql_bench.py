@@ -9,6 +9,10 @@ Kafka side, all in this one process so the clocks agree:
   send.batch          kafgres.send_batch() of --batch values per transaction: records/s
   send.visible        commit-to-visible latency: COMMIT returning -> a long-polling
                       consumer receiving the record (p50/p99/max, one record at a time)
+  send.wal_retention  WAL the `kafgres` slot retains (current WAL position minus its
+                      restart_lsn) sampled every 0.5 s during --retention-seconds of
+                      send_batch() load from two sessions: max and last, with the WAL
+                      rate, so "bounded" is a number, not a claim
   consume.throughput  kafgres.consume(max_records => --consume-batch), COMMIT per call: records/s
   consume.latency     producer ack (acks=all) -> kafgres.consume(wait => ...) returning
                       the record (p50/p99/max, one record at a time); also from the
@@ -42,7 +46,10 @@ import psycopg
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-FIGURES = ["send.single_tx", "send.multi_tx", "send.batch", "send.visible", "consume.throughput", "consume.latency"]
+FIGURES = [
+    "send.single_tx", "send.multi_tx", "send.batch", "send.visible", "send.wal_retention",
+    "consume.throughput", "consume.latency",
+]
 
 
 def read_env(path: Path) -> dict[str, str]:
@@ -193,6 +200,44 @@ class Bench:
             consumer.close()
         emit_latency("send.visible", latencies, measured="commit_return_to_consumer_poll")
 
+    def send_wal_retention(self) -> None:
+        topic = self.topic("retention", partitions=self.args.partitions)
+        value = "x" * self.args.value_bytes
+        stop = threading.Event()
+
+        def load() -> None:
+            with psycopg.connect(self.conninfo) as conn:
+                while not stop.is_set():
+                    conn.execute("select kafgres.send_batch(%s, array_fill(%s::text, array[%s]))",
+                                 (topic, value, self.args.batch))
+                    conn.commit()
+
+        loaders = [threading.Thread(target=load, daemon=True) for _ in range(2)]
+        sample = ("select pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint, pg_current_wal_lsn()::text "
+                  "from pg_replication_slots where slot_name = 'kafgres'")
+        first_lsn = self.admin_conn.execute("select pg_current_wal_lsn()::text").fetchone()[0]
+        for t in loaders:
+            t.start()
+        retained: list[int] = []
+        started = time.perf_counter()
+        try:
+            while time.perf_counter() - started < self.args.retention_seconds:
+                time.sleep(0.5)
+                row = self.admin_conn.execute(sample).fetchone()
+                if row is None:
+                    raise SystemExit("send.wal_retention: no slot named kafgres")
+                retained.append(int(row[0]))
+        finally:
+            stop.set()
+            for t in loaders:
+                t.join(30)
+        elapsed = time.perf_counter() - started
+        wal = self.admin_conn.execute("select pg_wal_lsn_diff(pg_current_wal_lsn(), %s::pg_lsn)::bigint",
+                                      (first_lsn,)).fetchone()[0]
+        emit("send.wal_retention", max_mb=max(retained) / 1e6, last_mb=retained[-1] / 1e6,
+             median_mb=statistics.median(retained) / 1e6, wal_mb_per_s=wal / 1e6 / elapsed,
+             samples=len(retained), seconds=elapsed)
+
     # --- consume -----------------------------------------------------------------------------
 
     def produce(self, topic: str, count: int, partitions: int) -> None:
@@ -288,6 +333,7 @@ def main() -> None:
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--per-tx", type=int, default=100, help="sends per transaction for send.multi_tx")
     parser.add_argument("--batch", type=int, default=1000, help="values per send_batch() call")
+    parser.add_argument("--retention-seconds", type=float, default=30.0, help="load duration for send.wal_retention")
     parser.add_argument("--consume-records", type=int, default=200000)
     parser.add_argument("--consume-batch", type=int, default=500, help="max_records per consume() call")
     parser.add_argument("--only", nargs="+", choices=FIGURES, help="run only these figures")
@@ -299,6 +345,7 @@ def main() -> None:
         "send.multi_tx": bench.send_multi_tx,
         "send.batch": bench.send_batch,
         "send.visible": bench.send_visible,
+        "send.wal_retention": bench.send_wal_retention,
         "consume.throughput": bench.consume_throughput,
         "consume.latency": bench.consume_latency,
     }

@@ -35,8 +35,9 @@ pub const SLOT_ADVANCE_INTERVAL: Duration = Duration::from_secs(10);
 /// How far the slot's restart point may trail its confirmed point before the
 /// worker logs a running-transactions record to let it move.
 const RESTART_LAG_BYTES_MAX: u64 = 16 << 20;
-/// At most one such record per this interval.
-const RUNNING_XACTS_INTERVAL: Duration = Duration::from_secs(1);
+/// At most one such record per this interval (a few hundred bytes of WAL and
+/// one scan of the proc array each).
+const RUNNING_XACTS_INTERVAL: Duration = Duration::from_millis(200);
 
 type RoundResult = (SqlApplier, Vec<CommittedTxn>, Result<ApplyReport, ApplyError>);
 
@@ -168,7 +169,7 @@ impl SqlPipeline {
     /// 15 seconds and at checkpoints; under steady sends that let the slot
     /// retain 30 to 50 seconds of WAL. When the restart point trails by more
     /// than [`RESTART_LAG_BYTES_MAX`], the worker logs one itself (at most
-    /// once a second), as the bgwriter would.
+    /// every [`RUNNING_XACTS_INTERVAL`]), as the bgwriter would.
     fn let_restart_point_move(&mut self) {
         if self.last_running_xacts.elapsed() < RUNNING_XACTS_INTERVAL {
             return;
