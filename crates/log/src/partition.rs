@@ -305,7 +305,7 @@ impl PartitionLog {
             return Err(e);
         }
         for (h, _) in &stamped {
-            self.producers.record(h);
+            self.producers.record_at(h, now_ms);
         }
         Ok(AppendResult { base_offset, last_offset: offset - 1, end: self.end_position() })
     }

@@ -54,6 +54,11 @@ pub struct ProducerEntry {
     pub epoch: i16,
     /// Oldest first.
     pub batches: VecDeque<BatchMetadata>,
+    /// The partition's clock when this producer last appended (or when the
+    /// log was opened, for state rebuilt from disk): what expiry measures.
+    /// Not the batches' own timestamps, which a producer may set to any time
+    /// (replaying old events must not expire it at once). Not persisted.
+    pub last_seen_ms: i64,
 }
 
 impl ProducerEntry {
@@ -157,13 +162,20 @@ impl ProducerStateMap {
     /// A newer epoch replaces the producer's batches; control batches
     /// (transaction markers, later) only move the epoch.
     pub fn record(&mut self, header: &BatchHeader) {
+        self.record_at(header, 0)
+    }
+
+    /// [`ProducerStateMap::record`] at the partition's clock `now_ms`.
+    pub fn record_at(&mut self, header: &BatchHeader, now_ms: i64) {
         if header.producer_id < 0 {
             return;
         }
-        let entry = self
-            .producers
-            .entry(header.producer_id)
-            .or_insert_with(|| ProducerEntry { epoch: header.producer_epoch, batches: VecDeque::new() });
+        let entry = self.producers.entry(header.producer_id).or_insert_with(|| ProducerEntry {
+            epoch: header.producer_epoch,
+            batches: VecDeque::new(),
+            last_seen_ms: now_ms,
+        });
+        entry.last_seen_ms = entry.last_seen_ms.max(now_ms);
         if entry.epoch != header.producer_epoch {
             entry.epoch = header.producer_epoch;
             entry.batches.clear();
@@ -192,16 +204,23 @@ impl ProducerStateMap {
         });
     }
 
-    /// Forgets producers whose newest batch is older than `idle_ms_max`
-    /// (Kafka's `producer.id.expiration.ms`): without it the state grows
-    /// with every producer that ever wrote. An expired producer that comes
-    /// back starts afresh, as in Kafka. Producers without batches stay.
-    /// Returns how many were forgotten.
+    /// Forgets producers that have not appended for `idle_ms_max` (Kafka's
+    /// `producer.id.expiration.ms`): without it the state grows with every
+    /// producer that ever wrote. An expired producer that comes back starts
+    /// afresh, as in Kafka. Returns how many were forgotten.
     pub fn expire_idle(&mut self, now_ms: i64, idle_ms_max: i64) -> usize {
         let before = self.producers.len();
         let oldest_kept = now_ms.saturating_sub(idle_ms_max);
-        self.producers.retain(|_, e| e.batches.back().is_none_or(|b| b.timestamp_ms >= oldest_kept));
+        self.producers.retain(|_, e| e.last_seen_ms >= oldest_kept);
         before - self.producers.len()
+    }
+
+    /// Marks every producer as seen at `now_ms` (state just rebuilt from disk,
+    /// whose last-seen times are not persisted).
+    pub fn mark_all_seen(&mut self, now_ms: i64) {
+        for entry in self.producers.values_mut() {
+            entry.last_seen_ms = entry.last_seen_ms.max(now_ms);
+        }
     }
 
     pub fn encode_snapshot(&self, offset: i64) -> Vec<u8> {
@@ -261,7 +280,7 @@ impl ProducerStateMap {
                     timestamp_ms: i64::from_be_bytes(r.array()?),
                 });
             }
-            map.producers.insert(id, ProducerEntry { epoch, batches });
+            map.producers.insert(id, ProducerEntry { epoch, batches, last_seen_ms: 0 });
         }
         if !r.0.is_empty() {
             return Err("trailing bytes".into());

@@ -168,6 +168,7 @@ impl PartitionLog {
             scanned += 1;
             producers.record(h);
         })?;
+        producers.mark_all_seen(self.clock_ms);
         self.producers = producers;
         report.producer_batches_scanned = scanned;
         self.producers.evict_below(self.log_start_offset);
