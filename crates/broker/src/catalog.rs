@@ -93,6 +93,10 @@ pub trait Catalog: Send + Sync + 'static {
     /// the given partitions (OffsetDelete).
     fn delete_offsets(&self, group_id: String, partitions: Option<Vec<(String, i32)>>) -> CatalogFuture<()>;
 
+    /// Reads one group's committed offsets as stored: after a failed write the
+    /// coordinator reloads them, so its view matches what is durable.
+    fn load_group_offsets(&self, group_id: String) -> CatalogFuture<Vec<CommittedOffset>>;
+
     /// Durably reserves `count` producer ids (InitProducerId) and returns the
     /// first: the block is `first..first + count`, never handed out again,
     /// even after a restart.
@@ -105,6 +109,8 @@ pub struct MemoryCatalog {
     topics: Mutex<BTreeMap<String, TopicRecord>>,
     offsets: Mutex<BTreeMap<(String, String, i32), CommittedOffset>>,
     next_producer_id: Mutex<i64>,
+    /// Tests: offset commits fail while set (a database error).
+    failing_commits: std::sync::atomic::AtomicBool,
 }
 
 impl MemoryCatalog {
@@ -114,6 +120,11 @@ impl MemoryCatalog {
 
     pub fn offsets(&self) -> Vec<CommittedOffset> {
         self.offsets.lock().map(|o| o.values().cloned().collect()).unwrap_or_default()
+    }
+
+    /// Makes offset commits fail (or succeed again), as a failing database would.
+    pub fn set_failing_commits(&self, failing: bool) {
+        self.failing_commits.store(failing, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Everything a restarted broker would load.
@@ -172,12 +183,24 @@ impl Catalog for MemoryCatalog {
 
     fn commit_offsets(&self, committed: Vec<CommittedOffset>) -> CatalogFuture<()> {
         ready((|| {
+            if self.failing_commits.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(CatalogError::Failed("offset commits are failing (test switch)".into()));
+            }
             let mut offsets = self.offsets.lock().map_err(|_| CatalogError::Failed("poisoned".into()))?;
             for o in committed {
                 offsets.insert((o.group_id.clone(), o.topic.clone(), o.partition), o);
             }
             Ok(())
         })())
+    }
+
+    fn load_group_offsets(&self, group_id: String) -> CatalogFuture<Vec<CommittedOffset>> {
+        ready(
+            self.offsets
+                .lock()
+                .map(|o| o.values().filter(|c| c.group_id == group_id).cloned().collect())
+                .map_err(|_| CatalogError::Failed("poisoned".into())),
+        )
     }
 
     fn allocate_producer_ids(&self, count: i64) -> CatalogFuture<i64> {

@@ -141,6 +141,23 @@ impl GroupService {
         );
     }
 
+    /// Replaces a group's offsets in the in-memory view with what the catalog
+    /// holds (after a failed write left the view ahead of it).
+    pub fn replace_group_offsets(&self, group_id: &str, offsets: Vec<StoredOffset>) {
+        let rows = offsets
+            .into_iter()
+            .map(|o| CommittedOffset {
+                topic: o.topic,
+                partition: o.partition,
+                offset: o.offset,
+                leader_epoch: o.leader_epoch,
+                metadata: o.metadata.unwrap_or_default(),
+                commit_timestamp_ms: o.commit_timestamp_ms,
+            })
+            .collect();
+        self.lock().coordinator.replace_group_offsets(crate::now_ms(), group_id, rows);
+    }
+
     /// Read-only access (OffsetFetch, ListGroups, DescribeGroups).
     pub fn read<R>(&self, f: impl FnOnce(&GroupCoordinator) -> R) -> R {
         f(&self.lock().coordinator)

@@ -32,8 +32,11 @@ const INSERT_TOPIC: &str = "INSERT INTO kafgres.topics (topic_id, name, partitio
 const DELETE_TOPIC: &str = "WITH gone AS (DELETE FROM kafgres.topics WHERE topic_id = $1::uuid RETURNING name), \
      offsets AS (DELETE FROM kafgres.consumer_offsets o USING gone WHERE o.topic = gone.name) \
      SELECT 1 FROM gone";
+// All groups' offsets (startup), or one group's ($1 not NULL: reloaded after
+// a failed write).
 const LOAD_OFFSETS: &str = "SELECT group_id, topic, partition, committed_offset, leader_epoch, metadata, \
-     (extract(epoch FROM committed_at) * 1000)::bigint FROM kafgres.consumer_offsets";
+     (extract(epoch FROM committed_at) * 1000)::bigint FROM kafgres.consumer_offsets \
+     WHERE $1::text IS NULL OR group_id = $1";
 // One statement for a whole batch of commits, whatever its size.
 const UPSERT_OFFSETS: &str = "INSERT INTO kafgres.consumer_offsets AS o \
      (group_id, topic, partition, committed_offset, leader_epoch, metadata, committed_at) \
@@ -71,7 +74,7 @@ impl CatalogPlans {
                 set_partition_count: client.prepare_mut(SET_PARTITION_COUNT, &[text, int4])?.keep(),
                 set_topic_configs: client.prepare_mut(SET_TOPIC_CONFIGS, &[text, text])?.keep(),
                 cluster_id: client.prepare(CLUSTER_ID, &[])?.keep(),
-                load_offsets: client.prepare(LOAD_OFFSETS, &[])?.keep(),
+                load_offsets: client.prepare(LOAD_OFFSETS, &[text])?.keep(),
                 upsert_offsets: client
                     .prepare_mut(
                         UPSERT_OFFSETS,
@@ -171,9 +174,10 @@ impl CatalogPlans {
         .map_err(|e| format!("updating the configs of topic {topic_id}: {e}"))
     }
 
-    pub fn load_offsets(&self) -> Result<Vec<CommittedOffset>, String> {
+    /// Every group's committed offsets, or only `group`'s.
+    pub fn load_offsets(&self, group: Option<&str>) -> Result<Vec<CommittedOffset>, String> {
         Spi::connect(|client| {
-            let rows = client.select(&self.load_offsets, None, &[])?;
+            let rows = client.select(&self.load_offsets, None, &[group.into()])?;
             let mut offsets = Vec::new();
             for row in rows {
                 offsets.push(CommittedOffset {

@@ -45,6 +45,11 @@ pub enum ControlRequest {
         partitions: Option<Vec<(String, i32)>>,
         reply: oneshot::Sender<Result<(), CatalogError>>,
     },
+    /// Reads one group's committed offsets back (after a failed write).
+    LoadGroupOffsets {
+        group_id: String,
+        reply: oneshot::Sender<Result<Vec<CommittedOffset>, CatalogError>>,
+    },
     /// Reserves `count` producer ids; replies with the first.
     AllocateProducerIds {
         count: i64,
@@ -156,6 +161,10 @@ impl Catalog for ControlPlaneCatalog {
 
     fn delete_offsets(&self, group_id: String, partitions: Option<Vec<(String, i32)>>) -> CatalogFuture<()> {
         self.call(move |reply| ControlRequest::DeleteOffsets { group_id, partitions, reply })
+    }
+
+    fn load_group_offsets(&self, group_id: String) -> CatalogFuture<Vec<CommittedOffset>> {
+        self.call(move |reply| ControlRequest::LoadGroupOffsets { group_id, reply })
     }
 
     fn allocate_producer_ids(&self, count: i64) -> CatalogFuture<i64> {

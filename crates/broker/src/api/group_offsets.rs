@@ -66,6 +66,7 @@ pub async fn offset_commit(ctx: &BrokerContext, version: i16, req: OffsetCommitR
             Ok(()) => answer.topics,
             Err(e) => {
                 log::warn!("storing offsets of group {} failed: {e}", request.group_id);
+                reload_group_offsets(ctx, &request.group_id).await;
                 group::OffsetCommitResponse::all(&request, COORDINATOR_NOT_AVAILABLE).topics
             }
         };
@@ -210,4 +211,18 @@ pub async fn offset_delete(ctx: &BrokerContext, _version: i16, req: OffsetDelete
         })
         .collect();
     response
+}
+
+/// After a failed write the coordinator's view holds offsets the catalog does
+/// not: read the group's rows back so OffsetFetch answers what is durable.
+/// If that read fails too, the view stays ahead until the broker restarts
+/// (and says so in the log).
+async fn reload_group_offsets(ctx: &BrokerContext, group_id: &str) {
+    match ctx.catalog.load_group_offsets(group_id.to_string()).await {
+        Ok(rows) => ctx.groups.replace_group_offsets(group_id, rows),
+        Err(e) => log::error!(
+            "reloading the offsets of group {group_id} failed too ({e}); OffsetFetch may answer offsets \
+             that are not stored until the broker restarts"
+        ),
+    }
 }

@@ -57,7 +57,7 @@ impl TestBroker {
     /// does at boot, and how the tests restart a broker.
     pub async fn start_on(dir: TempDir, catalog: Arc<MemoryCatalog>) -> TestBroker {
         let config = BrokerConfig::for_tests(dir.path().to_path_buf());
-        let broker = Broker::start(config, catalog.clone(), catalog.topics()).await.expect("broker starts");
+        let broker = Broker::start(config, catalog.clone(), catalog.snapshot()).await.expect("broker starts");
         TestBroker { dir, catalog, broker }
     }
 

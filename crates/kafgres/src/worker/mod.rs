@@ -141,7 +141,7 @@ fn load_catalog(wait: &WaitSet, database: &str) -> Option<(CatalogPlans, Catalog
     loop {
         let loaded = run_in_transaction(|| {
             let plans = CatalogPlans::prepare()?;
-            let snapshot = CatalogSnapshot { topics: plans.load_topics()?, offsets: plans.load_offsets()? };
+            let snapshot = CatalogSnapshot { topics: plans.load_topics()?, offsets: plans.load_offsets(None)? };
             let cluster_id = plans.cluster_id()?;
             Ok((plans, snapshot, cluster_id))
         });
@@ -310,6 +310,10 @@ fn serve_one(plans: &CatalogPlans, request: ControlRequest) {
             let _ = reply.send(result.map_err(failed));
         }
         ControlRequest::CommitOffsets { offsets, reply } => store_offset_batch(plans, vec![(offsets, reply)]),
+        ControlRequest::LoadGroupOffsets { group_id, reply } => {
+            let result = run_in_transaction(|| plans.load_offsets(Some(&group_id)));
+            let _ = reply.send(result.map_err(failed));
+        }
         ControlRequest::AllocateProducerIds { count, reply } => {
             let result = run_in_transaction(|| plans.allocate_producer_ids(count));
             let _ = reply.send(result.map_err(failed));
