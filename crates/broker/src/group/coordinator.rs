@@ -134,6 +134,11 @@ impl GroupCoordinator {
                 self.collect(&key.group_id);
                 continue;
             }
+            if action == TimerAction::ExpireOffsets {
+                self.expire_offsets(now_ms, &key.group_id, &mut effects);
+                self.touch(now_ms, &key.group_id);
+                continue;
+            }
             let (mut ctx, groups) = self.split(now_ms, &mut effects);
             if let Some(group) = groups.get_mut(&key.group_id) {
                 rebalance::on_timer(&mut ctx, group, &key.kind, action);
@@ -160,8 +165,18 @@ impl GroupCoordinator {
     }
 
     /// After any change to a group: an Empty group holding nothing is
-    /// collected after `empty_group_retention_ms`; any other keeps no such timer.
+    /// collected after `empty_group_retention_ms`; any other keeps no such
+    /// timer. An Empty group holding offsets gets a timer for the first of
+    /// them to expire.
     pub(super) fn touch(&mut self, now_ms: i64, group_id: &str) {
+        let expiry_key = TimerKey { group_id: group_id.to_string(), kind: TimerKind::ExpireOffsets };
+        match self.groups.get(group_id).and_then(|g| g.offsets_expire_at(self.config.offsets_retention_ms)) {
+            Some(at_ms) => {
+                self.timers.cancel(&expiry_key);
+                self.timers.schedule(expiry_key, at_ms.max(now_ms), TimerAction::ExpireOffsets);
+            }
+            None => self.timers.cancel(&expiry_key),
+        }
         let key = TimerKey { group_id: group_id.to_string(), kind: TimerKind::Collect };
         match self.groups.get(group_id) {
             Some(group) if group.is_collectable() => {
@@ -172,6 +187,17 @@ impl GroupCoordinator {
             }
             Some(_) => self.timers.cancel(&key),
             None => self.timers.cancel_group(group_id),
+        }
+    }
+
+    /// Drops the offsets of an Empty group that are past retention (KIP-211)
+    /// and asks the broker to delete their rows.
+    fn expire_offsets(&mut self, now_ms: i64, group_id: &str, effects: &mut Vec<Effect>) {
+        let retention = self.config.offsets_retention_ms;
+        let Some(group) = self.groups.get_mut(group_id) else { return };
+        let expired = group.take_expired_offsets(now_ms, retention);
+        if !expired.is_empty() {
+            effects.push(Effect::DeleteOffsets { group_id: group_id.to_string(), partitions: expired });
         }
     }
 

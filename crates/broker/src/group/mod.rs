@@ -60,9 +60,14 @@
 //! - A parked request of a member that is removed is answered
 //!   (UNKNOWN_MEMBER_ID) instead of being left to the client's request timeout.
 //! - Ties in protocol votes go to the leader's preference order (Kafka: hash order).
-//! - Offset retention (`offsets.retention.minutes`) is not implemented yet; an
-//!   Empty group with no offsets is collected `empty_group_retention_ms` after
-//!   it became collectable (Kafka: at the next 10-minute cleanup run).
+//! - Offset retention (`offsets.retention.minutes`, KIP-211): an Empty group
+//!   that had members loses all its offsets `offsets_retention_ms` after it
+//!   became Empty; a group that never had members (simple commits, SQL
+//!   consumers) loses each offset that long after its commit. Kafka checks at
+//!   a 10-minute interval; here a timer fires at the exact time. Offsets of
+//!   topics a live group no longer subscribes to are not expired (Kafka does).
+//!   An Empty group with no offsets is collected `empty_group_retention_ms`
+//!   after it became collectable (Kafka: at the next cleanup run).
 
 mod admin;
 mod coordinator;
@@ -118,6 +123,8 @@ pub struct GroupConfig {
     /// How long an Empty group without members, pending members or offsets
     /// stays listed (Kafka: up to `offsets.retention.check.interval.ms`, 600000).
     pub empty_group_retention_ms: i64,
+    /// `offsets.retention.minutes` (Kafka: 7 days) in milliseconds.
+    pub offsets_retention_ms: i64,
 }
 
 impl Default for GroupConfig {
@@ -130,6 +137,7 @@ impl Default for GroupConfig {
             new_member_join_timeout_ms: 300_000,
             offset_metadata_max_bytes: 4096,
             empty_group_retention_ms: 600_000,
+            offsets_retention_ms: 7 * 24 * 3_600_000,
         }
     }
 }

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use bytes::Bytes;
 
 use super::codes;
-use super::types::{GroupState, JoinGroupMember, Protocol, Ticket};
+use super::types::{GroupState, JoinGroupMember, Protocol, Ticket, TopicPartition};
 
 /// The protocol type of Kafka consumers.
 pub(super) const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
@@ -129,6 +129,44 @@ impl Group {
 
     pub fn leader_or_empty(&self) -> String {
         self.leader_id.clone().unwrap_or_default()
+    }
+
+    /// When the first of this group's offsets expires (KIP-211), if it is an
+    /// Empty group holding offsets: a group that had members (it has a
+    /// protocol type) loses them all `retention_ms` after it became Empty, a
+    /// group that never had members loses each `retention_ms` after its commit.
+    pub fn offsets_expire_at(&self, retention_ms: i64) -> Option<i64> {
+        if self.state != GroupState::Empty || !self.members.is_empty() || self.offsets.is_empty() {
+            return None;
+        }
+        let base = if self.protocol_type.is_some() {
+            self.state_since_ms
+        } else {
+            self.offsets.values().flat_map(|p| p.values()).map(|v| v.commit_timestamp_ms).min()?
+        };
+        Some(base.saturating_add(retention_ms.max(0)))
+    }
+
+    /// Removes and returns the offsets past retention at `now_ms`.
+    pub fn take_expired_offsets(&mut self, now_ms: i64, retention_ms: i64) -> Vec<TopicPartition> {
+        if self.state != GroupState::Empty || !self.members.is_empty() {
+            return Vec::new();
+        }
+        let group_expired = self.protocol_type.is_some() && now_ms >= self.state_since_ms.saturating_add(retention_ms);
+        let mut expired = Vec::new();
+        for (topic, partitions) in self.offsets.iter_mut() {
+            partitions.retain(|&partition, value| {
+                let gone = group_expired
+                    || (self.protocol_type.is_none()
+                        && now_ms >= value.commit_timestamp_ms.saturating_add(retention_ms));
+                if gone {
+                    expired.push(TopicPartition { topic: topic.clone(), partition });
+                }
+                !gone
+            });
+        }
+        self.offsets.retain(|_, partitions| !partitions.is_empty());
+        expired
     }
 
     /// Nothing left to keep: no members, no pending members, no offsets.

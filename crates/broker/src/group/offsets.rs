@@ -188,6 +188,7 @@ impl GroupCoordinator {
     /// Loads stored offsets (broker startup): each `(group id, offset)` row
     /// goes into the view, creating Empty groups as Kafka does on replay.
     pub fn load_offsets(&mut self, now_ms: i64, rows: impl IntoIterator<Item = (String, CommittedOffset)>) {
+        let mut loaded = std::collections::BTreeSet::new();
         for (group_id, row) in rows {
             let group = self.groups.entry(group_id.clone()).or_insert_with(|| Group::new(&group_id, now_ms));
             let value = OffsetValue {
@@ -197,6 +198,10 @@ impl GroupCoordinator {
                 commit_timestamp_ms: row.commit_timestamp_ms,
             };
             group.offsets.entry(row.topic).or_default().insert(row.partition, value);
+            loaded.insert(group_id);
+        }
+        for group_id in loaded {
+            self.touch(now_ms, &group_id);
         }
     }
 

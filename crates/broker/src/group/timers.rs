@@ -18,6 +18,7 @@ pub(super) enum TimerKind {
     Join,
     Sync,
     Collect,
+    ExpireOffsets,
     Session(String),
 }
 
@@ -33,6 +34,8 @@ pub(super) enum TimerAction {
     ExpireSession,
     /// Remove the group if it is still empty and holds nothing.
     CollectGroup,
+    /// Drop the offsets of an Empty group past `offsets.retention.minutes`.
+    ExpireOffsets,
 }
 
 #[derive(Debug, Default)]

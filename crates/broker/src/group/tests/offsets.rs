@@ -239,7 +239,8 @@ fn deleted_topics_are_forgotten() {
     h.c.offset_commit(h.now, &request);
     let only_t = OffsetCommitRequest { group_id: "only-t".into(), ..commit(-1, "", &[(0, 1)]) };
     h.c.offset_commit(h.now, &only_t);
-    assert_eq!(h.c.next_deadline(), None);
+    // Only the offsets' retention is pending.
+    assert_eq!(h.c.next_deadline(), Some(h.now + h.c.config().offsets_retention_ms));
 
     let effects = h.c.forget_topic(h.now, "t");
     assert_eq!(fetch(&h, &[0])[0].offset, -1);
@@ -248,4 +249,54 @@ fn deleted_topics_are_forgotten() {
     // "only-t" holds nothing any more: it will be collected.
     let collect_at = h.now + h.c.config().empty_group_retention_ms;
     assert_eq!(effects, [Effect::ScheduleDeadline { at_ms: collect_at }]);
+}
+
+#[test]
+fn offsets_of_a_group_that_had_members_expire_after_it_stays_empty_for_the_retention() {
+    let config = GroupConfig { offsets_retention_ms: 60_000, ..GroupConfig::default() };
+    let mut h = H::with_config(config);
+    let (members, generation) = h.stable_group(1);
+    let member = members[0].clone();
+    let (response, _) = h.c.offset_commit(h.now, &commit(generation, &member, &[(0, 5), (1, 7)]));
+    assert_eq!(errors(&response), [codes::NONE, codes::NONE]);
+    // A live group keeps its offsets however old they get.
+    for _ in 0..24 {
+        h.advance(5_000);
+        assert_eq!(h.heartbeat(&member, generation), codes::NONE);
+    }
+    assert_eq!(fetch(&h, &[0])[0].offset, 5);
+    // It empties: the retention counts from then, for every offset at once.
+    h.leave(&[(&member, None)]);
+    assert_eq!(h.state(), Some(GroupState::Empty));
+    h.advance(59_000);
+    assert_eq!(fetch(&h, &[0, 1]).iter().map(|f| f.offset).collect::<Vec<_>>(), [5, 7]);
+    h.effects.clear();
+    h.advance(1_000);
+    assert_eq!(fetch(&h, &[0, 1]).iter().map(|f| f.offset).collect::<Vec<_>>(), [-1, -1]);
+    let deleted: Vec<&Effect> = h.effects.iter().filter(|e| matches!(e, Effect::DeleteOffsets { .. })).collect();
+    assert_eq!(deleted.len(), 1, "{:?}", h.effects);
+    if let Effect::DeleteOffsets { group_id, partitions } = deleted[0] {
+        assert_eq!(group_id, GROUP);
+        assert_eq!(partitions.len(), 2);
+    }
+    // Nothing left: the group is then collected.
+    h.advance(h.c.config().empty_group_retention_ms);
+    assert_eq!(h.state(), None);
+}
+
+#[test]
+fn simple_commits_expire_one_by_one_from_their_commit_time() {
+    let config = GroupConfig { offsets_retention_ms: 60_000, ..GroupConfig::default() };
+    let mut h = H::with_config(config);
+    h.c.offset_commit(h.now, &commit(-1, "", &[(0, 1)]));
+    h.advance(30_000);
+    h.c.offset_commit(h.now, &commit(-1, "", &[(1, 2)]));
+    h.advance(30_000);
+    assert_eq!(fetch(&h, &[0, 1]).iter().map(|f| f.offset).collect::<Vec<_>>(), [-1, 2]);
+    // A fresh commit restarts that partition's clock.
+    h.c.offset_commit(h.now, &commit(-1, "", &[(1, 3)]));
+    h.advance(59_000);
+    assert_eq!(fetch(&h, &[1])[0].offset, 3);
+    h.advance(1_000);
+    assert_eq!(fetch(&h, &[1])[0].offset, -1);
 }
