@@ -76,3 +76,32 @@ async fn lookup_by_timestamp() {
     }
     broker.broker.shutdown().await;
 }
+
+/// Inside compressed batches the answers are exact, as in Kafka (which
+/// decompresses): max timestamp (-3) names the record with the largest
+/// timestamp, not its batch's first offset, and a lookup by time finds the
+/// record inside the batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compressed_batches_are_looked_into() {
+    use kafgres_wire::batch::build::{encode_compressed_batch, ProducerStamp};
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "zipped", 1).await;
+    // Offsets 0..4 at base + 0, 1, 2, 3; then offsets 4..8 at base + 10, 13, 11, 12.
+    let first = records("a", 4);
+    let mut second = records("b", 4);
+    for (r, ts) in second.iter_mut().zip([10, 13, 11, 12]) {
+        r.timestamp_ms = TIMESTAMP_BASE_MS + ts;
+    }
+    for (codec, batch) in [(1u8, &first), (4u8, &second)] {
+        let bytes = encode_compressed_batch(batch, ProducerStamp::NONE, codec);
+        assert_eq!(produce(&mut client, 9, "zipped", 0, -1, bytes).await.error_code, 0);
+    }
+    let max = list_offset(&mut client, 7, "zipped", 0, -3).await;
+    assert_eq!((max.error_code, max.offset, max.timestamp), (0, 5, TIMESTAMP_BASE_MS + 13));
+    let at_2 = list_offset(&mut client, 7, "zipped", 0, TIMESTAMP_BASE_MS + 2).await;
+    assert_eq!((at_2.offset, at_2.timestamp), (2, TIMESTAMP_BASE_MS + 2));
+    let at_12 = list_offset(&mut client, 7, "zipped", 0, TIMESTAMP_BASE_MS + 12).await;
+    assert_eq!((at_12.offset, at_12.timestamp), (5, TIMESTAMP_BASE_MS + 13), "the first record at or after it");
+    broker.broker.shutdown().await;
+}

@@ -395,7 +395,27 @@ pub fn record_timestamps(batch: &[u8]) -> Option<Vec<(i32, i64)>> {
     if header.compression() != 0 || batch.len() < header.total_bytes() {
         return None;
     }
-    let mut buf = &batch[BATCH_HEADER_BYTES..header.total_bytes()];
+    timestamps_of_records(&header, &batch[BATCH_HEADER_BYTES..header.total_bytes()])
+}
+
+/// [`record_timestamps`] for any batch: a compressed one is decompressed
+/// (under `limit`) to reach its records. `None` if the batch does not parse.
+pub fn record_timestamps_decompressing(batch: &[u8], limit: DecompressLimit) -> Option<Vec<(i32, i64)>> {
+    let header = BatchHeader::parse(batch).ok()?;
+    if batch.len() < header.total_bytes() {
+        return None;
+    }
+    let body = &batch[BATCH_HEADER_BYTES..header.total_bytes()];
+    if header.compression() == 0 {
+        return timestamps_of_records(&header, body);
+    }
+    let records = compression::decompress(header.compression(), body, limit).ok()?;
+    timestamps_of_records(&header, &records)
+}
+
+/// (offset delta, timestamp) of each record in an uncompressed records section.
+fn timestamps_of_records(header: &BatchHeader, records: &[u8]) -> Option<Vec<(i32, i64)>> {
+    let mut buf = records;
     let mut out = Vec::with_capacity(header.records_count.clamp(0, 1 << 16) as usize);
     for _ in 0..header.records_count {
         let len = read_varint(&mut buf)?;

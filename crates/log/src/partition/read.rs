@@ -114,13 +114,9 @@ impl PartitionLog {
                 {
                     return true;
                 }
-                let candidate = if header.base_offset >= self.log_start_offset {
-                    first_record_at_or_after(header, bytes, header.max_timestamp, self.log_start_offset)
-                } else {
-                    // The batch straddles the log start: only its records at
-                    // or after it count.
-                    max_record_from(header, bytes, self.log_start_offset)
-                };
+                // Only records at or after the log start count (a batch may
+                // straddle it).
+                let candidate = max_record_from(header, bytes, self.log_start_offset);
                 if let Some(c) = candidate.filter(|c| best.is_none_or(|(_, ts)| c.1 > ts)) {
                     best = Some(c);
                 }
@@ -159,32 +155,40 @@ impl PartitionLog {
     }
 }
 
+/// The most a compressed batch may inflate to while looking for a record by
+/// timestamp (a batch is at most `message.max.bytes`; this bounds a hostile one).
+const TIMESTAMP_LOOKUP_DECOMPRESS_LIMIT: kafgres_wire::batch::DecompressLimit =
+    kafgres_wire::batch::DecompressLimit { bytes_max: 256 << 20 };
+
+/// (offset, timestamp) of each record of `batch`, decompressing it if needed.
+fn records_of(header: &BatchHeader, batch: &[u8]) -> Option<Vec<(i64, i64)>> {
+    let records = kafgres_wire::batch::record_timestamps_decompressing(batch, TIMESTAMP_LOOKUP_DECOMPRESS_LIMIT)?;
+    Some(records.into_iter().map(|(delta, ts)| (header.base_offset + i64::from(delta), ts)).collect())
+}
+
 /// The first record of `batch` at or after `timestamp_ms` with an offset at
-/// or after `min_offset`. A compressed batch (records not decoded) stands
-/// for itself: its first offset at or after `min_offset` and its max
-/// timestamp.
+/// or after `min_offset` (a compressed batch is decompressed to find it, as
+/// Kafka does). A batch whose records cannot be read stands for itself: its
+/// first offset at or after `min_offset` and its max timestamp.
 fn first_record_at_or_after(
     header: &BatchHeader,
     batch: &[u8],
     timestamp_ms: i64,
     min_offset: i64,
 ) -> Option<(i64, i64)> {
-    match kafgres_wire::batch::record_timestamps(batch) {
-        Some(records) => records
-            .into_iter()
-            .map(|(delta, ts)| (header.base_offset + i64::from(delta), ts))
-            .find(|&(offset, ts)| ts >= timestamp_ms && offset >= min_offset),
+    match records_of(header, batch) {
+        Some(records) => records.into_iter().find(|&(offset, ts)| ts >= timestamp_ms && offset >= min_offset),
         None => Some((header.base_offset.max(min_offset), header.max_timestamp)),
     }
 }
 
 /// The earliest record with the largest timestamp among those of `batch` at
-/// or after `min_offset` (a compressed batch stands for itself).
+/// or after `min_offset` (a batch whose records cannot be read stands for
+/// itself).
 fn max_record_from(header: &BatchHeader, batch: &[u8], min_offset: i64) -> Option<(i64, i64)> {
-    match kafgres_wire::batch::record_timestamps(batch) {
+    match records_of(header, batch) {
         Some(records) => records
             .into_iter()
-            .map(|(delta, ts)| (header.base_offset + i64::from(delta), ts))
             .filter(|&(offset, _)| offset >= min_offset)
             .fold(None, |best: Option<(i64, i64)>, r| if best.is_none_or(|b| r.1 > b.1) { Some(r) } else { best }),
         None => Some((header.base_offset.max(min_offset), header.max_timestamp)),
