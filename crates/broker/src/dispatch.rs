@@ -192,9 +192,15 @@ async fn route(
     }
 }
 
+/// Length prefix, correlation id and an empty tagged-field section.
+const RESPONSE_HEADER_BYTES_MAX: usize = 4 + 4 + 1;
+
 /// Encodes a response frame: length prefix, header, body.
 fn respond<R: Encodable>(key: ApiKey, version: i16, correlation_id: i32, body: &R) -> Outcome {
-    let mut out = BytesMut::with_capacity(256);
+    // Sized up front: a Fetch answer of tens of megabytes would otherwise be
+    // copied again at every doubling of the buffer.
+    let body_bytes = body.compute_size(version).unwrap_or(0);
+    let mut out = BytesMut::with_capacity(RESPONSE_HEADER_BYTES_MAX + body_bytes);
     out.put_i32(0);
     put_response_header(&mut out, correlation_id, response_header_version(key, version));
     if let Err(e) = body.encode(&mut out, version) {
