@@ -132,6 +132,10 @@ async fn route(
             let req = decode!(DescribeLogDirsRequest);
             respond(key, v, c, &api::describe_log_dirs::handle(ctx, v, req).await)
         }
+        ApiKey::DescribeTopicPartitions => {
+            let req = decode!(DescribeTopicPartitionsRequest);
+            respond(key, v, c, &api::describe_topic_partitions::handle(ctx, req))
+        }
         ApiKey::OffsetForLeaderEpoch => {
             let req = decode!(OffsetForLeaderEpochRequest);
             respond(key, v, c, &api::offset_for_leader_epoch::handle(ctx, v, req))

@@ -296,3 +296,53 @@ async fn retention_by_time_deletes_expired_segments() {
     assert!(earliest < 30, "the active segment stays");
     broker.broker.shutdown().await;
 }
+
+/// DescribeTopicPartitions pages: every topic in name order when none is
+/// named, unknown names answered UNKNOWN_TOPIC_OR_PARTITION, and a partition
+/// limit that cuts a topic gives a cursor the next request resumes from.
+#[tokio::test]
+async fn describe_topic_partitions_pages_with_a_cursor() {
+    use kafka_protocol::messages::describe_topic_partitions_request::{Cursor, TopicRequest};
+    use kafka_protocol::messages::DescribeTopicPartitionsRequest;
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "pages-b", 3).await;
+    create_topic(&mut client, "pages-a", 2).await;
+
+    let all = client.call(0, &DescribeTopicPartitionsRequest::default().with_response_partition_limit(100)).await;
+    let listed: Vec<(String, usize)> = all
+        .topics
+        .iter()
+        .map(|t| (t.name.as_ref().map(|n| n.to_string()).unwrap_or_default(), t.partitions.len()))
+        .collect();
+    assert_eq!(listed, [("pages-a".to_string(), 2), ("pages-b".to_string(), 3)]);
+    assert!(all.next_cursor.is_none());
+
+    let request = DescribeTopicPartitionsRequest::default()
+        .with_topics(vec![
+            TopicRequest::default().with_name(name("pages-b")),
+            TopicRequest::default().with_name(name("nope")),
+            TopicRequest::default().with_name(name("pages-a")),
+        ])
+        .with_response_partition_limit(3);
+    let first = client.call(0, &request).await;
+    let codes: Vec<i16> = first.topics.iter().map(|t| t.error_code).collect();
+    assert_eq!(codes, [3, 0, 0], "in name order: nope, pages-a, pages-b");
+    let counts: Vec<usize> = first.topics.iter().map(|t| t.partitions.len()).collect();
+    assert_eq!(counts, [0, 2, 1], "three partitions in all, pages-b cut after its first");
+    let cursor = first.next_cursor.clone().expect("a cursor");
+    assert_eq!((cursor.topic_name.to_string(), cursor.partition_index), ("pages-b".to_string(), 1));
+
+    let rest = client
+        .call(
+            0,
+            &request.clone().with_cursor(Some(
+                Cursor::default().with_topic_name(cursor.topic_name).with_partition_index(cursor.partition_index),
+            )),
+        )
+        .await;
+    assert_eq!(rest.topics.len(), 1);
+    let indexes: Vec<i32> = rest.topics[0].partitions.iter().map(|p| p.partition_index).collect();
+    assert_eq!(indexes, [1, 2]);
+    assert!(rest.next_cursor.is_none());
+}

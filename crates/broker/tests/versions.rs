@@ -76,6 +76,17 @@ async fn exchange(
                 .await?;
             check(r.results[0].error_code == 0 && !r.results[0].configs.is_empty(), format!("{:?}", r.results[0]))
         }
+        ApiKey::DescribeTopicPartitions => {
+            use kafka_protocol::messages::describe_topic_partitions_request::TopicRequest;
+            let request = kafka_protocol::messages::DescribeTopicPartitionsRequest::default()
+                .with_topics(vec![TopicRequest::default().with_name(common::name("swept"))])
+                .with_response_partition_limit(2000);
+            let r = client.try_call(version, &request).await?;
+            check(
+                r.topics.len() == 1 && r.topics[0].error_code == 0 && !r.topics[0].partitions.is_empty(),
+                format!("{r:?}"),
+            )
+        }
         ApiKey::DescribeCluster => {
             let request = kafka_protocol::messages::DescribeClusterRequest::default().with_endpoint_type(1);
             let r = client.try_call(version, &request).await?;
@@ -384,6 +395,7 @@ async fn every_served_version_answers() {
         DeleteGroups,
         DeleteRecords,
         InitProducerId,
+        DescribeTopicPartitions,
     ];
     for key in order {
         let api = SERVED_APIS.iter().find(|a| a.key == key).expect("served");

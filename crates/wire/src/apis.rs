@@ -69,6 +69,7 @@ pub const SERVED_APIS: &[ServedApi] = &[
     api(ApiKey::AlterConfigs, 0, 2),
     api(ApiKey::DescribeLogDirs, 1, 4),
     api(ApiKey::OffsetForLeaderEpoch, 2, 4),
+    api(ApiKey::DescribeTopicPartitions, 0, 0),
 ];
 
 /// What dispatch should do with a request's API key and version.
