@@ -55,8 +55,19 @@ pub async fn serve_connection(
                 return;
             }
         };
-        let mut frame = BytesMut::zeroed(len);
-        match tokio::time::timeout(idle, reader.read_exact(&mut frame)).await {
+        // Filled straight from the socket buffer: no zeroing of a buffer
+        // that is about to be overwritten (a produce can be megabytes).
+        let mut frame = BytesMut::with_capacity(len);
+        let body = async {
+            while frame.len() < len {
+                let wanted = (len - frame.len()) as u64;
+                if (&mut reader).take(wanted).read_buf(&mut frame).await? == 0 {
+                    return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+                }
+            }
+            Ok(())
+        };
+        match tokio::time::timeout(idle, body).await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {
                 log::info!("connection from {peer} closed mid-request ({len} bytes expected): {e}");
