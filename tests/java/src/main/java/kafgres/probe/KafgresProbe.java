@@ -29,7 +29,8 @@ public final class KafgresProbe {
             "produce-consume", (bootstrap, name) -> ProduceConsumeScenario.run(bootstrap, name, true),
             "produce-consume-plain", (bootstrap, name) -> ProduceConsumeScenario.run(bootstrap, name, false),
             "group-resume", GroupResumeScenario::run,
-            "compression", CompressionScenario::run);
+            "compression", CompressionScenario::run,
+            "cooperative", CooperativeScenario::run);
 
     private KafgresProbe() {}
 
