@@ -14,9 +14,15 @@ use tokio::sync::watch;
 
 use std::sync::atomic::Ordering;
 
+use std::os::fd::AsRawFd;
+
+use tokio::io::Interest;
+use tokio::net::tcp::OwnedWriteHalf;
+
 use crate::dispatch::{handle_frame, Outcome};
 use crate::metrics::{BrokerMetrics, ConnectionEntry};
 use crate::server::BrokerContext;
+use crate::splice::ResponsePart;
 
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 const PRODUCE_KEY: i16 = 0;
@@ -86,6 +92,14 @@ pub async fn serve_connection(
                     return;
                 }
             }
+            Outcome::RespondParts(parts) => {
+                let bytes_out: usize = parts.iter().map(ResponsePart::len).sum();
+                entry.record_request((FRAME_LEN_BYTES + len) as u64, bytes_out as u64);
+                if let Err(e) = write_parts(&mut writer, parts).await {
+                    log::info!("closing connection from {peer}: sending a response failed: {e}");
+                    return;
+                }
+            }
             Outcome::NoResponse => entry.record_request((FRAME_LEN_BYTES + len) as u64, 0),
             Outcome::Close(reason) => {
                 log::warn!("closing connection from {peer}: {reason}");
@@ -93,6 +107,73 @@ pub async fn serve_connection(
             }
         }
     }
+}
+
+/// Writes a response's parts in order: bytes with write, file ranges with
+/// sendfile (the kernel copies page cache to socket; nothing passes through
+/// user space). A range that ends early (the file shrank) fails the response:
+/// its length prefix is already sent, so the connection must close.
+async fn write_parts(writer: &mut OwnedWriteHalf, parts: Vec<ResponsePart>) -> std::io::Result<()> {
+    // Corked while the parts go out, so the small header and the file data
+    // leave in full segments instead of a tiny packet first (the socket is
+    // TCP_NODELAY); uncorking sends the rest at once.
+    let fd = AsRef::<tokio::net::TcpStream>::as_ref(writer).as_raw_fd();
+    set_cork(fd, true);
+    let result = write_parts_corked(writer, parts).await;
+    set_cork(fd, false);
+    result
+}
+
+fn set_cork(fd: std::os::fd::RawFd, on: bool) {
+    let value: libc::c_int = on.into();
+    // SAFETY: a plain setsockopt on an open socket; failure only costs packets.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CORK,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+async fn write_parts_corked(writer: &mut OwnedWriteHalf, parts: Vec<ResponsePart>) -> std::io::Result<()> {
+    for part in parts {
+        match part {
+            ResponsePart::Bytes(bytes) => writer.write_all(&bytes).await?,
+            ResponsePart::File(range) => {
+                let Some(file) = range.file.as_ref().and_then(|f| f.as_std_file()) else {
+                    return Err(std::io::Error::other("a file range without an OS file"));
+                };
+                let socket: &tokio::net::TcpStream = writer.as_ref();
+                let mut offset = range.position as libc::off_t;
+                let end = offset + range.len as libc::off_t;
+                while offset < end {
+                    let want = (end - offset) as usize;
+                    let sent = socket
+                        .async_io(Interest::WRITABLE, || {
+                            // SAFETY: both descriptors are open for the call
+                            // (the stream and the Arc'd file are borrowed).
+                            let n = unsafe { libc::sendfile(socket.as_raw_fd(), file.as_raw_fd(), &mut offset, want) };
+                            if n < 0 {
+                                Err(std::io::Error::last_os_error())
+                            } else {
+                                Ok(n as usize)
+                            }
+                        })
+                        .await?;
+                    if sent == 0 {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::UnexpectedEof,
+                            format!("{} ended before the range being sent", range.path.display()),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Counts a request by API and, on a connection's first request, records the

@@ -23,6 +23,9 @@ use crate::server::BrokerContext;
 pub enum Outcome {
     /// Send these bytes (length prefix included).
     Respond(Bytes),
+    /// Send these parts in order (length prefix in the first): bytes, and
+    /// file ranges sent with sendfile.
+    RespondParts(Vec<crate::splice::ResponsePart>),
     /// Send nothing (Produce with acks=0).
     NoResponse,
     /// Close the connection, logging the reason.
@@ -94,7 +97,8 @@ async fn route(
         }
         ApiKey::Fetch => {
             let req = decode!(FetchRequest);
-            respond(key, v, c, &api::fetch::handle(ctx, v, req).await)
+            let (response, ranges) = api::fetch::handle(ctx, v, req).await;
+            respond_spliced(key, v, c, &response, ranges)
         }
         ApiKey::ListOffsets => {
             let req = decode!(ListOffsetsRequest);
@@ -193,6 +197,36 @@ async fn route(
             respond(key, v, c, &api::group_admin::delete_groups(ctx, v, req).await)
         }
         other => Outcome::Close(format!("{other:?} is in the served table but has no handler")),
+    }
+}
+
+/// Encodes a response whose body refers to file ranges (Fetch): the parts
+/// to send, the ranges left in place of their placeholders.
+fn respond_spliced<R: Encodable>(
+    key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body: &R,
+    ranges: crate::splice::FileRanges,
+) -> Outcome {
+    if ranges.is_empty() {
+        return respond(key, version, correlation_id, body);
+    }
+    let mut out = crate::splice::SpliceBuf::new(RESPONSE_HEADER_BYTES_MAX + 4096, ranges);
+    out.put_i32(0);
+    let mut header = BytesMut::with_capacity(RESPONSE_HEADER_BYTES_MAX);
+    put_response_header(&mut header, correlation_id, response_header_version(key, version));
+    out.put_slice(&header);
+    if let Err(e) = body.encode(&mut out, version) {
+        return Outcome::Close(format!("cannot encode {key:?} v{version} response: {e}"));
+    }
+    let len = (kafka_protocol::protocol::buf::ByteBufMut::offset(&out) - 4) as i32;
+    if let Err(e) = out.patch_i32(0, len) {
+        return Outcome::Close(format!("cannot frame {key:?} v{version} response: {e}"));
+    }
+    match out.finish() {
+        Ok(parts) => Outcome::RespondParts(parts),
+        Err(e) => Outcome::Close(format!("cannot encode {key:?} v{version} response: {e}")),
     }
 }
 

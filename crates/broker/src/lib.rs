@@ -29,6 +29,7 @@ pub mod metrics;
 pub mod partition;
 pub mod producer_ids;
 pub mod server;
+pub mod splice;
 pub mod sql_bridge;
 pub mod topic_config;
 pub mod topics;

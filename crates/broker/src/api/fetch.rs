@@ -19,6 +19,7 @@ use super::topic_name;
 use crate::errors;
 use crate::partition::{FetchWaiter, Partition};
 use crate::server::BrokerContext;
+use crate::splice::FileRanges;
 use kafgres_log::LogError;
 
 /// Caps on what one fetch may ask for, whatever the client says.
@@ -32,7 +33,9 @@ struct Wanted {
     partition_bytes_max: i32,
 }
 
-pub async fn handle(ctx: &BrokerContext, version: i16, request: FetchRequest) -> FetchResponse {
+/// The response and the file ranges its placeholders stand for (see
+/// [`crate::splice`]): encode it with `SpliceBuf`.
+pub async fn handle(ctx: &BrokerContext, version: i16, request: FetchRequest) -> (FetchResponse, FileRanges) {
     let by_id = version >= 13;
     let mut response = FetchResponse::default();
     let mut wanted = Vec::new();
@@ -73,22 +76,23 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: FetchRequest) ->
     let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
     let min_bytes = request.min_bytes.max(0) as usize;
     let max_bytes = if request.max_bytes <= 0 { i32::MAX as usize } else { request.max_bytes as usize };
+    let mut ranges = FileRanges::default();
     loop {
-        let (partitions, total, any_error) = read_all(&wanted, &topic_known, max_bytes, by_id);
+        let (partitions, total, any_error) = read_all(&wanted, &topic_known, max_bytes, by_id, &mut ranges);
         let timed_out = tokio::time::Instant::now() >= deadline;
         if total >= min_bytes.max(1) || any_error || timed_out || wait_ms == 0 {
             for (topic_index, data) in partitions {
                 response.responses[topic_index].partitions.push(data);
             }
-            return response;
+            return (response, ranges);
         }
         if tokio::time::timeout_at(deadline, waiter.notified()).await.is_err() {
             // Deadline: answer with whatever is there now (usually nothing).
-            let (partitions, _, _) = read_all(&wanted, &topic_known, max_bytes, by_id);
+            let (partitions, _, _) = read_all(&wanted, &topic_known, max_bytes, by_id, &mut ranges);
             for (topic_index, data) in partitions {
                 response.responses[topic_index].partitions.push(data);
             }
-            return response;
+            return (response, ranges);
         }
     }
 }
@@ -108,7 +112,9 @@ fn read_all(
     topic_known: &[bool],
     max_bytes: usize,
     by_id: bool,
+    ranges: &mut FileRanges,
 ) -> (Vec<(usize, PartitionData)>, usize, bool) {
+    ranges.clear();
     let mut out = Vec::with_capacity(wanted.len());
     let mut total = 0usize;
     let mut any_error = false;
@@ -145,10 +151,18 @@ fn read_all(
                     out.push((w.topic_index, data));
                     continue;
                 }
-                match p.read(w.fetch_offset, budget, total == 0).and_then(|slice| slice.read_to_vec()) {
+                // Sent from the file without copying when it can be; read
+                // into memory otherwise.
+                let records = p.read(w.fetch_offset, budget, total == 0).and_then(|slice| {
+                    match ranges.placeholder(slice.clone()) {
+                        Some(placeholder) => Ok(placeholder),
+                        None => slice.read_to_vec().map(Bytes::from),
+                    }
+                });
+                match records {
                     Ok(bytes) => {
                         total += bytes.len();
-                        data.records = Some(Bytes::from(bytes));
+                        data.records = Some(bytes);
                     }
                     Err(LogError::OffsetOutOfRange { .. }) => {
                         data.error_code = errors::OFFSET_OUT_OF_RANGE;
