@@ -41,10 +41,14 @@ fn an_interrupting_waiter_aborts_a_long_poll_promptly() {
     setup.create_topic("quiet", 1, &[]).unwrap();
     setup.produce("quiet", 0, &records("q", 1)).unwrap();
 
-    let waiter = InterruptAfter { at: Instant::now() + Duration::from_millis(300), waits: 0 };
+    // No interrupt until the long poll below has started (a loaded machine
+    // may take long to connect and answer the first fetch).
+    let waiter = InterruptAfter { at: Instant::now() + Duration::from_secs(3600), waits: 0 };
     let mut client = Client::connect(broker.addr(), "interrupted", waiter).unwrap();
     // Works normally before the interrupt.
     assert_eq!(client.fetch("quiet", 0, 0, 1 << 20, Duration::ZERO).unwrap().records.len(), 1);
+    client.waiter_mut().at = Instant::now() + Duration::from_millis(300);
+    client.waiter_mut().waits = 0;
     let started = Instant::now();
     let err = client.fetch("quiet", 0, 1, 1 << 20, Duration::from_secs(30)).unwrap_err();
     let took = started.elapsed();
