@@ -42,24 +42,24 @@ pub struct GroupService {
     deadline_moved: Notify,
 }
 
+/// A catalog row as the coordinator's view holds it: (group id, offset).
+fn stored_to_view(o: StoredOffset) -> (String, CommittedOffset) {
+    let row = CommittedOffset {
+        topic: o.topic,
+        partition: o.partition,
+        offset: o.offset,
+        leader_epoch: o.leader_epoch,
+        metadata: o.metadata.unwrap_or_default(),
+        commit_timestamp_ms: o.commit_timestamp_ms,
+    };
+    (o.group_id, row)
+}
+
 impl GroupService {
     /// Loads the committed offsets read from the catalog and starts the timer task.
     pub fn start(config: GroupConfig, catalog: Arc<dyn Catalog>, offsets: Vec<StoredOffset>) -> Arc<GroupService> {
         let mut coordinator = GroupCoordinator::new(config);
-        coordinator.load_offsets(
-            crate::now_ms(),
-            offsets.into_iter().map(|o| {
-                let row = CommittedOffset {
-                    topic: o.topic,
-                    partition: o.partition,
-                    offset: o.offset,
-                    leader_epoch: o.leader_epoch,
-                    metadata: o.metadata.unwrap_or_default(),
-                    commit_timestamp_ms: o.commit_timestamp_ms,
-                };
-                (o.group_id, row)
-            }),
-        );
+        coordinator.load_offsets(crate::now_ms(), offsets.into_iter().map(stored_to_view));
         let service = Arc::new(GroupService {
             inner: Mutex::new(Inner { coordinator, parked_joins: HashMap::new(), parked_syncs: HashMap::new() }),
             catalog,
@@ -125,36 +125,13 @@ impl GroupService {
     /// OffsetFetch answers them. Nothing is written.
     pub fn load_committed_offsets(&self, offsets: Vec<StoredOffset>) {
         let mut inner = self.lock();
-        inner.coordinator.load_offsets(
-            crate::now_ms(),
-            offsets.into_iter().map(|o| {
-                let row = CommittedOffset {
-                    topic: o.topic,
-                    partition: o.partition,
-                    offset: o.offset,
-                    leader_epoch: o.leader_epoch,
-                    metadata: o.metadata.unwrap_or_default(),
-                    commit_timestamp_ms: o.commit_timestamp_ms,
-                };
-                (o.group_id, row)
-            }),
-        );
+        inner.coordinator.load_offsets(crate::now_ms(), offsets.into_iter().map(stored_to_view));
     }
 
     /// Replaces a group's offsets in the in-memory view with what the catalog
     /// holds (after a failed write left the view ahead of it).
     pub fn replace_group_offsets(&self, group_id: &str, offsets: Vec<StoredOffset>) {
-        let rows = offsets
-            .into_iter()
-            .map(|o| CommittedOffset {
-                topic: o.topic,
-                partition: o.partition,
-                offset: o.offset,
-                leader_epoch: o.leader_epoch,
-                metadata: o.metadata.unwrap_or_default(),
-                commit_timestamp_ms: o.commit_timestamp_ms,
-            })
-            .collect();
+        let rows = offsets.into_iter().map(|o| stored_to_view(o).1).collect();
         self.lock().coordinator.replace_group_offsets(crate::now_ms(), group_id, rows);
     }
 

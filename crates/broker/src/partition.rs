@@ -52,13 +52,6 @@ impl FetchWaiter {
     }
 }
 
-/// Counters for flush batching (reported by metrics later).
-#[derive(Debug, Default)]
-pub struct FlushStats {
-    pub flushes: AtomicU64,
-    pub flushed_batches: AtomicU64,
-}
-
 pub struct Partition {
     pub topic: String,
     pub index: i32,
@@ -70,7 +63,6 @@ pub struct Partition {
     fetch_waiters: Mutex<Vec<Arc<FetchWaiter>>>,
     appends_since_flush: AtomicU64,
     closed: AtomicBool,
-    pub stats: FlushStats,
     metrics: &'static crate::metrics::BrokerMetrics,
     housekeeping: housekeeping::PartitionHousekeeping,
 }
@@ -130,7 +122,6 @@ impl Partition {
             fetch_waiters: Mutex::new(Vec::new()),
             appends_since_flush: AtomicU64::new(0),
             closed: AtomicBool::new(false),
-            stats: FlushStats::default(),
             metrics,
             housekeeping: housekeeping::PartitionHousekeeping::new(housekeeping, configs),
         });
@@ -332,8 +323,6 @@ impl Partition {
         .await
         .map_err(|e| format!("flush task failed: {e}"))?;
         synced?;
-        self.stats.flushes.fetch_add(1, Ordering::Relaxed);
-        self.stats.flushed_batches.fetch_add(batches, Ordering::Relaxed);
         self.metrics.record_flush(batches, started.elapsed().as_micros().min(u64::MAX as u128) as u64);
         // Visible first, then acknowledged: a producer told "durable" can
         // immediately read its record back.

@@ -58,9 +58,6 @@ thread_local! {
 pub struct Decoded {
     /// One plugin output per message, in commit order.
     pub outputs: Vec<Vec<u8>>,
-    /// Whether it stopped at the flush point (false: a size limit stopped it
-    /// and more WAL is waiting).
-    pub reached_end: bool,
 }
 
 pub struct WalDecoder {
@@ -215,7 +212,6 @@ impl WalDecoder {
     pub fn decode_available(&mut self, output_bytes_max: usize) -> Decoded {
         OUTPUTS.with(|o| o.borrow_mut().clear());
         OUTPUT_BYTES.set(0);
-        let mut reached_end = false;
         unsafe {
             let reader = (*self.ctx).reader;
             if let Some(at) = self.resume_at.take() {
@@ -239,7 +235,6 @@ impl WalDecoder {
                     // The flush point (or a record not wholly flushed yet):
                     // start from the end of the last whole record next time.
                     self.resume_at = Some((*reader).EndRecPtr);
-                    reached_end = true;
                     break;
                 }
                 LogicalDecodingProcessRecord(self.ctx, reader);
@@ -252,7 +247,7 @@ impl WalDecoder {
             }
             pg_sys::MemoryContextSwitchTo(old);
         }
-        Decoded { outputs: OUTPUTS.with(|o| std::mem::take(&mut *o.borrow_mut())), reached_end }
+        Decoded { outputs: OUTPUTS.with(|o| std::mem::take(&mut *o.borrow_mut())) }
     }
 
     /// Tells Postgres everything up to `lsn` is consumed: the slot's WAL and
