@@ -40,6 +40,10 @@ pub struct BrokerConfig {
     /// Kafka's `group.initial.rebalance.delay.ms`: how long a new group waits
     /// for more members before its first rebalance completes.
     pub group_initial_rebalance_delay_ms: i32,
+    /// `group.consumer.session.timeout.ms` (KIP-848 groups).
+    pub group_consumer_session_timeout_ms: i32,
+    /// `group.consumer.heartbeat.interval.ms` (KIP-848 groups).
+    pub group_consumer_heartbeat_interval_ms: i32,
     /// Where the counters and the connection table live (shared memory in
     /// the extension, so SQL can read them).
     pub metrics: &'static crate::metrics::BrokerMetrics,
@@ -65,6 +69,8 @@ impl BrokerConfig {
             segment_bytes_max: 1 << 30,
             // Tests join groups one member at a time; waiting helps nothing.
             group_initial_rebalance_delay_ms: 0,
+            group_consumer_session_timeout_ms: 45_000,
+            group_consumer_heartbeat_interval_ms: 5_000,
             metrics: crate::metrics::BrokerMetrics::leaked(),
         }
     }

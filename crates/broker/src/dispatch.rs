@@ -192,6 +192,18 @@ async fn route(
             let req = decode!(DescribeGroupsRequest);
             respond(key, v, c, &api::group_admin::describe_groups(ctx, v, req))
         }
+        ApiKey::ConsumerGroupHeartbeat => {
+            let req = decode!(ConsumerGroupHeartbeatRequest);
+            let client = api::group_membership::Client {
+                id: header.client_id.clone().unwrap_or_default(),
+                host: format!("/{}", peer.ip()),
+            };
+            respond(key, v, c, &api::consumer_group::heartbeat(ctx, v, req, client))
+        }
+        ApiKey::ConsumerGroupDescribe => {
+            let req = decode!(ConsumerGroupDescribeRequest);
+            respond(key, v, c, &api::consumer_group::describe(ctx, v, req))
+        }
         ApiKey::DeleteGroups => {
             let req = decode!(DeleteGroupsRequest);
             respond(key, v, c, &api::group_admin::delete_groups(ctx, v, req).await)

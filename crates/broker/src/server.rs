@@ -87,6 +87,8 @@ impl Broker {
         let groups = crate::group_service::GroupService::start(
             crate::group::GroupConfig {
                 initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
+                consumer_session_timeout_ms: config.group_consumer_session_timeout_ms,
+                consumer_heartbeat_interval_ms: config.group_consumer_heartbeat_interval_ms,
                 ..crate::group::GroupConfig::default()
             },
             Arc::clone(&catalog),

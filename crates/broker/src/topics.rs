@@ -224,6 +224,23 @@ impl TopicRegistry {
     }
 }
 
+/// The group coordinator reads topic ids and partition counts through this
+/// (under the registry's read lock, taken inside the coordinator's lock: the
+/// registry's holders never wait for the coordinator).
+impl crate::group::TopicLookup for TopicRegistry {
+    fn topic(&self, name: &str) -> Option<(Uuid, i32)> {
+        self.by_name.get(name).map(|t| (t.id, t.partitions.len() as i32))
+    }
+
+    fn topic_name(&self, id: Uuid) -> Option<String> {
+        self.by_id.get(&id).map(|t| t.name.clone())
+    }
+
+    fn topic_names(&self) -> Vec<String> {
+        self.by_name.keys().cloned().collect()
+    }
+}
+
 /// Why a topic name is refused (Kafka's `Topic.validate`).
 pub fn validate_topic_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
@@ -243,6 +260,10 @@ pub fn validate_topic_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> LogError + '_ {
+    move |source| LogError::Io { path: path.to_path_buf(), source }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,8 +278,4 @@ mod tests {
         assert!(validate_topic_name(&"a".repeat(249)).is_ok());
         assert!(validate_topic_name(&"a".repeat(250)).is_err());
     }
-}
-
-fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> LogError + '_ {
-    move |source| LogError::Io { path: path.to_path_buf(), source }
 }

@@ -272,6 +272,28 @@ async fn exchange(
             let r = client.try_call(version, &request).await?;
             check(r.results[0].error_code == 0, format!("{r:?}"))
         }
+        ApiKey::ConsumerGroupHeartbeat => {
+            use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, GroupId};
+            let group = GroupId(StrBytes::from_string(format!("kip848-v{version}")));
+            let request = ConsumerGroupHeartbeatRequest::default()
+                .with_group_id(group)
+                .with_member_id(StrBytes::from_string(format!("member-v{version}")))
+                .with_member_epoch(0)
+                .with_rebalance_timeout_ms(30_000)
+                .with_subscribed_topic_names(Some(vec![common::name("swept")]))
+                .with_topic_partitions(Some(vec![]));
+            let r = client.try_call(version, &request).await?;
+            let assigned = r.assignment.as_ref().map(|a| a.topic_partitions.iter().map(|t| t.partitions.len()).sum());
+            check(r.error_code == 0 && r.member_epoch == 1 && assigned.is_some_and(|n: usize| n >= 1), format!("{r:?}"))
+        }
+        ApiKey::ConsumerGroupDescribe => {
+            use kafka_protocol::messages::{ConsumerGroupDescribeRequest, GroupId};
+            let request = ConsumerGroupDescribeRequest::default()
+                .with_group_ids(vec![GroupId(StrBytes::from_string(format!("kip848-v{version}")))]);
+            let r = client.try_call(version, &request).await?;
+            let g = &r.groups[0];
+            check(g.error_code == 0 && g.group_state.as_str() == "Stable" && g.members.len() == 1, format!("{r:?}"))
+        }
         ApiKey::IncrementalAlterConfigs => {
             use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
             let value = format!("{}", 86_400_000 + i64::from(version));
@@ -396,6 +418,8 @@ async fn every_served_version_answers() {
         DeleteRecords,
         InitProducerId,
         DescribeTopicPartitions,
+        ConsumerGroupHeartbeat,
+        ConsumerGroupDescribe,
     ];
     for key in order {
         let api = SERVED_APIS.iter().find(|a| a.key == key).expect("served");

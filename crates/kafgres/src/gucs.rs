@@ -31,6 +31,8 @@ pub static AUTO_CREATE_TOPICS: GucSetting<bool> = GucSetting::<bool>::new(true);
 pub static DEFAULT_PARTITIONS: GucSetting<i32> = GucSetting::<i32>::new(1);
 pub static SEGMENT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(1 << 30);
 pub static GROUP_INITIAL_REBALANCE_DELAY_MS: GucSetting<i32> = GucSetting::<i32>::new(3000);
+pub static GROUP_CONSUMER_SESSION_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(45_000);
+pub static GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS: GucSetting<i32> = GucSetting::<i32>::new(5_000);
 pub static CONNECTIONS_MAX_IDLE_MS: GucSetting<i32> = GucSetting::<i32>::new(600_000);
 
 pub fn register() {
@@ -177,6 +179,26 @@ pub fn register_group_settings() {
         &GROUP_INITIAL_REBALANCE_DELAY_MS,
         0,
         300_000,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.group_consumer_session_timeout_ms",
+        c"How long a member of a KIP-848 consumer group stays without a heartbeat before it is fenced.",
+        c"Kafka's group.consumer.session.timeout.ms.",
+        &GROUP_CONSUMER_SESSION_TIMEOUT_MS,
+        1_000,
+        3_600_000,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.group_consumer_heartbeat_interval_ms",
+        c"How often members of KIP-848 consumer groups heartbeat (they learn of new assignments then).",
+        c"Kafka's group.consumer.heartbeat.interval.ms.",
+        &GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS,
+        100,
+        600_000,
         GucContext::Postmaster,
         GucFlags::default(),
     );

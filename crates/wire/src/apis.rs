@@ -63,6 +63,8 @@ pub const SERVED_APIS: &[ServedApi] = &[
     api(ApiKey::ListGroups, 0, 5),
     api(ApiKey::DescribeGroups, 0, 5),
     api(ApiKey::DeleteGroups, 0, 2),
+    api(ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    api(ApiKey::ConsumerGroupDescribe, 0, 1),
     api(ApiKey::OffsetDelete, 0, 0),
     api(ApiKey::InitProducerId, 0, 5),
     api(ApiKey::IncrementalAlterConfigs, 0, 1),

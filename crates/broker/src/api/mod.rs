@@ -3,6 +3,7 @@
 
 pub mod alter_configs;
 pub mod api_versions;
+pub mod consumer_group;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_records;

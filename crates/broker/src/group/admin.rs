@@ -5,8 +5,9 @@ use super::coordinator::GroupCoordinator;
 use super::model::Group;
 use super::types::{DescribedGroup, DescribedMember, Effect, GroupState, ListedGroup};
 
-/// The only group type this coordinator runs.
+/// ListGroups' group types (KIP-848).
 const CLASSIC_GROUP_TYPE: &str = "classic";
+const CONSUMER_GROUP_TYPE: &str = "consumer";
 /// DescribeGroups v6+ reports unknown groups as GROUP_ID_NOT_FOUND (KIP-1043).
 const GROUP_ID_NOT_FOUND_VERSION_MIN: i16 = 6;
 
@@ -15,19 +16,17 @@ impl GroupCoordinator {
     /// matches everything (ListGroups v4 states, v5 types).
     pub fn list_groups(&self, states_filter: &[String], types_filter: &[String]) -> Vec<ListedGroup> {
         let states: Vec<String> = states_filter.iter().map(|s| s.trim().to_lowercase()).collect();
-        let type_matches =
-            types_filter.is_empty() || types_filter.iter().any(|t| t.trim().eq_ignore_ascii_case(CLASSIC_GROUP_TYPE));
-        if !type_matches {
-            return Vec::new();
-        }
+        let types: Vec<String> = types_filter.iter().map(|t| t.trim().to_lowercase()).collect();
         self.groups
             .values()
-            .filter(|g| states.is_empty() || states.contains(&g.state.as_str().to_lowercase()))
-            .map(|g| ListedGroup {
+            .map(|g| (g, if g.consumer.is_some() { CONSUMER_GROUP_TYPE } else { CLASSIC_GROUP_TYPE }))
+            .filter(|(g, _)| states.is_empty() || states.contains(&g.state.as_str().to_lowercase()))
+            .filter(|(_, group_type)| types.is_empty() || types.iter().any(|t| t == group_type))
+            .map(|(g, group_type)| ListedGroup {
                 group_id: g.group_id.clone(),
                 protocol_type: g.protocol_type.clone().unwrap_or_default(),
                 state: g.state,
-                group_type: CLASSIC_GROUP_TYPE,
+                group_type,
             })
             .collect()
     }
@@ -38,8 +37,9 @@ impl GroupCoordinator {
         group_ids
             .iter()
             .map(|group_id| match self.groups.get(group_id) {
-                Some(group) => describe(group),
-                None => DescribedGroup {
+                // Consumer-protocol groups are described by ConsumerGroupDescribe.
+                Some(group) if group.consumer.is_none() => describe(group),
+                _ => DescribedGroup {
                     error_code: if api_version >= GROUP_ID_NOT_FOUND_VERSION_MIN {
                         codes::GROUP_ID_NOT_FOUND
                     } else {

@@ -139,6 +139,11 @@ impl GroupCoordinator {
                 self.touch(now_ms, &key.group_id);
                 continue;
             }
+            if matches!(action, TimerAction::FenceConsumerMember | TimerAction::ConsumerRevocationTimeout { .. }) {
+                self.on_consumer_timer(now_ms, &key.group_id, &key.kind, action, &mut effects);
+                self.touch(now_ms, &key.group_id);
+                continue;
+            }
             let (mut ctx, groups) = self.split(now_ms, &mut effects);
             if let Some(group) = groups.get_mut(&key.group_id) {
                 rebalance::on_timer(&mut ctx, group, &key.kind, action);

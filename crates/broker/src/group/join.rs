@@ -49,6 +49,17 @@ impl GroupCoordinator {
             }
             self.groups.insert(request.group_id.clone(), Group::new(&request.group_id, now_ms));
         }
+        if let Some(group) = self.groups.get_mut(&request.group_id) {
+            match group.consumer.as_deref() {
+                // No mixed groups: a classic member cannot join a consumer
+                // group that has members (Kafka can migrate online).
+                Some(cg) if !cg.members.is_empty() => {
+                    return Some(JoinGroupResponse::error(&request.member_id, codes::INCONSISTENT_GROUP_PROTOCOL));
+                }
+                Some(_) => group.become_classic_group(now_ms),
+                None => {}
+            }
+        }
         let (mut ctx, groups) = self.split(now_ms, effects);
         let Some(group) = groups.get_mut(&request.group_id) else {
             return Some(JoinGroupResponse::error(&request.member_id, codes::UNKNOWN_SERVER_ERROR));
@@ -72,7 +83,7 @@ impl GroupCoordinator {
 /// the group's size.
 fn accepts_joining_member(group: &Group, member_id: &str, members_max: usize) -> bool {
     match group.state {
-        GroupState::Empty | GroupState::Dead => true,
+        GroupState::Empty | GroupState::Dead | GroupState::Assigning | GroupState::Reconciling => true,
         GroupState::PreparingRebalance => {
             group.member(member_id).is_some_and(|m| m.awaiting_join()) || group.awaiting_join_count() < members_max
         }
@@ -140,7 +151,9 @@ fn join_existing_member(
         }
         // New metadata, or the leader asking for a rebalance (e.g. topic changes).
         GroupState::CompletingRebalance | GroupState::Stable => update_member(ctx, group, request, ticket),
-        GroupState::Empty | GroupState::Dead => Some(JoinGroupResponse::error(member_id, codes::UNKNOWN_MEMBER_ID)),
+        GroupState::Empty | GroupState::Dead | GroupState::Assigning | GroupState::Reconciling => {
+            Some(JoinGroupResponse::error(member_id, codes::UNKNOWN_MEMBER_ID))
+        }
     }
 }
 

@@ -1,6 +1,8 @@
-//! The classic consumer group coordinator (JoinGroup, SyncGroup, Heartbeat,
-//! LeaveGroup, committed offsets and the group admin APIs) as a pure state
-//! machine, with Apache Kafka 4.x semantics.
+//! The group coordinator as a pure state machine, with Apache Kafka 4.x
+//! semantics: the classic protocol (JoinGroup, SyncGroup, Heartbeat,
+//! LeaveGroup), the consumer protocol of KIP-848 ([`consumer`]:
+//! ConsumerGroupHeartbeat, ConsumerGroupDescribe), committed offsets and the
+//! group admin APIs.
 //!
 //! # Shape
 //!
@@ -70,6 +72,7 @@
 //!   after it became collectable (Kafka: at the next cleanup run).
 
 mod admin;
+pub mod consumer;
 mod coordinator;
 mod join;
 mod model;
@@ -82,6 +85,7 @@ pub mod types;
 #[cfg(test)]
 mod tests;
 
+pub use consumer::types::*;
 pub use coordinator::GroupCoordinator;
 pub use types::*;
 
@@ -95,6 +99,8 @@ pub mod codes {
     pub const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
     pub const INVALID_GROUP_ID: i16 = 24;
     pub const UNKNOWN_MEMBER_ID: i16 = 25;
+    pub const UNSUPPORTED_VERSION: i16 = 35;
+    pub const INVALID_REQUEST: i16 = 42;
     pub const INVALID_SESSION_TIMEOUT: i16 = 26;
     pub const REBALANCE_IN_PROGRESS: i16 = 27;
     pub const NON_EMPTY_GROUP: i16 = 68;
@@ -103,6 +109,11 @@ pub mod codes {
     pub const GROUP_MAX_SIZE_REACHED: i16 = 81;
     pub const FENCED_INSTANCE_ID: i16 = 82;
     pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
+    pub const FENCED_MEMBER_EPOCH: i16 = 110;
+    pub const UNRELEASED_INSTANCE_ID: i16 = 111;
+    pub const UNSUPPORTED_ASSIGNOR: i16 = 112;
+    pub const STALE_MEMBER_EPOCH: i16 = 113;
+    pub const INVALID_REGULAR_EXPRESSION: i16 = 128;
 }
 
 /// Coordinator settings, named after Kafka's broker configs.
@@ -125,6 +136,11 @@ pub struct GroupConfig {
     pub empty_group_retention_ms: i64,
     /// `offsets.retention.minutes` (Kafka: 7 days) in milliseconds.
     pub offsets_retention_ms: i64,
+    /// `group.consumer.session.timeout.ms` (Kafka: 45000): consumer-protocol
+    /// members are fenced this long after their last heartbeat.
+    pub consumer_session_timeout_ms: i32,
+    /// `group.consumer.heartbeat.interval.ms` (Kafka: 5000), told to members.
+    pub consumer_heartbeat_interval_ms: i32,
 }
 
 impl Default for GroupConfig {
@@ -138,6 +154,8 @@ impl Default for GroupConfig {
             offset_metadata_max_bytes: 4096,
             empty_group_retention_ms: 600_000,
             offsets_retention_ms: 7 * 24 * 3_600_000,
+            consumer_session_timeout_ms: 45_000,
+            consumer_heartbeat_interval_ms: 5_000,
         }
     }
 }

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use bytes::Bytes;
 
 use super::codes;
+use super::consumer::model::ConsumerGroup;
 use super::types::{GroupState, JoinGroupMember, Protocol, Ticket, TopicPartition};
 
 /// The protocol type of Kafka consumers.
@@ -88,6 +89,9 @@ pub(super) struct Group {
     /// `None`: unknown (not the consumer protocol, or unparsable metadata).
     pub subscribed_topics: Option<BTreeSet<String>>,
     pub offsets: BTreeMap<String, BTreeMap<i32, OffsetValue>>,
+    /// `Some` for a group of the consumer protocol (KIP-848); its classic
+    /// member fields stay empty.
+    pub consumer: Option<Box<ConsumerGroup>>,
 }
 
 impl Group {
@@ -108,6 +112,7 @@ impl Group {
             new_member_added: false,
             subscribed_topics: None,
             offsets: BTreeMap::new(),
+            consumer: None,
         }
     }
 

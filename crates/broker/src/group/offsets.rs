@@ -6,6 +6,7 @@
 //! in order, before answering (see the module documentation).
 
 use super::codes;
+use super::consumer::model::ConsumerGroup;
 use super::coordinator::GroupCoordinator;
 use super::model::{Group, OffsetValue};
 use super::types::{
@@ -15,6 +16,8 @@ use super::types::{
 
 /// OffsetCommit v9+ reports a missing group as GROUP_ID_NOT_FOUND.
 const GROUP_ID_NOT_FOUND_VERSION_MIN: i16 = 9;
+/// Consumer-protocol members must commit with OffsetCommit v9+.
+const CONSUMER_PROTOCOL_COMMIT_VERSION_MIN: i16 = 9;
 
 impl GroupCoordinator {
     /// Validates and applies a commit. The response must be held until the
@@ -52,6 +55,9 @@ impl GroupCoordinator {
         }
         let (mut ctx, groups) = self.split(now_ms, effects);
         let group = groups.get_mut(&request.group_id).ok_or(codes::UNKNOWN_SERVER_ERROR)?;
+        if let Some(cg) = group.consumer.as_deref() {
+            return validate_consumer_commit(cg, request);
+        }
         if request.generation_id < 0 && group.state == GroupState::Empty {
             return Ok(());
         }
@@ -232,6 +238,22 @@ impl GroupCoordinator {
         self.finish(before, &mut effects);
         effects
     }
+}
+
+/// Kafka's `ConsumerGroup.validateOffsetCommit`: the member's epoch is the
+/// generation; a commit without one is accepted only while no member is in.
+fn validate_consumer_commit(cg: &ConsumerGroup, request: &OffsetCommitRequest) -> Result<(), i16> {
+    if request.generation_id < 0 && cg.members.is_empty() {
+        return Ok(());
+    }
+    let member = cg.members.get(&request.member_id).ok_or(codes::UNKNOWN_MEMBER_ID)?;
+    if request.api_version < CONSUMER_PROTOCOL_COMMIT_VERSION_MIN {
+        return Err(codes::UNSUPPORTED_VERSION);
+    }
+    if request.generation_id != member.member_epoch {
+        return Err(codes::STALE_MEMBER_EPOCH);
+    }
+    Ok(())
 }
 
 fn error_response(error_code: i16) -> OffsetDeleteResponse {

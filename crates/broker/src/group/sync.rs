@@ -75,7 +75,9 @@ impl GroupCoordinator {
                     assignment: member.assignment.clone(),
                 })
             }
-            GroupState::Empty | GroupState::Dead => Some(SyncGroupResponse::error(codes::UNKNOWN_MEMBER_ID)),
+            GroupState::Empty | GroupState::Dead | GroupState::Assigning | GroupState::Reconciling => {
+                Some(SyncGroupResponse::error(codes::UNKNOWN_MEMBER_ID))
+            }
         }
     }
 
@@ -96,7 +98,9 @@ impl GroupCoordinator {
                     match group.state {
                         GroupState::PreparingRebalance => codes::REBALANCE_IN_PROGRESS,
                         GroupState::CompletingRebalance | GroupState::Stable => codes::NONE,
-                        GroupState::Empty | GroupState::Dead => codes::UNKNOWN_MEMBER_ID,
+                        GroupState::Empty | GroupState::Dead | GroupState::Assigning | GroupState::Reconciling => {
+                            codes::UNKNOWN_MEMBER_ID
+                        }
                     }
                 }
             }

@@ -20,6 +20,8 @@ pub(super) enum TimerKind {
     Collect,
     ExpireOffsets,
     Session(String),
+    /// A consumer-protocol member that must revoke partitions.
+    Revocation(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +38,10 @@ pub(super) enum TimerAction {
     CollectGroup,
     /// Drop the offsets of an Empty group past `offsets.retention.minutes`.
     ExpireOffsets,
+    /// A consumer-protocol member's session expired: fence it.
+    FenceConsumerMember,
+    /// A consumer-protocol member did not revoke within its rebalance timeout.
+    ConsumerRevocationTimeout { member_epoch: i32 },
 }
 
 #[derive(Debug, Default)]

@@ -46,6 +46,10 @@ pub enum GroupState {
     CompletingRebalance,
     Stable,
     Dead,
+    /// Consumer protocol: the group epoch is ahead of the target assignment.
+    Assigning,
+    /// Consumer protocol: some member has not reached its target yet.
+    Reconciling,
 }
 
 impl GroupState {
@@ -57,6 +61,8 @@ impl GroupState {
             GroupState::CompletingRebalance => "CompletingRebalance",
             GroupState::Stable => "Stable",
             GroupState::Dead => "Dead",
+            GroupState::Assigning => "Assigning",
+            GroupState::Reconciling => "Reconciling",
         }
     }
 }

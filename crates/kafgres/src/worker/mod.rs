@@ -241,6 +241,8 @@ fn broker_config(cluster_id: String) -> BrokerConfig {
         message_bytes_max: 1_048_588,
         segment_bytes_max: gucs::SEGMENT_BYTES.get() as u64,
         group_initial_rebalance_delay_ms: gucs::GROUP_INITIAL_REBALANCE_DELAY_MS.get(),
+        group_consumer_session_timeout_ms: gucs::GROUP_CONSUMER_SESSION_TIMEOUT_MS.get(),
+        group_consumer_heartbeat_interval_ms: gucs::GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS.get(),
         metrics: crate::shared_metrics::metrics().unwrap_or_else(kafgres_broker::metrics::BrokerMetrics::leaked),
     }
 }

@@ -2,6 +2,7 @@
 //! coordinator, the time and every effect not yet looked at.
 
 mod admin;
+mod consumer_protocol;
 mod deadlines;
 mod join;
 mod offsets;

@@ -30,7 +30,8 @@ public final class KafgresProbe {
             "produce-consume-plain", (bootstrap, name) -> ProduceConsumeScenario.run(bootstrap, name, false),
             "group-resume", GroupResumeScenario::run,
             "compression", CompressionScenario::run,
-            "cooperative", CooperativeScenario::run);
+            "cooperative", CooperativeScenario::run,
+            "consumer-protocol", ConsumerProtocolScenario::run);
 
     private KafgresProbe() {}
 

@@ -1,0 +1,529 @@
+//! ConsumerGroupHeartbeat: join, heartbeat, leave, and the deadlines that
+//! fence members that stop heartbeating or never revoke.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use uuid::Uuid;
+
+use super::assignor::{assign, AssignmentSpec};
+use super::model::{is_subset, ConsumerGroup, ConsumerMember, MemberState, ASSIGNORS};
+use super::reconcile::reconcile;
+use super::types::*;
+use crate::group::codes;
+use crate::group::coordinator::{Ctx, GroupCoordinator};
+use crate::group::model::{Group, CONSUMER_PROTOCOL_TYPE};
+use crate::group::timers::{TimerAction, TimerKind};
+use crate::group::types::{Effect, GroupState};
+
+type Refusal = (i16, String);
+
+fn refuse<T>(code: i16, message: impl Into<String>) -> Result<T, Refusal> {
+    Err((code, message.into()))
+}
+
+/// Kafka's `throwIfConsumerGroupHeartbeatRequestIsInvalid`.
+fn validate(request: &ConsumerHeartbeatRequest) -> Result<(), Refusal> {
+    let empty = |s: &Option<String>| s.as_deref().is_some_and(|s| s.trim().is_empty());
+    if request.group_id.trim().is_empty() {
+        return refuse(codes::INVALID_REQUEST, "GroupId can't be empty.");
+    }
+    if empty(&request.instance_id) {
+        return refuse(codes::INVALID_REQUEST, "InstanceId can't be empty.");
+    }
+    if empty(&request.rack_id) {
+        return refuse(codes::INVALID_REQUEST, "RackId can't be empty.");
+    }
+    let member_id_required = request.api_version >= 1 || request.member_epoch != JOIN_MEMBER_EPOCH;
+    if member_id_required && request.member_id.trim().is_empty() {
+        return refuse(codes::INVALID_REQUEST, "MemberId can't be empty.");
+    }
+    match request.member_epoch {
+        JOIN_MEMBER_EPOCH => {
+            if request.rebalance_timeout_ms == -1 {
+                return refuse(codes::INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.");
+            }
+            if request.owned_partitions.as_ref().is_none_or(|owned| owned.values().any(|p| !p.is_empty())) {
+                return refuse(codes::INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.");
+            }
+            if request.subscribed_topic_names.is_none() && request.subscribed_topic_regex.is_none() {
+                return refuse(
+                    codes::INVALID_REQUEST,
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
+                );
+            }
+        }
+        LEAVE_STATIC_MEMBER_EPOCH if request.instance_id.is_none() => {
+            return refuse(codes::INVALID_REQUEST, "InstanceId can't be null.");
+        }
+        epoch if epoch > 0 || epoch == LEAVE_MEMBER_EPOCH || epoch == LEAVE_STATIC_MEMBER_EPOCH => {}
+        _ => return refuse(codes::INVALID_REQUEST, "MemberEpoch is invalid."),
+    }
+    if let Some(assignor) = &request.server_assignor {
+        if !ASSIGNORS.contains(&assignor.as_str()) {
+            return refuse(
+                codes::UNSUPPORTED_ASSIGNOR,
+                format!("ServerAssignor {assignor} is not supported. Supported assignors: {}.", ASSIGNORS.join(", ")),
+            );
+        }
+    }
+    if let Some(regex) = &request.subscribed_topic_regex {
+        compile(regex).map_err(|e| {
+            (
+                codes::INVALID_REGULAR_EXPRESSION,
+                format!("SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}."),
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Kafka matches the whole topic name.
+fn compile(regex: &str) -> Result<regex::Regex, regex::Error> {
+    regex::Regex::new(&format!("^(?:{regex})$"))
+}
+
+fn resolve_regex(topics: &dyn TopicLookup, regex: &str) -> Vec<String> {
+    match compile(regex) {
+        Ok(re) => topics.topic_names().into_iter().filter(|name| re.is_match(name)).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+impl GroupCoordinator {
+    /// One ConsumerGroupHeartbeat (join, heartbeat or leave).
+    pub fn consumer_group_heartbeat(
+        &mut self,
+        now_ms: i64,
+        request: ConsumerHeartbeatRequest,
+        topics: &dyn TopicLookup,
+    ) -> (ConsumerHeartbeatResponse, Vec<Effect>) {
+        let before = self.next_deadline();
+        let mut effects = Vec::new();
+        let result = validate(&request).and_then(|()| match request.member_epoch {
+            LEAVE_MEMBER_EPOCH | LEAVE_STATIC_MEMBER_EPOCH => self.consumer_leave(now_ms, &request, &mut effects),
+            _ => self.consumer_heartbeat(now_ms, request.clone(), topics, &mut effects),
+        });
+        let response = result.unwrap_or_else(|(code, message)| ConsumerHeartbeatResponse::error(code, message));
+        self.touch(now_ms, &request.group_id);
+        self.finish(before, &mut effects);
+        (response, effects)
+    }
+
+    /// The consumer group `group_id`, created (or converted from an empty
+    /// classic group) when `create` is set.
+    fn consumer_group_mut(&mut self, now_ms: i64, group_id: &str, create: bool) -> Result<&mut Group, Refusal> {
+        if !self.groups.contains_key(group_id) {
+            if !create {
+                return refuse(codes::GROUP_ID_NOT_FOUND, format!("Group {group_id} not found."));
+            }
+            self.groups.insert(group_id.to_string(), Group::new(group_id, now_ms));
+        }
+        let group = self.groups.get_mut(group_id).ok_or((codes::UNKNOWN_SERVER_ERROR, String::new()))?;
+        if group.consumer.is_none() {
+            let empty_classic =
+                group.state == GroupState::Empty && group.members.is_empty() && group.pending_join.is_empty();
+            if !(create && empty_classic) {
+                return refuse(codes::GROUP_ID_NOT_FOUND, format!("Group {group_id} is not a consumer group."));
+            }
+            group.become_consumer_group(now_ms);
+        }
+        Ok(group)
+    }
+
+    fn consumer_heartbeat(
+        &mut self,
+        now_ms: i64,
+        mut request: ConsumerHeartbeatRequest,
+        topics: &dyn TopicLookup,
+        effects: &mut Vec<Effect>,
+    ) -> Result<ConsumerHeartbeatResponse, Refusal> {
+        let joining = request.member_epoch == JOIN_MEMBER_EPOCH;
+        if request.member_id.is_empty() {
+            request.member_id = kafka_uuid_string(Uuid::new_v4());
+        }
+        let members_max = self.config.group_members_max;
+        let session_ms = self.config.consumer_session_timeout_ms;
+        let heartbeat_interval_ms = self.config.consumer_heartbeat_interval_ms;
+        self.consumer_group_mut(now_ms, &request.group_id, joining)?;
+        let (mut ctx, groups) = self.split(now_ms, effects);
+        let group = groups.get_mut(&request.group_id).ok_or((codes::UNKNOWN_SERVER_ERROR, String::new()))?;
+        let cg = group.consumer.as_deref_mut().ok_or((codes::UNKNOWN_SERVER_ERROR, String::new()))?;
+
+        let (member, is_new) = find_or_create_member(cg, &request, members_max)?;
+        let mut updated = member.clone();
+        if request.instance_id.is_some() {
+            updated.instance_id = request.instance_id.clone();
+        }
+        if request.rack_id.is_some() {
+            updated.rack_id = request.rack_id.clone();
+        }
+        if request.rebalance_timeout_ms != -1 {
+            updated.rebalance_timeout_ms = request.rebalance_timeout_ms;
+        }
+        if request.server_assignor.is_some() {
+            updated.server_assignor = request.server_assignor.clone();
+        }
+        if let Some(names) = &request.subscribed_topic_names {
+            let mut names: Vec<String> = names.iter().filter(|n| !n.is_empty()).cloned().collect();
+            names.sort();
+            names.dedup();
+            updated.subscribed_topic_names = names;
+        }
+        if let Some(regex) = &request.subscribed_topic_regex {
+            updated.subscribed_topic_regex = (!regex.is_empty()).then(|| regex.clone());
+        }
+        updated.client_id = request.client_id.clone();
+        updated.client_host = request.client_host.clone();
+
+        let mut bump = cg.group_epoch == 0
+            || is_new
+            || updated.subscribed_topic_names != member.subscribed_topic_names
+            || updated.subscribed_topic_regex != member.subscribed_topic_regex;
+        cg.put_member(updated.clone());
+        bump |= refresh_subscribed_topics(cg, topics);
+        if bump {
+            cg.group_epoch += 1;
+        }
+        if cg.group_epoch > cg.assignment_epoch {
+            compute_target(cg, topics);
+        }
+        let target = cg.target.get(&updated.member_id).cloned().unwrap_or_default();
+        let reconciled = reconcile(cg, &updated, cg.assignment_epoch, &target, request.owned_partitions.as_ref());
+        let member_id = reconciled.member_id.clone();
+
+        ctx.schedule(
+            &request.group_id,
+            TimerKind::Session(member_id.clone()),
+            i64::from(session_ms),
+            TimerAction::FenceConsumerMember,
+        );
+        if reconciled.state == MemberState::UnrevokedPartitions {
+            let newly =
+                member.state != MemberState::UnrevokedPartitions || member.member_epoch != reconciled.member_epoch;
+            if newly {
+                let action = TimerAction::ConsumerRevocationTimeout { member_epoch: reconciled.member_epoch };
+                let timeout_ms = i64::from(reconciled.rebalance_timeout_ms.max(0));
+                ctx.schedule(&request.group_id, TimerKind::Revocation(member_id.clone()), timeout_ms, action);
+            }
+        } else {
+            ctx.cancel(&request.group_id, TimerKind::Revocation(member_id.clone()));
+        }
+
+        let full_request = request.rebalance_timeout_ms != -1
+            && (request.subscribed_topic_names.is_some() || request.subscribed_topic_regex.is_some())
+            && request.owned_partitions.is_some();
+        let send_assignment = joining || full_request || reconciled.assigned != member.assigned || is_new;
+        let response = ConsumerHeartbeatResponse {
+            error_code: codes::NONE,
+            error_message: None,
+            member_id: Some(member_id),
+            member_epoch: reconciled.member_epoch,
+            heartbeat_interval_ms,
+            assignment: send_assignment.then(|| reconciled.assigned.clone()),
+        };
+        cg.put_member(reconciled);
+        let state = cg.state();
+        update_state(group, state, now_ms);
+        Ok(response)
+    }
+
+    fn consumer_leave(
+        &mut self,
+        now_ms: i64,
+        request: &ConsumerHeartbeatRequest,
+        effects: &mut Vec<Effect>,
+    ) -> Result<ConsumerHeartbeatResponse, Refusal> {
+        self.consumer_group_mut(now_ms, &request.group_id, false)?;
+        let (mut ctx, groups) = self.split(now_ms, effects);
+        let group = groups.get_mut(&request.group_id).ok_or((codes::UNKNOWN_SERVER_ERROR, String::new()))?;
+        let cg = group.consumer.as_deref_mut().ok_or((codes::UNKNOWN_SERVER_ERROR, String::new()))?;
+        let member_id = match &request.instance_id {
+            Some(instance_id) => {
+                let Some(current) = cg.static_members.get(instance_id) else {
+                    return refuse(codes::UNKNOWN_MEMBER_ID, format!("Instance id {instance_id} is unknown."));
+                };
+                if *current != request.member_id {
+                    return refuse(
+                        codes::FENCED_INSTANCE_ID,
+                        format!(
+                            "Static member {} with instance id {instance_id} was fenced by member {current}.",
+                            request.member_id
+                        ),
+                    );
+                }
+                current.clone()
+            }
+            None if cg.members.contains_key(&request.member_id) => request.member_id.clone(),
+            None => {
+                return refuse(
+                    codes::UNKNOWN_MEMBER_ID,
+                    format!("Member {} is not a member of group {}.", request.member_id, request.group_id),
+                )
+            }
+        };
+        if request.member_epoch == LEAVE_STATIC_MEMBER_EPOCH {
+            // Kept with its assignment until it returns or its session ends.
+            if let Some(member) = cg.members.get(&member_id) {
+                let mut left = member.clone();
+                left.previous_member_epoch = left.member_epoch;
+                left.member_epoch = LEAVE_STATIC_MEMBER_EPOCH;
+                cg.put_member(left);
+            }
+        } else {
+            fence(&mut ctx, group, &member_id);
+        }
+        if let Some(cg) = group.consumer.as_deref() {
+            let state = cg.state();
+            update_state(group, state, now_ms);
+        }
+        Ok(ConsumerHeartbeatResponse {
+            error_code: codes::NONE,
+            error_message: None,
+            member_id: Some(member_id),
+            member_epoch: request.member_epoch,
+            heartbeat_interval_ms: 0,
+            assignment: None,
+        })
+    }
+
+    /// A consumer member's session or rebalance deadline passed.
+    pub(in crate::group) fn on_consumer_timer(
+        &mut self,
+        now_ms: i64,
+        group_id: &str,
+        kind: &TimerKind,
+        action: TimerAction,
+        effects: &mut Vec<Effect>,
+    ) {
+        let (mut ctx, groups) = self.split(now_ms, effects);
+        let Some(group) = groups.get_mut(group_id) else { return };
+        let Some(cg) = group.consumer.as_deref() else { return };
+        let member_id = match (kind, action) {
+            (TimerKind::Session(member_id), TimerAction::FenceConsumerMember) => member_id.clone(),
+            (TimerKind::Revocation(member_id), TimerAction::ConsumerRevocationTimeout { member_epoch }) => {
+                let still_revoking = cg
+                    .members
+                    .get(member_id)
+                    .is_some_and(|m| m.member_epoch == member_epoch && m.state == MemberState::UnrevokedPartitions);
+                if !still_revoking {
+                    return;
+                }
+                member_id.clone()
+            }
+            _ => return,
+        };
+        if cg.members.contains_key(&member_id) {
+            fence(&mut ctx, group, &member_id);
+            if let Some(cg) = group.consumer.as_deref() {
+                let state = cg.state();
+                update_state(group, state, now_ms);
+            }
+        }
+    }
+}
+
+/// Kafka's `getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember`.
+fn find_or_create_member(
+    cg: &mut ConsumerGroup,
+    request: &ConsumerHeartbeatRequest,
+    members_max: usize,
+) -> Result<(ConsumerMember, bool), Refusal> {
+    let joining = request.member_epoch == JOIN_MEMBER_EPOCH;
+    let full = |cg: &ConsumerGroup| -> Result<(), Refusal> {
+        if cg.members.len() >= members_max {
+            return refuse(
+                codes::GROUP_MAX_SIZE_REACHED,
+                format!("The consumer group has reached its maximum capacity of {members_max} members."),
+            );
+        }
+        Ok(())
+    };
+    if let Some(instance_id) = &request.instance_id {
+        let existing = cg.static_members.get(instance_id).and_then(|id| cg.members.get(id)).cloned();
+        if joining {
+            return match existing {
+                None => match cg.members.get(&request.member_id) {
+                    Some(member) => Ok((member.clone(), false)),
+                    None => {
+                        full(cg)?;
+                        Ok((ConsumerMember::new(&request.member_id), true))
+                    }
+                },
+                Some(old) if old.member_epoch != LEAVE_STATIC_MEMBER_EPOCH => refuse(
+                    codes::UNRELEASED_INSTANCE_ID,
+                    format!("Static member {} with instance id {instance_id} is not released yet.", old.member_id),
+                ),
+                Some(old) => {
+                    // The returning static member takes over the old one's
+                    // assignment and target: no rebalance.
+                    let mut member = old.clone();
+                    member.member_id = request.member_id.clone();
+                    member.member_epoch = 0;
+                    member.previous_member_epoch = 0;
+                    let target = cg.target.get(&old.member_id).cloned();
+                    cg.remove_member(&old.member_id);
+                    if let Some(target) = target {
+                        cg.target.insert(member.member_id.clone(), target);
+                    }
+                    cg.put_member(member.clone());
+                    Ok((member, false))
+                }
+            };
+        }
+        let Some(existing) = existing else {
+            return refuse(codes::UNKNOWN_MEMBER_ID, format!("Instance id {instance_id} is unknown."));
+        };
+        if existing.member_id != request.member_id {
+            return refuse(
+                codes::FENCED_INSTANCE_ID,
+                format!(
+                    "Static member {} with instance id {instance_id} was fenced by member {}.",
+                    request.member_id, existing.member_id
+                ),
+            );
+        }
+        check_epoch(&existing, request)?;
+        return Ok((existing, false));
+    }
+    match cg.members.get(&request.member_id) {
+        Some(member) if joining => Ok((member.clone(), false)),
+        Some(member) => {
+            check_epoch(member, request)?;
+            Ok((member.clone(), false))
+        }
+        None if joining => {
+            full(cg)?;
+            Ok((ConsumerMember::new(&request.member_id), true))
+        }
+        None => refuse(
+            codes::UNKNOWN_MEMBER_ID,
+            format!("Member {} is not a member of group {}.", request.member_id, request.group_id),
+        ),
+    }
+}
+
+/// Kafka's `throwIfMemberEpochIsInvalid`: an epoch ahead is fenced; the
+/// previous epoch is accepted when the member owns no more than it was given
+/// (the answer that bumped it may have been lost).
+fn check_epoch(member: &ConsumerMember, request: &ConsumerHeartbeatRequest) -> Result<(), Refusal> {
+    let received = request.member_epoch;
+    let fenced = received > member.member_epoch
+        || (received < member.member_epoch
+            && (received != member.previous_member_epoch
+                || !request.owned_partitions.as_ref().is_some_and(|owned| is_subset(owned, &member.assigned))));
+    if fenced {
+        return refuse(
+            codes::FENCED_MEMBER_EPOCH,
+            format!(
+                "The consumer group member has a member epoch ({received}) that does not match the coordinator's ({}).",
+                member.member_epoch
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Removes a member (left, or its session or rebalance deadline passed) and
+/// bumps the group epoch; the next heartbeat computes the new target.
+fn fence(ctx: &mut Ctx, group: &mut Group, member_id: &str) {
+    let group_id = group.group_id.clone();
+    let Some(cg) = group.consumer.as_deref_mut() else { return };
+    if cg.remove_member(member_id).is_none() {
+        return;
+    }
+    cg.group_epoch += 1;
+    prune_subscribed_topics(cg);
+    ctx.cancel(&group_id, TimerKind::Session(member_id.to_string()));
+    ctx.cancel(&group_id, TimerKind::Revocation(member_id.to_string()));
+}
+
+/// Forgets the topics no remaining member subscribes to, as a refresh with
+/// unchanged topics would (so the next heartbeat does not bump again).
+fn prune_subscribed_topics(cg: &mut ConsumerGroup) {
+    let regexes: Vec<regex::Regex> = cg
+        .members
+        .values()
+        .filter_map(|m| m.subscribed_topic_regex.as_deref())
+        .filter_map(|r| compile(r).ok())
+        .collect();
+    let names: BTreeSet<String> = cg.members.values().flat_map(|m| m.subscribed_topic_names.iter().cloned()).collect();
+    cg.subscribed_topics.retain(|name, _| names.contains(name) || regexes.iter().any(|re| re.is_match(name)));
+}
+
+/// Re-reads the partitions of every subscribed topic; true if they changed.
+fn refresh_subscribed_topics(cg: &mut ConsumerGroup, topics: &dyn TopicLookup) -> bool {
+    let names = cg.subscribed_names(|regex| resolve_regex(topics, regex));
+    let current: BTreeMap<String, (Uuid, i32)> =
+        names.into_iter().filter_map(|name| topics.topic(&name).map(|meta| (name, meta))).collect();
+    if current == cg.subscribed_topics {
+        return false;
+    }
+    cg.subscribed_topics = current;
+    true
+}
+
+/// Runs the group's assignor for every member at the group epoch.
+fn compute_target(cg: &mut ConsumerGroup, topics: &dyn TopicLookup) {
+    let mut regex_cache: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let subscriptions: BTreeMap<String, BTreeSet<Uuid>> = cg
+        .members
+        .values()
+        .map(|m| {
+            let mut names: BTreeSet<String> = m.subscribed_topic_names.iter().cloned().collect();
+            if let Some(regex) = &m.subscribed_topic_regex {
+                let matched = regex_cache.entry(regex.clone()).or_insert_with(|| resolve_regex(topics, regex));
+                names.extend(matched.iter().cloned());
+            }
+            let ids = names.iter().filter_map(|n| cg.subscribed_topics.get(n).map(|(id, _)| *id)).collect();
+            (m.member_id.clone(), ids)
+        })
+        .collect();
+    let partitions: BTreeMap<Uuid, i32> = cg.subscribed_topics.values().copied().collect();
+    let assignor = cg.preferred_assignor();
+    let spec = AssignmentSpec { subscriptions: &subscriptions, partitions: &partitions, previous: &cg.target };
+    cg.target = assign(&assignor, &spec);
+    cg.assignment_epoch = cg.group_epoch;
+}
+
+fn update_state(group: &mut Group, state: GroupState, now_ms: i64) {
+    if group.state != state {
+        group.transition(state, now_ms);
+    }
+}
+
+/// Kafka's `Uuid.toString()`: URL-safe base64 without padding.
+pub(in crate::group) fn kafka_uuid_string(uuid: Uuid) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let bytes = uuid.as_bytes();
+    let mut out = String::with_capacity(22);
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], chunk.get(1).copied().unwrap_or(0), chunk.get(2).copied().unwrap_or(0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        let chars = chunk.len() + 1;
+        for i in 0..chars {
+            out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+impl Group {
+    /// An empty classic group (or a new one) becomes a consumer group; its
+    /// committed offsets stay.
+    pub(in crate::group) fn become_consumer_group(&mut self, now_ms: i64) {
+        self.consumer = Some(Box::default());
+        self.protocol_type = Some(CONSUMER_PROTOCOL_TYPE.to_string());
+        self.protocol_name = None;
+        self.leader_id = None;
+        self.static_members.clear();
+        self.subscribed_topics = None;
+        self.transition(GroupState::Empty, now_ms);
+    }
+
+    /// An empty consumer group becomes classic again; its offsets stay.
+    pub(in crate::group) fn become_classic_group(&mut self, now_ms: i64) {
+        self.consumer = None;
+        self.protocol_type = None;
+        self.transition(GroupState::Empty, now_ms);
+    }
+}
