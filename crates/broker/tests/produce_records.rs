@@ -114,9 +114,25 @@ async fn create_time_outside_the_window_is_invalid_timestamp() {
     let at = |ts: i64| vec![NewRecord { key: None, value: Some(b"v".to_vec()), headers: vec![], timestamp_ms: ts }];
     let old = produce(&mut client, 9, "window", 0, -1, batch(&at(now - 3_600_000))).await;
     assert_eq!((old.error_code, old.base_offset), (32, -1), "{:?}", old.error_message);
-    // The default after.max.ms (one hour) applies too, compressed or not.
-    let future = encode_compressed_batch(&at(now + 2 * 3_600_000), ProducerStamp::NONE, CODEC_ZSTD);
-    assert_eq!(produce(&mut client, 9, "window", 0, -1, future).await.error_code, 32);
+    assert_eq!(old.error_message.as_deref(), Some("One or more records have been rejected due to invalid timestamp"));
+    // The default after.max.ms (one hour) applies too, compressed or not;
+    // v8+ lists each refused record (KIP-467) by its index in the batch.
+    let mixed = [at(now), at(now + 2 * 3_600_000), at(-1), at(now + 3 * 3_600_000)].concat();
+    let future = encode_compressed_batch(&mixed, ProducerStamp::NONE, CODEC_ZSTD);
+    let refused = produce(&mut client, 9, "window", 0, -1, future.clone()).await;
+    assert_eq!(refused.error_code, 32);
+    let listed: Vec<(i32, String)> = refused
+        .record_errors
+        .iter()
+        .map(|e| (e.batch_index, e.batch_index_error_message.as_deref().unwrap_or_default().to_string()))
+        .collect();
+    assert_eq!(listed.iter().map(|(i, _)| *i).collect::<Vec<_>>(), vec![1, 3], "{listed:?}");
+    let expected = format!("Timestamp {} of message with offset 1 is out of range.", now + 2 * 3_600_000);
+    assert!(listed[0].1.starts_with(&expected), "{listed:?}");
+    assert!(listed[0].1.contains("The timestamp should be within ["), "{listed:?}");
+    // v7 has no per-record errors.
+    let v7 = produce(&mut client, 7, "window", 0, -1, future).await;
+    assert_eq!((v7.error_code, v7.record_errors.len()), (32, 0));
     assert_eq!(broker.log_end("window", 0), 0);
     let fine = produce(&mut client, 9, "window", 0, -1, batch(&at(now))).await;
     assert_eq!((fine.error_code, fine.base_offset), (0, 0));

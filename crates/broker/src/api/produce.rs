@@ -14,7 +14,9 @@
 //! is answered once the write reached the page cache; `acks=all` (-1), on a
 //! single node, once the records are durable under the flush policy.
 
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 
 use super::{str_bytes, topic_name};
@@ -25,7 +27,8 @@ use crate::server::BrokerContext;
 use crate::topic_config::RecordPolicy;
 use kafgres_log::SequenceCheck;
 use kafgres_wire::batch::{
-    set_log_append_time, validate_produced_batches, BatchError, BatchHeader, DecompressLimit, ValidatedBatches,
+    peek_offset_and_size, record_timestamps_decompressing, set_log_append_time, validate_produced_batches, BatchError,
+    BatchHeader, DecompressLimit, ValidatedBatches,
 };
 use std::sync::Arc;
 
@@ -36,7 +39,10 @@ struct Pending {
     response: PartitionProduceResponse,
 }
 
-pub async fn handle(ctx: &BrokerContext, _version: i16, request: ProduceRequest) -> Option<ProduceResponse> {
+/// Produce v8 added per-record errors (KIP-467).
+const RECORD_ERRORS_VERSION_MIN: i16 = 8;
+
+pub async fn handle(ctx: &BrokerContext, version: i16, request: ProduceRequest) -> Option<ProduceResponse> {
     let acks = request.acks;
     let mut topics = Vec::with_capacity(request.topic_data.len());
     for topic_data in request.topic_data {
@@ -92,6 +98,9 @@ pub async fn handle(ctx: &BrokerContext, _version: i16, request: ProduceRequest)
                         item.response.base_offset = -1;
                     }
                 }
+            }
+            if version < RECORD_ERRORS_VERSION_MIN {
+                item.response.record_errors.clear();
             }
             topic_response.partition_responses.push(item.response);
         }
@@ -156,7 +165,8 @@ fn append_one(
         if let Some(message) = timestamp_refusal(&validated, policy, now_ms) {
             log::info!("refused produce to {}-{}: {message}", partition.topic, partition.index);
             item.response.error_code = errors::INVALID_TIMESTAMP;
-            item.response.error_message = Some(str_bytes(&message));
+            item.response.error_message = Some(str_bytes(INVALID_TIMESTAMP_MESSAGE));
+            item.response.record_errors = timestamp_record_errors(&records, limit, policy, now_ms);
             return;
         }
     }
@@ -207,6 +217,44 @@ fn append_one(
             item.response.error_message = Some(str_bytes(&e.to_string()));
         }
     }
+}
+
+/// A record without a timestamp (Kafka does not check it).
+const NO_TIMESTAMP: i64 = -1;
+
+/// Kafka's partition-level message when records are refused for their timestamps.
+const INVALID_TIMESTAMP_MESSAGE: &str = "One or more records have been rejected due to invalid timestamp";
+
+/// Kafka's per-record errors (KIP-467) for the records whose timestamps are
+/// out of range: each record's index in its batch and Kafka's message (whose
+/// "offset" is the record's offset as the client sent it, base + delta).
+fn timestamp_record_errors(
+    records: &[u8],
+    limit: DecompressLimit,
+    policy: &RecordPolicy,
+    now_ms: i64,
+) -> Vec<BatchIndexAndErrorMessage> {
+    let (earliest, latest) = policy.timestamp_range(now_ms);
+    let mut out = Vec::new();
+    let mut rest = records;
+    while let Some((base_offset, size)) = peek_offset_and_size(rest) {
+        let Some(batch) = rest.get(..size) else { break };
+        let records = record_timestamps_decompressing(batch, limit).unwrap_or_default();
+        for (index, (delta, timestamp)) in records.into_iter().enumerate() {
+            if timestamp == NO_TIMESTAMP || (earliest..=latest).contains(&timestamp) {
+                continue;
+            }
+            let mut error = BatchIndexAndErrorMessage::default();
+            error.batch_index = index as i32;
+            error.batch_index_error_message = Some(str_bytes(&format!(
+                "Timestamp {timestamp} of message with offset {} is out of range. The timestamp should be within [{earliest}, {latest}]",
+                base_offset + i64::from(delta)
+            )));
+            out.push(error);
+        }
+        rest = &rest[size..];
+    }
+    out
 }
 
 /// Kafka's CreateTime check: every record's timestamp (other than -1) must
