@@ -23,6 +23,12 @@ Measured with confluent-kafka (librdkafka) consumers, all in this one process
                    learn of the rebalance from their next heartbeat, so this is
                    bounded below by up to one heartbeat interval (500 ms here).
 
+The strategy `consumer-protocol` runs the join and leave figures with KIP-848
+members (group.protocol=consumer): no initial rebalance delay, but members learn
+of a new target assignment at their next heartbeat, every
+kafgres.group_consumer_heartbeat_interval_ms (5 s by default, as Kafka's
+group.consumer.heartbeat.interval.ms).
+
 Each figure prints one line of space-separated key=value pairs, starting with
 `figure=`, e.g.
 
@@ -58,6 +64,8 @@ FIGURES = ["group.commit", "group.join", "group.leave"]
 SETTLE_TIMEOUT_S = 60.0
 # The others learn of a rebalance from their next heartbeat's REBALANCE_IN_PROGRESS.
 HEARTBEAT_INTERVAL_MS = 500
+# The strategy name that stands for a KIP-848 group (group.protocol=consumer).
+CONSUMER_PROTOCOL = "consumer-protocol"
 
 
 def read_env(path: Path) -> dict[str, str]:
@@ -163,13 +171,14 @@ class Bench:
         self.args = args
         self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
         self.topics: list[str] = []
-        self.initial_delay_ms = self.read_initial_delay_ms()
+        self.initial_delay_ms = self.read_setting_ms("kafgres.group_initial_rebalance_delay_ms")
+        self.consumer_heartbeat_ms = self.read_setting_ms("kafgres.group_consumer_heartbeat_interval_ms")
 
-    def read_initial_delay_ms(self) -> int | None:
-        """kafgres.group_initial_rebalance_delay_ms through psql, or None if psql cannot tell."""
+    def read_setting_ms(self, name: str) -> int | None:
+        """A kafgres setting in milliseconds through psql, or None if psql cannot tell."""
         env = {**os.environ, **self.env}
         try:
-            out = subprocess.run(["psql", "-X", "-A", "-t", "-c", "show kafgres.group_initial_rebalance_delay_ms"],
+            out = subprocess.run(["psql", "-X", "-A", "-t", "-c", f"show {name}"],
                                  env=env, capture_output=True, text=True, timeout=10)
             return int(out.stdout.strip().removesuffix("ms")) if out.returncode == 0 else None
         except (OSError, ValueError, subprocess.TimeoutExpired):
@@ -195,6 +204,17 @@ class Bench:
                     pass
 
     def member_config(self, group: str, strategy: str) -> dict[str, object]:
+        if strategy == CONSUMER_PROTOCOL:
+            # KIP-848: the broker assigns (its default assignor) and sets the
+            # heartbeat interval; the client may not set either.
+            return {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": group,
+                "group.protocol": "consumer",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "auto.offset.reset": "earliest",
+            }
         return {
             "bootstrap.servers": self.bootstrap,
             "group.id": group,
@@ -297,15 +317,16 @@ class Bench:
                         m.close()
             if want_join:
                 extra = {}
-                if self.initial_delay_ms is not None:
+                if self.initial_delay_ms is not None and strategy != CONSUMER_PROTOCOL:
                     extra = dict(initial_delay_ms=self.initial_delay_ms,
                                  beyond_delays_s=statistics.median(joins) - 2 * delay_s)
                 emit("group.join", strategy=strategy, members=n, rounds=len(joins), median_s=statistics.median(joins),
                      min_s=min(joins), max_s=max(joins), **extra)
             if want_leave:
+                interval = HEARTBEAT_INTERVAL_MS if strategy != CONSUMER_PROTOCOL else self.consumer_heartbeat_ms
                 emit("group.leave", strategy=strategy, members=n, rounds=len(leaves),
                      median_s=statistics.median(leaves), min_s=min(leaves), max_s=max(leaves),
-                     heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS)
+                     heartbeat_interval_ms=interval)
 
 
 def main() -> None:
@@ -316,8 +337,9 @@ def main() -> None:
     parser.add_argument("--commit-consumers", type=int, default=100, help="committing consumers (one group)")
     parser.add_argument("--members", type=int, default=10, help="members of the rebalance figures")
     parser.add_argument("--rounds", type=int, default=2, help="groups formed per strategy")
-    parser.add_argument("--strategies", nargs="+", default=["range", "cooperative-sticky"],
-                        choices=["range", "roundrobin", "cooperative-sticky"])
+    parser.add_argument("--strategies", nargs="+", default=["range", "cooperative-sticky", CONSUMER_PROTOCOL],
+                        choices=["range", "roundrobin", "cooperative-sticky", CONSUMER_PROTOCOL],
+                        help=f"classic assignment strategies, or `{CONSUMER_PROTOCOL}` for a KIP-848 group")
     parser.add_argument("--only", nargs="+", choices=FIGURES, help="run only these figures")
     args = parser.parse_args()
     wanted = set(args.only or FIGURES)
