@@ -11,6 +11,9 @@
 #            commit order of concurrent senders (tests/isolation)
 #   e2e      real clients (librdkafka via confluent-kafka and kcat) against the
 #            running cluster, including restarts and kill -9 (tests/e2e)
+#   conformance  the reference diff: the same scenarios against Apache Kafka 4.x
+#            (started here from Maven Central's jars on 127.0.0.1:19092) and the
+#            running cluster, transcripts diffed (tests/conformance; ~2 minutes)
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -115,7 +118,8 @@ suite_isolation() {
     return $rc
 }
 
-suite_e2e() {
+# The Python environment of the e2e and conformance suites.
+python_env() {
     local venv=$STATE/venv req=$ROOT/tests/requirements.txt
     if [ ! -x "$venv/bin/python" ]; then
         python3 -m venv "$venv" || return 1
@@ -124,7 +128,16 @@ suite_e2e() {
         "$venv/bin/pip" install -q --disable-pip-version-check -r "$req" || return 1
         cp "$req" "$venv/requirements.installed"
     fi
-    cd "$ROOT" && "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/e2e
+}
+
+suite_conformance() {
+    python_env || return 1
+    cd "$ROOT" && "$STATE/venv/bin/python" -m pytest -q -p no:cacheprovider tests/conformance
+}
+
+suite_e2e() {
+    python_env || return 1
+    cd "$ROOT" && "$STATE/venv/bin/python" -m pytest -q -p no:cacheprovider tests/e2e
 }
 
 run_suite rust cargo suite_rust
@@ -132,10 +145,11 @@ run_suite sql regress suite_sql
 run_suite sql-api regress suite_sql_api
 run_suite isolation regress suite_isolation
 run_suite e2e pytest suite_e2e
+run_suite conformance pytest suite_conformance
 
 printf '\n\033[1m=== summary\033[0m\n'
 for i in "${!SUITES[@]}"; do
-    printf '  %-6s %s\n' "${SUITES[$i]}" "${STATUS[$i]}"
+    printf '  %-11s %s\n' "${SUITES[$i]}" "${STATUS[$i]}"
 done
 echo "kafgres: $PASSED passed, $FAILED failed"
 for s in "${STATUS[@]}"; do

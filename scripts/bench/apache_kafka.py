@@ -11,11 +11,16 @@ are Kafka's defaults except what a one-node KRaft broker on loopback needs
 disk space within a second instead of a minute. Every run formats a fresh
 data directory; the process is stopped (SIGTERM, then SIGKILL after 30 s)
 and the data removed when the comparison ends, whatever happened.
+
+Also the reference broker of tests/conformance, which passes
+`die_with_parent=True`: the kernel sends the broker SIGTERM when the Python
+process that started it dies, even by SIGKILL (Linux PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
 
 import base64
+import ctypes
 import shutil
 import signal
 import socket
@@ -37,6 +42,12 @@ JVM_FLAGS = [
 ]
 START_TIMEOUT_S = 120
 STOP_TIMEOUT_S = 30
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the parent process dies."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def port_open(host: str, port: int) -> bool:
@@ -48,8 +59,9 @@ def port_open(host: str, port: int) -> bool:
 
 
 class KafkaBroker:
-    def __init__(self, root: Path, home: Path, port: int, controller_port: int):
+    def __init__(self, root: Path, home: Path, port: int, controller_port: int, die_with_parent: bool = False):
         self.root = root
+        self.die_with_parent = die_with_parent
         self.home = home
         self.port = port
         self.controller_port = controller_port
@@ -130,6 +142,7 @@ class KafkaBroker:
             stdout=stdout,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent if self.die_with_parent else None,
         )
         deadline = time.monotonic() + START_TIMEOUT_S
         while not port_open("127.0.0.1", self.port):

@@ -46,8 +46,8 @@ GARBAGE_CLOSE_WAIT_S = 0.25
 # be, exact maximum). A broker may advertise a lower minimum than it accepts
 # (Kafka does so for Produce, whose v0-v2 it refuses), never a different maximum.
 SERVED_APIS = {
-    kafka_wire.API_KEY_PRODUCE: (3, 12),
-    kafka_wire.API_KEY_FETCH: (4, 17),
+    kafka_wire.API_KEY_PRODUCE: (3, 13),
+    kafka_wire.API_KEY_FETCH: (4, 18),
     kafka_wire.API_KEY_LIST_OFFSETS: (1, 10),
     kafka_wire.API_KEY_METADATA: (0, 13),
     kafka_wire.API_KEY_API_VERSIONS: (0, 4),
@@ -147,7 +147,7 @@ def garbage_frames(seed: int, count: int):
     rng = random.Random(seed)
     # CreateTopics is left out of the header-shaped garbage so that no random
     # body can ever create a topic.
-    served = [(0, 3, 12), (1, 4, 17), (2, 1, 10), (3, 0, 13), (18, 0, 4)]
+    served = [(0, 3, 13), (1, 4, 18), (2, 1, 10), (3, 0, 13), (18, 0, 4)]
     valid = [
         kafka_wire.api_versions_request(0, 1),
         kafka_wire.api_versions_request(3, 2),

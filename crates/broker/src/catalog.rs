@@ -33,16 +33,39 @@ pub struct CommittedOffset {
     pub commit_timestamp_ms: i64,
 }
 
+/// A transactional id's state as the transaction coordinator stores it
+/// (Kafka's `__transaction_state` record). Written before the coordinator
+/// answers any request that changed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionRecord {
+    pub transactional_id: String,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub timeout_ms: i32,
+    /// Kafka's state names: Empty, Ongoing, PrepareCommit, PrepareAbort,
+    /// CompleteCommit, CompleteAbort.
+    pub state: String,
+    /// The partitions of the open transaction.
+    pub partitions: Vec<(String, i32)>,
+    /// The groups of AddOffsetsToTxn.
+    pub groups: Vec<String>,
+    /// TxnOffsetCommit's offsets, committed with the transaction.
+    pub pending_offsets: Vec<CommittedOffset>,
+    /// When the open transaction started (its timeout counts from here).
+    pub started_ms: i64,
+}
+
 /// What the broker loads from the catalog at startup.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CatalogSnapshot {
     pub topics: Vec<TopicRecord>,
     pub offsets: Vec<CommittedOffset>,
+    pub transactions: Vec<TransactionRecord>,
 }
 
 impl From<Vec<TopicRecord>> for CatalogSnapshot {
     fn from(topics: Vec<TopicRecord>) -> Self {
-        CatalogSnapshot { topics, offsets: Vec::new() }
+        CatalogSnapshot { topics, ..Default::default() }
     }
 }
 
@@ -101,6 +124,19 @@ pub trait Catalog: Send + Sync + 'static {
     /// first: the block is `first..first + count`, never handed out again,
     /// even after a restart.
     fn allocate_producer_ids(&self, count: i64) -> CatalogFuture<i64>;
+
+    /// Durably stores a transactional id's state (insert or replace).
+    fn store_transaction(&self, record: TransactionRecord) -> CatalogFuture<()>;
+
+    /// Durably completes a commit: stores `record` (in CompleteCommit) and
+    /// the committed offsets of its TxnOffsetCommits, in one transaction.
+    fn complete_transaction(&self, record: TransactionRecord, offsets: Vec<CommittedOffset>) -> CatalogFuture<()>;
+
+    /// The SCRAM-SHA-256 credential of a user (SASL authentication), read
+    /// afresh at every call. `None` when no such user may log in with one:
+    /// no such role, NOLOGIN, an expired password (VALID UNTIL), no password,
+    /// or a password not stored as a SCRAM-SHA-256 verifier (md5).
+    fn scram_credential(&self, username: String) -> CatalogFuture<Option<crate::sasl::scram::ScramCredential>>;
 }
 
 /// A catalog in memory, for tests and for running the broker without Postgres.
@@ -109,8 +145,11 @@ pub struct MemoryCatalog {
     topics: Mutex<BTreeMap<String, TopicRecord>>,
     offsets: Mutex<BTreeMap<(String, String, i32), CommittedOffset>>,
     next_producer_id: Mutex<i64>,
+    transactions: Mutex<BTreeMap<String, TransactionRecord>>,
     /// Tests: offset commits fail while set (a database error).
     failing_commits: std::sync::atomic::AtomicBool,
+    /// SCRAM credentials by user name (SASL tests).
+    scram_credentials: Mutex<BTreeMap<String, crate::sasl::scram::ScramCredential>>,
 }
 
 impl MemoryCatalog {
@@ -127,9 +166,24 @@ impl MemoryCatalog {
         self.failing_commits.store(failing, std::sync::atomic::Ordering::SeqCst);
     }
 
+    pub fn transactions(&self) -> Vec<TransactionRecord> {
+        self.transactions.lock().map(|t| t.values().cloned().collect()).unwrap_or_default()
+    }
+
+    /// Sets (or with `None` removes) a user's SCRAM-SHA-256 credential, as
+    /// `CREATE ROLE … LOGIN PASSWORD` (or `DROP ROLE`) would.
+    pub fn set_scram_credential(&self, username: &str, credential: Option<crate::sasl::scram::ScramCredential>) {
+        if let Ok(mut credentials) = self.scram_credentials.lock() {
+            match credential {
+                Some(c) => credentials.insert(username.to_owned(), c),
+                None => credentials.remove(username),
+            };
+        }
+    }
+
     /// Everything a restarted broker would load.
     pub fn snapshot(&self) -> CatalogSnapshot {
-        CatalogSnapshot { topics: self.topics(), offsets: self.offsets() }
+        CatalogSnapshot { topics: self.topics(), offsets: self.offsets(), transactions: self.transactions() }
     }
 }
 
@@ -210,6 +264,38 @@ impl Catalog for MemoryCatalog {
             *next = first.checked_add(count).ok_or_else(|| CatalogError::Failed("producer ids exhausted".into()))?;
             Ok(first)
         })())
+    }
+
+    fn store_transaction(&self, record: TransactionRecord) -> CatalogFuture<()> {
+        ready((|| {
+            let mut transactions = self.transactions.lock().map_err(|_| CatalogError::Failed("poisoned".into()))?;
+            transactions.insert(record.transactional_id.clone(), record);
+            Ok(())
+        })())
+    }
+
+    fn complete_transaction(&self, record: TransactionRecord, committed: Vec<CommittedOffset>) -> CatalogFuture<()> {
+        ready((|| {
+            if self.failing_commits.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(CatalogError::Failed("offset commits are failing (test switch)".into()));
+            }
+            let mut offsets = self.offsets.lock().map_err(|_| CatalogError::Failed("poisoned".into()))?;
+            let mut transactions = self.transactions.lock().map_err(|_| CatalogError::Failed("poisoned".into()))?;
+            for o in committed {
+                offsets.insert((o.group_id.clone(), o.topic.clone(), o.partition), o);
+            }
+            transactions.insert(record.transactional_id.clone(), record);
+            Ok(())
+        })())
+    }
+
+    fn scram_credential(&self, username: String) -> CatalogFuture<Option<crate::sasl::scram::ScramCredential>> {
+        ready(
+            self.scram_credentials
+                .lock()
+                .map(|c| c.get(&username).cloned())
+                .map_err(|_| CatalogError::Failed("poisoned".into())),
+        )
     }
 
     fn delete_offsets(&self, group_id: String, partitions: Option<Vec<(String, i32)>>) -> CatalogFuture<()> {

@@ -44,6 +44,8 @@ pub struct BrokerConfig {
     pub group_consumer_session_timeout_ms: i32,
     /// `group.consumer.heartbeat.interval.ms` (KIP-848 groups).
     pub group_consumer_heartbeat_interval_ms: i32,
+    /// How clients authenticate (`kafgres.authentication`).
+    pub authentication: crate::sasl::Authentication,
     /// Where the counters and the connection table live (shared memory in
     /// the extension, so SQL can read them).
     pub metrics: &'static crate::metrics::BrokerMetrics,
@@ -71,6 +73,7 @@ impl BrokerConfig {
             group_initial_rebalance_delay_ms: 0,
             group_consumer_session_timeout_ms: 45_000,
             group_consumer_heartbeat_interval_ms: 5_000,
+            authentication: crate::sasl::Authentication::None,
             metrics: crate::metrics::BrokerMetrics::leaked(),
         }
     }

@@ -21,6 +21,7 @@ use tokio::net::tcp::OwnedWriteHalf;
 
 use crate::dispatch::{handle_frame, Outcome};
 use crate::metrics::{BrokerMetrics, ConnectionEntry};
+use crate::sasl::{Gate, SaslSession};
 use crate::server::BrokerContext;
 use crate::splice::ResponsePart;
 
@@ -40,6 +41,7 @@ pub async fn serve_connection(
     let idle = Duration::from_millis(ctx.config.connection_idle_ms_max);
     let metrics = ctx.config.metrics;
     let entry = metrics.open_connection(peer, crate::now_ms());
+    let mut sasl = SaslSession::new(&ctx.config.authentication);
     loop {
         let mut prefix = [0u8; FRAME_LEN_BYTES];
         let read = tokio::select! {
@@ -54,10 +56,11 @@ pub async fn serve_connection(
                 return;
             }
         }
-        let len = match frame_body_len(prefix, ctx.config.frame_bytes_max) {
+        let len = match frame_body_len(prefix, sasl.frame_bytes_max(ctx.config.frame_bytes_max)) {
             Ok(len) => len,
             Err(e) => {
-                log::warn!("closing connection from {peer}: {e}");
+                let stage = if sasl.authenticating() { " before SASL authentication" } else { "" };
+                log::warn!("closing connection from {peer}{stage}: {e}");
                 return;
             }
         };
@@ -85,7 +88,33 @@ pub async fn serve_connection(
             }
         }
         count_request(metrics, &entry, &frame);
-        match handle_frame(&ctx, peer, frame.freeze()).await {
+        // Authentication first: SASL requests are answered here, and nothing
+        // else reaches dispatch before the client has authenticated.
+        let frame = match sasl.gate(&ctx, peer, frame.freeze()).await {
+            Gate::Dispatch(frame) => frame,
+            Gate::Respond(bytes) => {
+                entry.record_request((FRAME_LEN_BYTES + len) as u64, bytes.len() as u64);
+                if writer.write_all(&bytes).await.is_err() {
+                    return;
+                }
+                if let Some(principal) = sasl.principal() {
+                    entry.set_principal(principal.as_bytes());
+                }
+                continue;
+            }
+            Gate::RespondAndClose(bytes, reason) => {
+                entry.record_request((FRAME_LEN_BYTES + len) as u64, bytes.len() as u64);
+                log::warn!("closing connection from {peer}: {reason}");
+                let _ = writer.write_all(&bytes).await;
+                let _ = writer.shutdown().await;
+                return;
+            }
+            Gate::Close(reason) => {
+                log::warn!("closing connection from {peer}: {reason}");
+                return;
+            }
+        };
+        match handle_frame(&ctx, peer, frame).await {
             Outcome::Respond(bytes) => {
                 entry.record_request((FRAME_LEN_BYTES + len) as u64, bytes.len() as u64);
                 if writer.write_all(&bytes).await.is_err() {

@@ -204,6 +204,22 @@ async fn route(
             let req = decode!(ConsumerGroupDescribeRequest);
             respond(key, v, c, &api::consumer_group::describe(ctx, v, req))
         }
+        ApiKey::AddPartitionsToTxn => {
+            let req = decode!(AddPartitionsToTxnRequest);
+            respond(key, v, c, &api::transactions::add_partitions(ctx, v, req).await)
+        }
+        ApiKey::AddOffsetsToTxn => {
+            let req = decode!(AddOffsetsToTxnRequest);
+            respond(key, v, c, &api::transactions::add_offsets(ctx, v, req).await)
+        }
+        ApiKey::TxnOffsetCommit => {
+            let req = decode!(TxnOffsetCommitRequest);
+            respond(key, v, c, &api::transactions::txn_offset_commit(ctx, v, req).await)
+        }
+        ApiKey::EndTxn => {
+            let req = decode!(EndTxnRequest);
+            respond(key, v, c, &api::transactions::end_txn(ctx, v, req).await)
+        }
         ApiKey::DeleteGroups => {
             let req = decode!(DeleteGroupsRequest);
             respond(key, v, c, &api::group_admin::delete_groups(ctx, v, req).await)

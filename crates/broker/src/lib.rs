@@ -10,6 +10,8 @@
 //!   woken when data becomes visible;
 //! - [`producer_ids`]: producer ids for InitProducerId, reserved from the
 //!   catalog in blocks (the sequence state itself lives in each partition's log);
+//! - [`sasl`]: SASL/SCRAM-SHA-256 authentication of connections against the
+//!   catalog's credentials (PostgreSQL roles), before dispatch;
 //! - [`catalog`]: the narrow port to persistent metadata (Postgres tables in
 //!   production, memory in tests).
 //!
@@ -28,11 +30,13 @@ pub mod group_service;
 pub mod metrics;
 pub mod partition;
 pub mod producer_ids;
+pub mod sasl;
 pub mod server;
 pub mod splice;
 pub mod sql_bridge;
 pub mod topic_config;
 pub mod topics;
+pub mod txn;
 
 pub use catalog::{Catalog, CatalogError, MemoryCatalog, TopicRecord};
 pub use config::{BrokerConfig, FlushPolicy};

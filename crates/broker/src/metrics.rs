@@ -19,6 +19,8 @@ pub const FLUSH_LATENCY_BUCKETS: usize = 24;
 pub const CONNECTION_SLOTS: usize = 1024;
 /// Bytes of a client id kept for the connection table.
 pub const CLIENT_ID_BYTES: usize = 64;
+/// Bytes of an authenticated principal kept (PostgreSQL role names have at most 63).
+pub const PRINCIPAL_BYTES: usize = 64;
 
 #[repr(C)]
 #[derive(Debug, Default)]
@@ -103,6 +105,8 @@ impl BrokerMetrics {
 pub struct ConnectionInfo {
     pub peer: SocketAddr,
     pub client_id: String,
+    /// The role the connection authenticated as (SASL); `None` before, or without authentication.
+    pub principal: Option<String>,
     pub connected_at_ms: i64,
     pub requests: u64,
     pub bytes_in: u64,
@@ -119,6 +123,9 @@ pub struct ConnectionSlot {
     port: AtomicU32,
     client_id_len: AtomicU32,
     client_id: [AtomicU64; CLIENT_ID_BYTES / 8],
+    /// 0: not authenticated; else the principal's length + 1.
+    principal_len: AtomicU32,
+    principal: [AtomicU64; PRINCIPAL_BYTES / 8],
     connected_at_ms: AtomicI64,
     requests: AtomicU64,
     bytes_in: AtomicU64,
@@ -158,6 +165,7 @@ impl ConnectionTable {
         slot.ip_low.store(bits as u64, Ordering::Relaxed);
         slot.port.store(peer.port() as u32, Ordering::Relaxed);
         slot.client_id_len.store(0, Ordering::Relaxed);
+        slot.principal_len.store(0, Ordering::Relaxed);
         slot.connected_at_ms.store(now_ms, Ordering::Relaxed);
         slot.requests.store(0, Ordering::Relaxed);
         slot.bytes_in.store(0, Ordering::Relaxed);
@@ -180,13 +188,15 @@ impl ConnectionTable {
                 let ip = Ipv6Addr::from(bits);
                 let ip = ip.to_ipv4_mapped().map_or(IpAddr::V6(ip), IpAddr::V4);
                 let len = (slot.client_id_len.load(Ordering::Relaxed) as usize).min(CLIENT_ID_BYTES);
-                let mut id = [0u8; CLIENT_ID_BYTES];
-                for (chunk, word) in id.chunks_exact_mut(8).zip(&slot.client_id) {
-                    chunk.copy_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
-                }
+                let id = read_bytes(&slot.client_id, len);
+                let principal = match slot.principal_len.load(Ordering::Relaxed) as usize {
+                    0 => None,
+                    n => Some(read_bytes(&slot.principal, (n - 1).min(PRINCIPAL_BYTES))),
+                };
                 let info = ConnectionInfo {
                     peer: SocketAddr::new(ip, slot.port.load(Ordering::Relaxed) as u16),
-                    client_id: String::from_utf8_lossy(&id[..len]).into_owned(),
+                    client_id: id,
+                    principal,
                     connected_at_ms: slot.connected_at_ms.load(Ordering::Relaxed),
                     requests: slot.requests.load(Ordering::Relaxed),
                     bytes_in: slot.bytes_in.load(Ordering::Relaxed),
@@ -230,17 +240,41 @@ impl ConnectionEntry<'_> {
     pub fn set_client_id(&self, id: &[u8]) {
         let Some(slot) = self.slot else { return };
         let seq = slot.sequence.fetch_add(1, Ordering::Acquire); // now odd
-        let len = id.len().min(CLIENT_ID_BYTES);
-        let mut buf = [0u8; CLIENT_ID_BYTES];
-        buf[..len].copy_from_slice(&id[..len]);
-        for (word, chunk) in slot.client_id.iter().zip(buf.chunks_exact(8)) {
-            let mut bytes = [0u8; 8];
-            bytes.copy_from_slice(chunk);
-            word.store(u64::from_le_bytes(bytes), Ordering::Relaxed);
-        }
+        let len = write_bytes(&slot.client_id, id);
         slot.client_id_len.store(len as u32, Ordering::Relaxed);
         slot.sequence.store(seq + 2, Ordering::Release); // even again, and changed
     }
+
+    /// Records the role the connection authenticated as (once).
+    pub fn set_principal(&self, principal: &[u8]) {
+        let Some(slot) = self.slot else { return };
+        if slot.principal_len.load(Ordering::Relaxed) != 0 {
+            return;
+        }
+        let seq = slot.sequence.fetch_add(1, Ordering::Acquire); // now odd
+        let len = write_bytes(&slot.principal, principal);
+        slot.principal_len.store(len as u32 + 1, Ordering::Relaxed);
+        slot.sequence.store(seq + 2, Ordering::Release); // even again, and changed
+    }
+}
+
+/// Stores up to `8 * words.len()` bytes of `value` into `words`; returns how many.
+fn write_bytes(words: &[AtomicU64], value: &[u8]) -> usize {
+    let len = value.len().min(words.len() * 8);
+    let mut buf = vec![0u8; words.len() * 8];
+    buf[..len].copy_from_slice(&value[..len]);
+    for (word, chunk) in words.iter().zip(buf.chunks_exact(8)) {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(chunk);
+        word.store(u64::from_le_bytes(bytes), Ordering::Relaxed);
+    }
+    len
+}
+
+/// The first `len` bytes stored in `words`, as text.
+fn read_bytes(words: &[AtomicU64], len: usize) -> String {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes()).collect();
+    String::from_utf8_lossy(&bytes[..len.min(bytes.len())]).into_owned()
 }
 
 impl Drop for ConnectionEntry<'_> {
@@ -274,12 +308,15 @@ mod tests {
         assert!(a.needs_client_id());
         a.set_client_id(b"rdkafka-client-with-a-rather-long-name-that-goes-past-the-sixty-four-byte-limit");
         a.record_request(100, 40);
+        a.set_principal(b"app_role");
         let mut live = m.connections.snapshot();
         live.sort_by_key(|c| c.connected_at_ms);
         assert_eq!(live.len(), 2);
         assert_eq!(live[0].peer, peer);
         assert_eq!(live[0].client_id.len(), CLIENT_ID_BYTES);
         assert!(live[0].client_id.starts_with("rdkafka-client"));
+        assert_eq!(live[0].principal.as_deref(), Some("app_role"));
+        assert_eq!(live[1].principal, None);
         assert_eq!((live[0].requests, live[0].bytes_in, live[0].bytes_out), (1, 100, 40));
         assert_eq!(live[1].peer.ip().to_string(), "::1");
         drop(a);

@@ -13,7 +13,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use kafgres_log::{AppendResult, LogError, LogPosition, PartitionLog, ReadSlice, SequenceCheck};
+use kafgres_log::{AppendResult, LogError, LogPosition, PartitionLog, ReadSlice, SequenceCheck, TxnEnd};
 use kafgres_wire::batch::BatchHeader;
 use tokio::sync::{watch, Notify};
 
@@ -67,7 +67,9 @@ pub struct Partition {
     housekeeping: housekeeping::PartitionHousekeeping,
 }
 
+mod compaction;
 mod housekeeping;
+pub use compaction::{cleaner_config, keyless_record_refusal, run_cleaner, CleanupPolicy};
 pub use housekeeping::{run_retention, Housekeeping};
 
 /// What an append came to.
@@ -165,7 +167,8 @@ impl Partition {
             let segments_before = log.segments().len();
             let appended = log.append(batches, headers, 0, now_ms)?;
             if log.segments().len() != segments_before {
-                // A roll makes a segment deletable: let retention look again.
+                // A roll makes a segment deletable and cleanable: let
+                // retention and the cleaner look again.
                 self.housekeeping.wake();
             }
             appended
@@ -179,9 +182,69 @@ impl Partition {
         Ok(AppendOutcome::Appended(result))
     }
 
+    /// Appends a transaction marker (EndTxn's commit or abort in this
+    /// partition) and schedules its flush, like [`Self::append`]. A marker
+    /// from a fenced epoch is `Refused` and not written.
+    pub fn append_marker(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        end: TxnEnd,
+        coordinator_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendOutcome, LogError> {
+        if let Some(reason) = self.durable.borrow().failed.clone() {
+            return Err(LogError::Io {
+                path: self.lock_log().dir().to_path_buf(),
+                source: std::io::Error::other(reason),
+            });
+        }
+        let result = {
+            let mut log = self.lock_log();
+            match log.append_marker(producer_id, producer_epoch, end, coordinator_epoch, 0, now_ms)? {
+                Ok(appended) => appended,
+                Err(refused) => return Ok(AppendOutcome::Refused(refused)),
+            }
+        };
+        self.appends_since_flush.fetch_add(1, Ordering::Relaxed);
+        match self.policy {
+            FlushPolicy::Fsync => self.flush_wanted.notify_one(),
+            FlushPolicy::PageCache => self.publish(result.end),
+        }
+        Ok(AppendOutcome::Appended(result))
+    }
+
+    /// Kafka's last stable offset: the high watermark, or the first offset
+    /// of the oldest open transaction if that is lower.
+    pub fn last_stable_offset(&self) -> i64 {
+        let hw = self.high_watermark().offset;
+        self.lock_log().first_unstable_offset().map_or(hw, |first| first.min(hw))
+    }
+
+    /// A `read_committed` read: like [`Self::read`] but never past the last
+    /// stable offset; returns the slice, the last stable offset and the
+    /// aborted transactions the reader must drop from what it reads.
+    pub fn read_committed(
+        &self,
+        offset: i64,
+        max_bytes: u64,
+        whole_first_batch: bool,
+    ) -> Result<(ReadSlice, i64, Vec<kafgres_log::AbortedTxn>), LogError> {
+        let hw = self.high_watermark();
+        let log = self.lock_log();
+        let upto = match log.first_unstable_offset() {
+            Some(first) if first < hw.offset => log.position_at(first)?.unwrap_or(hw),
+            _ => hw,
+        };
+        let slice = log.read(offset, max_bytes, upto, whole_first_batch)?;
+        let aborted = if slice.len == 0 { Vec::new() } else { log.aborted_between(offset, upto.offset) };
+        Ok((slice, upto.offset, aborted))
+    }
+
     /// Applies a topic's altered configs to this partition: its retention
-    /// (`retention.ms`, `retention.bytes`; the retention task is woken) and its
-    /// log settings (`segment.bytes`, from the next append on).
+    /// (`retention.ms`, `retention.bytes`, `cleanup.policy`) and compaction
+    /// settings (the retention and cleaner tasks are woken) and its log
+    /// settings (`segment.bytes`, from the next append on).
     pub fn reconfigure(
         &self,
         configs: &std::collections::BTreeMap<String, String>,

@@ -29,6 +29,8 @@ pub struct BrokerContext {
     pub groups: Arc<crate::group_service::GroupService>,
     /// Producer ids for InitProducerId, reserved from the catalog in blocks.
     pub producer_ids: crate::producer_ids::ProducerIdAllocator,
+    /// The transaction coordinator.
+    pub txns: Arc<crate::txn::TxnService>,
 }
 
 impl BrokerContext {
@@ -64,7 +66,7 @@ impl Broker {
         catalog: Arc<dyn Catalog>,
         snapshot: impl Into<CatalogSnapshot>,
     ) -> Result<Broker, StartError> {
-        let CatalogSnapshot { topics, offsets } = snapshot.into();
+        let CatalogSnapshot { topics, offsets, transactions } = snapshot.into();
         let mut registry = TopicRegistry::default();
         let housekeeping = crate::partition::Housekeeping::default();
         let now = crate::now_ms();
@@ -103,8 +105,17 @@ impl Broker {
             topic_creation: tokio::sync::Mutex::new(()),
             advertised_port,
             producer_ids: crate::producer_ids::ProducerIdAllocator::default(),
+            txns: Arc::new(crate::txn::TxnService::new(crate::txn::TxnServiceConfig::default(), &transactions)),
         });
+        tokio::spawn(crate::partition::run_cleaner(Arc::downgrade(&ctx), housekeeping.clone()));
         tokio::spawn(crate::partition::run_retention(Arc::downgrade(&ctx), housekeeping));
+        tokio::spawn(Arc::clone(&ctx.txns).run_timeouts(Arc::downgrade(&ctx)));
+        {
+            // Transactions a crash left half-ended are finished before long;
+            // their ids answer CONCURRENT_TRANSACTIONS-free once done.
+            let ctx = Arc::clone(&ctx);
+            tokio::spawn(async move { ctx.txns.recover(&ctx).await });
+        }
         let (shutdown, shutdown_rx) = watch::channel(false);
         let accept_loop = tokio::spawn(accept_loop(listener, Arc::clone(&ctx), connections, shutdown_rx));
         log::info!(

@@ -21,22 +21,59 @@ pub enum ConfigType {
 }
 
 /// A topic config: its name, Kafka 4.x's default, its type and the broker
-/// setting it defaults from (reported as a synonym).
+/// config it defaults from.
 #[derive(Debug, Clone, Copy)]
 pub struct TopicConfigDef {
     pub name: &'static str,
     pub default: &'static str,
     pub kind: ConfigType,
-    pub broker_synonym: &'static str,
+    pub broker_synonym: BrokerSynonym,
 }
 
-const fn def(
+/// The broker config a topic config defaults from, as Kafka's DescribeConfigs
+/// lists it among the synonyms (`ConfigHelper.configSynonyms`: the broker
+/// names that have a value, from the first name of the topic config's
+/// synonym list on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokerSynonym {
+    /// A broker config with a default (listed as `name=default/DEFAULT_CONFIG`,
+    /// after its static value when the broker sets one that differs).
+    Default(&'static str),
+    /// A broker config without a default of its own (`log.retention.ms`
+    /// defaults from `log.retention.hours`, `log.roll.ms` from `log.roll.hours`…):
+    /// listed only when it is set, and Kafgres sets none of these.
+    Unset(&'static str),
+    /// No broker config (the replication throttles, the tiered-storage
+    /// switches): only the topic's own override is listed.
+    None,
+}
+
+impl BrokerSynonym {
+    pub fn name(&self) -> Option<&'static str> {
+        match *self {
+            BrokerSynonym::Default(n) | BrokerSynonym::Unset(n) => Some(n),
+            BrokerSynonym::None => None,
+        }
+    }
+}
+
+const fn def(name: &'static str, default: &'static str, kind: ConfigType, broker: &'static str) -> TopicConfigDef {
+    TopicConfigDef { name, default, kind, broker_synonym: BrokerSynonym::Default(broker) }
+}
+
+/// A topic config whose broker synonym has no default (see [`BrokerSynonym::Unset`]).
+const fn def_unset(
     name: &'static str,
     default: &'static str,
     kind: ConfigType,
-    broker_synonym: &'static str,
+    broker: &'static str,
 ) -> TopicConfigDef {
-    TopicConfigDef { name, default, kind, broker_synonym }
+    TopicConfigDef { name, default, kind, broker_synonym: BrokerSynonym::Unset(broker) }
+}
+
+/// A topic config without a broker synonym.
+const fn def_topic_only(name: &'static str, default: &'static str, kind: ConfigType) -> TopicConfigDef {
+    TopicConfigDef { name, default, kind, broker_synonym: BrokerSynonym::None }
 }
 
 /// Every topic config of Kafka 4.x (`TopicConfig`, `LogConfig`), sorted by name.
@@ -49,10 +86,10 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
     def("delete.retention.ms", "86400000", ConfigType::Long, "log.cleaner.delete.retention.ms"),
     def("file.delete.delay.ms", "60000", ConfigType::Long, "log.segment.delete.delay.ms"),
     def("flush.messages", "9223372036854775807", ConfigType::Long, "log.flush.interval.messages"),
-    def("flush.ms", "9223372036854775807", ConfigType::Long, "log.flush.interval.ms"),
-    def("follower.replication.throttled.replicas", "", ConfigType::List, "follower.replication.throttled.replicas"),
+    def_unset("flush.ms", "9223372036854775807", ConfigType::Long, "log.flush.interval.ms"),
+    def_topic_only("follower.replication.throttled.replicas", "", ConfigType::List),
     def("index.interval.bytes", "4096", ConfigType::Int, "log.index.interval.bytes"),
-    def("leader.replication.throttled.replicas", "", ConfigType::List, "leader.replication.throttled.replicas"),
+    def_topic_only("leader.replication.throttled.replicas", "", ConfigType::List),
     def("local.retention.bytes", "-2", ConfigType::Long, "log.local.retention.bytes"),
     def("local.retention.ms", "-2", ConfigType::Long, "log.local.retention.ms"),
     def("max.compaction.lag.ms", "9223372036854775807", ConfigType::Long, "log.cleaner.max.compaction.lag.ms"),
@@ -69,15 +106,15 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
     def("min.compaction.lag.ms", "0", ConfigType::Long, "log.cleaner.min.compaction.lag.ms"),
     def("min.insync.replicas", "1", ConfigType::Int, "min.insync.replicas"),
     def("preallocate", "false", ConfigType::Boolean, "log.preallocate"),
-    def("remote.log.copy.disable", "false", ConfigType::Boolean, "remote.log.copy.disable"),
-    def("remote.log.delete.on.disable", "false", ConfigType::Boolean, "remote.log.delete.on.disable"),
-    def("remote.storage.enable", "false", ConfigType::Boolean, "remote.storage.enable"),
+    def_topic_only("remote.log.copy.disable", "false", ConfigType::Boolean),
+    def_topic_only("remote.log.delete.on.disable", "false", ConfigType::Boolean),
+    def_topic_only("remote.storage.enable", "false", ConfigType::Boolean),
     def("retention.bytes", "-1", ConfigType::Long, "log.retention.bytes"),
-    def("retention.ms", "604800000", ConfigType::Long, "log.retention.ms"),
+    def_unset("retention.ms", "604800000", ConfigType::Long, "log.retention.ms"),
     def("segment.bytes", "1073741824", ConfigType::Int, "log.segment.bytes"),
     def("segment.index.bytes", "10485760", ConfigType::Int, "log.index.size.max.bytes"),
-    def("segment.jitter.ms", "0", ConfigType::Long, "log.roll.jitter.ms"),
-    def("segment.ms", "604800000", ConfigType::Long, "log.roll.ms"),
+    def_unset("segment.jitter.ms", "0", ConfigType::Long, "log.roll.jitter.ms"),
+    def_unset("segment.ms", "604800000", ConfigType::Long, "log.roll.ms"),
     def("unclean.leader.election.enable", "false", ConfigType::Boolean, "unclean.leader.election.enable"),
 ];
 
@@ -89,12 +126,66 @@ pub mod source {
 }
 
 impl TopicConfigDef {
-    /// The value a topic with `overrides` has for this config, and its source.
-    pub fn effective<'a>(&'a self, overrides: &'a std::collections::BTreeMap<String, String>) -> (&'a str, i8) {
-        match overrides.get(self.name) {
-            Some(v) => (v.as_str(), source::DYNAMIC_TOPIC_CONFIG),
-            None => (self.default, source::DEFAULT_CONFIG),
+    /// The value a topic with `overrides` has for this config, and its source:
+    /// the override, else the broker's setting of the synonym when it differs
+    /// from Kafka's default (`broker_value`, e.g. `log.segment.bytes` from
+    /// `kafgres.segment_bytes`), else the default.
+    pub fn effective(
+        &self,
+        overrides: &std::collections::BTreeMap<String, String>,
+        broker_value: impl Fn(&str) -> Option<String>,
+    ) -> (String, i8) {
+        if let Some(v) = overrides.get(self.name) {
+            return (v.clone(), source::DYNAMIC_TOPIC_CONFIG);
         }
+        match self.static_broker_value(broker_value) {
+            Some(v) => (v, source::STATIC_BROKER_CONFIG),
+            None => (self.default.to_owned(), source::DEFAULT_CONFIG),
+        }
+    }
+
+    /// The broker's value of this config's synonym, when the broker sets one
+    /// that differs from Kafka's default (a value equal to the default reads
+    /// as the default: the broker cannot tell whether a GUC was set to it).
+    fn static_broker_value(&self, broker_value: impl Fn(&str) -> Option<String>) -> Option<String> {
+        let name = self.broker_synonym.name()?;
+        broker_value(name).filter(|v| !matches!(self.broker_synonym, BrokerSynonym::Default(_)) || v != self.default)
+    }
+
+    /// The synonyms DescribeConfigs lists for this config, as Kafka does:
+    /// the topic's override, then the broker's setting of the synonym (when
+    /// it is not Kafka's default), then the synonym's default; `(name, value,
+    /// source)`.
+    pub fn synonyms(
+        &self,
+        overrides: &std::collections::BTreeMap<String, String>,
+        broker_value: impl Fn(&str) -> Option<String>,
+    ) -> Vec<(String, String, i8)> {
+        let mut synonyms = Vec::new();
+        if let Some(v) = overrides.get(self.name) {
+            synonyms.push((self.name.to_owned(), v.clone(), source::DYNAMIC_TOPIC_CONFIG));
+        }
+        if let Some(broker) = self.broker_synonym.name() {
+            if let Some(v) = self.static_broker_value(broker_value) {
+                synonyms.push((broker.to_owned(), v, source::STATIC_BROKER_CONFIG));
+            }
+            if let BrokerSynonym::Default(_) = self.broker_synonym {
+                synonyms.push((broker.to_owned(), self.default.to_owned(), source::DEFAULT_CONFIG));
+            }
+        }
+        synonyms
+    }
+}
+
+/// The broker settings topic configs default from, under their Kafka names
+/// (`log.segment.bytes` is `kafgres.segment_bytes`; `message.max.bytes` is
+/// fixed at Kafka's default), for [`TopicConfigDef::effective`] and
+/// [`TopicConfigDef::synonyms`].
+pub fn broker_topic_default(config: &crate::BrokerConfig, broker_name: &str) -> Option<String> {
+    match broker_name {
+        "log.segment.bytes" => Some(config.segment_bytes_max.to_string()),
+        "message.max.bytes" => Some(config.message_bytes_max.to_string()),
+        _ => None,
     }
 }
 
@@ -302,6 +393,33 @@ mod tests {
         overrides.insert("message.timestamp.after.max.ms".into(), "junk".into());
         let p = RecordPolicy::from_configs(&overrides, 1000);
         assert_eq!((p.message_bytes_max, p.log_append_time, p.timestamp_range(10)), (500, true, (5, 3_600_010)));
+    }
+
+    #[test]
+    fn synonyms_and_sources_follow_kafka() {
+        let def = |name| topic_config(name).expect("a topic config");
+        let mut overrides = std::collections::BTreeMap::new();
+        let at_default = |_: &str| Some("1073741824".to_owned());
+        let set = |_: &str| Some("2000000".to_owned());
+        let names =
+            |s: Vec<(String, String, i8)>| s.into_iter().map(|(n, v, s)| format!("{n}={v}/{s}")).collect::<Vec<_>>();
+        // A broker config without a default of its own is not listed; one at its default is.
+        assert!(def("retention.ms").synonyms(&overrides, |_| None).is_empty());
+        assert!(def("remote.storage.enable").synonyms(&overrides, |_| None).is_empty());
+        assert_eq!(names(def("segment.bytes").synonyms(&overrides, at_default)), ["log.segment.bytes=1073741824/5"]);
+        assert_eq!(
+            def("segment.bytes").effective(&overrides, at_default),
+            ("1073741824".into(), source::DEFAULT_CONFIG)
+        );
+        // A broker setting that differs from Kafka's default is static, listed before the default.
+        assert_eq!(def("segment.bytes").effective(&overrides, set), ("2000000".into(), source::STATIC_BROKER_CONFIG));
+        assert_eq!(
+            names(def("segment.bytes").synonyms(&overrides, set)),
+            ["log.segment.bytes=2000000/4", "log.segment.bytes=1073741824/5"]
+        );
+        // An override comes first.
+        overrides.insert("retention.ms".to_owned(), "1000".to_owned());
+        assert_eq!(names(def("retention.ms").synonyms(&overrides, |_| None)), ["retention.ms=1000/1"]);
     }
 
     #[test]

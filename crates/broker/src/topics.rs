@@ -241,23 +241,21 @@ impl crate::group::TopicLookup for TopicRegistry {
     }
 }
 
-/// Why a topic name is refused (Kafka's `Topic.validate`).
+/// Why a topic name is refused, in Kafka's words (`Topic.validate`: the
+/// checks in its order, the length in characters).
 pub fn validate_topic_name(name: &str) -> Result<(), String> {
-    if name.is_empty() {
-        return Err("topic name is empty".into());
-    }
-    if name == "." || name == ".." {
-        return Err(format!("topic name cannot be \"{name}\""));
-    }
-    if name.len() > TOPIC_NAME_CHARS_MAX {
-        return Err(format!("topic name is {} characters long, the limit is {TOPIC_NAME_CHARS_MAX}", name.len()));
-    }
-    if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
-        return Err(format!(
-            "topic name {name:?} contains {bad:?}; only ASCII letters, digits, '.', '_' and '-' are allowed"
-        ));
-    }
-    Ok(())
+    let why = if name.is_empty() {
+        "the empty string is not allowed".to_owned()
+    } else if name == "." || name == ".." {
+        format!("'{name}' is not allowed")
+    } else if name.chars().count() > TOPIC_NAME_CHARS_MAX {
+        format!("the length of '{name}' is longer than the max allowed length {TOPIC_NAME_CHARS_MAX}")
+    } else if !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')) {
+        format!("'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'")
+    } else {
+        return Ok(());
+    };
+    Err(format!("Topic name is invalid: {why}"))
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> LogError + '_ {
@@ -277,5 +275,12 @@ mod tests {
         assert!(validate_topic_name("bad name!").is_err());
         assert!(validate_topic_name(&"a".repeat(249)).is_ok());
         assert!(validate_topic_name(&"a".repeat(250)).is_err());
+        assert_eq!(
+            validate_topic_name("bad!"),
+            Err("Topic name is invalid: 'bad!' contains one or more characters other than ASCII alphanumerics, \
+                 '.', '_' and '-'"
+                .into())
+        );
+        assert_eq!(validate_topic_name(".."), Err("Topic name is invalid: '..' is not allowed".into()));
     }
 }

@@ -17,10 +17,9 @@ use kafka_protocol::protocol::StrBytes;
 
 const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
 const INVALID_PRODUCER_EPOCH: i16 = 47;
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+const INVALID_TXN_STATE: i16 = 48;
 const INVALID_REQUEST: i16 = 42;
 const INVALID_RECORD: i16 = 87;
-const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 
 async fn init_producer_id(
     client: &mut Client,
@@ -67,9 +66,10 @@ async fn init_producer_id_hands_out_fresh_ids() {
     unique.dedup();
     assert_eq!(unique.len(), seen.len(), "ids repeat: {seen:?}");
 
-    // Transactions are not served: no coordinator for a transactional id.
+    // A transactional id gets its own producer id (crates/broker/tests/transactions.rs).
     let r = init_producer_id(&mut client, 4, Some("txn-1"), (-1, -1)).await;
-    assert_eq!((r.error_code, r.producer_id.0, r.producer_epoch), (COORDINATOR_NOT_AVAILABLE, -1, -1));
+    assert_eq!((r.error_code, r.producer_epoch), (0, 0));
+    assert!(!seen.contains(&r.producer_id.0));
     let r = init_producer_id(&mut client, 4, Some(""), (-1, -1)).await;
     assert_eq!(r.error_code, INVALID_REQUEST);
     drop(client);
@@ -130,12 +130,13 @@ async fn sequences_duplicates_and_epochs() {
     let late = send(&mut client, topic, producer_batch("e", 1, other, 0, 42)).await;
     assert_eq!((late.error_code, late.base_offset), (0, 6));
 
-    // Transactional batches stay refused; several producer batches in one
-    // partition's records are refused as Kafka refuses them.
+    // A transactional batch outside a transaction is refused; several
+    // producer batches in one partition's records are refused as Kafka
+    // refuses them.
     let mut transactional = producer_batch("t", 1, id, 1, 1);
     transactional[21..23].copy_from_slice(&0x10i16.to_be_bytes());
     rewrite_crc(&mut transactional);
-    assert_eq!(send(&mut client, topic, transactional).await.error_code, TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+    assert_eq!(send(&mut client, topic, transactional).await.error_code, INVALID_TXN_STATE);
     let mut two = producer_batch("f", 1, id, 1, 1);
     two.extend(producer_batch("g", 1, id, 1, 2));
     assert_eq!(send(&mut client, topic, two).await.error_code, INVALID_RECORD);

@@ -119,3 +119,28 @@ async fn message_bytes_max_applies_per_batch() {
     assert_eq!(broker.log_end("two-large", 0), 2);
     broker.broker.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v13_names_topics_by_id() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    let id = create_topic(&mut client, "by-id", 2).await;
+
+    let mut request = produce_request("", 1, -1, batch(&records("a", 2)));
+    request.topic_data[0].topic_id = id;
+    let r = client.call(13, &request).await;
+    let p = &r.responses[0].partition_responses[0];
+    assert_eq!((r.responses[0].topic_id, p.index, p.error_code, p.base_offset), (id, 1, 0, 0));
+    assert_eq!(broker.log_end("by-id", 1), 2);
+
+    // An unknown id is UNKNOWN_TOPIC_ID; a known id with an unknown partition
+    // UNKNOWN_TOPIC_OR_PARTITION, as in Kafka.
+    request.topic_data[0].topic_id = uuid::Uuid::from_u128(7);
+    let r = client.call(13, &request).await;
+    assert_eq!(r.responses[0].partition_responses[0].error_code, 100);
+    let mut request = produce_request("", 5, -1, batch(&records("b", 1)));
+    request.topic_data[0].topic_id = id;
+    let r = client.call(13, &request).await;
+    assert_eq!(r.responses[0].partition_responses[0].error_code, 3);
+    broker.broker.shutdown().await;
+}

@@ -46,10 +46,15 @@ async fn exchange(
             check(r.topics[0].error_code == 0, format!("error {}", r.topics[0].error_code))
         }
         ApiKey::Produce => {
-            let r = client.try_call(version, &produce_request("swept", 0, -1, batch(&records("s", 1)))).await?;
+            let mut request = produce_request("swept", 0, -1, batch(&records("s", 1)));
+            if version >= 13 {
+                request.topic_data[0].topic_id = id; // v13 names topics by id only
+            }
+            let r = client.try_call(version, &request).await?;
             let p = &r.responses[0].partition_responses[0];
             *produced += 1;
-            check((p.error_code, p.base_offset) == (0, *produced - 1), format!("{p:?}"))
+            let topic_ok = version < 13 || r.responses[0].topic_id == id;
+            check(topic_ok && (p.error_code, p.base_offset) == (0, *produced - 1), format!("{r:?}"))
         }
         ApiKey::Fetch => {
             let topic = if version >= 13 { TopicRef::Id(id) } else { TopicRef::Name("swept") };
@@ -272,6 +277,61 @@ async fn exchange(
             let r = client.try_call(version, &request).await?;
             check(r.results[0].error_code == 0, format!("{r:?}"))
         }
+        ApiKey::AddPartitionsToTxn => {
+            let (pid, epoch) = txn_init(client, &format!("apt-v{version}")).await?;
+            use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+            let request = kafka_protocol::messages::AddPartitionsToTxnRequest::default()
+                .with_v3_and_below_transactional_id(txn_id(&format!("apt-v{version}")))
+                .with_v3_and_below_producer_id(kafka_protocol::messages::ProducerId(pid))
+                .with_v3_and_below_producer_epoch(epoch)
+                .with_v3_and_below_topics(vec![AddPartitionsToTxnTopic::default()
+                    .with_name(common::name("swept"))
+                    .with_partitions(vec![0])]);
+            let r = client.try_call(version, &request).await?;
+            let code = r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code;
+            check(code == 0, format!("{r:?}"))
+        }
+        ApiKey::AddOffsetsToTxn => {
+            let id = format!("aot-v{version}");
+            let (pid, epoch) = txn_init(client, &id).await?;
+            let r = client.try_call(version, &add_offsets(&id, pid, epoch)).await?;
+            check(r.error_code == 0, format!("{r:?}"))
+        }
+        ApiKey::TxnOffsetCommit => {
+            use kafka_protocol::messages::txn_offset_commit_request::{
+                TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+            };
+            let id = format!("toc-v{version}");
+            let (pid, epoch) = txn_init(client, &id).await?;
+            let added = client.try_call(3, &add_offsets(&id, pid, epoch)).await?;
+            check(added.error_code == 0, format!("{added:?}"))?;
+            let request = kafka_protocol::messages::TxnOffsetCommitRequest::default()
+                .with_transactional_id(txn_id(&id))
+                .with_group_id(kafka_protocol::messages::GroupId(StrBytes::from_static_str("txn-sweep")))
+                .with_producer_id(kafka_protocol::messages::ProducerId(pid))
+                .with_producer_epoch(epoch)
+                .with_generation_id(-1)
+                .with_topics(vec![TxnOffsetCommitRequestTopic::default()
+                    .with_name(common::name("swept"))
+                    .with_partitions(vec![TxnOffsetCommitRequestPartition::default()
+                        .with_partition_index(0)
+                        .with_committed_offset(1)])]);
+            let r = client.try_call(version, &request).await?;
+            check(r.topics[0].partitions[0].error_code == 0, format!("{r:?}"))
+        }
+        ApiKey::EndTxn => {
+            let id = format!("end-v{version}");
+            let (pid, epoch) = txn_init(client, &id).await?;
+            let added = client.try_call(3, &add_offsets(&id, pid, epoch)).await?;
+            check(added.error_code == 0, format!("{added:?}"))?;
+            let request = kafka_protocol::messages::EndTxnRequest::default()
+                .with_transactional_id(txn_id(&id))
+                .with_producer_id(kafka_protocol::messages::ProducerId(pid))
+                .with_producer_epoch(epoch)
+                .with_committed(true);
+            let r = client.try_call(version, &request).await?;
+            check(r.error_code == 0, format!("{r:?}"))
+        }
         ApiKey::ConsumerGroupHeartbeat => {
             use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, GroupId};
             let group = GroupId(StrBytes::from_string(format!("kip848-v{version}")));
@@ -351,12 +411,52 @@ async fn exchange(
             let p = &r.topics[0].partitions[0];
             check((p.error_code, p.leader_epoch, p.end_offset) == (0, 0, *produced), format!("{p:?}"))
         }
+        // Without kafgres.authentication, as on a Kafka PLAINTEXT listener
+        // (tests/sasl.rs covers the exchange itself).
+        ApiKey::SaslHandshake => {
+            let request = kafka_protocol::messages::SaslHandshakeRequest::default()
+                .with_mechanism(StrBytes::from_static_str("SCRAM-SHA-256"));
+            let r = client.try_call(version, &request).await?;
+            check(r.error_code == 34, format!("{r:?}"))
+        }
+        ApiKey::SaslAuthenticate => {
+            let request = kafka_protocol::messages::SaslAuthenticateRequest::default()
+                .with_auth_bytes(bytes::Bytes::from_static(b"n,,n=user,r=abc"));
+            let r = client.try_call(version, &request).await?;
+            check(r.error_code == 34, format!("{r:?}"))
+        }
         other => Err(format!("{other:?} has no case in this sweep")),
     }
 }
 
 /// Joins `group` as a new member (retrying once with the id a v4+ broker
 /// hands out) and returns (error, member id, generation).
+fn txn_id(id: &str) -> kafka_protocol::messages::TransactionalId {
+    kafka_protocol::messages::TransactionalId(StrBytes::from_string(id.to_string()))
+}
+
+/// A transactional id's producer id and epoch (InitProducerId v4).
+async fn txn_init(client: &mut Client, id: &str) -> Result<(i64, i16), String> {
+    let request = kafka_protocol::messages::InitProducerIdRequest::default()
+        .with_transactional_id(Some(txn_id(id)))
+        .with_transaction_timeout_ms(60_000)
+        .with_producer_id(kafka_protocol::messages::ProducerId(-1))
+        .with_producer_epoch(-1);
+    let r = client.try_call(4, &request).await?;
+    if r.error_code != 0 {
+        return Err(format!("InitProducerId for {id}: {r:?}"));
+    }
+    Ok((r.producer_id.0, r.producer_epoch))
+}
+
+fn add_offsets(id: &str, pid: i64, epoch: i16) -> kafka_protocol::messages::AddOffsetsToTxnRequest {
+    kafka_protocol::messages::AddOffsetsToTxnRequest::default()
+        .with_transactional_id(txn_id(id))
+        .with_producer_id(kafka_protocol::messages::ProducerId(pid))
+        .with_producer_epoch(epoch)
+        .with_group_id(kafka_protocol::messages::GroupId(StrBytes::from_static_str("txn-sweep")))
+}
+
 async fn group_join(client: &mut Client, version: i16, group: &str) -> Result<(i16, String, i32), String> {
     use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
     let mut member = String::new();
@@ -420,6 +520,12 @@ async fn every_served_version_answers() {
         DescribeTopicPartitions,
         ConsumerGroupHeartbeat,
         ConsumerGroupDescribe,
+        AddPartitionsToTxn,
+        AddOffsetsToTxn,
+        TxnOffsetCommit,
+        EndTxn,
+        SaslHandshake,
+        SaslAuthenticate,
     ];
     for key in order {
         let api = SERVED_APIS.iter().find(|a| a.key == key).expect("served");

@@ -48,3 +48,25 @@ COMMENT ON TABLE kafgres.consumer_offsets IS
     'Offsets committed by Kafka consumer groups (OffsetCommit). Deleted with their topic or group.';
 SELECT pg_catalog.pg_extension_config_dump('kafgres.consumer_offsets', '');
 REVOKE ALL ON kafgres.consumer_offsets FROM PUBLIC;
+
+-- The transaction coordinator's state, one row per transactional id (Kafka's
+-- __transaction_state). The broker writes a row before answering any request
+-- that changed it; a commit's consumer offsets are stored in the same
+-- transaction as its CompleteCommit state.
+CREATE TABLE kafgres.transactions (
+    transactional_id text PRIMARY KEY,
+    producer_id      bigint NOT NULL,
+    producer_epoch   smallint NOT NULL,
+    timeout_ms       integer NOT NULL CHECK (timeout_ms > 0),
+    state            text NOT NULL CHECK (state IN ('Empty', 'Ongoing', 'PrepareCommit', 'PrepareAbort',
+                                                    'CompleteCommit', 'CompleteAbort')),
+    partitions       jsonb NOT NULL DEFAULT '[]',
+    groups           text[] NOT NULL DEFAULT '{}',
+    pending_offsets  jsonb NOT NULL DEFAULT '[]',
+    started_at       timestamptz NOT NULL,
+    updated_at       timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE kafgres.transactions IS
+    'Kafka transactional ids: producer id and epoch, state, and the partitions, groups and offsets of the open transaction.';
+SELECT pg_catalog.pg_extension_config_dump('kafgres.transactions', '');
+REVOKE ALL ON kafgres.transactions FROM PUBLIC;

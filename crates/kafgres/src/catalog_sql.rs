@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 
-use kafgres_broker::catalog::{CommittedOffset, TopicRecord};
+use kafgres_broker::catalog::{CommittedOffset, TopicRecord, TransactionRecord};
+use kafgres_broker::sasl::scram::ScramCredential;
 use pgrx::pg_sys::{self, PgBuiltInOids};
 use pgrx::spi::{OwnedPreparedStatement, Spi};
 use pgrx::PgTryBuilder;
@@ -22,6 +23,9 @@ pub struct CatalogPlans {
     delete_group_offsets: OwnedPreparedStatement,
     delete_partition_offsets: OwnedPreparedStatement,
     allocate_producer_ids: OwnedPreparedStatement,
+    load_transactions: OwnedPreparedStatement,
+    store_transaction: OwnedPreparedStatement,
+    scram_credential: OwnedPreparedStatement,
 }
 
 const LOAD_TOPICS: &str =
@@ -54,6 +58,22 @@ const SET_PARTITION_COUNT: &str = "UPDATE kafgres.topics SET partition_count = $
 // AlterConfigs and IncrementalAlterConfigs: the broker sends the whole new set.
 const SET_TOPIC_CONFIGS: &str = "UPDATE kafgres.topics SET configs = $2::jsonb WHERE topic_id = $1::uuid RETURNING 1";
 const CLUSTER_ID: &str = "SELECT cluster_id FROM kafgres.cluster";
+const LOAD_TRANSACTIONS: &str = "SELECT transactional_id, producer_id, producer_epoch, timeout_ms, state, \
+     partitions::text, groups, pending_offsets::text, (extract(epoch FROM started_at) * 1000)::bigint \
+     FROM kafgres.transactions ORDER BY transactional_id";
+const STORE_TRANSACTION: &str = "INSERT INTO kafgres.transactions AS t (transactional_id, producer_id, \
+     producer_epoch, timeout_ms, state, partitions, groups, pending_offsets, started_at, updated_at) \
+     VALUES ($1, $2, $3::int2, $4, $5, $6::jsonb, $7::text[], $8::jsonb, to_timestamp($9 / 1000.0), now()) \
+     ON CONFLICT (transactional_id) DO UPDATE SET producer_id = excluded.producer_id, \
+     producer_epoch = excluded.producer_epoch, timeout_ms = excluded.timeout_ms, state = excluded.state, \
+     partitions = excluded.partitions, groups = excluded.groups, pending_offsets = excluded.pending_offsets, \
+     started_at = excluded.started_at, updated_at = now()";
+// SASL: a role's password verifier and whether it may log in now. `rolname =
+// $1` compares name with text without truncating $1 to NAMEDATALEN.
+// pg_authid is readable by superusers only: the worker runs as the bootstrap
+// superuser (BackgroundWorkerInitializeConnection without a user name).
+const SCRAM_CREDENTIAL: &str = "SELECT rolpassword, rolcanlogin, \
+     (rolvaliduntil IS NULL OR rolvaliduntil > clock_timestamp()) FROM pg_catalog.pg_authid WHERE rolname = $1";
 // Reserves a block of producer ids; the row lock orders concurrent callers.
 const ALLOCATE_PRODUCER_IDS: &str = "UPDATE kafgres.cluster SET next_producer_id = next_producer_id + $1 \
      RETURNING next_producer_id - $1";
@@ -87,6 +107,24 @@ impl CatalogPlans {
                     .keep(),
                 allocate_producer_ids: client
                     .prepare_mut(ALLOCATE_PRODUCER_IDS, &[PgBuiltInOids::INT8OID.oid()])?
+                    .keep(),
+                load_transactions: client.prepare(LOAD_TRANSACTIONS, &[])?.keep(),
+                scram_credential: client.prepare(SCRAM_CREDENTIAL, &[text])?.keep(),
+                store_transaction: client
+                    .prepare_mut(
+                        STORE_TRANSACTION,
+                        &[
+                            text,
+                            PgBuiltInOids::INT8OID.oid(),
+                            int4,
+                            int4,
+                            text,
+                            text,
+                            text_array,
+                            text,
+                            PgBuiltInOids::INT8OID.oid(),
+                        ],
+                    )?
                     .keep(),
             })
         })
@@ -255,6 +293,122 @@ impl CatalogPlans {
         })
         .map_err(|e| format!("reserving {count} producer ids: {e}"))?
         .ok_or_else(|| "kafgres.cluster is empty".to_owned())
+    }
+
+    /// Every transactional id's stored state.
+    pub fn load_transactions(&self) -> Result<Vec<TransactionRecord>, String> {
+        let rows = Spi::connect(|client| {
+            let rows = client.select(&self.load_transactions, None, &[])?;
+            let mut out = Vec::new();
+            for row in rows {
+                let id: String = row.get(1)?.unwrap_or_default();
+                let producer_id: i64 = row.get(2)?.unwrap_or(-1);
+                let producer_epoch: i16 = row.get(3)?.unwrap_or(0);
+                let timeout_ms: i32 = row.get(4)?.unwrap_or(60_000);
+                let state: String = row.get(5)?.unwrap_or_default();
+                let partitions: String = row.get(6)?.unwrap_or_else(|| "[]".into());
+                let groups: Vec<String> = row.get::<Vec<String>>(7)?.unwrap_or_default();
+                let pending: String = row.get(8)?.unwrap_or_else(|| "[]".into());
+                let started_ms: i64 = row.get(9)?.unwrap_or(0);
+                out.push((id, producer_id, producer_epoch, timeout_ms, state, partitions, groups, pending, started_ms));
+            }
+            Ok::<_, pgrx::spi::Error>(out)
+        })
+        .map_err(|e| format!("loading transactions: {e}"))?;
+        rows.into_iter()
+            .map(
+                |(
+                    transactional_id,
+                    producer_id,
+                    producer_epoch,
+                    timeout_ms,
+                    state,
+                    partitions,
+                    groups,
+                    pending,
+                    started_ms,
+                )| {
+                    let partitions: Vec<(String, i32)> = serde_json::from_str(&partitions)
+                        .map_err(|e| format!("transactional id {transactional_id}: bad partitions: {e}"))?;
+                    let pending: Vec<serde_json::Value> = serde_json::from_str(&pending)
+                        .map_err(|e| format!("transactional id {transactional_id}: bad pending offsets: {e}"))?;
+                    let pending_offsets = pending
+                        .iter()
+                        .map(|v| CommittedOffset {
+                            group_id: v["group"].as_str().unwrap_or_default().to_owned(),
+                            topic: v["topic"].as_str().unwrap_or_default().to_owned(),
+                            partition: v["partition"].as_i64().unwrap_or(0) as i32,
+                            offset: v["offset"].as_i64().unwrap_or(-1),
+                            leader_epoch: v["leader_epoch"].as_i64().unwrap_or(-1) as i32,
+                            metadata: v["metadata"].as_str().map(str::to_owned),
+                            commit_timestamp_ms: v["committed_ms"].as_i64().unwrap_or(0),
+                        })
+                        .collect();
+                    Ok(TransactionRecord {
+                        transactional_id,
+                        producer_id,
+                        producer_epoch,
+                        timeout_ms,
+                        state,
+                        partitions,
+                        groups,
+                        pending_offsets,
+                        started_ms,
+                    })
+                },
+            )
+            .collect()
+    }
+
+    /// Inserts or replaces a transactional id's state.
+    pub fn store_transaction(&self, r: &TransactionRecord) -> Result<(), String> {
+        let partitions = serde_json::to_string(&r.partitions).map_err(|e| e.to_string())?;
+        let pending: Vec<serde_json::Value> = r
+            .pending_offsets
+            .iter()
+            .map(|o| {
+                serde_json::json!({
+                    "group": o.group_id, "topic": o.topic, "partition": o.partition, "offset": o.offset,
+                    "leader_epoch": o.leader_epoch, "metadata": o.metadata, "committed_ms": o.commit_timestamp_ms,
+                })
+            })
+            .collect();
+        let pending = serde_json::to_string(&pending).map_err(|e| e.to_string())?;
+        Spi::connect_mut(|client| {
+            client.update(
+                &self.store_transaction,
+                None,
+                &[
+                    r.transactional_id.clone().into(),
+                    r.producer_id.into(),
+                    i32::from(r.producer_epoch).into(),
+                    r.timeout_ms.into(),
+                    r.state.clone().into(),
+                    partitions.into(),
+                    r.groups.clone().into(),
+                    pending.into(),
+                    r.started_ms.into(),
+                ],
+            )?;
+            Ok::<_, pgrx::spi::Error>(())
+        })
+        .map_err(|e| format!("storing transactional id {}: {e}", r.transactional_id))
+    }
+
+    /// A role's SCRAM-SHA-256 credential, `None` when it has none it may log in with.
+    pub fn scram_credential(&self, username: &str) -> Result<Option<ScramCredential>, String> {
+        Spi::connect(|client| {
+            let rows = client.select(&self.scram_credential, Some(1), &[username.to_owned().into()])?;
+            let mut found = None;
+            for row in rows {
+                let password: Option<String> = row.get(1)?;
+                let can_login: bool = row.get(2)?.unwrap_or(false);
+                let valid: bool = row.get(3)?.unwrap_or(false);
+                found = ScramCredential::from_role(password.as_deref(), can_login, valid);
+            }
+            Ok::<_, pgrx::spi::Error>(found)
+        })
+        .map_err(|e| format!("reading the credential of role {username:?}: {e}"))
     }
 
     pub fn cluster_id(&self) -> Result<String, String> {

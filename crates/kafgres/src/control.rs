@@ -9,7 +9,8 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
-use kafgres_broker::catalog::{Catalog, CatalogError, CatalogFuture, CommittedOffset, TopicRecord};
+use kafgres_broker::catalog::{Catalog, CatalogError, CatalogFuture, CommittedOffset, TopicRecord, TransactionRecord};
+use kafgres_broker::sasl::scram::ScramCredential;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
@@ -54,6 +55,18 @@ pub enum ControlRequest {
     AllocateProducerIds {
         count: i64,
         reply: oneshot::Sender<Result<i64, CatalogError>>,
+    },
+    /// Reads a role's SCRAM-SHA-256 credential (SASL authentication).
+    ScramCredential {
+        username: String,
+        reply: oneshot::Sender<Result<Option<ScramCredential>, CatalogError>>,
+    },
+    /// Stores a transactional id's state; with `offsets`, completes a commit
+    /// (the offsets and the state in one transaction).
+    StoreTransaction {
+        record: TransactionRecord,
+        offsets: Vec<CommittedOffset>,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
     },
 }
 
@@ -169,5 +182,17 @@ impl Catalog for ControlPlaneCatalog {
 
     fn allocate_producer_ids(&self, count: i64) -> CatalogFuture<i64> {
         self.call(move |reply| ControlRequest::AllocateProducerIds { count, reply })
+    }
+
+    fn store_transaction(&self, record: TransactionRecord) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::StoreTransaction { record, offsets: Vec::new(), reply })
+    }
+
+    fn complete_transaction(&self, record: TransactionRecord, offsets: Vec<CommittedOffset>) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::StoreTransaction { record, offsets, reply })
+    }
+
+    fn scram_credential(&self, username: String) -> CatalogFuture<Option<ScramCredential>> {
+        self.call(move |reply| ControlRequest::ScramCredential { username, reply })
     }
 }

@@ -17,6 +17,19 @@ pub enum FlushPolicyGuc {
     PageCache,
 }
 
+/// `kafgres.authentication`: how Kafka clients authenticate.
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum AuthenticationGuc {
+    /// None: any client may do anything (Kafka's PLAINTEXT listener).
+    #[name = c"none"]
+    None,
+    /// SASL/SCRAM-SHA-256 as a PostgreSQL login role, with its password.
+    #[name = c"scram-sha-256"]
+    ScramSha256,
+}
+
+pub static AUTHENTICATION: GucSetting<AuthenticationGuc> =
+    GucSetting::<AuthenticationGuc>::new(AuthenticationGuc::None);
 pub static LISTEN_ADDRESS: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"127.0.0.1"));
 pub static PORT: GucSetting<i32> = GucSetting::<i32>::new(9092);
 pub static ADVERTISED_HOST: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
@@ -38,6 +51,7 @@ pub static CONNECTIONS_MAX_IDLE_MS: GucSetting<i32> = GucSetting::<i32>::new(600
 pub fn register() {
     register_group_settings();
     register_connection_settings();
+    register_authentication_setting();
     GucRegistry::define_string_guc(
         c"kafgres.listen_address",
         c"Address the Kafka listener binds to.",
@@ -166,6 +180,18 @@ pub fn register_connection_settings() {
         &CONNECTIONS_MAX_IDLE_MS,
         1_000,
         i32::MAX,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+}
+
+pub fn register_authentication_setting() {
+    GucRegistry::define_enum_guc(
+        c"kafgres.authentication",
+        c"How Kafka clients authenticate.",
+        c"none: no authentication (PLAINTEXT); scram-sha-256: SASL/SCRAM-SHA-256 as a PostgreSQL login role \
+          with its password (SASL_PLAINTEXT).",
+        &AUTHENTICATION,
         GucContext::Postmaster,
         GucFlags::default(),
     );

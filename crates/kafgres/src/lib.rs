@@ -58,9 +58,11 @@ CREATE VIEW kafgres.flush_latency AS SELECT * FROM kafgres._flush_latency();
 COMMENT ON VIEW kafgres.flush_latency IS
     'Histogram of group-commit fdatasync latency: flushes that took less than below_micros (NULL: the rest).';
 CREATE VIEW kafgres.connections AS
-SELECT client_addr::inet AS client_addr, client_port, client_id, connected_at, requests, bytes_in, bytes_out
+SELECT client_addr::inet AS client_addr, client_port, client_id, principal, connected_at, requests, bytes_in,
+       bytes_out
 FROM kafgres._connections();
-COMMENT ON VIEW kafgres.connections IS 'Kafka clients connected to the broker now.';
+COMMENT ON VIEW kafgres.connections IS
+    'Kafka clients connected to the broker now; principal: the role a client authenticated as (SASL), else NULL.';
 
 -- Nothing is open to PUBLIC: grant EXECUTE / SELECT to the roles that
 -- produce, consume or watch (docs/sql.md lists what each needs).

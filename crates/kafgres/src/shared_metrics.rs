@@ -91,6 +91,8 @@ fn _flush_latency() -> TableIterator<'static, (name!(below_micros, Option<i64>),
     TableIterator::new(rows)
 }
 
+// The columns are named in the signature (pgrx's `name!`), so no type alias.
+#[allow(clippy::type_complexity)]
 #[pg_extern(stable, parallel_unsafe, security_definer)]
 #[search_path(pg_catalog, kafgres)]
 fn _connections() -> TableIterator<
@@ -99,6 +101,7 @@ fn _connections() -> TableIterator<
         name!(client_addr, String),
         name!(client_port, i32),
         name!(client_id, String),
+        name!(principal, Option<String>),
         name!(connected_at, Option<TimestampWithTimeZone>),
         name!(requests, i64),
         name!(bytes_in, i64),
@@ -118,6 +121,7 @@ fn _connections() -> TableIterator<
                 c.peer.ip().to_string(),
                 c.peer.port() as i32,
                 c.client_id,
+                c.principal,
                 at,
                 c.requests as i64,
                 c.bytes_in as i64,

@@ -21,6 +21,10 @@ pub enum LogError {
     /// runs recovery.
     #[error("the log in {dir} refuses writes after an earlier failure: {reason}")]
     Failed { dir: PathBuf, reason: String },
+    /// A stored batch that does not parse where recovery kept it (found by
+    /// the cleaner, which then leaves the partition as it is).
+    #[error("{path}: unreadable batch at byte {position}: {reason}")]
+    BadBatch { path: PathBuf, position: u64, reason: String },
 }
 
 impl LogError {

@@ -131,6 +131,11 @@ impl<E: IndexEntry> IndexFile<E> {
         &self.file
     }
 
+    /// The file was renamed (the handle is unchanged).
+    pub(crate) fn set_path(&mut self, path: PathBuf) {
+        self.path = path;
+    }
+
     /// Reads the whole file and checks it: whole entries only, each one may
     /// follow the previous, and `in_bounds` holds for every entry. On a
     /// defect, nothing is kept and the reason is returned.

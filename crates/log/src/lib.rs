@@ -13,15 +13,20 @@
 //! - [`partition`]: the ordered segments, appends with offset assignment, rolls,
 //!   flushes and checkpoints, reads as file ranges (sendfile-ready) and by time;
 //! - [`retention`]: `retention.ms`, `retention.bytes` and DeleteRecords;
+//! - [`cleaner`]: log compaction (`cleanup.policy=compact`): the closed
+//!   segments rewritten to keep the latest record per key, swapped in by a
+//!   crash-safe protocol;
 //! - [`producer`]: idempotent-producer state rebuilt from the log and snapshots;
 //! - [`checkpoint`]: the small files replaced atomically.
 //!
 //! It must not spawn threads, use async runtimes, run timers or know about
-//! Postgres. Who flushes when (group commit) and when retention runs is the
-//! broker's decision; this crate only says which bytes a flush covers. The
-//! on-disk format and crash policy are in docs/architecture.md.
+//! Postgres. Who flushes when (group commit) and when retention and the
+//! cleaner run is the broker's decision; this crate only says which bytes a
+//! flush covers and when cleaning would be worth it. The on-disk format and
+//! crash policy are in docs/architecture.md.
 
 pub mod checkpoint;
+pub mod cleaner;
 pub mod error;
 pub mod index;
 pub mod partition;
@@ -31,8 +36,9 @@ pub mod retention;
 pub mod segment;
 pub mod storage;
 
+pub use cleaner::{CleanReport, CleanerConfig};
 pub use error::LogError;
 pub use partition::{AppendResult, LogConfig, LogPosition, OpenReport, PartitionLog, ReadSlice};
-pub use producer::{ProducerStateMap, SequenceCheck};
+pub use producer::{AbortedTxn, ProducerStateMap, SequenceCheck, TxnEnd};
 pub use retention::{RetentionConfig, RetentionReport};
 pub use storage::{FileStorage, Storage, StorageFile};

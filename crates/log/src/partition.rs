@@ -16,11 +16,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use kafgres_wire::batch::control::{encode_marker_batch, Marker};
 use kafgres_wire::batch::{set_base_offset, set_partition_leader_epoch, BatchHeader};
 
 use crate::checkpoint::write_atomically;
 use crate::error::LogError;
-use crate::producer::{snapshot_file_name, ProducerStateMap, SequenceCheck};
+use crate::producer::{snapshot_file_name, AbortedTxn, ProducerStateMap, SequenceCheck, TxnEnd};
 use crate::recovery::{write_recovery_point, ScanReport};
 use crate::segment::Segment;
 use crate::storage::{FileStorage, Storage, StorageFile};
@@ -117,6 +118,9 @@ pub struct OpenReport {
     /// headers read after it.
     pub producer_snapshot: Option<i64>,
     pub producer_batches_scanned: u64,
+    /// A cleaner swap that a crash interrupted after its commit point and
+    /// that opening finished: `(base, end)` of the segments it replaced.
+    pub swap_completed: Option<(i64, i64)>,
 }
 
 impl OpenReport {
@@ -146,6 +150,8 @@ pub struct PartitionLog {
     /// The clock of the latest append (or of opening): what producer-id
     /// expiry measures idleness against, so it follows the caller's clock.
     clock_ms: i64,
+    /// Log compaction's progress (see [`crate::cleaner`]).
+    pub(crate) cleaner: crate::cleaner::CleanerState,
 }
 
 impl PartitionLog {
@@ -223,6 +229,20 @@ impl PartitionLog {
         self.segments.drain(..n).collect()
     }
 
+    /// Replaces the segments at `range` (never the active one) with
+    /// `segment` and returns them (a compaction swap).
+    pub(crate) fn replace_segments(&mut self, range: std::ops::Range<usize>, segment: Segment) -> Vec<Segment> {
+        debug_assert!(range.end < self.segments.len());
+        self.segments.splice(range, std::iter::once(segment)).collect()
+    }
+
+    /// Makes the log refuse writes (a step that left the files in a state
+    /// only reopening resolves failed).
+    pub(crate) fn mark_failed(&mut self, what: &str, e: &LogError) {
+        log::error!("{}: {what} failed ({e}); the log refuses writes until reopened", self.dir.display());
+        self.failed = Some(format!("{what}: {e}"));
+    }
+
     fn active(&self) -> &Segment {
         self.segments.last().expect("a partition log always has an active segment")
     }
@@ -244,7 +264,11 @@ impl PartitionLog {
     }
 
     /// Runs `step`; if it fails, the log refuses writes from then on.
-    fn or_fail<T>(&mut self, what: &str, step: impl FnOnce(&mut Self) -> Result<T, LogError>) -> Result<T, LogError> {
+    pub(crate) fn or_fail<T>(
+        &mut self,
+        what: &str,
+        step: impl FnOnce(&mut Self) -> Result<T, LogError>,
+    ) -> Result<T, LogError> {
         let result = step(self);
         if let Err(e) = &result {
             log::error!("{}: {what} failed ({e}); the log refuses writes until reopened", self.dir.display());
@@ -308,6 +332,51 @@ impl PartitionLog {
             self.producers.record_at(h, now_ms);
         }
         Ok(AppendResult { base_offset, last_offset: offset - 1, end: self.end_position() })
+    }
+
+    /// Appends a transaction marker for `producer_id` (its commit or abort in
+    /// this partition) and ends the producer's open transaction here. A
+    /// marker from an epoch older than the producer's is refused with
+    /// [`SequenceCheck::InvalidEpoch`] in the result's `Err` side.
+    pub fn append_marker(
+        &mut self,
+        producer_id: i64,
+        producer_epoch: i16,
+        end: TxnEnd,
+        coordinator_epoch: i32,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<Result<AppendResult, SequenceCheck>, LogError> {
+        let marker = match end {
+            TxnEnd::Commit => Marker::Commit,
+            TxnEnd::Abort => Marker::Abort,
+        };
+        let mut batch = encode_marker_batch(producer_id, producer_epoch, marker, coordinator_epoch, now_ms);
+        let header = BatchHeader::parse(&batch).map_err(|e| LogError::Failed {
+            dir: self.dir.clone(),
+            reason: format!("encoding a transaction marker: {e}"),
+        })?;
+        let check = self.producers.check_sequence(&header);
+        if check != SequenceCheck::Ok {
+            return Ok(Err(check));
+        }
+        let appended = self.append(&mut batch, &[header], leader_epoch, now_ms)?;
+        let mut stamped = header;
+        stamped.base_offset = appended.base_offset;
+        stamped.partition_leader_epoch = leader_epoch;
+        self.producers.record_marker(&stamped, end, now_ms);
+        Ok(Ok(appended))
+    }
+
+    /// The offset below which no transaction is open: `read_committed`
+    /// readers stop here (or at the high watermark, if lower).
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.producers.first_unstable_offset()
+    }
+
+    /// The aborted transactions overlapping offsets `[from, to)`.
+    pub fn aborted_between(&self, from: i64, to: i64) -> Vec<AbortedTxn> {
+        self.producers.aborted_between(from, to)
     }
 
     fn maybe_roll(&mut self, incoming_bytes: u64, incoming_records: i64, now_ms: i64) -> Result<(), LogError> {

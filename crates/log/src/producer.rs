@@ -1,10 +1,16 @@
-//! Idempotent-producer state of one partition, rebuilt from the log itself.
+//! Idempotent and transactional producer state of one partition, rebuilt
+//! from the log itself.
 //!
 //! Per producer id: its epoch and the metadata of its last
 //! [`PRODUCER_BATCHES_KEPT`] batches (first/last sequence, first/last offset,
 //! max timestamp), enough to answer a retried batch with its original
 //! offsets and to check that the next one is in sequence (Kafka's
-//! `ProducerStateManager`, without transactions yet).
+//! `ProducerStateManager`); and, for transactions, the first offset of the
+//! producer's open transaction in this partition. The open transactions give
+//! the first unstable offset (the last stable offset is the lower of it and
+//! the high watermark); each abort marker adds an entry to the list of
+//! aborted transactions that `read_committed` fetches return, kept until the
+//! log start passes it.
 //!
 //! Durability: the state is derived data. It is updated in memory on every
 //! append, written to `<offset>.snapshot` (the state as of that log offset)
@@ -15,11 +21,18 @@
 //! Snapshot layout (big-endian), replaced atomically like a checkpoint:
 //!
 //! ```text
-//! magic "KGPS" | version u16 = 1 | offset i64 | producers u32
-//! per producer: id i64 | epoch i16 | batches u8
+//! magic "KGPS" | version u16 = 2 | offset i64 | producers u32
+//! per producer: id i64 | epoch i16 | open transaction's first offset i64 (-1: none) | batches u8
 //!   per batch:  first seq i32 | last seq i32 | first offset i64 | last offset i64 | max timestamp i64
+//! aborted u32
+//!   per abort:  producer id i64 | first offset i64 | last offset i64 | last stable offset i64
 //! crc32c u32 of everything before it
 //! ```
+//!
+//! Version 1 (no transactions) is still read. The aborted list lives in the
+//! snapshot rather than in Kafka's per-segment `.txnindex` files: a snapshot
+//! is rewritten whole at each roll, so its size (32 bytes per abort still in
+//! the log) is the cost of aborts.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -31,7 +44,9 @@ use crate::checkpoint::crc32c;
 pub const PRODUCER_BATCHES_KEPT: usize = 5;
 pub const SNAPSHOT_SUFFIX: &str = ".snapshot";
 const SNAPSHOT_MAGIC: &[u8; 4] = b"KGPS";
-const SNAPSHOT_VERSION: u16 = 1;
+const SNAPSHOT_VERSION: u16 = 2;
+const SNAPSHOT_VERSION_IDEMPOTENT_ONLY: u16 = 1;
+const ABORTED_BYTES: usize = 8 * 4;
 const BATCH_BYTES: usize = 4 + 4 + 8 + 8 + 8;
 /// A bound on what a snapshot may claim before anything is allocated for it.
 pub(crate) const SNAPSHOT_BYTES_MAX: u64 = 256 << 20;
@@ -59,6 +74,8 @@ pub struct ProducerEntry {
     /// Not the batches' own timestamps, which a producer may set to any time
     /// (replaying old events must not expire it at once). Not persisted.
     pub last_seen_ms: i64,
+    /// The first offset of the producer's open transaction in this partition.
+    pub open_txn_first_offset: Option<i64>,
 }
 
 impl ProducerEntry {
@@ -83,6 +100,9 @@ pub enum SequenceCheck {
     OutOfOrder { expected_seq: i32, received_seq: i32 },
     /// INVALID_PRODUCER_EPOCH (47): the batch's epoch is older than the producer's.
     InvalidEpoch { current_epoch: i16 },
+    /// INVALID_TXN_STATE (48): a non-transactional batch while the producer
+    /// has a transaction open in this partition.
+    InvalidTxnState,
 }
 
 /// The last sequence of a batch: sequences wrap from i32::MAX to 0.
@@ -99,9 +119,32 @@ fn in_sequence(last_seq: i32, next_seq: i32) -> bool {
     (last_seq == i32::MAX && next_seq == 0) || i64::from(next_seq) == i64::from(last_seq) + 1
 }
 
+/// A transaction that ended with an abort marker: `read_committed` readers
+/// drop this producer's records from `first_offset` up to the marker at
+/// `last_offset` (Kafka's `AbortedTxn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AbortedTxn {
+    pub producer_id: i64,
+    pub first_offset: i64,
+    pub last_offset: i64,
+    /// The last stable offset once the abort was written.
+    pub last_stable_offset: i64,
+}
+
+/// A transaction marker's effect on the producer state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxnEnd {
+    Commit,
+    Abort,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProducerStateMap {
     producers: BTreeMap<i64, ProducerEntry>,
+    /// Open transactions: first offset → producer id.
+    open_txns: BTreeMap<i64, i64>,
+    /// Ordered by `last_offset`.
+    aborted: VecDeque<AbortedTxn>,
 }
 
 impl ProducerStateMap {
@@ -121,6 +164,25 @@ impl ProducerStateMap {
         self.producers.iter()
     }
 
+    /// The first offset of the oldest open transaction, if any: no
+    /// `read_committed` reader may go past it (Kafka's first unstable offset).
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.open_txns.keys().next().copied()
+    }
+
+    /// The aborted transactions a `read_committed` fetch of offsets
+    /// `[from, to)` must know about: those ending at or after `from` and
+    /// starting before `to`, oldest first.
+    pub fn aborted_between(&self, from: i64, to: i64) -> Vec<AbortedTxn> {
+        let start = self.aborted.partition_point(|a| a.last_offset < from);
+        self.aborted.iter().skip(start).filter(|a| a.first_offset < to).copied().collect()
+    }
+
+    /// Every aborted transaction still in the log, oldest first.
+    pub fn aborted(&self) -> impl Iterator<Item = &AbortedTxn> {
+        self.aborted.iter()
+    }
+
     /// Checks an incoming batch against the producer's state (Kafka's
     /// duplicate detection, then `ProducerAppendInfo.checkProducerEpoch` and
     /// `checkSequence`). Batches without a producer id are always `Ok`.
@@ -133,6 +195,17 @@ impl ProducerStateMap {
             // sequence may start it.
             return SequenceCheck::Ok;
         };
+        if header.is_control() {
+            // A marker from an older epoch is a zombie coordinator's.
+            return if header.producer_epoch < entry.epoch {
+                SequenceCheck::InvalidEpoch { current_epoch: entry.epoch }
+            } else {
+                SequenceCheck::Ok
+            };
+        }
+        if !header.is_transactional() && entry.open_txn_first_offset.is_some() && header.producer_epoch == entry.epoch {
+            return SequenceCheck::InvalidTxnState;
+        }
         let first_seq = header.base_sequence;
         if header.producer_epoch < entry.epoch {
             return SequenceCheck::InvalidEpoch { current_epoch: entry.epoch };
@@ -174,6 +247,7 @@ impl ProducerStateMap {
             epoch: header.producer_epoch,
             batches: VecDeque::new(),
             last_seen_ms: now_ms,
+            open_txn_first_offset: None,
         });
         entry.last_seen_ms = entry.last_seen_ms.max(now_ms);
         if entry.epoch != header.producer_epoch {
@@ -182,6 +256,10 @@ impl ProducerStateMap {
         }
         if header.is_control() || header.base_sequence < 0 {
             return;
+        }
+        if header.is_transactional() && entry.open_txn_first_offset.is_none() {
+            entry.open_txn_first_offset = Some(header.base_offset);
+            self.open_txns.insert(header.base_offset, header.producer_id);
         }
         entry.batches.push_back(BatchMetadata {
             first_seq: header.base_sequence,
@@ -195,13 +273,39 @@ impl ProducerStateMap {
         }
     }
 
-    /// Forgets batches below the log start, and producers left with none
-    /// (Kafka removes producers whose last offset is before the log start).
+    /// Records a transaction marker (`header` carries its assigned offset):
+    /// the producer's open transaction in this partition ends; an abort is
+    /// added to the aborted list. A marker for a producer without an open
+    /// transaction only moves its epoch (Kafka writes markers to every
+    /// partition of a transaction, and again after a coordinator restart).
+    pub fn record_marker(&mut self, header: &BatchHeader, end: TxnEnd, now_ms: i64) {
+        self.record_at(header, now_ms);
+        let Some(entry) = self.producers.get_mut(&header.producer_id) else { return };
+        let Some(first_offset) = entry.open_txn_first_offset.take() else { return };
+        self.open_txns.remove(&first_offset);
+        if end == TxnEnd::Abort {
+            let after_marker = header.base_offset + 1;
+            let last_stable_offset = self.first_unstable_offset().unwrap_or(after_marker).min(after_marker);
+            self.aborted.push_back(AbortedTxn {
+                producer_id: header.producer_id,
+                first_offset,
+                last_offset: header.base_offset,
+                last_stable_offset,
+            });
+        }
+    }
+
+    /// Forgets batches below the log start, producers left with none and no
+    /// open transaction (Kafka removes producers whose last offset is before
+    /// the log start), and aborted transactions that ended before it.
     pub fn evict_below(&mut self, log_start_offset: i64) {
         self.producers.retain(|_, e| {
             e.batches.retain(|b| b.last_offset >= log_start_offset);
-            !e.batches.is_empty()
+            !e.batches.is_empty() || e.open_txn_first_offset.is_some()
         });
+        while self.aborted.front().is_some_and(|a| a.last_offset < log_start_offset) {
+            self.aborted.pop_front();
+        }
     }
 
     /// Forgets producers that have not appended for `idle_ms_max` (Kafka's
@@ -211,7 +315,9 @@ impl ProducerStateMap {
     pub fn expire_idle(&mut self, now_ms: i64, idle_ms_max: i64) -> usize {
         let before = self.producers.len();
         let oldest_kept = now_ms.saturating_sub(idle_ms_max);
-        self.producers.retain(|_, e| e.last_seen_ms >= oldest_kept);
+        // A producer with an open transaction stays until it ends (the
+        // coordinator's timeout aborts it).
+        self.producers.retain(|_, e| e.last_seen_ms >= oldest_kept || e.open_txn_first_offset.is_some());
         before - self.producers.len()
     }
 
@@ -232,6 +338,7 @@ impl ProducerStateMap {
         for (id, e) in &self.producers {
             out.extend_from_slice(&id.to_be_bytes());
             out.extend_from_slice(&e.epoch.to_be_bytes());
+            out.extend_from_slice(&e.open_txn_first_offset.unwrap_or(-1).to_be_bytes());
             out.push(e.batches.len() as u8);
             for b in &e.batches {
                 out.extend_from_slice(&b.first_seq.to_be_bytes());
@@ -239,6 +346,13 @@ impl ProducerStateMap {
                 out.extend_from_slice(&b.first_offset.to_be_bytes());
                 out.extend_from_slice(&b.last_offset.to_be_bytes());
                 out.extend_from_slice(&b.timestamp_ms.to_be_bytes());
+            }
+        }
+        out.extend_from_slice(&(self.aborted.len() as u32).to_be_bytes());
+        out.reserve(self.aborted.len() * ABORTED_BYTES + 4);
+        for a in &self.aborted {
+            for v in [a.producer_id, a.first_offset, a.last_offset, a.last_stable_offset] {
+                out.extend_from_slice(&v.to_be_bytes());
             }
         }
         let crc = crc32c(&out);
@@ -257,15 +371,18 @@ impl ProducerStateMap {
             return Err("not a producer snapshot".into());
         }
         let version = u16::from_be_bytes(r.array()?);
-        if version != SNAPSHOT_VERSION {
+        if version != SNAPSHOT_VERSION && version != SNAPSHOT_VERSION_IDEMPOTENT_ONLY {
             return Err(format!("unknown snapshot version {version}"));
         }
+        let with_txns = version == SNAPSHOT_VERSION;
         let offset = i64::from_be_bytes(r.array()?);
         let count = u32::from_be_bytes(r.array()?);
         let mut map = ProducerStateMap::default();
         for _ in 0..count {
             let id = i64::from_be_bytes(r.array()?);
             let epoch = i16::from_be_bytes(r.array()?);
+            let open = if with_txns { i64::from_be_bytes(r.array()?) } else { -1 };
+            let open_txn_first_offset = (open >= 0).then_some(open);
             let n = r.take(1)?[0] as usize;
             if n > PRODUCER_BATCHES_KEPT {
                 return Err(format!("producer {id} has {n} batches"));
@@ -280,7 +397,24 @@ impl ProducerStateMap {
                     timestamp_ms: i64::from_be_bytes(r.array()?),
                 });
             }
-            map.producers.insert(id, ProducerEntry { epoch, batches, last_seen_ms: 0 });
+            if let Some(first) = open_txn_first_offset {
+                map.open_txns.insert(first, id);
+            }
+            map.producers.insert(id, ProducerEntry { epoch, batches, last_seen_ms: 0, open_txn_first_offset });
+        }
+        if with_txns {
+            let aborted = u32::from_be_bytes(r.array()?) as usize;
+            if aborted.saturating_mul(ABORTED_BYTES) > r.0.len() {
+                return Err(format!("claims {aborted} aborted transactions"));
+            }
+            for _ in 0..aborted {
+                map.aborted.push_back(AbortedTxn {
+                    producer_id: i64::from_be_bytes(r.array()?),
+                    first_offset: i64::from_be_bytes(r.array()?),
+                    last_offset: i64::from_be_bytes(r.array()?),
+                    last_stable_offset: i64::from_be_bytes(r.array()?),
+                });
+            }
         }
         if !r.0.is_empty() {
             return Err("trailing bytes".into());

@@ -32,7 +32,7 @@
 //! | end of file exactly at a batch boundary               | done, nothing cut               |
 //! | fewer bytes left than a batch header or its length    | torn write: cut from here       |
 //! | magic != 2, length < header size                      | garbage: cut from here          |
-//! | base offset != the previous batch's next offset       | garbage: cut from here          |
+//! | base offset != the previous batch's next offset (last segment), or below it (earlier segments, which compaction may have left with gaps) | garbage: cut from here |
 //! | offsets do not fit the segment's u32 relative offsets | garbage: cut from here          |
 //! | CRC-32C or record framing mismatch (CRC scans only)   | corrupt: cut from here          |
 //! | otherwise                                             | keep, add to the indexes        |
@@ -41,7 +41,8 @@
 //! truncated and fdatasynced before the log accepts appends. When a scanned
 //! segment that is not the last is cut (or does not end where the next one
 //! begins), the segments after it cannot be trusted to follow on and are
-//! deleted, as Kafka does. After any scan the partition writes a new
+//! deleted, as Kafka does (a segment that ends below the next one's base
+//! without being cut is a compacted one and is kept). After any scan the partition writes a new
 //! recovery point, so a second crash does not rescan the same bytes.
 //!
 //! Cost: opening a cleanly closed log reads the index files and the small
@@ -167,7 +168,7 @@ pub(crate) fn open_segment(
                 Err(reason) => {
                     log::warn!("{}: index files are invalid ({reason}); rebuilding them", segment.path.display());
                     segment.reset()?;
-                    let mut report = scan(segment, file_len, false, index_interval_bytes)?;
+                    let mut report = scan(segment, file_len, false, true, index_interval_bytes)?;
                     segment.flush_all()?;
                     report.how = SegmentOpen::IndexRebuilt { reason };
                     Ok(report)
@@ -181,7 +182,7 @@ pub(crate) fn open_segment(
                 .load_prefix(|e| i64::from(e.relative_offset) < range && u64::from(e.position) < bytes)?;
             segment.time_index.load_prefix(|e| i64::from(e.relative_offset) < range)?;
             adopt_loaded(segment, bytes, next_offset);
-            let mut report = scan(segment, file_len, true, index_interval_bytes)?;
+            let mut report = scan(segment, file_len, true, next_base.is_some(), index_interval_bytes)?;
             if report.scanned_bytes == 0 {
                 report.how = SegmentOpen::Trusted;
             }
@@ -189,7 +190,7 @@ pub(crate) fn open_segment(
         }
         _ => {
             segment.reset()?;
-            scan(segment, file_len, true, index_interval_bytes)
+            scan(segment, file_len, true, next_base.is_some(), index_interval_bytes)
         }
     }
 }
@@ -257,8 +258,15 @@ impl ChunkReader<'_> {
 /// Scans `segment` from its current end (`size_bytes`, `next_offset`) to
 /// `file_len`, adding each good batch to the indexes and cutting the file at
 /// the first bad one (second table above). `verify` checks CRCs and record
-/// framing.
-fn scan(segment: &mut Segment, file_len: u64, verify: bool, index_interval_bytes: u64) -> Result<ScanReport, LogError> {
+/// framing; `gaps_allowed` (any segment but the last, which the cleaner
+/// never rewrites) accepts a batch starting after the previous one's end.
+fn scan(
+    segment: &mut Segment,
+    file_len: u64,
+    verify: bool,
+    gaps_allowed: bool,
+    index_interval_bytes: u64,
+) -> Result<ScanReport, LogError> {
     let from = segment.size_bytes;
     let mut report =
         ScanReport { how: SegmentOpen::Scanned { from_byte: from }, ..ScanReport::new(segment.base_offset) };
@@ -292,7 +300,7 @@ fn scan(segment: &mut Segment, file_len: u64, verify: bool, index_interval_bytes
             reason = Some(format!("batch at byte {position} needs {total} bytes, only {left} written"));
             break;
         }
-        if header.base_offset != segment.next_offset {
+        if header.base_offset < segment.next_offset || (header.base_offset > segment.next_offset && !gaps_allowed) {
             reason = Some(format!(
                 "batch at byte {position} has base offset {}, expected {}",
                 header.base_offset, segment.next_offset

@@ -54,6 +54,13 @@ pub struct Segment {
     pub(crate) created_ms: i64,
 }
 
+/// Where a walk through a segment's batch headers ended.
+enum Walk {
+    Found(u64),
+    End,
+    BadHint,
+}
+
 /// The in-memory state of a segment before an append, to roll back to if
 /// the append fails half-way.
 #[derive(Debug, Clone, Copy)]
@@ -90,6 +97,47 @@ impl Segment {
             offset_of_max_timestamp: base_offset,
             created_ms: now_ms,
         })
+    }
+
+    /// Creates the empty files of a segment the log cleaner is writing:
+    /// `<base>.log<suffix>`, `<base>.index<suffix>`, `<base>.timeindex<suffix>`
+    /// (truncated if a failed attempt left them).
+    pub(crate) fn create_with_suffix(
+        storage: &Arc<dyn Storage>,
+        dir: &Path,
+        base_offset: i64,
+        suffix: &str,
+        now_ms: i64,
+    ) -> Result<Segment, LogError> {
+        let path = dir.join(format!("{}{suffix}", segment_file_name(base_offset)));
+        let file = storage.open(&path, true).map_err(LogError::io(&path))?;
+        file.set_len(0).map_err(LogError::io(&path))?;
+        let index = |name: String| -> Result<_, LogError> {
+            let path = dir.join(format!("{name}{suffix}"));
+            storage.open(&path, true).and_then(|f| f.set_len(0)).map_err(LogError::io(&path))?;
+            Ok(path)
+        };
+        Ok(Segment {
+            base_offset,
+            offset_index: IndexFile::open(storage, &index(index_file_name(base_offset))?)?,
+            time_index: IndexFile::open(storage, &index(time_index_file_name(base_offset))?)?,
+            path,
+            file,
+            size_bytes: 0,
+            next_offset: base_offset,
+            bytes_since_index_entry: 0,
+            max_timestamp_ms: -1,
+            offset_of_max_timestamp: base_offset,
+            created_ms: now_ms,
+        })
+    }
+
+    /// The segment's files now carry the names of [`Self::open`] (renamed
+    /// from the cleaner's names).
+    pub(crate) fn set_final_paths(&mut self, dir: &Path) {
+        self.path = dir.join(segment_file_name(self.base_offset));
+        self.offset_index.set_path(dir.join(index_file_name(self.base_offset)));
+        self.time_index.set_path(dir.join(time_index_file_name(self.base_offset)));
     }
 
     pub fn base_offset(&self) -> i64 {
@@ -242,17 +290,24 @@ impl Segment {
         };
         if let Some(entry) = hint {
             let expected = self.base_offset + i64::from(entry.relative_offset);
-            if let Some(found) = self.walk_to(offset, u64::from(entry.position), Some(expected))? {
-                return Ok(Some(found));
+            match self.walk_to(offset, u64::from(entry.position), Some(expected))? {
+                Walk::Found(position) => return Ok(Some(position)),
+                // Past the last batch: a compacted segment may end below
+                // the next segment's base.
+                Walk::End => return Ok(None),
+                Walk::BadHint => {}
             }
         }
-        self.walk_to(offset, 0, None)
+        match self.walk_to(offset, 0, None)? {
+            Walk::Found(position) => Ok(Some(position)),
+            Walk::End | Walk::BadHint => Ok(None),
+        }
     }
 
     /// Reads headers forward from `position` to the batch holding `offset`.
     /// With `expected`, the first header must start at that offset, else the
-    /// walk gives up (`None`) and the caller starts from the segment's start.
-    fn walk_to(&self, offset: i64, mut position: u64, mut expected: Option<i64>) -> Result<Option<u64>, LogError> {
+    /// walk gives up (`BadHint`) and the caller starts from the segment's start.
+    fn walk_to(&self, offset: i64, mut position: u64, mut expected: Option<i64>) -> Result<Walk, LogError> {
         let mut head = [0u8; BATCH_HEADER_BYTES];
         while position + BATCH_HEADER_BYTES as u64 <= self.size_bytes {
             self.file.read_exact_at(&mut head, position).map_err(LogError::io(&self.path))?;
@@ -264,17 +319,17 @@ impl Segment {
                         self.path.display(),
                         h.base_offset
                     );
-                    return Ok(None);
+                    return Ok(Walk::BadHint);
                 }
             }
             if h.last_offset() >= offset {
-                return Ok(Some(position));
+                return Ok(Walk::Found(position));
             }
             if h.batch_length <= 0 {
                 break;
             }
             position += h.total_bytes() as u64;
         }
-        Ok(None)
+        Ok(Walk::End)
     }
 }

@@ -30,20 +30,31 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ServedApi {
 /// - Produce is advertised from v0 although only v3+ (magic v2 batches) is
 ///   accepted: Kafka 4.x does the same because librdkafka disables compression
 ///   when Produce's minimum version is above 0 (KAFKA-18659, librdkafka #4956).
-/// - Produce stops at v12: v13 addresses topics by id only, which no client
-///   needs yet.
-/// - Fetch stops at v17 (Kafka 4.0's maximum); v13+ uses topic ids, which
-///   Metadata returns from v10.
+/// - Produce serves v3-v13 (Kafka 4.1's range); v13 addresses topics by id
+///   (KIP-516), an unknown id is UNKNOWN_TOPIC_ID.
+/// - Fetch serves v4-v18 (Kafka 4.1's range); v13+ uses topic ids, which
+///   Metadata returns from v10; v18 only adds the high watermark a follower
+///   knows (KIP-1166, a tagged field consumers do not send), ignored here.
+/// - DescribeGroups serves v0-v6: v6 answers an unknown group (or a
+///   consumer-protocol group) with GROUP_ID_NOT_FOUND and an error message.
 /// - Metadata serves v0-v13 (Kafka 4.x brought v0-v3 back after KIP-896).
-/// - InitProducerId serves v0-v5 (Kafka 4.x's v6 adds two-phase commit, KIP-939,
-///   which only transactional producers use).
+/// - InitProducerId serves v0-v5 (Kafka 4.x's v6 adds two-phase commit, KIP-939).
+/// - Transactions (version 1): AddPartitionsToTxn v0-3 (v4+ is the brokers'
+///   verification call and v5 transaction version 2, KIP-890), AddOffsetsToTxn
+///   v0-4, EndTxn v0-4 and TxnOffsetCommit v0-4 (v5 of both is transaction
+///   version 2, which ApiVersions does not offer as a feature).
 /// - IncrementalAlterConfigs v0-1, AlterConfigs v0-2, DescribeLogDirs v1-4:
 ///   Kafka 4.1's ranges (KIP-896 removed DescribeLogDirs v0).
+/// - SaslHandshake v0-1 and SaslAuthenticate v0-2 (Kafka 4.1's ranges) are
+///   answered by the connection's SASL gate (`kafgres_broker::sasl`), never
+///   by dispatch: ILLEGAL_SASL_STATE without authentication or after it, as
+///   Kafka's request handler answers them; the SCRAM exchange otherwise
+///   (v0 handshakes are followed by bare tokens, as in Kafka).
 /// - OffsetForLeaderEpoch serves v2-v4: Kafka 4.x removed v0-v1 (KIP-896),
 ///   and kafka-protocol 0.18 decodes only v2-v4.
 pub const SERVED_APIS: &[ServedApi] = &[
-    ServedApi { key: ApiKey::Produce, advertised_min: 0, accepted_min: 3, max: 12 },
-    api(ApiKey::Fetch, 4, 17),
+    ServedApi { key: ApiKey::Produce, advertised_min: 0, accepted_min: 3, max: 13 },
+    api(ApiKey::Fetch, 4, 18),
     api(ApiKey::ListOffsets, 1, 10),
     api(ApiKey::Metadata, 0, 13),
     api(ApiKey::ApiVersions, 0, 4),
@@ -61,17 +72,23 @@ pub const SERVED_APIS: &[ServedApi] = &[
     api(ApiKey::OffsetCommit, 2, 9),
     api(ApiKey::OffsetFetch, 1, 9),
     api(ApiKey::ListGroups, 0, 5),
-    api(ApiKey::DescribeGroups, 0, 5),
+    api(ApiKey::DescribeGroups, 0, 6),
     api(ApiKey::DeleteGroups, 0, 2),
     api(ApiKey::ConsumerGroupHeartbeat, 0, 1),
     api(ApiKey::ConsumerGroupDescribe, 0, 1),
     api(ApiKey::OffsetDelete, 0, 0),
     api(ApiKey::InitProducerId, 0, 5),
+    api(ApiKey::AddPartitionsToTxn, 0, 3),
+    api(ApiKey::AddOffsetsToTxn, 0, 4),
+    api(ApiKey::EndTxn, 0, 4),
+    api(ApiKey::TxnOffsetCommit, 0, 4),
     api(ApiKey::IncrementalAlterConfigs, 0, 1),
     api(ApiKey::AlterConfigs, 0, 2),
     api(ApiKey::DescribeLogDirs, 1, 4),
     api(ApiKey::OffsetForLeaderEpoch, 2, 4),
     api(ApiKey::DescribeTopicPartitions, 0, 0),
+    api(ApiKey::SaslHandshake, 0, 1),
+    api(ApiKey::SaslAuthenticate, 0, 2),
 ];
 
 /// What dispatch should do with a request's API key and version.

@@ -20,6 +20,15 @@
 //! walks uncompressed batches and checks compressed ones at the header level
 //! only, since their payload is covered by the CRC and was walked when it was
 //! produced. Uncompressed batches are never copied.
+//!
+//! Stored batches may have been rewritten by log compaction, exactly as
+//! Kafka's cleaner rewrites them: a batch keeps its base offset and its
+//! lastOffsetDelta (so the producer's last sequence survives) while records
+//! are removed, so its offset deltas may have gaps and it may even hold no
+//! record at all (the header of an idempotent producer's last batch).
+//! [`validate_batches`] accepts that shape; [`validate_produced_batches`]
+//! does not (a producer's batch has consecutive deltas from 0).
+//! [`records`] reads and writes single records for the cleaner.
 
 use bytes::Buf;
 
@@ -37,10 +46,13 @@ const OFFSET_ATTRIBUTES: usize = 21;
 const OFFSET_BASE_TIMESTAMP: usize = 27;
 const OFFSET_MAX_TIMESTAMP: usize = 35;
 
-const ATTR_COMPRESSION_MASK: i16 = 0x07;
+pub(crate) const ATTR_COMPRESSION_MASK: i16 = 0x07;
 const ATTR_TIMESTAMP_TYPE_LOG_APPEND: i16 = 0x08;
-const ATTR_TRANSACTIONAL: i16 = 0x10;
-const ATTR_CONTROL: i16 = 0x20;
+pub(crate) const ATTR_TRANSACTIONAL: i16 = 0x10;
+pub(crate) const ATTR_CONTROL: i16 = 0x20;
+/// KIP-534: the base timestamp holds the batch's delete horizon (set by the
+/// log cleaner on a batch that keeps tombstones).
+pub(crate) const ATTR_DELETE_HORIZON: i16 = 0x40;
 
 /// The decoded fixed header of one batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +129,12 @@ impl BatchHeader {
 
     pub fn has_producer_id(&self) -> bool {
         self.producer_id >= 0
+    }
+
+    /// KIP-534's delete horizon: when the log cleaner may drop this batch's
+    /// tombstones (`None`: the batch was never cleaned with tombstones in it).
+    pub fn delete_horizon_ms(&self) -> Option<i64> {
+        (self.attributes & ATTR_DELETE_HORIZON != 0).then_some(self.base_timestamp)
     }
 }
 
@@ -224,19 +242,29 @@ fn validate_one(buf: &[u8], limit: Option<DecompressLimit>) -> Result<(BatchHead
     if header.records_count < 0 {
         return Err(BatchError::NegativeRecordCount(header.records_count));
     }
-    if header.records_count == 0 || header.last_offset_delta != header.records_count - 1 {
+    // A produced batch numbers its records 0..count; a stored one may have
+    // lost records to compaction (fewer records than its offset range, with
+    // gaps between their deltas, possibly none at all).
+    let produced = limit.is_some();
+    let count_ok = if produced {
+        header.records_count > 0 && header.last_offset_delta == header.records_count - 1
+    } else {
+        header.last_offset_delta >= 0 && i64::from(header.records_count) <= i64::from(header.last_offset_delta) + 1
+    };
+    if !count_ok {
         return Err(BatchError::OffsetDeltaMismatch {
             last_offset_delta: header.last_offset_delta,
             records_count: header.records_count,
         });
     }
     let base = header.base_timestamp;
+    let deltas_max = (!produced).then_some(header.last_offset_delta);
     let bounds = match header.compression() {
-        0 => walk_records(&buf[BATCH_HEADER_BYTES..total], header.records_count, base)?,
+        0 => walk_records(&buf[BATCH_HEADER_BYTES..total], header.records_count, base, deltas_max)?,
         codec @ 1..=4 => match limit {
             Some(limit) => {
                 let records = compression::decompress(codec, &buf[BATCH_HEADER_BYTES..total], limit)?;
-                walk_records(&records, header.records_count, base)?
+                walk_records(&records, header.records_count, base, None)?
             }
             None => None,
         },
@@ -246,9 +274,17 @@ fn validate_one(buf: &[u8], limit: Option<DecompressLimit>) -> Result<(BatchHead
 }
 
 /// Checks each record's length prefix, field framing and offset delta, and
-/// returns the smallest and largest record timestamp other than -1.
-fn walk_records(mut buf: &[u8], records_count: i32, base_timestamp: i64) -> Result<Option<(i64, i64)>, BatchError> {
+/// returns the smallest and largest record timestamp other than -1. Offset
+/// deltas must be 0, 1, 2…, or, with `deltas_max` (a stored batch, maybe
+/// compacted), increase and stay at or below it.
+fn walk_records(
+    mut buf: &[u8],
+    records_count: i32,
+    base_timestamp: i64,
+    deltas_max: Option<i32>,
+) -> Result<Option<(i64, i64)>, BatchError> {
     let mut bounds: Option<(i64, i64)> = None;
+    let mut previous_delta = -1i32;
     for index in 0..records_count {
         let bad = |reason| BatchError::InvalidRecord { index, reason };
         let len = read_varint(&mut buf).ok_or(bad("bad record length"))?;
@@ -267,9 +303,14 @@ fn walk_records(mut buf: &[u8], records_count: i32, base_timestamp: i64) -> Resu
             bounds = Some(bounds.map_or((timestamp, timestamp), |(lo, hi)| (lo.min(timestamp), hi.max(timestamp))));
         }
         let offset_delta = read_varint(&mut rec).ok_or(bad("bad offset delta"))?;
-        if offset_delta != index {
-            return Err(bad("offset deltas are not consecutive from 0"));
+        match deltas_max {
+            None if offset_delta != index => return Err(bad("offset deltas are not consecutive from 0")),
+            Some(max) if offset_delta <= previous_delta || offset_delta > max => {
+                return Err(bad("offset deltas do not increase within the batch's offsets"))
+            }
+            _ => {}
         }
+        previous_delta = offset_delta;
         skip_varint_bytes(&mut rec).ok_or(bad("bad key"))?;
         skip_varint_bytes(&mut rec).ok_or(bad("bad value"))?;
         let headers = read_varint(&mut rec).ok_or(bad("bad header count"))?;
@@ -381,6 +422,8 @@ pub fn rewrite_crc(batch: &mut [u8]) {
 
 pub mod build;
 pub mod compression;
+pub mod control;
+pub mod records;
 
 pub use compression::DecompressLimit;
 

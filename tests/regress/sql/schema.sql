@@ -27,7 +27,7 @@ ROLLBACK;
 -- Nothing is granted to PUBLIC.
 CREATE ROLE kafgres_regress_nobody;
 SELECT t AS table_name, has_table_privilege('kafgres_regress_nobody', t, 'SELECT') AS can_select
-FROM unnest(ARRAY['kafgres.topics', 'kafgres.cluster', 'kafgres.consumer_offsets',
+FROM unnest(ARRAY['kafgres.topics', 'kafgres.cluster', 'kafgres.consumer_offsets', 'kafgres.transactions',
                   'kafgres.partition_status', 'kafgres.consumer_groups', 'kafgres.consumer_lag',
                   'kafgres.broker_metrics', 'kafgres.flush_latency', 'kafgres.connections']) AS t;
 -- Every function, each SECURITY DEFINER with a pinned search_path (but the

@@ -252,15 +252,9 @@ fn alter_broker(ctx: &BrokerContext, name: &str, changes: &[Change]) -> Result<(
     if changes.is_empty() {
         return Ok(());
     }
+    // Kafka's answer for its static broker configs (a Scala `Set`).
     let names: Vec<&str> = changes.iter().map(|c| c.name.as_str()).collect();
-    Err((
-        errors::INVALID_REQUEST,
-        format!(
-            "Invalid config value for resource ConfigResource(type=BROKER, name='{name}'): Cannot update these \
-             configs dynamically: Set({}) (Kafgres broker settings are the kafgres.* PostgreSQL settings)",
-            names.join(", ")
-        ),
-    ))
+    Err((errors::INVALID_REQUEST, format!("Cannot update these configs dynamically: Set({})", names.join(", "))))
 }
 
 #[cfg(test)]

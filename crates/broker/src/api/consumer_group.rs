@@ -10,13 +10,12 @@ use kafka_protocol::messages::{
     ConsumerGroupHeartbeatResponse, GroupId, TopicName,
 };
 
+use super::authorized_operations;
 use super::group_membership::Client;
 use super::str_bytes;
 use crate::group::{self, NamedPartitions};
 use crate::server::BrokerContext;
 
-/// Kafka leaves authorized operations out with this value unless asked.
-const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
 /// ConsumerGroupDescribe v1's member type of a consumer-protocol member.
 const MEMBER_TYPE_CONSUMER: i8 = 1;
 
@@ -116,7 +115,11 @@ pub fn describe(ctx: &BrokerContext, version: i16, req: ConsumerGroupDescribeReq
             out.group_epoch = g.group_epoch;
             out.assignment_epoch = g.assignment_epoch;
             out.assignor_name = str_bytes(&g.assignor_name);
-            out.authorized_operations = AUTHORIZED_OPERATIONS_OMITTED;
+            // Kafka fills them in for the groups it describes without an error.
+            out.authorized_operations = authorized_operations::if_asked(
+                req.include_authorized_operations && g.error_code == 0,
+                authorized_operations::GROUP,
+            );
             out.members = g
                 .members
                 .into_iter()

@@ -17,7 +17,7 @@ pub async fn handle(ctx: &BrokerContext, _version: i16, request: CreatePartition
         result.name = t.name.clone();
         let name = t.name.0.to_string();
         let outcome = if !seen.insert(name.clone()) {
-            Err((errors::INVALID_REQUEST, format!("topic {name} appears more than once in the request")))
+            Err((errors::INVALID_REQUEST, Some(format!("topic {name} appears more than once in the request"))))
         } else {
             let single_node = t
                 .assignments
@@ -26,34 +26,42 @@ pub async fn handle(ctx: &BrokerContext, _version: i16, request: CreatePartition
             if single_node {
                 add_partitions(ctx, &name, t.count, request.validate_only).await
             } else {
-                Err((errors::INVALID_REPLICA_ASSIGNMENT, format!("only broker {} exists", ctx.config.node_id)))
+                Err((errors::INVALID_REPLICA_ASSIGNMENT, Some(format!("only broker {} exists", ctx.config.node_id))))
             }
         };
         if let Err((code, message)) = outcome {
             result.error_code = code;
-            result.error_message = Some(str_bytes(&message));
+            result.error_message = message.as_deref().map(str_bytes);
         }
         response.results.push(result);
     }
     response
 }
 
-async fn add_partitions(ctx: &BrokerContext, name: &str, count: i32, validate_only: bool) -> Result<(), (i16, String)> {
+async fn add_partitions(
+    ctx: &BrokerContext,
+    name: &str,
+    count: i32,
+    validate_only: bool,
+) -> Result<(), (i16, Option<String>)> {
     let _serialized = ctx.topic_creation.lock().await;
-    let topic =
-        ctx.topic(name).ok_or((errors::UNKNOWN_TOPIC_OR_PARTITION, format!("The topic '{name}' does not exist.")))?;
+    // Kafka's messages (an unknown topic has none).
+    let topic = ctx.topic(name).ok_or((errors::UNKNOWN_TOPIC_OR_PARTITION, None))?;
     let current = topic.partitions.len() as i32;
     if count == current {
-        return Err((errors::INVALID_PARTITIONS, format!("Topic already has {current} partitions.")));
+        return Err((errors::INVALID_PARTITIONS, Some(format!("Topic already has {current} partition(s)."))));
     }
     if count < current {
         return Err((
             errors::INVALID_PARTITIONS,
-            format!("Topic currently has {current} partitions, which is higher than the requested {count}."),
+            Some(format!("The topic {name} currently has {current} partition(s); {count} would not be an increase.")),
         ));
     }
     if count > PARTITIONS_PER_TOPIC_MAX {
-        return Err((errors::INVALID_PARTITIONS, format!("at most {PARTITIONS_PER_TOPIC_MAX} partitions per topic")));
+        return Err((
+            errors::INVALID_PARTITIONS,
+            Some(format!("at most {PARTITIONS_PER_TOPIC_MAX} partitions per topic")),
+        ));
     }
     if validate_only {
         return Ok(());
@@ -61,10 +69,10 @@ async fn add_partitions(ctx: &BrokerContext, name: &str, count: i32, validate_on
     ctx.catalog
         .set_partition_count(topic.id, count)
         .await
-        .map_err(|e| (errors::UNKNOWN_SERVER_ERROR, e.to_string()))?;
+        .map_err(|e| (errors::UNKNOWN_SERVER_ERROR, Some(e.to_string())))?;
     let grown = topic.with_partitions(count, &ctx.config, &ctx.housekeeping, crate::now_ms()).map_err(|e| {
         log::error!("topic {name}: the catalog has {count} partitions but their logs could not be created: {e}");
-        (errors::KAFKA_STORAGE_ERROR, e.to_string())
+        (errors::KAFKA_STORAGE_ERROR, Some(e.to_string()))
     })?;
     ctx.topics.write().unwrap_or_else(|p| p.into_inner()).replace(grown);
     log::info!("topic {name} now has {count} partitions (was {current})");

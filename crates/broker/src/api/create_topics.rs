@@ -57,7 +57,7 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: CreateTopicsRequ
         match outcome {
             Ok((id, partitions)) => {
                 if version >= CONFIGS_IN_RESPONSE_VERSION_MIN {
-                    result.configs = Some(effective_configs(&effective));
+                    result.configs = Some(effective_configs(ctx, &effective));
                 }
                 result.error_message = None;
                 result.topic_id = id;
@@ -78,14 +78,14 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: CreateTopicsRequ
 const CONFIGS_IN_RESPONSE_VERSION_MIN: i16 = 5;
 
 /// Every topic config with the value the new topic has and where it comes from.
-fn effective_configs(overrides: &BTreeMap<String, String>) -> Vec<CreatableTopicConfigs> {
+fn effective_configs(ctx: &BrokerContext, overrides: &BTreeMap<String, String>) -> Vec<CreatableTopicConfigs> {
     crate::topic_config::TOPIC_CONFIGS
         .iter()
         .map(|d| {
-            let (value, source) = d.effective(overrides);
+            let (value, source) = d.effective(overrides, |b| crate::topic_config::broker_topic_default(&ctx.config, b));
             let mut c = CreatableTopicConfigs::default();
             c.name = str_bytes(d.name);
-            c.value = Some(str_bytes(value));
+            c.value = Some(str_bytes(&value));
             c.config_source = source;
             c
         })
@@ -116,11 +116,17 @@ async fn create_checked(
     crate::topic_config::validate_topic_config_names(configs.keys().map(String::as_str))
         .map_err(|m| (errors::INVALID_CONFIG, m))?;
     let partitions = if num_partitions == -1 { ctx.config.default_partitions } else { num_partitions };
-    if partitions <= 0 || partitions > PARTITIONS_PER_TOPIC_MAX {
+    if partitions <= 0 {
+        return Err((
+            errors::INVALID_PARTITIONS,
+            "Number of partitions was set to an invalid non-positive value.".into(),
+        ));
+    }
+    if partitions > PARTITIONS_PER_TOPIC_MAX {
         return Err((
             errors::INVALID_PARTITIONS,
             format!(
-                "Number of partitions was set to an invalid non-positive value or above {PARTITIONS_PER_TOPIC_MAX}."
+                "Number of partitions {partitions} is above Kafgres's limit of {PARTITIONS_PER_TOPIC_MAX} per topic."
             ),
         ));
     }

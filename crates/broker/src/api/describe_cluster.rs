@@ -14,7 +14,10 @@ pub fn handle(ctx: &BrokerContext, version: i16, request: &DescribeClusterReques
     let mut response = DescribeClusterResponse::default();
     response.cluster_id = str_bytes(&ctx.config.cluster_id);
     response.controller_id = BrokerId(ctx.config.node_id);
-    response.cluster_authorized_operations = i32::MIN;
+    response.cluster_authorized_operations = super::authorized_operations::if_asked(
+        request.include_cluster_authorized_operations,
+        super::authorized_operations::CLUSTER,
+    );
     if version >= 1 {
         response.endpoint_type = request.endpoint_type;
         if request.endpoint_type != ENDPOINT_TYPE_BROKERS {

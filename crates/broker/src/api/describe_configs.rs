@@ -9,7 +9,7 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use super::str_bytes;
 use crate::errors;
 use crate::server::BrokerContext;
-use crate::topic_config::{source, ConfigType, TOPIC_CONFIGS};
+use crate::topic_config::{broker_topic_default, source, ConfigType, TOPIC_CONFIGS};
 
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
@@ -34,7 +34,7 @@ pub fn handle(ctx: &BrokerContext, version: i16, request: DescribeConfigsRequest
         let entries = match resource.resource_type {
             RESOURCE_TOPIC => topic_entries(ctx, &resource.resource_name),
             RESOURCE_BROKER => broker_entries(ctx, &resource.resource_name),
-            other => Err((errors::INVALID_REQUEST, format!("resource type {other} has no configs here"))),
+            other => Err((errors::INVALID_REQUEST, Some(format!("resource type {other} has no configs here")))),
         };
         match entries {
             Ok(entries) => {
@@ -50,7 +50,7 @@ pub fn handle(ctx: &BrokerContext, version: i16, request: DescribeConfigsRequest
             }
             Err((code, message)) => {
                 result.error_code = code;
-                result.error_message = Some(str_bytes(&message));
+                result.error_message = message.as_deref().map(str_bytes);
             }
         }
         response.results.push(result);
@@ -58,49 +58,76 @@ pub fn handle(ctx: &BrokerContext, version: i16, request: DescribeConfigsRequest
     response
 }
 
-fn topic_entries(ctx: &BrokerContext, name: &str) -> Result<Vec<Entry>, (i16, String)> {
-    let topic =
-        ctx.topic(name).ok_or((errors::UNKNOWN_TOPIC_OR_PARTITION, format!("Topic '{name}' does not exist.")))?;
+fn topic_entries(ctx: &BrokerContext, name: &str) -> Result<Vec<Entry>, (i16, Option<String>)> {
+    // Kafka answers an unknown topic without a message.
+    let topic = ctx.topic(name).ok_or((errors::UNKNOWN_TOPIC_OR_PARTITION, None))?;
+    let broker_value = |b: &str| broker_topic_default(&ctx.config, b);
     Ok(TOPIC_CONFIGS
         .iter()
         .map(|d| {
-            let (value, source) = d.effective(&topic.configs);
-            let mut synonyms = vec![(d.broker_synonym.to_owned(), d.default.to_owned(), source::DEFAULT_CONFIG)];
-            if source == source::DYNAMIC_TOPIC_CONFIG {
-                synonyms.insert(0, (d.name.to_owned(), value.to_owned(), source));
-            }
-            Entry { name: d.name.into(), value: value.into(), source, kind: d.kind, read_only: false, synonyms }
+            let (value, source) = d.effective(&topic.configs, broker_value);
+            let synonyms = d.synonyms(&topic.configs, broker_value);
+            Entry { name: d.name.into(), value, source, kind: d.kind, read_only: false, synonyms }
         })
         .collect())
 }
 
-/// The broker's settings under their Kafka names (all set by GUCs, so static).
-fn broker_entries(ctx: &BrokerContext, name: &str) -> Result<Vec<Entry>, (i16, String)> {
+/// The broker's settings under their Kafka names, all read-only (they are
+/// GUCs). As in Kafka, a setting at Kafka's default is a DEFAULT_CONFIG and
+/// one that differs a STATIC_BROKER_CONFIG (listed before the default among
+/// its synonyms); the broker cannot tell a GUC set to the default from one
+/// left alone, so both read as the default.
+fn broker_entries(ctx: &BrokerContext, name: &str) -> Result<Vec<Entry>, (i16, Option<String>)> {
     if !name.is_empty() && name != ctx.config.node_id.to_string() {
-        return Err((errors::INVALID_REQUEST, format!("this is broker {}, not {name}", ctx.config.node_id)));
+        return Err((errors::INVALID_REQUEST, Some(format!("this is broker {}, not {name}", ctx.config.node_id))));
     }
     let c = &ctx.config;
     let listener = format!("PLAINTEXT://{}:{}", c.advertised_host, ctx.advertised_port);
-    let values: Vec<(&str, String, ConfigType)> = vec![
-        ("advertised.listeners", listener, ConfigType::List),
-        ("auto.create.topics.enable", c.auto_create_topics.to_string(), ConfigType::Boolean),
-        ("log.dirs", c.log_dir.display().to_string(), ConfigType::List),
-        ("log.segment.bytes", c.segment_bytes_max.to_string(), ConfigType::Int),
-        ("max.connections", c.connections_max.to_string(), ConfigType::Int),
-        ("message.max.bytes", c.message_bytes_max.to_string(), ConfigType::Int),
-        ("node.id", c.node_id.to_string(), ConfigType::Int),
-        ("num.partitions", c.default_partitions.to_string(), ConfigType::Int),
-        ("socket.request.max.bytes", c.frame_bytes_max.to_string(), ConfigType::Int),
+    // (name, value, type, Kafka 4.x's default)
+    let values: Vec<(&str, String, ConfigType, Option<&str>)> = vec![
+        ("advertised.listeners", listener, ConfigType::List, None),
+        ("auto.create.topics.enable", c.auto_create_topics.to_string(), ConfigType::Boolean, Some("true")),
+        ("connections.max.idle.ms", c.connection_idle_ms_max.to_string(), ConfigType::Long, Some("600000")),
+        (
+            "group.consumer.heartbeat.interval.ms",
+            c.group_consumer_heartbeat_interval_ms.to_string(),
+            ConfigType::Int,
+            Some("5000"),
+        ),
+        (
+            "group.consumer.session.timeout.ms",
+            c.group_consumer_session_timeout_ms.to_string(),
+            ConfigType::Int,
+            Some("45000"),
+        ),
+        (
+            "group.initial.rebalance.delay.ms",
+            c.group_initial_rebalance_delay_ms.to_string(),
+            ConfigType::Int,
+            Some("3000"),
+        ),
+        ("log.dirs", c.log_dir.display().to_string(), ConfigType::List, None),
+        ("log.segment.bytes", c.segment_bytes_max.to_string(), ConfigType::Int, Some("1073741824")),
+        ("max.connections", c.connections_max.to_string(), ConfigType::Int, Some("2147483647")),
+        ("message.max.bytes", c.message_bytes_max.to_string(), ConfigType::Int, Some("1048588")),
+        ("node.id", c.node_id.to_string(), ConfigType::Int, None),
+        ("num.partitions", c.default_partitions.to_string(), ConfigType::Int, Some("1")),
+        ("socket.request.max.bytes", c.frame_bytes_max.to_string(), ConfigType::Int, Some("104857600")),
     ];
     Ok(values
         .into_iter()
-        .map(|(name, value, kind)| Entry {
-            name: name.into(),
-            synonyms: vec![(name.into(), value.clone(), source::STATIC_BROKER_CONFIG)],
-            value,
-            source: source::STATIC_BROKER_CONFIG,
-            kind,
-            read_only: true,
+        .map(|(name, value, kind, default)| {
+            let (source, synonyms) = match default {
+                Some(d) if d == value => {
+                    (source::DEFAULT_CONFIG, vec![(name.into(), value.clone(), source::DEFAULT_CONFIG)])
+                }
+                _ => {
+                    let mut synonyms = vec![(name.into(), value.clone(), source::STATIC_BROKER_CONFIG)];
+                    synonyms.extend(default.map(|d| (name.into(), d.into(), source::DEFAULT_CONFIG)));
+                    (source::STATIC_BROKER_CONFIG, synonyms)
+                }
+            };
+            Entry { name: name.into(), value, source, kind, read_only: true, synonyms }
         })
         .collect())
 }

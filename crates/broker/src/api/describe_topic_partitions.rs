@@ -15,13 +15,13 @@ use kafka_protocol::messages::describe_topic_partitions_response::{
 use kafka_protocol::messages::{BrokerId, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse};
 use uuid::Uuid;
 
+use super::authorized_operations;
 use super::topic_name;
 use crate::errors;
 use crate::server::BrokerContext;
 
 /// Kafka's `max.request.partition.size.limit` default.
 pub const PARTITIONS_PER_RESPONSE_MAX: i32 = 2000;
-const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
 
 pub fn handle(ctx: &BrokerContext, request: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse {
     let mut response = DescribeTopicPartitionsResponse::default();
@@ -48,7 +48,7 @@ pub fn handle(ctx: &BrokerContext, request: DescribeTopicPartitionsRequest) -> D
                     .with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION)
                     .with_name(Some(topic_name(&name)))
                     .with_topic_id(Uuid::nil())
-                    .with_topic_authorized_operations(AUTHORIZED_OPERATIONS_OMITTED),
+                    .with_topic_authorized_operations(authorized_operations::TOPIC),
             );
             continue;
         };
@@ -85,7 +85,7 @@ pub fn handle(ctx: &BrokerContext, request: DescribeTopicPartitionsRequest) -> D
                 .with_name(Some(topic_name(&topic.name)))
                 .with_topic_id(topic.id)
                 .with_partitions(partitions)
-                .with_topic_authorized_operations(AUTHORIZED_OPERATIONS_OMITTED),
+                .with_topic_authorized_operations(authorized_operations::TOPIC),
         );
         if more_in_topic && budget == 0 {
             response.next_cursor =

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
+use kafka_protocol::messages::fetch_response::{AbortedTransaction, FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ProducerId};
 
 use super::topic_name;
 use crate::errors;
@@ -21,6 +21,10 @@ use crate::partition::{FetchWaiter, Partition};
 use crate::server::BrokerContext;
 use crate::splice::FileRanges;
 use kafgres_log::LogError;
+
+/// Fetch's isolation level of `read_committed` consumers: records up to the
+/// last stable offset, with the aborted transactions among them.
+const READ_COMMITTED: i8 = 1;
 
 /// Caps on what one fetch may ask for, whatever the client says.
 const FETCH_WAIT_MS_MAX: i32 = 5 * 60 * 1000;
@@ -77,8 +81,10 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: FetchRequest) ->
     let min_bytes = request.min_bytes.max(0) as usize;
     let max_bytes = if request.max_bytes <= 0 { i32::MAX as usize } else { request.max_bytes as usize };
     let mut ranges = FileRanges::default();
+    let committed_only = request.isolation_level == READ_COMMITTED;
     loop {
-        let (partitions, total, any_error) = read_all(&wanted, &topic_known, max_bytes, by_id, &mut ranges);
+        let (partitions, total, any_error) =
+            read_all(&wanted, &topic_known, max_bytes, by_id, committed_only, &mut ranges);
         let timed_out = tokio::time::Instant::now() >= deadline;
         if total >= min_bytes.max(1) || any_error || timed_out || wait_ms == 0 {
             for (topic_index, data) in partitions {
@@ -88,7 +94,7 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: FetchRequest) ->
         }
         if tokio::time::timeout_at(deadline, waiter.notified()).await.is_err() {
             // Deadline: answer with whatever is there now (usually nothing).
-            let (partitions, _, _) = read_all(&wanted, &topic_known, max_bytes, by_id, &mut ranges);
+            let (partitions, _, _) = read_all(&wanted, &topic_known, max_bytes, by_id, committed_only, &mut ranges);
             for (topic_index, data) in partitions {
                 response.responses[topic_index].partitions.push(data);
             }
@@ -112,6 +118,7 @@ fn read_all(
     topic_known: &[bool],
     max_bytes: usize,
     by_id: bool,
+    committed_only: bool,
     ranges: &mut FileRanges,
 ) -> (Vec<(usize, PartitionData)>, usize, bool) {
     ranges.clear();
@@ -140,7 +147,7 @@ fn read_all(
             Some(p) => {
                 let hw = p.high_watermark().offset;
                 data.high_watermark = hw;
-                data.last_stable_offset = hw;
+                data.last_stable_offset = p.last_stable_offset();
                 data.log_start_offset = p.log_start_offset();
                 data.aborted_transactions = Some(Vec::new());
                 // Each partition gets what is left of the response budget;
@@ -153,11 +160,28 @@ fn read_all(
                 }
                 // Sent from the file without copying when it can be; read
                 // into memory otherwise.
-                let records = p.read(w.fetch_offset, budget, total == 0).and_then(|slice| {
-                    match ranges.placeholder(slice.clone()) {
-                        Some(placeholder) => Ok(placeholder),
-                        None => slice.read_to_vec().map(Bytes::from),
-                    }
+                let slice = if committed_only {
+                    p.read_committed(w.fetch_offset, budget, total == 0).map(|(slice, lso, aborted)| {
+                        data.last_stable_offset = lso;
+                        data.aborted_transactions = Some(
+                            aborted
+                                .iter()
+                                .map(|a| {
+                                    let mut out = AbortedTransaction::default();
+                                    out.producer_id = ProducerId(a.producer_id);
+                                    out.first_offset = a.first_offset;
+                                    out
+                                })
+                                .collect(),
+                        );
+                        slice
+                    })
+                } else {
+                    p.read(w.fetch_offset, budget, total == 0)
+                };
+                let records = slice.and_then(|slice| match ranges.placeholder(slice.clone()) {
+                    Some(placeholder) => Ok(placeholder),
+                    None => slice.read_to_vec().map(Bytes::from),
                 });
                 match records {
                     Ok(bytes) => {

@@ -1,4 +1,5 @@
-//! FindCoordinator (this broker coordinates every group), ListGroups,
+//! FindCoordinator (this broker coordinates every group and transactional
+//! id), ListGroups,
 //! DescribeGroups and DeleteGroups.
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
@@ -25,8 +26,8 @@ fn coordinator_for(key_type: i8, key: &str) -> (i16, Option<&'static str>) {
     match key_type {
         KEY_TYPE_GROUP if key.is_empty() => (INVALID_GROUP_ID, Some("the group id is empty")),
         KEY_TYPE_GROUP => (errors::NONE, None),
-        // Transactions are not implemented yet: no coordinator to offer.
-        KEY_TYPE_TRANSACTION => (COORDINATOR_NOT_AVAILABLE, Some("transactions are not supported")),
+        KEY_TYPE_TRANSACTION if key.is_empty() => (errors::INVALID_REQUEST, Some("the transactional id is empty")),
+        KEY_TYPE_TRANSACTION => (errors::NONE, None),
         _ => (errors::INVALID_REQUEST, Some("unknown coordinator key type")),
     }
 }
@@ -102,6 +103,9 @@ pub fn list_groups(ctx: &BrokerContext, version: i16, req: ListGroupsRequest) ->
     response
 }
 
+/// DescribeGroups v6 added an error message (with GROUP_ID_NOT_FOUND, KIP-1043).
+const GROUP_ID_NOT_FOUND_VERSION_MIN: i16 = 6;
+
 pub fn describe_groups(ctx: &BrokerContext, version: i16, req: DescribeGroupsRequest) -> DescribeGroupsResponse {
     let ids: Vec<String> = req.groups.iter().map(|g| g.0.to_string()).collect();
     let described = ctx.groups.read(|c| c.describe_groups(version, &ids));
@@ -111,6 +115,14 @@ pub fn describe_groups(ctx: &BrokerContext, version: i16, req: DescribeGroupsReq
         .map(|g| {
             let mut out = DescribedGroup::default();
             out.error_code = g.error_code;
+            if version >= GROUP_ID_NOT_FOUND_VERSION_MIN {
+                out.error_message = g.error_message.as_deref().map(str_bytes);
+            }
+            // Kafka fills them in (v3+) for the groups it describes without an error.
+            out.authorized_operations = super::authorized_operations::if_asked(
+                req.include_authorized_operations && g.error_code == 0,
+                super::authorized_operations::GROUP,
+            );
             out.group_id = GroupId(str_bytes(&g.group_id));
             out.group_state = str_bytes(g.state.as_str());
             out.protocol_type = str_bytes(&g.protocol_type);

@@ -1,13 +1,15 @@
-//! InitProducerId (v0-5): a producer id and epoch for an idempotent producer.
+//! InitProducerId (v0-5): a producer id and epoch for an idempotent or a
+//! transactional producer.
 //!
 //! As in Kafka 4.x (`TransactionCoordinator.handleInitProducerId`), a request
 //! without a transactional id always gets a *new* producer id with epoch 0,
 //! whatever producer id and epoch it carries (v3+): a non-transactional
 //! producer bumps its epoch itself (KIP-360), and Produce accepts a newer
 //! epoch that restarts at sequence 0. An empty transactional id is
-//! INVALID_REQUEST, as in Kafka. Transactions are not implemented: a
-//! transactional id gets COORDINATOR_NOT_AVAILABLE, the answer FindCoordinator
-//! already gives for transaction coordinators (see docs/conformance.md).
+//! INVALID_REQUEST, as in Kafka. A transactional id goes to the transaction
+//! coordinator ([`crate::txn`]): its producer id, with the epoch bumped at
+//! each initialisation (fencing the previous instance), an open transaction
+//! aborted first.
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
@@ -15,13 +17,31 @@ use crate::catalog::CatalogError;
 use crate::errors;
 use crate::server::BrokerContext;
 
-pub async fn handle(ctx: &BrokerContext, _version: i16, request: InitProducerIdRequest) -> InitProducerIdResponse {
+pub async fn handle(ctx: &BrokerContext, version: i16, request: InitProducerIdRequest) -> InitProducerIdResponse {
     let mut response = InitProducerIdResponse::default();
     response.producer_id = ProducerId(-1);
     response.producer_epoch = -1;
     match request.transactional_id.as_ref().map(|t| t.0.as_str()) {
         Some("") => response.error_code = errors::INVALID_REQUEST,
-        Some(_) => response.error_code = errors::COORDINATOR_NOT_AVAILABLE,
+        Some(transactional_id) => {
+            let expected = if version >= 3 { (request.producer_id.0, request.producer_epoch) } else { (-1, -1) };
+            let timeout_ms = request.transaction_timeout_ms;
+            match ctx.txns.init_producer_id(ctx, transactional_id, timeout_ms, expected).await {
+                Ok((id, epoch)) => {
+                    response.producer_id = ProducerId(id);
+                    response.producer_epoch = epoch;
+                }
+                Err(code) => {
+                    // PRODUCER_FENCED exists from v4 on; older clients get
+                    // INVALID_PRODUCER_EPOCH, as Kafka maps it.
+                    response.error_code = if code == crate::txn::rules::codes::PRODUCER_FENCED && version < 4 {
+                        crate::txn::rules::codes::INVALID_PRODUCER_EPOCH
+                    } else {
+                        code
+                    };
+                }
+            }
+        }
         None => match ctx.producer_ids.next(ctx.catalog.as_ref()).await {
             Ok(id) => {
                 response.producer_id = ProducerId(id);

@@ -23,6 +23,7 @@ const LEADER_EPOCH_VERSION_MIN: i16 = 4;
 const LEADER_EPOCH: i32 = 0;
 
 pub fn handle(ctx: &BrokerContext, version: i16, request: ListOffsetsRequest) -> ListOffsetsResponse {
+    let committed_only = request.isolation_level == 1;
     let mut response = ListOffsetsResponse::default();
     for topic in request.topics {
         let found = ctx.topic(&topic.name.0);
@@ -35,7 +36,7 @@ pub fn handle(ctx: &BrokerContext, version: i16, request: ListOffsetsRequest) ->
             r.offset = -1;
             match found.as_ref().and_then(|t| t.partition(p.partition_index)) {
                 None => r.error_code = errors::UNKNOWN_TOPIC_OR_PARTITION,
-                Some(partition) => match lookup(partition, p.timestamp) {
+                Some(partition) => match lookup(partition, p.timestamp, committed_only) {
                     Ok(Some((offset, timestamp))) => {
                         r.offset = offset;
                         r.timestamp = timestamp;
@@ -57,12 +58,14 @@ pub fn handle(ctx: &BrokerContext, version: i16, request: ListOffsetsRequest) ->
     response
 }
 
-fn lookup(partition: &Partition, timestamp: i64) -> Result<Option<(i64, i64)>, i16> {
+/// `read_committed` (isolation level 1): the latest offset is the last stable offset.
+fn lookup(partition: &Partition, timestamp: i64, committed_only: bool) -> Result<Option<(i64, i64)>, i16> {
     let storage_error = |e: kafgres_log::LogError| {
         log::error!("ListOffsets on {}-{}: {e}", partition.topic, partition.index);
         errors::KAFKA_STORAGE_ERROR
     };
     match timestamp {
+        LATEST_TIMESTAMP if committed_only => Ok(Some((partition.last_stable_offset(), -1))),
         LATEST_TIMESTAMP => Ok(Some((partition.high_watermark().offset, -1))),
         EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => Ok(Some((partition.log_start_offset(), -1))),
         LATEST_TIERED_TIMESTAMP => Ok(None),

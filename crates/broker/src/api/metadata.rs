@@ -8,13 +8,11 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 use uuid::Uuid;
 
+use super::authorized_operations::{self, if_asked};
 use super::{str_bytes, topic_name};
 use crate::errors;
 use crate::server::BrokerContext;
 use crate::topics::Topic;
-
-/// "Authorized operations not requested" in Kafka's encoding.
-const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
 
 pub async fn handle(ctx: &BrokerContext, version: i16, request: MetadataRequest) -> MetadataResponse {
     let mut response = MetadataResponse::default();
@@ -25,7 +23,10 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: MetadataRequest)
     response.brokers = vec![broker];
     response.cluster_id = Some(str_bytes(&ctx.config.cluster_id));
     response.controller_id = BrokerId(ctx.config.node_id);
-    response.cluster_authorized_operations = AUTHORIZED_OPERATIONS_OMITTED;
+    // Asked for in v8-v10 only; every topic in the answer gets its set when asked.
+    response.cluster_authorized_operations =
+        if_asked(request.include_cluster_authorized_operations, authorized_operations::CLUSTER);
+    let topic_operations = if_asked(request.include_topic_authorized_operations, authorized_operations::TOPIC);
 
     let everything = match &request.topics {
         None => true,
@@ -33,7 +34,7 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: MetadataRequest)
     };
     if everything {
         let all = ctx.topics.read().unwrap_or_else(|p| p.into_inner()).all();
-        response.topics = all.iter().map(|t| describe(t, ctx.config.node_id)).collect();
+        response.topics = all.iter().map(|t| describe(t, ctx.config.node_id, topic_operations)).collect();
         return response;
     }
     let auto_create = ctx.config.auto_create_topics && (version < 4 || request.allow_auto_topic_creation);
@@ -57,13 +58,13 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: MetadataRequest)
             (None, None) => Err(errors::UNKNOWN_TOPIC_ID),
         };
         response.topics.push(match topic {
-            Ok(t) => describe(&t, ctx.config.node_id),
+            Ok(t) => describe(&t, ctx.config.node_id, topic_operations),
             Err(code) => {
                 let mut t = MetadataResponseTopic::default();
                 t.error_code = code;
                 t.name = wanted.name.clone();
                 t.topic_id = if wanted.name.is_some() { Uuid::nil() } else { wanted.topic_id };
-                t.topic_authorized_operations = AUTHORIZED_OPERATIONS_OMITTED;
+                t.topic_authorized_operations = topic_operations;
                 t
             }
         });
@@ -71,11 +72,11 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: MetadataRequest)
     response
 }
 
-fn describe(topic: &Topic, node_id: i32) -> MetadataResponseTopic {
+fn describe(topic: &Topic, node_id: i32, authorized_operations: i32) -> MetadataResponseTopic {
     let mut t = MetadataResponseTopic::default();
     t.name = Some(topic_name(&topic.name));
     t.topic_id = topic.id;
-    t.topic_authorized_operations = AUTHORIZED_OPERATIONS_OMITTED;
+    t.topic_authorized_operations = authorized_operations;
     t.partitions = topic
         .partitions
         .iter()

@@ -3,6 +3,7 @@
 
 pub mod alter_configs;
 pub mod api_versions;
+pub mod authorized_operations;
 pub mod consumer_group;
 pub mod create_partitions;
 pub mod create_topics;
@@ -21,6 +22,7 @@ pub mod list_offsets;
 pub mod metadata;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod transactions;
 
 use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;

@@ -41,13 +41,18 @@ struct Pending {
 
 /// Produce v8 added per-record errors (KIP-467).
 const RECORD_ERRORS_VERSION_MIN: i16 = 8;
+/// Produce v13 names topics by id (KIP-516); an unknown id is UNKNOWN_TOPIC_ID.
+const TOPIC_ID_VERSION_MIN: i16 = 13;
 
 pub async fn handle(ctx: &BrokerContext, version: i16, request: ProduceRequest) -> Option<ProduceResponse> {
     let acks = request.acks;
     let mut topics = Vec::with_capacity(request.topic_data.len());
     for topic_data in request.topic_data {
-        let name = topic_data.name.0.to_string();
-        let topic = ctx.topic(&name);
+        let by_id = version >= TOPIC_ID_VERSION_MIN;
+        let topic = if by_id { ctx.topic_by_id(&topic_data.topic_id) } else { ctx.topic(&topic_data.name.0) };
+        let name = topic.as_ref().map_or_else(|| topic_data.name.0.to_string(), |t| t.name.clone());
+        let unknown_topic =
+            if by_id && topic.is_none() { errors::UNKNOWN_TOPIC_ID } else { errors::UNKNOWN_TOPIC_OR_PARTITION };
         let policy = topic.as_ref().map_or_else(
             || RecordPolicy::from_configs(&Default::default(), ctx.config.message_bytes_max),
             |t| RecordPolicy::from_configs(&t.configs, ctx.config.message_bytes_max),
@@ -60,35 +65,24 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: ProduceRequest) 
             response.log_append_time_ms = -1;
             response.log_start_offset = -1;
             let mut item = Pending { partition: None, end_offset: -1, response };
-            let refusal = if !matches!(acks, -1..=1) {
-                Some((errors::INVALID_REQUIRED_ACKS, None))
-            } else if request.transactional_id.is_some() {
-                Some((
-                    errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                    Some("transactions are not supported yet".to_owned()),
-                ))
-            } else {
-                None
-            };
-            match (refusal, topic.as_ref().and_then(|t| t.partition(data.index))) {
-                (Some((code, msg)), _) => {
-                    item.response.error_code = code;
-                    item.response.error_message = msg.map(|m| str_bytes(&m));
-                }
-                (None, None) => item.response.error_code = errors::UNKNOWN_TOPIC_OR_PARTITION,
-                (None, Some(partition)) => append_one(ctx, partition, &policy, data.records, &mut item),
+            let acks_valid = matches!(acks, -1..=1);
+            match (acks_valid, topic.as_ref().and_then(|t| t.partition(data.index))) {
+                (false, _) => item.response.error_code = errors::INVALID_REQUIRED_ACKS,
+                (true, None) => item.response.error_code = unknown_topic,
+                (true, Some(partition)) => append_one(ctx, partition, &policy, data.records, &mut item),
             }
             pending.push(item);
         }
-        topics.push((name, pending));
+        topics.push((name, topic_data.topic_id, pending));
     }
     if acks == 0 {
         return None;
     }
     let mut response = ProduceResponse::default();
-    for (name, pending) in topics {
+    for (name, topic_id, pending) in topics {
         let mut topic_response = TopicProduceResponse::default();
         topic_response.name = topic_name(&name);
+        topic_response.topic_id = topic_id;
         for mut item in pending {
             if let Some(partition) = &item.partition {
                 if acks == -1 && partition.flush_policy() == FlushPolicy::Fsync {
@@ -155,10 +149,37 @@ fn append_one(
         )));
         return;
     }
+    if partition.is_compacted() {
+        let keyless = crate::partition::keyless_record_refusal(
+            &partition.topic,
+            partition.index,
+            &records,
+            &validated.headers,
+            limit,
+        );
+        if let Some(message) = keyless {
+            item.response.error_code = errors::INVALID_RECORD;
+            item.response.error_message = Some(str_bytes(&message));
+            return;
+        }
+    }
     if let Some(refusal) = producer_refusal(&validated.headers) {
         item.response.error_code = refusal.0;
         item.response.error_message = Some(str_bytes(refusal.1));
         return;
+    }
+    // A transactional batch goes only to a partition its transaction added
+    // (AddPartitionsToTxn), at the transaction's epoch.
+    if let Some(h) = validated.headers.iter().find(|h| h.is_transactional()) {
+        if let Err(code) = ctx.txns.verify_partition(h.producer_id, h.producer_epoch, &partition.topic, partition.index)
+        {
+            item.response.error_code = code;
+            item.response.error_message = Some(str_bytes(&format!(
+                "producer {} epoch {} has no open transaction with {}-{}",
+                h.producer_id, h.producer_epoch, partition.topic, partition.index
+            )));
+            return;
+        }
     }
     let now_ms = crate::now_ms();
     if !policy.log_append_time {
@@ -204,6 +225,10 @@ fn append_one(
                 SequenceCheck::OutOfOrder { expected_seq, received_seq } => (
                     errors::OUT_OF_ORDER_SEQUENCE_NUMBER,
                     format!("out of order sequence number: expected {expected_seq}, received {received_seq}"),
+                ),
+                SequenceCheck::InvalidTxnState => (
+                    crate::txn::rules::codes::INVALID_TXN_STATE,
+                    "a non-transactional batch while the producer's transaction is open".to_string(),
                 ),
                 other => (errors::UNKNOWN_SERVER_ERROR, format!("unexpected sequence check {other:?}")),
             };
@@ -295,8 +320,8 @@ fn stamp_log_append_time(bytes: &mut [u8], headers: &mut [BatchHeader], now_ms: 
 /// per partition from Produce v3 on; Kafgres keeps accepting several plain
 /// batches, but sequence checks need one).
 fn producer_refusal(headers: &[BatchHeader]) -> Option<(i16, &'static str)> {
-    if headers.iter().any(|h| h.is_transactional()) {
-        return Some((errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported yet"));
+    if headers.iter().any(|h| h.is_control()) {
+        return Some((errors::INVALID_RECORD, "Clients are not allowed to write control records"));
     }
     if headers.len() > 1 && headers.iter().any(|h| h.has_producer_id()) {
         return Some((

@@ -39,12 +39,17 @@ impl GroupCoordinator {
             .map(|group_id| match self.groups.get(group_id) {
                 // Consumer-protocol groups are described by ConsumerGroupDescribe.
                 Some(group) if group.consumer.is_none() => describe(group),
-                _ => DescribedGroup {
+                other => DescribedGroup {
                     error_code: if api_version >= GROUP_ID_NOT_FOUND_VERSION_MIN {
                         codes::GROUP_ID_NOT_FOUND
                     } else {
                         codes::NONE
                     },
+                    // Kafka's messages (`GroupMetadataManager.classicGroup`).
+                    error_message: (api_version >= GROUP_ID_NOT_FOUND_VERSION_MIN).then(|| match other {
+                        Some(_) => format!("Group {group_id} is not a classic group."),
+                        None => format!("Group {group_id} not found."),
+                    }),
                     group_id: group_id.clone(),
                     state: GroupState::Dead,
                     protocol_type: String::new(),
@@ -98,6 +103,7 @@ fn describe(group: &Group) -> DescribedGroup {
         })
         .collect();
     DescribedGroup {
+        error_message: None,
         error_code: codes::NONE,
         group_id: group.group_id.clone(),
         state: group.state,

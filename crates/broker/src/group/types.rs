@@ -311,6 +311,8 @@ pub struct ListedGroup {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DescribedGroup {
     pub error_code: i16,
+    /// Kafka's message with GROUP_ID_NOT_FOUND (v6+).
+    pub error_message: Option<String>,
     pub group_id: String,
     pub state: GroupState,
     pub protocol_type: String,

@@ -1,6 +1,9 @@
 //! Keeping a partition's log tidy without a periodic tick.
 //!
-//! - **Retention** (`retention.ms`, `retention.bytes`): one broker-wide task,
+//! - **Compaction** (`cleanup.policy=compact`): the cleaner task of
+//!   [`super::compaction`], woken the same way.
+//! - **Retention** (`retention.ms`, `retention.bytes`; only for topics whose
+//!   `cleanup.policy` contains `delete`): one broker-wide task,
 //!   [`run_retention`], sleeps until the earliest moment any partition's oldest
 //!   segment becomes deletable, applies retention to the partitions that are
 //!   due, and computes the next moment. A roll (the only event that makes a new
@@ -16,7 +19,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use kafgres_log::retention::{RetentionConfig, RetentionReport};
-use kafgres_log::LogError;
+use kafgres_log::{CleanerConfig, LogError};
 use tokio::sync::Notify;
 
 use super::Partition;
@@ -25,16 +28,20 @@ use crate::server::BrokerContext;
 /// Bytes flushed past the recovery point before it is moved forward.
 pub const RECOVERY_CHECKPOINT_BYTES: u64 = 64 << 20;
 
-/// The broker-wide retention service's handle, shared by every partition.
+/// The broker-wide retention and cleaner services' handle, shared by every
+/// partition.
 #[derive(Debug, Clone, Default)]
 pub struct Housekeeping {
     retention_wake: Arc<Notify>,
+    pub(super) cleaner_wake: Arc<Notify>,
 }
 
 impl Housekeeping {
-    /// Wakes the retention task (a topic was created, a segment rolled).
+    /// Wakes the retention and cleaner tasks (a topic was created, a segment
+    /// rolled, configs changed).
     pub fn wake(&self) {
         self.retention_wake.notify_one();
+        self.cleaner_wake.notify_one();
     }
 }
 
@@ -45,6 +52,10 @@ pub(super) struct PartitionHousekeeping {
     /// Set when applying retention failed: the partition is left alone until
     /// the broker restarts instead of being retried in a loop.
     retention_failed: AtomicBool,
+    /// The topic's cleaner settings if it is compacted; replaced with its configs.
+    cleaner: Mutex<Option<CleanerConfig>>,
+    /// Like `retention_failed`, for the cleaner.
+    pub(super) cleaner_failed: AtomicBool,
 }
 
 impl PartitionHousekeeping {
@@ -53,7 +64,13 @@ impl PartitionHousekeeping {
             service: service.clone(),
             retention: Mutex::new(retention_config(configs)),
             retention_failed: AtomicBool::new(false),
+            cleaner: Mutex::new(super::compaction::cleaner_config(configs)),
+            cleaner_failed: AtomicBool::new(false),
         }
+    }
+
+    pub(super) fn cleaner(&self) -> Option<CleanerConfig> {
+        *self.cleaner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(super) fn wake(&self) {
@@ -64,16 +81,23 @@ impl PartitionHousekeeping {
         *self.retention.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Takes the topic's new retention settings and wakes the retention task,
-    /// so a shorter retention deletes at once rather than at the next roll.
+    /// Takes the topic's new retention and cleaner settings and wakes both
+    /// tasks, so a shorter retention deletes (or a new `compact` policy
+    /// cleans) at once rather than at the next roll.
     pub(super) fn set_retention(&self, configs: &BTreeMap<String, String>) {
         *self.retention.lock().unwrap_or_else(|p| p.into_inner()) = retention_config(configs);
+        *self.cleaner.lock().unwrap_or_else(|p| p.into_inner()) = super::compaction::cleaner_config(configs);
         self.service.wake();
     }
 }
 
 /// The topic's retention settings, Kafka's defaults where unset or invalid.
+/// A topic whose `cleanup.policy` lacks `delete` (`compact` alone) deletes
+/// nothing by time or size (only below the log start, DeleteRecords).
 pub fn retention_config(configs: &BTreeMap<String, String>) -> RetentionConfig {
+    if !super::compaction::CleanupPolicy::from_configs(configs).delete {
+        return RetentionConfig { retention_ms: -1, retention_bytes: -1 };
+    }
     let defaults = RetentionConfig::default();
     let number = |name: &str, default: i64| configs.get(name).and_then(|v| v.parse().ok()).unwrap_or(default);
     RetentionConfig {

@@ -141,7 +141,11 @@ fn load_catalog(wait: &WaitSet, database: &str) -> Option<(CatalogPlans, Catalog
     loop {
         let loaded = run_in_transaction(|| {
             let plans = CatalogPlans::prepare()?;
-            let snapshot = CatalogSnapshot { topics: plans.load_topics()?, offsets: plans.load_offsets(None)? };
+            let snapshot = CatalogSnapshot {
+                topics: plans.load_topics()?,
+                offsets: plans.load_offsets(None)?,
+                transactions: plans.load_transactions()?,
+            };
             let cluster_id = plans.cluster_id()?;
             Ok((plans, snapshot, cluster_id))
         });
@@ -243,7 +247,27 @@ fn broker_config(cluster_id: String) -> BrokerConfig {
         group_initial_rebalance_delay_ms: gucs::GROUP_INITIAL_REBALANCE_DELAY_MS.get(),
         group_consumer_session_timeout_ms: gucs::GROUP_CONSUMER_SESSION_TIMEOUT_MS.get(),
         group_consumer_heartbeat_interval_ms: gucs::GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS.get(),
+        authentication: authentication(),
         metrics: crate::shared_metrics::metrics().unwrap_or_else(kafgres_broker::metrics::BrokerMetrics::leaked),
+    }
+}
+
+/// `kafgres.authentication`. Unknown users' mock salts derive from
+/// PostgreSQL's own mock authentication nonce (random per cluster, kept in
+/// pg_control), so they stay the same across restarts, as PostgreSQL's do.
+fn authentication() -> kafgres_broker::sasl::Authentication {
+    match gucs::AUTHENTICATION.get() {
+        gucs::AuthenticationGuc::None => kafgres_broker::sasl::Authentication::None,
+        gucs::AuthenticationGuc::ScramSha256 => {
+            let mut mock_secret = [0u8; pg_sys::MOCK_AUTH_NONCE_LEN as usize];
+            // SAFETY: pg_control's nonce is MOCK_AUTH_NONCE_LEN bytes, read on the main thread.
+            let nonce = unsafe { pg_sys::GetMockAuthenticationNonce() };
+            if nonce.is_null() {
+                return kafgres_broker::sasl::Authentication::scram_sha_256_random();
+            }
+            unsafe { std::ptr::copy_nonoverlapping(nonce.cast::<u8>(), mock_secret.as_mut_ptr(), mock_secret.len()) };
+            kafgres_broker::sasl::Authentication::ScramSha256 { mock_secret }
+        }
     }
 }
 
@@ -318,6 +342,20 @@ fn serve_one(plans: &CatalogPlans, request: ControlRequest) {
         }
         ControlRequest::AllocateProducerIds { count, reply } => {
             let result = run_in_transaction(|| plans.allocate_producer_ids(count));
+            let _ = reply.send(result.map_err(failed));
+        }
+        ControlRequest::ScramCredential { username, reply } => {
+            let result = run_in_transaction(|| plans.scram_credential(&username));
+            let _ = reply.send(result.map_err(failed));
+        }
+        ControlRequest::StoreTransaction { record, offsets, reply } => {
+            let result = run_in_transaction(|| {
+                if !offsets.is_empty() {
+                    let rows = latest_per_partition(offsets.iter());
+                    plans.upsert_offsets(&rows)?;
+                }
+                plans.store_transaction(&record)
+            });
             let _ = reply.send(result.map_err(failed));
         }
     }

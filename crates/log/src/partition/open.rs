@@ -1,5 +1,6 @@
-//! Opening a partition directory: list the files, finish an interrupted
-//! retention, recover segments by [`crate::recovery`]'s decision table,
+//! Opening a partition directory: finish an interrupted cleaner swap (see
+//! [`crate::cleaner`]), list the files, finish an interrupted retention,
+//! recover segments by [`crate::recovery`]'s decision table,
 //! rebuild producer state, and write a fresh recovery point if anything had
 //! to be scanned.
 
@@ -8,12 +9,14 @@ use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Arc;
 
+use kafgres_wire::batch::control::{marker_of, Marker, MARKER_PEEK_BYTES};
 use kafgres_wire::batch::{BatchHeader, BATCH_HEADER_BYTES};
 
 use super::{LogConfig, OpenReport, PartitionLog, SEGMENT_BYTES_LIMIT};
 use crate::checkpoint::{read_whole, TMP_SUFFIX};
+use crate::cleaner::{finish_interrupted_swap, CleanerState, CLEANED_SUFFIX};
 use crate::error::LogError;
-use crate::producer::{snapshot_file_name, ProducerStateMap, SNAPSHOT_BYTES_MAX, SNAPSHOT_SUFFIX};
+use crate::producer::{snapshot_file_name, ProducerStateMap, TxnEnd, SNAPSHOT_BYTES_MAX, SNAPSHOT_SUFFIX};
 use crate::recovery::{open_segment, plan, read_recovery_point, SegmentOpen, SegmentPlan};
 use crate::retention::{read_log_start, remove_segment_files};
 use crate::segment::{Segment, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
@@ -42,7 +45,8 @@ impl PartitionLog {
         now_ms: i64,
     ) -> Result<(PartitionLog, OpenReport), LogError> {
         config.segment_bytes_max = config.segment_bytes_max.clamp(1, SEGMENT_BYTES_LIMIT);
-        let mut report = OpenReport::default();
+        let mut report =
+            OpenReport { swap_completed: finish_interrupted_swap(&storage, dir)?, ..OpenReport::default() };
         let listing = list(&storage, dir)?;
         let log_start = read_log_start(&storage, dir)?;
         let mut bases = listing.bases.clone();
@@ -76,8 +80,11 @@ impl PartitionLog {
             let present = listing.with_index.contains(&base) && listing.with_time_index.contains(&base);
             let scan = open_segment(&mut segments[i], plans[i], next_base, present, config.index_interval_bytes)?;
             let scanned = plans[i] != SegmentPlan::LoadIndexes;
-            let follows_on = next_base.is_none_or(|n| n == segments[i].next_offset);
-            if !follows_on && scanned {
+            // A compacted segment may end below the next one's base; one
+            // that was cut, or runs into the next one, does not follow on.
+            let ends_in_range = next_base.is_none_or(|n| segments[i].next_offset <= n);
+            let follows_on = ends_in_range && scan.truncated_bytes == 0;
+            if !follows_on && scanned && next_base.is_some() {
                 // The segments after a cut cannot be trusted to follow on.
                 let cut_at = segments[i].next_offset;
                 for later in segments.drain(i + 1..) {
@@ -89,7 +96,7 @@ impl PartitionLog {
                     remove_segment_files(&storage, dir, later.base_offset);
                     report.deleted_segments.push(later.base_offset);
                 }
-            } else if !follows_on {
+            } else if !ends_in_range {
                 log::error!(
                     "{}: segment {base} ends at offset {} but the next one starts at {:?}; offsets between are lost",
                     dir.display(),
@@ -117,7 +124,9 @@ impl PartitionLog {
             failed: None,
             snapshots: Vec::new(),
             clock_ms: now_ms,
+            cleaner: CleanerState::default(),
         };
+        log.cleaner = CleanerState::load(&log.storage, dir)?;
         log.log_start_offset = log_start.unwrap_or(first_base).max(first_base).min(log.next_offset());
         log.rebuild_producers(listing.snapshots, &mut report)?;
         // A new partition has nothing to recover (its first roll or close
@@ -164,9 +173,13 @@ impl PartitionLog {
         let (from, state) = found.unwrap_or((self.log_start_offset, ProducerStateMap::default()));
         let mut producers = state;
         let mut scanned = 0u64;
-        self.walk_headers(from, |h| {
+        self.walk_batches(from, |h, marker| {
             scanned += 1;
-            producers.record(h);
+            match marker {
+                Some(Marker::Commit) => producers.record_marker(h, TxnEnd::Commit, 0),
+                Some(Marker::Abort) => producers.record_marker(h, TxnEnd::Abort, 0),
+                None => producers.record(h),
+            }
         })?;
         producers.mark_all_seen(self.clock_ms);
         self.producers = producers;
@@ -176,20 +189,36 @@ impl PartitionLog {
     }
 
     /// Calls `visit` with the header of every batch whose last offset is at
-    /// or after `from`, in order, reading headers only.
-    pub(crate) fn walk_headers(&self, from: i64, mut visit: impl FnMut(&BatchHeader)) -> Result<(), LogError> {
+    /// or after `from`, in order, reading headers only, and the transaction
+    /// marker of each control batch (from the first bytes of its record).
+    pub(crate) fn walk_batches(
+        &self,
+        from: i64,
+        mut visit: impl FnMut(&BatchHeader, Option<Marker>),
+    ) -> Result<(), LogError> {
         let first = self.segments.partition_point(|s| s.next_offset <= from);
         for segment in &self.segments[first..] {
             let mut position = segment.position_of(from.max(segment.base_offset))?.unwrap_or(segment.size_bytes);
-            let mut head = [0u8; BATCH_HEADER_BYTES];
+            let mut head = [0u8; BATCH_HEADER_BYTES + MARKER_PEEK_BYTES];
             while position + BATCH_HEADER_BYTES as u64 <= segment.size_bytes {
-                segment.file().read_exact_at(&mut head, position).map_err(LogError::io(&segment.path))?;
-                let Ok(h) = BatchHeader::parse(&head) else { break };
+                let (header_bytes, body) = head.split_at_mut(BATCH_HEADER_BYTES);
+                segment.file().read_exact_at(header_bytes, position).map_err(LogError::io(&segment.path))?;
+                let Ok(h) = BatchHeader::parse(header_bytes) else { break };
                 if h.batch_length <= 0 {
                     break;
                 }
+                let mut marker = None;
+                if h.is_control() {
+                    let peek = h.total_bytes().saturating_sub(BATCH_HEADER_BYTES).min(MARKER_PEEK_BYTES);
+                    let body = &mut body[..peek];
+                    segment
+                        .file()
+                        .read_exact_at(body, position + BATCH_HEADER_BYTES as u64)
+                        .map_err(LogError::io(&segment.path))?;
+                    marker = marker_of(&h, body);
+                }
                 if h.last_offset() >= from {
-                    visit(&h);
+                    visit(&h, marker);
                 }
                 position += h.total_bytes() as u64;
             }
@@ -199,7 +228,8 @@ impl PartitionLog {
 }
 
 /// Lists `dir` (creating it if missing), removing leftovers that carry no
-/// information: `.tmp` files of interrupted checkpoint writes and index
+/// information: `.tmp` files of interrupted checkpoint writes, `.cleaned`
+/// files of a cleaning that never reached its commit point, and index
 /// files whose segment is gone. Files the log does not know are left alone.
 fn list(storage: &Arc<dyn Storage>, dir: &Path) -> Result<Listing, LogError> {
     let names = match storage.list_dir(dir) {
@@ -216,7 +246,7 @@ fn list(storage: &Arc<dyn Storage>, dir: &Path) -> Result<Listing, LogError> {
     let mut listing = Listing::default();
     let mut index_files = Vec::new();
     for name in &names {
-        if name.ends_with(TMP_SUFFIX) {
+        if name.ends_with(TMP_SUFFIX) || name.ends_with(CLEANED_SUFFIX) {
             let _ = storage.remove(&dir.join(name));
         } else if let Some(base) = parse_base(name, LOG_SUFFIX) {
             listing.bases.push(base.ok_or_else(|| LogError::BadSegmentName(dir.join(name)))?);

@@ -57,6 +57,21 @@ impl PartitionLog {
         Ok(ReadSlice::empty())
     }
 
+    /// The position of the batch starting at or holding `offset`, if it is
+    /// in the log (the last stable offset is always a batch's first offset).
+    pub fn position_at(&self, offset: i64) -> Result<Option<LogPosition>, LogError> {
+        if offset < self.log_start_offset || offset >= self.next_offset() {
+            return Ok(None);
+        }
+        let index = self.segments.partition_point(|s| s.base_offset <= offset).saturating_sub(1);
+        let Some(segment) = self.segments.get(index) else { return Ok(None) };
+        Ok(segment.position_of(offset)?.map(|byte_pos| LogPosition {
+            offset,
+            segment_base: segment.base_offset,
+            byte_pos,
+        }))
+    }
+
     /// The first record at or after `timestamp_ms` below `upto`, as
     /// `(offset, record timestamp)` (ListOffsets by time). Segments whose max
     /// timestamp is earlier are skipped without reading them; inside a

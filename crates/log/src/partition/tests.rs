@@ -228,3 +228,52 @@ fn the_log_checks_sequences_against_what_it_appended() {
         crate::SequenceCheck::Duplicate { first_offset: r.base_offset, last_offset: r.last_offset }
     );
 }
+
+fn txn_batch(pid: i64, epoch: i16, seq: i32, n: usize) -> Vec<u8> {
+    let records: Vec<NewRecord> =
+        (0..n).map(|i| NewRecord { value: Some(vec![i as u8]), timestamp_ms: 1_000, ..Default::default() }).collect();
+    let mut b = encode_batch(&records, ProducerStamp { producer_id: pid, producer_epoch: epoch, base_sequence: seq });
+    let attributes = i16::from_be_bytes([b[21], b[22]]) | 0x10;
+    b[21..23].copy_from_slice(&attributes.to_be_bytes());
+    kafgres_wire::batch::rewrite_crc(&mut b);
+    b
+}
+
+fn append_bytes(log: &mut PartitionLog, mut b: Vec<u8>) -> AppendResult {
+    let headers = validate_batches(&b).unwrap().headers;
+    log.append(&mut b, &headers, 0, 0).unwrap()
+}
+
+#[test]
+fn markers_end_transactions_and_a_crash_rebuilds_them_from_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+        append(&mut log, 1, 1); // offset 0
+        append_bytes(&mut log, txn_batch(7, 0, 0, 2)); // 1..2, to be aborted
+        append_bytes(&mut log, txn_batch(8, 0, 0, 1)); // 3, to be committed
+        assert_eq!(log.first_unstable_offset(), Some(1));
+        let abort = log.append_marker(7, 0, TxnEnd::Abort, 0, 0, 0).unwrap().unwrap();
+        assert_eq!(abort.base_offset, 4);
+        assert_eq!(log.first_unstable_offset(), Some(3));
+        append_bytes(&mut log, txn_batch(7, 0, 2, 1)); // 5: a new transaction of 7
+        log.append_marker(8, 0, TxnEnd::Commit, 0, 0, 0).unwrap().unwrap(); // 6
+        assert_eq!(log.first_unstable_offset(), Some(5));
+        // A zombie's marker is refused.
+        assert_eq!(
+            log.append_marker(8, -1, TxnEnd::Commit, 0, 0, 0).unwrap().unwrap_err(),
+            SequenceCheck::InvalidEpoch { current_epoch: 0 }
+        );
+        log.flush().unwrap();
+        // Dropped without a checkpoint: the next open rebuilds from the log.
+    }
+    let (log, report) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+    assert!(report.producer_batches_scanned > 0);
+    assert_eq!(log.first_unstable_offset(), Some(5));
+    let aborted = log.aborted_between(0, 100);
+    assert_eq!(aborted.len(), 1);
+    assert_eq!((aborted[0].producer_id, aborted[0].first_offset, aborted[0].last_offset), (7, 1, 4));
+    // The marker batches are in the log where they were appended.
+    let all = log.read(0, 1 << 20, log.end_position(), true).unwrap().read_to_vec().unwrap();
+    assert_eq!(offsets_in(&all), vec![0, 1, 3, 4, 5, 6]);
+}

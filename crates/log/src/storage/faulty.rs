@@ -1,5 +1,6 @@
-//! A storage wrapper that injects faults: fail the Nth write or sync, tear
-//! the Nth write (write part of it, then fail), or shorten every write.
+//! A storage wrapper that injects faults: fail the Nth write, sync or
+//! namespace change (rename, remove), tear the Nth write (write part of it,
+//! then fail), or shorten every write.
 //!
 //! Writes are counted across all files opened through the wrapper (each
 //! `write_at` call is one write); syncs count both `sync_data` and
@@ -21,6 +22,8 @@ struct Plan {
     fail_write_at: Option<u64>,
     tear_write_at: Option<(u64, usize)>,
     fail_sync_at: Option<u64>,
+    renames_and_removes: u64,
+    fail_namespace_op_at: Option<u64>,
     /// Once a sync failed, fail every later one too (a disk that went bad).
     sticky_sync_failure: bool,
     sync_failed: bool,
@@ -55,6 +58,26 @@ impl Faults {
         p.sticky_sync_failure = sticky;
     }
 
+    /// The `nth` rename or remove from now fails without effect.
+    pub fn fail_namespace_op(&self, nth: u64) {
+        let mut p = self.lock();
+        p.fail_namespace_op_at = Some(p.renames_and_removes + nth);
+    }
+
+    /// Renames and removes seen so far.
+    pub fn namespace_ops(&self) -> u64 {
+        self.lock().renames_and_removes
+    }
+
+    fn on_namespace_op(&self) -> io::Result<()> {
+        let mut p = self.lock();
+        p.renames_and_removes += 1;
+        if p.fail_namespace_op_at == Some(p.renames_and_removes) {
+            return Err(eio("injected rename/remove failure"));
+        }
+        Ok(())
+    }
+
     /// Every write accepts at most `bytes_max` bytes (callers must loop).
     pub fn short_writes(&self, bytes_max: Option<usize>) {
         self.lock().write_bytes_max = bytes_max;
@@ -63,7 +86,7 @@ impl Faults {
     /// Disarms every fault.
     pub fn clear(&self) {
         let mut p = self.lock();
-        *p = Plan { writes: p.writes, syncs: p.syncs, ..Plan::default() };
+        *p = Plan { writes: p.writes, syncs: p.syncs, renames_and_removes: p.renames_and_removes, ..Plan::default() };
     }
 
     /// `(writes, syncs)` seen so far.
@@ -154,10 +177,12 @@ impl Storage for FaultyStorage {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.faults.on_namespace_op()?;
         self.inner.rename(from, to)
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
+        self.faults.on_namespace_op()?;
         self.inner.remove(path)
     }
 

@@ -124,8 +124,9 @@ fn append_snappy_block(block: &[u8], limit: DecompressLimit, out: &mut Vec<u8>) 
 }
 
 /// Encoders for each codec in the format a Kafka client writes: for tests,
-/// the benchmark and [`super::build::encode_compressed_batch`]. The produce
-/// path never compresses.
+/// the benchmark, [`super::build::encode_compressed_batch`] and the log
+/// cleaner (which recompresses the batches it rewrites with their codec).
+/// The produce path never compresses.
 pub mod encode {
     use std::io::Write;
 

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 fn record(i: u8) -> NewRecord {
     NewRecord {
         key: Some(vec![b'k', i]),
-        value: if i % 3 == 0 { None } else { Some(vec![i; i as usize]) },
+        value: if i.is_multiple_of(3) { None } else { Some(vec![i; i as usize]) },
         headers: vec![("h".into(), Some(vec![i])), ("h".into(), None)],
         timestamp_ms: 1_700_000_000_000 + i64::from(i),
     }

@@ -31,7 +31,8 @@ public final class KafgresProbe {
             "group-resume", GroupResumeScenario::run,
             "compression", CompressionScenario::run,
             "cooperative", CooperativeScenario::run,
-            "consumer-protocol", ConsumerProtocolScenario::run);
+            "consumer-protocol", ConsumerProtocolScenario::run,
+            "transactions", TransactionsScenario::run);
 
     private KafgresProbe() {}
 

@@ -1,0 +1,358 @@
+//! SASL authentication of Kafka connections against PostgreSQL roles.
+//!
+//! Each connection holds a [`SaslSession`], consulted for every request frame
+//! before dispatch ([`SaslSession::gate`]). With `kafgres.authentication =
+//! none` it lets everything through and answers SaslHandshake and
+//! SaslAuthenticate with ILLEGAL_SASL_STATE, as a Kafka PLAINTEXT listener
+//! does. With `scram-sha-256`, as Kafka's `SaslServerAuthenticator`:
+//!
+//! ```text
+//! AwaitingHandshake ──SaslHandshake v1 "SCRAM-SHA-256"──▶ AwaitingClientFirst{framed}
+//!   │ ApiVersions: dispatched          (v0: the next frames are bare SCRAM tokens)
+//!   │ anything else: connection closed
+//! AwaitingClientFirst ──SaslAuthenticate(client-first)──▶ AwaitingClientFinal
+//!                       (the role's verifier read through the catalog)
+//! AwaitingClientFinal ──SaslAuthenticate(client-final)──▶ Open{principal}
+//! ```
+//! Any failure answers SASL_AUTHENTICATION_FAILED (or UNSUPPORTED_SASL_MECHANISM
+//! at the handshake) and closes the connection. Frames before authentication
+//! are capped at [`UNAUTHENTICATED_FRAME_BYTES_MAX`] (Kafka's
+//! `sasl.server.max.receive.size`), so an anonymous peer cannot make the
+//! broker allocate `kafgres.max_frame_bytes`.
+//!
+//! Credentials are read from `pg_authid` at every authentication (no cache):
+//! a changed password, NOLOGIN or VALID UNTIL applies from the next connection;
+//! established connections stay (Kafka without re-authentication does the same).
+
+pub mod scram;
+
+use std::net::SocketAddr;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafgres_wire::apis::{served, Served};
+use kafgres_wire::guard::check_request_body;
+use kafgres_wire::header::{peek_fixed_header, put_response_header, response_header_version, split_request};
+use kafka_protocol::messages::{
+    ApiKey, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+use crate::errors;
+use crate::server::BrokerContext;
+use scram::{ClientFirst, ScramCredential, ServerExchange};
+
+/// Largest request accepted before a connection is authenticated: Kafka's
+/// `sasl.server.max.receive.size` default.
+pub const UNAUTHENTICATED_FRAME_BYTES_MAX: usize = 512 * 1024;
+
+/// What every failed exchange tells the client (Kafka's words): whether the
+/// user exists, may log in, or typed the wrong password is for the server log.
+pub const AUTHENTICATION_FAILED_MESSAGE: &str =
+    "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256";
+
+/// How clients must authenticate (`kafgres.authentication`).
+#[derive(Clone, PartialEq, Eq)]
+pub enum Authentication {
+    /// No authentication: every connection may do everything (a PLAINTEXT listener).
+    None,
+    /// SASL/SCRAM-SHA-256 against PostgreSQL login roles (a SASL_PLAINTEXT listener).
+    ScramSha256 {
+        /// Secret from which unknown users' mock salts are derived; stable across
+        /// restarts in production (PostgreSQL's mock authentication nonce), so
+        /// repeated attempts cannot tell a missing role from an existing one.
+        mock_secret: [u8; 32],
+    },
+}
+
+impl Authentication {
+    /// SCRAM-SHA-256 with a random mock secret (tests; hosts without a stable secret).
+    pub fn scram_sha_256_random() -> Authentication {
+        let mut mock_secret = [0u8; 32];
+        mock_secret[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+        mock_secret[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+        Authentication::ScramSha256 { mock_secret }
+    }
+}
+
+impl std::fmt::Debug for Authentication {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Authentication::None => f.write_str("none"),
+            Authentication::ScramSha256 { .. } => f.write_str("scram-sha-256"),
+        }
+    }
+}
+
+/// What the connection does with a frame after the gate.
+#[derive(Debug)]
+pub enum Gate {
+    /// Dispatch it as usual.
+    Dispatch(Bytes),
+    /// Send these bytes (length prefix included); the gate answered.
+    Respond(Bytes),
+    /// Send these bytes, then close the connection, logging the reason.
+    RespondAndClose(Bytes, String),
+    /// Close the connection without an answer, logging the reason.
+    Close(String),
+}
+
+/// One connection's authentication state.
+#[derive(Debug)]
+pub struct SaslSession {
+    state: State,
+}
+
+#[derive(Debug)]
+enum State {
+    /// Authentication is off, or done: requests are dispatched.
+    Open {
+        principal: Option<String>,
+    },
+    /// Only ApiVersions and SaslHandshake are accepted.
+    AwaitingHandshake,
+    /// `framed`: tokens come in SaslAuthenticate requests (SaslHandshake v1),
+    /// else as bare length-prefixed tokens (v0).
+    AwaitingClientFirst {
+        framed: bool,
+    },
+    AwaitingClientFinal {
+        framed: bool,
+        exchange: Box<ServerExchange>,
+    },
+    /// An exchange failed; the connection is closing.
+    Failed,
+}
+
+impl SaslSession {
+    pub fn new(authentication: &Authentication) -> SaslSession {
+        let state = match authentication {
+            Authentication::None => State::Open { principal: None },
+            Authentication::ScramSha256 { .. } => State::AwaitingHandshake,
+        };
+        SaslSession { state }
+    }
+
+    /// The authenticated role, once authenticated.
+    pub fn principal(&self) -> Option<&str> {
+        match &self.state {
+            State::Open { principal } => principal.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Whether the connection has yet to authenticate.
+    pub fn authenticating(&self) -> bool {
+        !matches!(self.state, State::Open { .. })
+    }
+
+    /// The frame limit in force: `configured` once open, at most
+    /// [`UNAUTHENTICATED_FRAME_BYTES_MAX`] before.
+    pub fn frame_bytes_max(&self, configured: usize) -> usize {
+        match self.state {
+            State::Open { .. } => configured,
+            _ => configured.min(UNAUTHENTICATED_FRAME_BYTES_MAX),
+        }
+    }
+
+    /// Decides what happens to a request frame (without its length prefix).
+    pub async fn gate(&mut self, ctx: &BrokerContext, peer: SocketAddr, frame: Bytes) -> Gate {
+        match self.state {
+            State::Open { .. } => return self.open_gate(frame),
+            State::AwaitingClientFirst { framed: false } | State::AwaitingClientFinal { framed: false, .. } => {
+                return match self.step(ctx, peer, &frame).await {
+                    Ok(token) => {
+                        let mut out = BytesMut::with_capacity(4 + token.len());
+                        out.put_u32(token.len() as u32);
+                        out.put_slice(&token);
+                        Gate::Respond(out.freeze())
+                    }
+                    Err(reason) => Gate::Close(reason),
+                };
+            }
+            State::Failed => return Gate::Close("SASL authentication failed".into()),
+            _ => {}
+        }
+        let Some((api_key, api_version, _)) = peek_fixed_header(&frame) else {
+            return Gate::Close("request shorter than a header".into());
+        };
+        let key = ApiKey::try_from(api_key).ok();
+        match (&self.state, key) {
+            (State::AwaitingHandshake, Some(ApiKey::ApiVersions)) => Gate::Dispatch(frame),
+            (State::AwaitingHandshake, Some(ApiKey::SaslHandshake)) => self.handshake(frame),
+            (State::AwaitingClientFirst { .. } | State::AwaitingClientFinal { .. }, Some(ApiKey::SaslAuthenticate)) => {
+                self.authenticate(ctx, peer, frame).await
+            }
+            (state, _) => {
+                let name = key.map_or_else(|| format!("API key {api_key}"), |k| format!("{k:?}"));
+                let stage = match state {
+                    State::AwaitingHandshake => "SASL handshake",
+                    _ => "SASL authentication",
+                };
+                Gate::Close(format!(
+                    "unexpected Kafka request of type {name} v{api_version} during {stage} \
+                     (kafgres.authentication = scram-sha-256)"
+                ))
+            }
+        }
+    }
+
+    /// After authentication (or without it): SASL requests are out of place,
+    /// answered as Kafka's request handler answers them.
+    fn open_gate(&self, frame: Bytes) -> Gate {
+        let key = peek_fixed_header(&frame).and_then(|(k, _, _)| ApiKey::try_from(k).ok());
+        match key {
+            Some(ApiKey::SaslHandshake) => match decode::<SaslHandshakeRequest>(ApiKey::SaslHandshake, frame) {
+                Ok((version, correlation_id, _)) => {
+                    let response = SaslHandshakeResponse::default().with_error_code(errors::ILLEGAL_SASL_STATE);
+                    respond(ApiKey::SaslHandshake, version, correlation_id, &response)
+                }
+                Err(reason) => Gate::Close(reason),
+            },
+            Some(ApiKey::SaslAuthenticate) => {
+                match decode::<SaslAuthenticateRequest>(ApiKey::SaslAuthenticate, frame) {
+                    Ok((version, correlation_id, _)) => {
+                        let response = SaslAuthenticateResponse::default()
+                            .with_error_code(errors::ILLEGAL_SASL_STATE)
+                            .with_error_message(Some(StrBytes::from_static_str(
+                                "SaslAuthenticate request received after successful authentication",
+                            )));
+                        respond(ApiKey::SaslAuthenticate, version, correlation_id, &response)
+                    }
+                    Err(reason) => Gate::Close(reason),
+                }
+            }
+            _ => Gate::Dispatch(frame),
+        }
+    }
+
+    fn handshake(&mut self, frame: Bytes) -> Gate {
+        let (version, correlation_id, request) = match decode::<SaslHandshakeRequest>(ApiKey::SaslHandshake, frame) {
+            Ok(decoded) => decoded,
+            Err(reason) => return Gate::Close(reason),
+        };
+        let response =
+            SaslHandshakeResponse::default().with_mechanisms(vec![StrBytes::from_static_str(scram::MECHANISM)]);
+        if request.mechanism.as_str() == scram::MECHANISM {
+            self.state = State::AwaitingClientFirst { framed: version >= 1 };
+            respond(ApiKey::SaslHandshake, version, correlation_id, &response)
+        } else {
+            self.state = State::Failed;
+            let response = response.with_error_code(errors::UNSUPPORTED_SASL_MECHANISM);
+            match respond(ApiKey::SaslHandshake, version, correlation_id, &response) {
+                Gate::Respond(bytes) => Gate::RespondAndClose(
+                    bytes,
+                    format!(
+                        "unsupported SASL mechanism {:?} (enabled: {})",
+                        truncated(request.mechanism.as_str()),
+                        scram::MECHANISM
+                    ),
+                ),
+                other => other,
+            }
+        }
+    }
+
+    async fn authenticate(&mut self, ctx: &BrokerContext, peer: SocketAddr, frame: Bytes) -> Gate {
+        let (version, correlation_id, request) =
+            match decode::<SaslAuthenticateRequest>(ApiKey::SaslAuthenticate, frame) {
+                Ok(decoded) => decoded,
+                Err(reason) => return Gate::Close(reason),
+            };
+        match self.step(ctx, peer, &request.auth_bytes).await {
+            Ok(token) => {
+                let response = SaslAuthenticateResponse::default()
+                    .with_error_message(None)
+                    .with_auth_bytes(token)
+                    .with_session_lifetime_ms(0);
+                respond(ApiKey::SaslAuthenticate, version, correlation_id, &response)
+            }
+            Err(reason) => {
+                let response = SaslAuthenticateResponse::default()
+                    .with_error_code(errors::SASL_AUTHENTICATION_FAILED)
+                    .with_error_message(Some(StrBytes::from_static_str(AUTHENTICATION_FAILED_MESSAGE)));
+                match respond(ApiKey::SaslAuthenticate, version, correlation_id, &response) {
+                    Gate::Respond(bytes) => Gate::RespondAndClose(bytes, reason),
+                    other => other,
+                }
+            }
+        }
+    }
+
+    /// One SCRAM step: the client's token in, the server's token out. An
+    /// error (the reason, for the log) leaves the session failed.
+    async fn step(&mut self, ctx: &BrokerContext, peer: SocketAddr, token: &[u8]) -> Result<Bytes, String> {
+        let state = std::mem::replace(&mut self.state, State::Failed);
+        let fail = |e: &dyn std::fmt::Display| format!("SASL/SCRAM-SHA-256 authentication of {peer} failed: {e}");
+        match state {
+            State::AwaitingClientFirst { framed } => {
+                let client = ClientFirst::parse(token).map_err(|e| fail(&e))?;
+                let Authentication::ScramSha256 { mock_secret } = &ctx.config.authentication else {
+                    return Err(fail(&"authentication is off"));
+                };
+                let credential: Option<ScramCredential> =
+                    ctx.catalog
+                        .scram_credential(client.username.clone())
+                        .await
+                        .map_err(|e| fail(&format_args!("credentials could not be obtained: {e}")))?;
+                let exchange = ServerExchange::start(client, credential, mock_secret, &server_nonce());
+                let reply = Bytes::copy_from_slice(exchange.server_first().as_bytes());
+                self.state = State::AwaitingClientFinal { framed, exchange: Box::new(exchange) };
+                Ok(reply)
+            }
+            State::AwaitingClientFinal { exchange, .. } => {
+                let done = exchange.finish(token).map_err(|e| fail(&e))?;
+                log::debug!("{peer} authenticated as role {:?} (SASL/SCRAM-SHA-256)", done.principal);
+                self.state = State::Open { principal: Some(done.principal) };
+                Ok(Bytes::from(done.server_final.into_bytes()))
+            }
+            other => {
+                self.state = other;
+                Err(fail(&"no SCRAM exchange in progress"))
+            }
+        }
+    }
+}
+
+/// A fresh server nonce: 244 random bits (two v4 UUIDs), base64 (printable, no comma).
+fn server_nonce() -> String {
+    use base64::Engine;
+    let mut bytes = [0u8; 32];
+    bytes[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    bytes[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    base64::engine::general_purpose::STANDARD_NO_PAD.encode(bytes)
+}
+
+/// At most 64 characters of a client-supplied string, for a log line.
+fn truncated(s: &str) -> String {
+    s.chars().take(64).collect()
+}
+
+/// The served-version check, header, guard and decode of dispatch, for the
+/// two SASL requests: (version, correlation id, request) or why the
+/// connection closes.
+fn decode<R: Decodable>(key: ApiKey, frame: Bytes) -> Result<(i16, i32, R), String> {
+    let Some((_, version, correlation_id)) = peek_fixed_header(&frame) else {
+        return Err("request shorter than a header".into());
+    };
+    if !matches!(served(key as i16, version), Served::Yes(_)) {
+        return Err(format!("{key:?} v{version} is not supported (correlation id {correlation_id})"));
+    }
+    let (_, mut body) = split_request(frame, key.request_header_version(version))
+        .map_err(|e| format!("bad {key:?} request header: {e}"))?;
+    check_request_body(key as i16, version, &body).map_err(|e| format!("malformed {key:?} v{version} request: {e}"))?;
+    let request = R::decode(&mut body, version).map_err(|e| format!("cannot decode {key:?} v{version}: {e}"))?;
+    Ok((version, correlation_id, request))
+}
+
+/// Encodes a response frame: length prefix, header, body.
+fn respond<R: Encodable>(key: ApiKey, version: i16, correlation_id: i32, body: &R) -> Gate {
+    let mut out = BytesMut::with_capacity(64);
+    out.put_i32(0);
+    put_response_header(&mut out, correlation_id, response_header_version(key, version));
+    if let Err(e) = body.encode(&mut out, version) {
+        return Gate::Close(format!("cannot encode {key:?} v{version} response: {e}"));
+    }
+    let len = (out.len() - 4) as i32;
+    out[..4].copy_from_slice(&len.to_be_bytes());
+    Gate::Respond(out.freeze())
+}

@@ -1,0 +1,552 @@
+//! The transaction coordinator hosted on the data plane: per-id state behind
+//! async mutexes, persisted through the catalog, markers appended to the
+//! partitions, and one timer task for transaction timeouts.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use kafgres_log::TxnEnd;
+use tokio::sync::Notify;
+
+use super::rules::{self, codes, EndPlan, InitPlan, Partitions, TxnState};
+use crate::catalog::{CommittedOffset, TransactionRecord};
+use crate::partition::AppendOutcome;
+use crate::server::BrokerContext;
+
+/// Coordinator settings, named after Kafka's broker configs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnServiceConfig {
+    /// `transaction.max.timeout.ms` (Kafka: 900000).
+    pub timeout_ms_max: i32,
+}
+
+impl Default for TxnServiceConfig {
+    fn default() -> TxnServiceConfig {
+        TxnServiceConfig { timeout_ms_max: 900_000 }
+    }
+}
+
+/// Markers carry the coordinator's epoch; this coordinator never moves.
+const COORDINATOR_EPOCH: i32 = 0;
+
+#[derive(Debug, Clone)]
+struct TxnMeta {
+    producer_id: i64,
+    producer_epoch: i16,
+    timeout_ms: i32,
+    state: TxnState,
+    partitions: Partitions,
+    groups: BTreeSet<String>,
+    /// (group, topic, partition) → the offset TxnOffsetCommit gave.
+    pending: BTreeMap<(String, String, i32), CommittedOffset>,
+    started_ms: i64,
+}
+
+impl TxnMeta {
+    fn record(&self, transactional_id: &str) -> TransactionRecord {
+        TransactionRecord {
+            transactional_id: transactional_id.to_string(),
+            producer_id: self.producer_id,
+            producer_epoch: self.producer_epoch,
+            timeout_ms: self.timeout_ms,
+            state: self.state.as_str().to_string(),
+            partitions: self.partitions.iter().cloned().collect(),
+            groups: self.groups.iter().cloned().collect(),
+            pending_offsets: self.pending.values().cloned().collect(),
+            started_ms: self.started_ms,
+        }
+    }
+
+    fn from_record(r: &TransactionRecord) -> Option<TxnMeta> {
+        Some(TxnMeta {
+            producer_id: r.producer_id,
+            producer_epoch: r.producer_epoch,
+            timeout_ms: r.timeout_ms,
+            state: TxnState::parse(&r.state)?,
+            partitions: r.partitions.iter().cloned().collect(),
+            groups: r.groups.iter().cloned().collect(),
+            pending: r
+                .pending_offsets
+                .iter()
+                .map(|o| ((o.group_id.clone(), o.topic.clone(), o.partition), o.clone()))
+                .collect(),
+            started_ms: r.started_ms,
+        })
+    }
+}
+
+type Entry = Arc<tokio::sync::Mutex<Option<TxnMeta>>>;
+
+/// A TxnOffsetCommit's partitions: (topic, partition, offset, leader epoch, metadata).
+pub type TxnOffsets = Vec<(String, i32, i64, i32, Option<String>)>;
+
+pub struct TxnService {
+    config: TxnServiceConfig,
+    entries: Mutex<HashMap<String, Entry>>,
+    /// Producer id → (epoch, partitions of its open transaction): what
+    /// Produce checks transactional batches against, without awaiting.
+    open: Mutex<HashMap<i64, (i16, Partitions)>>,
+    /// Producer id → its current epoch, open transaction or not: a zombie's
+    /// batch is told it is fenced rather than that it has no transaction.
+    epochs: Mutex<HashMap<i64, i16>>,
+    /// (deadline, transactional id) of open transactions.
+    deadlines: Mutex<BTreeSet<(i64, String)>>,
+    deadline_moved: Notify,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl TxnService {
+    /// Loads the stored states. Transactions left in Prepare* are finished by
+    /// [`TxnService::recover`] once the broker serves.
+    pub fn new(config: TxnServiceConfig, records: &[TransactionRecord]) -> TxnService {
+        let service = TxnService {
+            config,
+            entries: Mutex::new(HashMap::new()),
+            open: Mutex::new(HashMap::new()),
+            epochs: Mutex::new(HashMap::new()),
+            deadlines: Mutex::new(BTreeSet::new()),
+            deadline_moved: Notify::new(),
+        };
+        for r in records {
+            let Some(meta) = TxnMeta::from_record(r) else {
+                log::warn!("transactional id {}: unknown stored state {:?}; ignored", r.transactional_id, r.state);
+                continue;
+            };
+            service.track(&r.transactional_id, &meta);
+            lock(&service.entries).insert(r.transactional_id.clone(), Arc::new(tokio::sync::Mutex::new(Some(meta))));
+        }
+        service
+    }
+
+    fn entry(&self, transactional_id: &str) -> Entry {
+        Arc::clone(lock(&self.entries).entry(transactional_id.to_string()).or_default())
+    }
+
+    fn existing(&self, transactional_id: &str) -> Option<Entry> {
+        lock(&self.entries).get(transactional_id).cloned()
+    }
+
+    /// Keeps the produce index and the timeout queue in step with `meta`.
+    fn track(&self, transactional_id: &str, meta: &TxnMeta) {
+        lock(&self.epochs).insert(meta.producer_id, meta.producer_epoch);
+        let mut open = lock(&self.open);
+        let mut deadlines = lock(&self.deadlines);
+        deadlines.retain(|(_, id)| id != transactional_id);
+        if meta.state == TxnState::Ongoing {
+            open.insert(meta.producer_id, (meta.producer_epoch, meta.partitions.clone()));
+            deadlines
+                .insert((meta.started_ms.saturating_add(i64::from(meta.timeout_ms)), transactional_id.to_string()));
+            drop(deadlines);
+            self.deadline_moved.notify_one();
+        } else {
+            open.remove(&meta.producer_id);
+        }
+    }
+
+    /// Produce's check of a transactional batch (KIP-890 part 1): the
+    /// partition must be in the producer's open transaction, at its epoch.
+    pub fn verify_partition(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        topic: &str,
+        partition: i32,
+    ) -> Result<(), i16> {
+        if lock(&self.epochs).get(&producer_id).is_some_and(|current| *current > producer_epoch) {
+            return Err(codes::INVALID_PRODUCER_EPOCH);
+        }
+        match lock(&self.open).get(&producer_id) {
+            Some((epoch, partitions))
+                if *epoch == producer_epoch && partitions.contains(&(topic.to_string(), partition)) =>
+            {
+                Ok(())
+            }
+            _ => Err(codes::INVALID_TXN_STATE),
+        }
+    }
+
+    async fn store(&self, ctx: &BrokerContext, transactional_id: &str, meta: &TxnMeta) -> Result<(), i16> {
+        let result = ctx.catalog.store_transaction(meta.record(transactional_id)).await;
+        result.map_err(|e| {
+            log::warn!("transactional id {transactional_id}: storing its state failed: {e}");
+            codes::COORDINATOR_NOT_AVAILABLE
+        })?;
+        self.track(transactional_id, meta);
+        Ok(())
+    }
+
+    /// InitProducerId with a transactional id: the producer id and epoch to use.
+    pub async fn init_producer_id(
+        &self,
+        ctx: &BrokerContext,
+        transactional_id: &str,
+        timeout_ms: i32,
+        expected: (i64, i16),
+    ) -> Result<(i64, i16), i16> {
+        rules::check_timeout(timeout_ms, self.config.timeout_ms_max)?;
+        let entry = self.entry(transactional_id);
+        let mut guard = entry.lock().await;
+        let current = guard.as_ref().map(|m| (m.state, m.producer_id, m.producer_epoch));
+        let plan = rules::plan_init(current, expected)?;
+        let now = crate::now_ms();
+        let mut meta = match (plan, guard.clone()) {
+            (InitPlan::Fresh, _) | (_, None) => {
+                let producer_id = self.new_producer_id(ctx).await?;
+                TxnMeta {
+                    producer_id,
+                    producer_epoch: 0,
+                    timeout_ms,
+                    state: TxnState::Empty,
+                    partitions: Partitions::new(),
+                    groups: BTreeSet::new(),
+                    pending: BTreeMap::new(),
+                    started_ms: now,
+                }
+            }
+            (InitPlan::AbortOpenThenBump, Some(mut meta)) => {
+                // Fence the old producer first: the abort markers carry the
+                // new epoch, so its late batches and its EndTxn are refused.
+                meta.producer_epoch += 1;
+                self.finish(ctx, transactional_id, &mut meta, false).await?;
+                meta
+            }
+            (_, Some(meta)) => meta,
+        };
+        match plan {
+            InitPlan::NewProducerId => {
+                meta.producer_id = self.new_producer_id(ctx).await?;
+                meta.producer_epoch = 0;
+            }
+            InitPlan::BumpEpoch | InitPlan::AbortOpenThenBump => meta.producer_epoch += 1,
+            InitPlan::Fresh => {}
+        }
+        if meta.producer_epoch == i16::MAX {
+            meta.producer_id = self.new_producer_id(ctx).await?;
+            meta.producer_epoch = 0;
+        }
+        let previous_producer = guard.as_ref().map(|m| m.producer_id);
+        meta.timeout_ms = timeout_ms;
+        meta.state = TxnState::Empty;
+        meta.partitions.clear();
+        meta.groups.clear();
+        meta.pending.clear();
+        self.store(ctx, transactional_id, &meta).await?;
+        if let Some(old) = previous_producer.filter(|old| *old != meta.producer_id) {
+            lock(&self.open).remove(&old);
+            lock(&self.epochs).remove(&old);
+        }
+        let answer = (meta.producer_id, meta.producer_epoch);
+        *guard = Some(meta);
+        Ok(answer)
+    }
+
+    async fn new_producer_id(&self, ctx: &BrokerContext) -> Result<i64, i16> {
+        ctx.producer_ids.next(ctx.catalog.as_ref()).await.map_err(|e| {
+            log::warn!("InitProducerId: cannot reserve producer ids: {e}");
+            codes::COORDINATOR_NOT_AVAILABLE
+        })
+    }
+
+    /// Locks an id's state and checks the request's producer id and epoch.
+    async fn checked(
+        &self,
+        transactional_id: &str,
+        producer: (i64, i16),
+        fenced_code: i16,
+    ) -> Result<tokio::sync::OwnedMutexGuard<Option<TxnMeta>>, i16> {
+        let entry = self.existing(transactional_id).ok_or(codes::INVALID_PRODUCER_ID_MAPPING)?;
+        let guard = entry.lock_owned().await;
+        let meta = guard.as_ref().ok_or(codes::INVALID_PRODUCER_ID_MAPPING)?;
+        rules::check_producer((meta.producer_id, meta.producer_epoch), producer, fenced_code)?;
+        Ok(guard)
+    }
+
+    /// AddPartitionsToTxn: every partition gets the same answer (an unknown
+    /// one fails the request: the others are OPERATION_NOT_ATTEMPTED).
+    pub async fn add_partitions(
+        &self,
+        ctx: &BrokerContext,
+        transactional_id: &str,
+        producer: (i64, i16),
+        fenced_code: i16,
+        partitions: &[(String, i32)],
+    ) -> Vec<((String, i32), i16)> {
+        let unknown: Vec<bool> = partitions
+            .iter()
+            .map(|(t, p)| ctx.topic(t).and_then(|topic| topic.partition(*p).cloned()).is_none())
+            .collect();
+        if unknown.iter().any(|u| *u) {
+            return partitions
+                .iter()
+                .zip(unknown)
+                .map(|(tp, u)| {
+                    (tp.clone(), if u { codes::UNKNOWN_TOPIC_OR_PARTITION } else { codes::OPERATION_NOT_ATTEMPTED })
+                })
+                .collect();
+        }
+        let result = self.add(ctx, transactional_id, producer, fenced_code, |meta| {
+            meta.partitions.extend(partitions.iter().cloned());
+        });
+        let code = result.await.err().unwrap_or(codes::NONE);
+        partitions.iter().map(|tp| (tp.clone(), code)).collect()
+    }
+
+    /// AddOffsetsToTxn: the group's offsets will be committed with the transaction.
+    pub async fn add_offsets(
+        &self,
+        ctx: &BrokerContext,
+        transactional_id: &str,
+        producer: (i64, i16),
+        fenced_code: i16,
+        group_id: &str,
+    ) -> Result<(), i16> {
+        self.add(ctx, transactional_id, producer, fenced_code, |meta| {
+            meta.groups.insert(group_id.to_string());
+        })
+        .await
+    }
+
+    async fn add(
+        &self,
+        ctx: &BrokerContext,
+        transactional_id: &str,
+        producer: (i64, i16),
+        fenced_code: i16,
+        change: impl FnOnce(&mut TxnMeta),
+    ) -> Result<(), i16> {
+        let mut guard = self.checked(transactional_id, producer, fenced_code).await?;
+        let Some(current) = guard.as_ref() else { return Err(codes::INVALID_PRODUCER_ID_MAPPING) };
+        rules::check_can_add(current.state)?;
+        let mut meta = current.clone();
+        if meta.state != TxnState::Ongoing {
+            meta.state = TxnState::Ongoing;
+            meta.started_ms = crate::now_ms();
+            meta.partitions.clear();
+            meta.groups.clear();
+            meta.pending.clear();
+        }
+        let before = (meta.partitions.len(), meta.groups.len());
+        change(&mut meta);
+        let unchanged = current.state == TxnState::Ongoing && before == (meta.partitions.len(), meta.groups.len());
+        if !unchanged {
+            self.store(ctx, transactional_id, &meta).await?;
+        }
+        *guard = Some(meta);
+        Ok(())
+    }
+
+    /// TxnOffsetCommit: offsets committed if the transaction commits. They are
+    /// stored with the transaction's state before the answer.
+    pub async fn txn_offset_commit(
+        &self,
+        ctx: &BrokerContext,
+        transactional_id: &str,
+        producer: (i64, i16),
+        fenced_code: i16,
+        group_id: &str,
+        offsets: TxnOffsets,
+    ) -> Result<(), i16> {
+        let mut guard = self.checked(transactional_id, producer, fenced_code).await?;
+        let Some(current) = guard.as_ref() else { return Err(codes::INVALID_PRODUCER_ID_MAPPING) };
+        if current.state != TxnState::Ongoing || !current.groups.contains(group_id) {
+            return Err(codes::INVALID_TXN_STATE);
+        }
+        let mut meta = current.clone();
+        let now = crate::now_ms();
+        for (topic, partition, offset, leader_epoch, metadata) in offsets {
+            let committed = CommittedOffset {
+                group_id: group_id.to_string(),
+                topic: topic.clone(),
+                partition,
+                offset,
+                leader_epoch,
+                metadata,
+                commit_timestamp_ms: now,
+            };
+            meta.pending.insert((group_id.to_string(), topic, partition), committed);
+        }
+        self.store(ctx, transactional_id, &meta).await?;
+        *guard = Some(meta);
+        Ok(())
+    }
+
+    /// EndTxn: commit or abort the open transaction; answered when complete.
+    pub async fn end_txn(
+        &self,
+        ctx: &BrokerContext,
+        transactional_id: &str,
+        producer: (i64, i16),
+        fenced_code: i16,
+        commit: bool,
+    ) -> Result<(), i16> {
+        let mut guard = self.checked(transactional_id, producer, fenced_code).await?;
+        let Some(current) = guard.as_ref() else { return Err(codes::INVALID_PRODUCER_ID_MAPPING) };
+        match rules::plan_end(current.state, commit)? {
+            EndPlan::AlreadyDone => Ok(()),
+            EndPlan::End => {
+                let mut meta = current.clone();
+                let result = self.finish(ctx, transactional_id, &mut meta, commit).await;
+                *guard = Some(meta);
+                result
+            }
+        }
+    }
+
+    /// Prepare (stored), markers (durable), complete (stored, with the offsets
+    /// of a commit). On failure the state stays Prepare*, which the next
+    /// start (or the id's next InitProducerId after a retry) finishes.
+    async fn finish(
+        &self,
+        ctx: &BrokerContext,
+        transactional_id: &str,
+        meta: &mut TxnMeta,
+        commit: bool,
+    ) -> Result<(), i16> {
+        meta.state = if commit { TxnState::PrepareCommit } else { TxnState::PrepareAbort };
+        if !commit {
+            meta.pending.clear();
+        }
+        self.store(ctx, transactional_id, meta).await?;
+        self.write_markers(ctx, meta, commit).await?;
+        let offsets: Vec<CommittedOffset> = meta.pending.values().cloned().collect();
+        meta.state = if commit { TxnState::CompleteCommit } else { TxnState::CompleteAbort };
+        meta.partitions.clear();
+        meta.groups.clear();
+        meta.pending.clear();
+        let record = meta.record(transactional_id);
+        let stored = if commit && !offsets.is_empty() {
+            ctx.catalog.complete_transaction(record, offsets.clone()).await
+        } else {
+            ctx.catalog.store_transaction(record).await
+        };
+        stored.map_err(|e| {
+            log::warn!("transactional id {transactional_id}: completing failed: {e}");
+            codes::COORDINATOR_NOT_AVAILABLE
+        })?;
+        self.track(transactional_id, meta);
+        if !offsets.is_empty() {
+            ctx.groups.load_committed_offsets(offsets);
+        }
+        Ok(())
+    }
+
+    async fn write_markers(&self, ctx: &BrokerContext, meta: &TxnMeta, commit: bool) -> Result<(), i16> {
+        let end = if commit { TxnEnd::Commit } else { TxnEnd::Abort };
+        let now = crate::now_ms();
+        let mut waits = Vec::new();
+        for (topic, index) in &meta.partitions {
+            // A partition deleted since has nothing left to mark.
+            let Some(partition) = ctx.topic(topic).and_then(|t| t.partition(*index).cloned()) else { continue };
+            match partition.append_marker(meta.producer_id, meta.producer_epoch, end, COORDINATOR_EPOCH, now) {
+                Ok(AppendOutcome::Appended(appended)) => waits.push((partition, appended.last_offset + 1)),
+                Ok(other) => {
+                    // Only a newer epoch in the partition refuses a marker:
+                    // that producer generation already ended this one.
+                    log::warn!("marker for producer {} in {topic}-{index} refused: {other:?}", meta.producer_id);
+                }
+                Err(e) => {
+                    log::error!("writing a transaction marker to {topic}-{index} failed: {e}");
+                    return Err(codes::COORDINATOR_NOT_AVAILABLE);
+                }
+            }
+        }
+        for (partition, end_offset) in waits {
+            if let Err(e) = partition.wait_durable(end_offset).await {
+                log::error!("transaction marker in {}-{} not durable: {e}", partition.topic, partition.index);
+                return Err(codes::COORDINATOR_NOT_AVAILABLE);
+            }
+        }
+        Ok(())
+    }
+
+    /// Finishes the transactions a crash left in Prepare*.
+    pub async fn recover(&self, ctx: &BrokerContext) {
+        let ids: Vec<String> = lock(&self.entries).keys().cloned().collect();
+        for id in ids {
+            let Some(entry) = self.existing(&id) else { continue };
+            let mut guard = entry.lock().await;
+            let Some(mut meta) = guard.clone() else { continue };
+            let commit = match meta.state {
+                TxnState::PrepareCommit => true,
+                TxnState::PrepareAbort => false,
+                _ => continue,
+            };
+            log::info!(
+                "transactional id {id}: finishing its {} after a restart",
+                if commit { "commit" } else { "abort" }
+            );
+            if let Err(code) = self.finish(ctx, &id, &mut meta, commit).await {
+                log::warn!("transactional id {id}: finishing failed (error {code}); retried at its next request");
+            }
+            *guard = Some(meta);
+        }
+    }
+
+    /// Aborts open transactions past their timeout, fencing their producer
+    /// (the epoch is bumped, as Kafka does), sleeping until the next deadline.
+    pub async fn run_timeouts(self: Arc<Self>, ctx: Weak<BrokerContext>) {
+        loop {
+            let next = lock(&self.deadlines).iter().next().cloned();
+            match next {
+                None => self.deadline_moved.notified().await,
+                Some((at_ms, id)) => {
+                    let wait = Duration::from_millis((at_ms - crate::now_ms()).max(0) as u64);
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {
+                            let Some(ctx) = ctx.upgrade() else { return };
+                            lock(&self.deadlines).remove(&(at_ms, id.clone()));
+                            self.abort_timed_out(&ctx, &id).await;
+                        }
+                        _ = self.deadline_moved.notified() => {}
+                    }
+                }
+            }
+        }
+    }
+
+    async fn abort_timed_out(&self, ctx: &BrokerContext, transactional_id: &str) {
+        let Some(entry) = self.existing(transactional_id) else { return };
+        let mut guard = entry.lock().await;
+        let Some(mut meta) = guard.clone() else { return };
+        let due = meta.started_ms.saturating_add(i64::from(meta.timeout_ms));
+        if meta.state != TxnState::Ongoing || due > crate::now_ms() {
+            return;
+        }
+        log::info!(
+            "transactional id {transactional_id}: open for longer than its timeout ({} ms); aborting it",
+            meta.timeout_ms
+        );
+        meta.producer_epoch = meta.producer_epoch.saturating_add(1);
+        if let Err(code) = self.finish(ctx, transactional_id, &mut meta, false).await {
+            log::warn!("transactional id {transactional_id}: aborting failed (error {code})");
+        }
+        *guard = Some(meta);
+    }
+
+    /// (transactional id, state, producer id, epoch, timeout, partitions,
+    /// start) of every id, for DescribeTransactions/ListTransactions.
+    pub async fn describe_all(&self) -> Vec<(String, TxnState, i64, i16, i32, Partitions, i64)> {
+        let entries: Vec<(String, Entry)> =
+            lock(&self.entries).iter().map(|(k, v)| (k.clone(), Arc::clone(v))).collect();
+        let mut out = Vec::with_capacity(entries.len());
+        for (id, entry) in entries {
+            if let Some(m) = entry.lock().await.as_ref() {
+                out.push((
+                    id,
+                    m.state,
+                    m.producer_id,
+                    m.producer_epoch,
+                    m.timeout_ms,
+                    m.partitions.clone(),
+                    m.started_ms,
+                ));
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+}

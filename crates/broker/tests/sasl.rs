@@ -1,0 +1,363 @@
+//! SASL/SCRAM-SHA-256 over the wire: a broker with `kafgres.authentication =
+//! scram-sha-256`, credentials in a MemoryCatalog computed here from a
+//! password (as PostgreSQL computes its verifiers), and a SCRAM client
+//! written in this file.
+
+mod common;
+
+use std::sync::Arc;
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+use bytes::{BufMut, Bytes};
+use common::*;
+use hmac::{Hmac, KeyInit, Mac};
+use kafgres_broker::sasl::scram::ScramCredential;
+use kafgres_broker::sasl::{Authentication, AUTHENTICATION_FAILED_MESSAGE};
+use kafgres_broker::{Broker, BrokerConfig, MemoryCatalog};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use sha2::{Digest, Sha256};
+
+const ILLEGAL_SASL_STATE: i16 = 34;
+const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
+const SASL_AUTHENTICATION_FAILED: i16 = 58;
+const ITERATIONS: u32 = 4096;
+
+// ---------------------------------------------------------------- SCRAM client
+
+fn hmac(key: &[u8], data: &[u8]) -> [u8; 32] {
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("any key length");
+    mac.update(data);
+    mac.finalize().into_bytes().into()
+}
+
+/// RFC 5802's Hi(): PBKDF2-HMAC-SHA-256, one block.
+fn salted_password(password: &str, salt: &[u8], iterations: u32) -> [u8; 32] {
+    let mut first = salt.to_vec();
+    first.extend_from_slice(&1u32.to_be_bytes());
+    let mut u = hmac(password.as_bytes(), &first);
+    let mut out = u;
+    for _ in 1..iterations {
+        u = hmac(password.as_bytes(), &u);
+        out.iter_mut().zip(u).for_each(|(o, x)| *o ^= x);
+    }
+    out
+}
+
+/// The verifier `CREATE ROLE … PASSWORD '<password>'` stores with
+/// `password_encryption = 'scram-sha-256'`.
+fn credential(password: &str, salt: &[u8]) -> ScramCredential {
+    let salted = salted_password(password, salt, ITERATIONS);
+    let stored: [u8; 32] = Sha256::digest(hmac(&salted, b"Client Key")).into();
+    let server = hmac(&salted, b"Server Key");
+    let verifier = format!(
+        "SCRAM-SHA-256${ITERATIONS}:{}${}:{}",
+        BASE64.encode(salt),
+        BASE64.encode(stored),
+        BASE64.encode(server)
+    );
+    ScramCredential::from_verifier(&verifier).expect("a verifier")
+}
+
+struct ScramClient {
+    password: String,
+    client_first_bare: String,
+    server_key: Option<[u8; 32]>,
+    auth_message: String,
+}
+
+impl ScramClient {
+    /// `user` as Kafka clients send it: `,` and `=` escaped.
+    fn new(user: &str, password: &str) -> (ScramClient, String) {
+        let escaped = user.replace('=', "=3D").replace(',', "=2C");
+        let bare = format!("n={escaped},r=fyko+d2lbbFgONRv9qkxdawL");
+        let client = ScramClient {
+            password: password.into(),
+            client_first_bare: bare.clone(),
+            server_key: None,
+            auth_message: String::new(),
+        };
+        (client, format!("n,,{bare}"))
+    }
+
+    /// (salt, iterations) of a server-first message, and the client-final message.
+    fn respond(&mut self, server_first: &str) -> (Vec<u8>, u32, String) {
+        let attribute = |name: &str| {
+            server_first.split(',').find_map(|a| a.strip_prefix(name)).map(str::to_owned).expect("attribute")
+        };
+        let nonce = attribute("r=");
+        assert!(nonce.starts_with("fyko+d2lbbFgONRv9qkxdawL") && nonce.len() > 30, "{nonce}");
+        let salt = BASE64.decode(attribute("s=")).expect("salt is base64");
+        let iterations: u32 = attribute("i=").parse().expect("iterations");
+        let salted = salted_password(&self.password, &salt, iterations);
+        let client_key = hmac(&salted, b"Client Key");
+        let stored_key: [u8; 32] = Sha256::digest(client_key).into();
+        let without_proof = format!("c=biws,r={nonce}");
+        self.auth_message = format!("{},{server_first},{without_proof}", self.client_first_bare);
+        let signature = hmac(&stored_key, self.auth_message.as_bytes());
+        let proof: Vec<u8> = client_key.iter().zip(signature).map(|(k, s)| k ^ s).collect();
+        self.server_key = Some(hmac(&salted, b"Server Key"));
+        (salt, iterations, format!("{without_proof},p={}", BASE64.encode(proof)))
+    }
+
+    /// Checks the server's signature: the server knew the credential.
+    fn verify(&self, server_final: &str) {
+        let key = self.server_key.expect("responded first");
+        let expected = format!("v={}", BASE64.encode(hmac(&key, self.auth_message.as_bytes())));
+        assert_eq!(server_final, expected, "server signature");
+    }
+}
+
+// ---------------------------------------------------------------- harness
+
+async fn scram_broker() -> TestBroker {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let catalog = Arc::new(MemoryCatalog::default());
+    catalog.set_scram_credential("alice", Some(credential("pencil", b"0123456789abcdef")));
+    catalog.set_scram_credential("app,one=two", Some(credential("s3cret", b"fedcba9876543210")));
+    let config = BrokerConfig {
+        authentication: Authentication::scram_sha_256_random(),
+        ..BrokerConfig::for_tests(dir.path().to_path_buf())
+    };
+    let broker = Broker::start(config, catalog.clone(), catalog.snapshot()).await.expect("broker starts");
+    TestBroker { dir, catalog, broker }
+}
+
+async fn handshake(client: &mut Client, version: i16, mechanism: &str) -> SaslHandshakeResponse {
+    let request = SaslHandshakeRequest::default().with_mechanism(StrBytes::from_string(mechanism.into()));
+    client.call(version, &request).await
+}
+
+async fn authenticate(client: &mut Client, version: i16, token: &str) -> SaslAuthenticateResponse {
+    let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token.to_owned()));
+    client.call(version, &request).await
+}
+
+/// The whole exchange with SaslAuthenticate at `version`; the final answer.
+async fn login(client: &mut Client, version: i16, user: &str, password: &str) -> SaslAuthenticateResponse {
+    let response = handshake(client, 1, "SCRAM-SHA-256").await;
+    assert_eq!(response.error_code, 0);
+    assert_eq!(response.mechanisms, vec![StrBytes::from_static_str("SCRAM-SHA-256")]);
+    let (mut scram, first) = ScramClient::new(user, password);
+    let server_first = authenticate(client, version, &first).await;
+    assert_eq!(server_first.error_code, 0, "{:?}", server_first.error_message);
+    let server_first = String::from_utf8(server_first.auth_bytes.to_vec()).expect("utf-8");
+    let (_, _, last) = scram.respond(&server_first);
+    let response = authenticate(client, version, &last).await;
+    if response.error_code == 0 {
+        scram.verify(std::str::from_utf8(&response.auth_bytes).expect("utf-8"));
+    }
+    response
+}
+
+async fn metadata_works(client: &mut Client) {
+    let response = client.call(12, &metadata_request(None, false)).await;
+    assert_eq!(response.brokers.len(), 1);
+}
+
+// ---------------------------------------------------------------- tests
+
+#[tokio::test]
+async fn a_role_logs_in_with_its_password_and_then_is_served() {
+    let broker = scram_broker().await;
+    let mut client = broker.client().await;
+    // ApiVersions is answered before authentication, and lists both SASL APIs.
+    let versions = client.call(3, &ApiVersionsRequest::default()).await;
+    let range = |key: ApiKey| {
+        versions.api_keys.iter().find(|k| k.api_key == key as i16).map(|k| (k.min_version, k.max_version))
+    };
+    assert_eq!(range(ApiKey::SaslHandshake), Some((0, 1)));
+    assert_eq!(range(ApiKey::SaslAuthenticate), Some((0, 2)));
+
+    let done = login(&mut client, 2, "alice", "pencil").await;
+    assert_eq!((done.error_code, done.session_lifetime_ms), (0, 0));
+    assert_eq!(done.error_message, None);
+    metadata_works(&mut client).await;
+    let listed = broker.broker.context().config.metrics.connections.snapshot();
+    assert!(listed.iter().any(|c| c.principal.as_deref() == Some("alice")), "{listed:?}");
+
+    // Once authenticated, SASL requests are out of place (Kafka's answer).
+    assert_eq!(handshake(&mut client, 1, "SCRAM-SHA-256").await.error_code, ILLEGAL_SASL_STATE);
+    let again = authenticate(&mut client, 2, "n,,n=alice,r=x").await;
+    assert_eq!(again.error_code, ILLEGAL_SASL_STATE);
+    metadata_works(&mut client).await;
+}
+
+#[tokio::test]
+async fn every_sasl_authenticate_version_works_and_escaped_names_are_decoded() {
+    let broker = scram_broker().await;
+    for version in 0..=2 {
+        let mut client = broker.client().await;
+        let done = login(&mut client, version, "app,one=two", "s3cret").await;
+        assert_eq!(done.error_code, 0, "v{version}: {:?}", done.error_message);
+        metadata_works(&mut client).await;
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_password_and_an_unknown_user_fail_alike() {
+    let broker = scram_broker().await;
+    let mut answers = Vec::new();
+    for (user, password) in [("alice", "pencil2"), ("mallory", "pencil")] {
+        let mut client = broker.client().await;
+        let failed = login(&mut client, 2, user, password).await;
+        assert_eq!(failed.error_code, SASL_AUTHENTICATION_FAILED, "{user}");
+        assert_eq!(failed.error_message.as_deref(), Some(AUTHENTICATION_FAILED_MESSAGE), "{user}");
+        assert!(failed.auth_bytes.is_empty());
+        client.expect_closed().await;
+        answers.push((failed.error_code, failed.error_message));
+    }
+    assert_eq!(answers[0], answers[1]);
+
+    // The unknown user's salt and iterations look real and do not change
+    // between attempts (a random salt each time would give it away).
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let mut client = broker.client().await;
+        assert_eq!(handshake(&mut client, 1, "SCRAM-SHA-256").await.error_code, 0);
+        let (mut scram, first) = ScramClient::new("mallory", "x");
+        let server_first = authenticate(&mut client, 2, &first).await;
+        assert_eq!(server_first.error_code, 0);
+        let (salt, iterations, _) = scram.respond(std::str::from_utf8(&server_first.auth_bytes).expect("utf-8"));
+        assert_eq!((salt.len(), iterations), (16, 4096));
+        seen.push(salt);
+    }
+    assert_eq!(seen[0], seen[1]);
+}
+
+#[tokio::test]
+async fn a_password_change_applies_to_the_next_connection() {
+    let broker = scram_broker().await;
+    let mut before = broker.client().await;
+    assert_eq!(login(&mut before, 2, "alice", "pencil").await.error_code, 0);
+    broker.catalog.set_scram_credential("alice", Some(credential("new-pencil", b"another salt 123")));
+    let mut old = broker.client().await;
+    assert_eq!(login(&mut old, 2, "alice", "pencil").await.error_code, SASL_AUTHENTICATION_FAILED);
+    let mut new = broker.client().await;
+    assert_eq!(login(&mut new, 2, "alice", "new-pencil").await.error_code, 0);
+    // A connection authenticated before the change stays (no re-authentication).
+    metadata_works(&mut before).await;
+    // A dropped role (or one that lost LOGIN) cannot authenticate.
+    broker.catalog.set_scram_credential("alice", None);
+    let mut dropped = broker.client().await;
+    assert_eq!(login(&mut dropped, 2, "alice", "new-pencil").await.error_code, SASL_AUTHENTICATION_FAILED);
+}
+
+#[tokio::test]
+async fn requests_before_authentication_close_the_connection() {
+    let broker = scram_broker().await;
+    // Before the handshake.
+    let mut client = broker.client().await;
+    client.send(12, &metadata_request(None, false)).await;
+    client.expect_closed().await;
+    // Between the handshake and the end of the exchange.
+    let mut client = broker.client().await;
+    assert_eq!(handshake(&mut client, 1, "SCRAM-SHA-256").await.error_code, 0);
+    client.send(3, &ApiVersionsRequest::default()).await;
+    client.expect_closed().await;
+    let mut client = broker.client().await;
+    assert_eq!(handshake(&mut client, 1, "SCRAM-SHA-256").await.error_code, 0);
+    let (_, first) = ScramClient::new("alice", "pencil");
+    assert_eq!(authenticate(&mut client, 2, &first).await.error_code, 0);
+    client.send(12, &metadata_request(None, false)).await;
+    client.expect_closed().await;
+    // SaslAuthenticate before the handshake.
+    let mut client = broker.client().await;
+    let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from_static(b"n,,n=alice,r=x"));
+    client.send(2, &request).await;
+    client.expect_closed().await;
+    // The frame limit before authentication is 512 KiB, not kafgres.max_frame_bytes.
+    let mut client = broker.client().await;
+    client.send_raw(&(1i32 << 20).to_be_bytes()).await;
+    client.expect_closed().await;
+}
+
+#[tokio::test]
+async fn an_unsupported_mechanism_is_refused_with_the_enabled_ones() {
+    let broker = scram_broker().await;
+    for mechanism in ["PLAIN", "SCRAM-SHA-512", "scram-sha-256", ""] {
+        let mut client = broker.client().await;
+        let response = handshake(&mut client, 1, mechanism).await;
+        assert_eq!(response.error_code, UNSUPPORTED_SASL_MECHANISM, "{mechanism}");
+        assert_eq!(response.mechanisms, vec![StrBytes::from_static_str("SCRAM-SHA-256")]);
+        client.expect_closed().await;
+    }
+}
+
+#[tokio::test]
+async fn hostile_tokens_fail_authentication_and_close() {
+    let broker = scram_broker().await;
+    let oversize = format!("n,,n=alice,r={}", "a".repeat(10_000));
+    for first in ["", "y,,n=alice,r=abc", "n,,n=al=ice,r=abc", "garbage", oversize.as_str(), "n,,m=x,n=alice,r=a"] {
+        let mut client = broker.client().await;
+        assert_eq!(handshake(&mut client, 1, "SCRAM-SHA-256").await.error_code, 0);
+        let failed = authenticate(&mut client, 2, first).await;
+        assert_eq!(failed.error_code, SASL_AUTHENTICATION_FAILED, "{first:.40}");
+        assert_eq!(failed.error_message.as_deref(), Some(AUTHENTICATION_FAILED_MESSAGE));
+        client.expect_closed().await;
+    }
+    // A final message with another nonce, or a bad proof.
+    let tampers: [fn(String) -> String; 2] =
+        [|m| m.replace("c=biws,r=fyko", "c=biws,r=FYKO"), |m| m.replacen(",p=", ",p=AAAA", 1)];
+    for tamper in tampers {
+        let mut client = broker.client().await;
+        assert_eq!(handshake(&mut client, 1, "SCRAM-SHA-256").await.error_code, 0);
+        let (mut scram, first) = ScramClient::new("alice", "pencil");
+        let server_first = authenticate(&mut client, 2, &first).await;
+        let (_, _, last) = scram.respond(std::str::from_utf8(&server_first.auth_bytes).expect("utf-8"));
+        let failed = authenticate(&mut client, 2, &tamper(last)).await;
+        assert_eq!(failed.error_code, SASL_AUTHENTICATION_FAILED);
+        client.expect_closed().await;
+    }
+}
+
+/// SaslHandshake v0: the tokens follow as bare length-prefixed frames.
+#[tokio::test]
+async fn a_v0_handshake_exchanges_bare_tokens() {
+    let broker = scram_broker().await;
+    let mut client = broker.client().await;
+    let response = handshake(&mut client, 0, "SCRAM-SHA-256").await;
+    assert_eq!(response.error_code, 0);
+    let (mut scram, first) = ScramClient::new("alice", "pencil");
+    let server_first = bare_token(&mut client, &first).await;
+    let (_, _, last) = scram.respond(std::str::from_utf8(&server_first).expect("utf-8"));
+    let server_final = bare_token(&mut client, &last).await;
+    scram.verify(std::str::from_utf8(&server_final).expect("utf-8"));
+    metadata_works(&mut client).await;
+
+    // A bad proof in v0 has no error answer: the connection closes.
+    let mut client = broker.client().await;
+    assert_eq!(handshake(&mut client, 0, "SCRAM-SHA-256").await.error_code, 0);
+    let (mut scram, first) = ScramClient::new("alice", "wrong");
+    let server_first = bare_token(&mut client, &first).await;
+    let (_, _, last) = scram.respond(std::str::from_utf8(&server_first).expect("utf-8"));
+    let mut frame = Vec::new();
+    frame.put_i32(last.len() as i32);
+    frame.put_slice(last.as_bytes());
+    client.send_raw(&frame).await;
+    client.expect_closed().await;
+}
+
+async fn bare_token(client: &mut Client, token: &str) -> Bytes {
+    let mut frame = Vec::new();
+    frame.put_i32(token.len() as i32);
+    frame.put_slice(token.as_bytes());
+    client.send_raw(&frame).await;
+    client.read_frame().await
+}
+
+#[tokio::test]
+async fn without_authentication_sasl_requests_are_in_an_illegal_state() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    let response = handshake(&mut client, 1, "SCRAM-SHA-256").await;
+    assert_eq!(response.error_code, ILLEGAL_SASL_STATE);
+    assert!(response.mechanisms.is_empty());
+    let response = authenticate(&mut client, 1, "n,,n=alice,r=abc").await;
+    assert_eq!(response.error_code, ILLEGAL_SASL_STATE);
+    metadata_works(&mut client).await;
+    // Nothing gates the first request.
+    let mut client = broker.client().await;
+    metadata_works(&mut client).await;
+}

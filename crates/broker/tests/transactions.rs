@@ -1,0 +1,327 @@
+//! Transactions through the wire, against the in-process broker: the
+//! coordinator's answers (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
+//! TxnOffsetCommit, EndTxn), markers and the last stable offset in Fetch and
+//! ListOffsets, fencing, the timeout abort, and state kept across a restart.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{create_topic, fetch_request, name, single_partition, Client, TestBroker, TopicRef};
+use kafgres_wire::batch::build::{encode_batch, NewRecord, ProducerStamp};
+use kafgres_wire::batch::rewrite_crc;
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+use kafka_protocol::messages::txn_offset_commit_request::{
+    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+
+const FENCED: i16 = 90;
+const INVALID_PRODUCER_EPOCH: i16 = 47;
+const INVALID_TXN_STATE: i16 = 48;
+const INVALID_TRANSACTION_TIMEOUT: i16 = 50;
+
+fn txn_id(s: &str) -> TransactionalId {
+    TransactionalId(StrBytes::from_string(s.to_string()))
+}
+
+async fn init(client: &mut Client, id: &str, timeout_ms: i32) -> (i64, i16, i16) {
+    let r = client
+        .call(
+            4,
+            &InitProducerIdRequest::default()
+                .with_transactional_id(Some(txn_id(id)))
+                .with_transaction_timeout_ms(timeout_ms)
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1),
+        )
+        .await;
+    (r.producer_id.0, r.producer_epoch, r.error_code)
+}
+
+async fn add_partitions(
+    client: &mut Client,
+    id: &str,
+    pid: i64,
+    epoch: i16,
+    topic: &str,
+    partitions: &[i32],
+) -> Vec<i16> {
+    let r = client
+        .call(
+            3,
+            &AddPartitionsToTxnRequest::default()
+                .with_v3_and_below_transactional_id(txn_id(id))
+                .with_v3_and_below_producer_id(ProducerId(pid))
+                .with_v3_and_below_producer_epoch(epoch)
+                .with_v3_and_below_topics(vec![AddPartitionsToTxnTopic::default()
+                    .with_name(name(topic))
+                    .with_partitions(partitions.to_vec())]),
+        )
+        .await;
+    r.results_by_topic_v3_and_below
+        .iter()
+        .flat_map(|t| t.results_by_partition.iter().map(|p| p.partition_error_code))
+        .collect()
+}
+
+async fn end(client: &mut Client, version: i16, id: &str, pid: i64, epoch: i16, commit: bool) -> i16 {
+    let r = client
+        .call(
+            version,
+            &EndTxnRequest::default()
+                .with_transactional_id(txn_id(id))
+                .with_producer_id(ProducerId(pid))
+                .with_producer_epoch(epoch)
+                .with_committed(commit),
+        )
+        .await;
+    r.error_code
+}
+
+/// A transactional batch of `n` records.
+fn txn_batch(pid: i64, epoch: i16, seq: i32, n: usize, tag: &str) -> Vec<u8> {
+    let records: Vec<NewRecord> = (0..n)
+        .map(|i| NewRecord {
+            value: Some(format!("{tag}-{i}").into_bytes()),
+            timestamp_ms: 1_000,
+            ..Default::default()
+        })
+        .collect();
+    let mut b = encode_batch(&records, ProducerStamp { producer_id: pid, producer_epoch: epoch, base_sequence: seq });
+    let attributes = i16::from_be_bytes([b[21], b[22]]) | 0x10;
+    b[21..23].copy_from_slice(&attributes.to_be_bytes());
+    rewrite_crc(&mut b);
+    b
+}
+
+async fn produce_txn(client: &mut Client, id: &str, topic: &str, partition: i32, batch: Vec<u8>) -> i16 {
+    let request = common::produce_request(topic, partition, -1, batch).with_transactional_id(Some(txn_id(id)));
+    let r = client.call(9, &request).await;
+    r.responses[0].partition_responses[0].error_code
+}
+
+async fn fetch(
+    client: &mut Client,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    committed: bool,
+) -> fetch_response::PartitionData {
+    let request = fetch_request(TopicRef::Name(topic), partition, offset, 1 << 20, 0, 1)
+        .with_isolation_level(if committed { 1 } else { 0 });
+    single_partition(client.call(11, &request).await)
+}
+
+fn record_count(data: &fetch_response::PartitionData) -> usize {
+    common::decode_records(data.records.as_ref().expect("records")).len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_abort_and_the_last_stable_offset() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "tx", 2).await;
+    let found = client
+        .call(
+            4,
+            &FindCoordinatorRequest::default()
+                .with_key_type(1)
+                .with_coordinator_keys(vec![StrBytes::from_static_str("t1")]),
+        )
+        .await;
+    assert_eq!(found.coordinators[0].error_code, 0);
+
+    assert_eq!(init(&mut client, "t1", 900_001).await.2, INVALID_TRANSACTION_TIMEOUT);
+    let (pid, epoch, code) = init(&mut client, "t1", 60_000).await;
+    assert_eq!((epoch, code), (0, 0));
+    assert!(pid >= 0);
+
+    // A transaction that aborts: nothing of it is read_committed-visible.
+    assert_eq!(add_partitions(&mut client, "t1", pid, epoch, "tx", &[0]).await, vec![0]);
+    assert_eq!(produce_txn(&mut client, "t1", "tx", 0, txn_batch(pid, epoch, 0, 2, "aborted")).await, 0);
+    assert_eq!(produce_txn(&mut client, "t1", "tx", 1, txn_batch(pid, epoch, 0, 1, "x")).await, INVALID_TXN_STATE);
+    let open = fetch(&mut client, "tx", 0, 0, true).await;
+    assert_eq!((open.high_watermark, open.last_stable_offset, record_count(&open)), (2, 0, 0));
+    assert_eq!(record_count(&fetch(&mut client, "tx", 0, 0, false).await), 2, "read_uncommitted sees it");
+    assert_eq!(end(&mut client, 3, "t1", pid, epoch, false).await, 0);
+    let aborted = fetch(&mut client, "tx", 0, 0, true).await;
+    assert_eq!((aborted.high_watermark, aborted.last_stable_offset), (3, 3));
+    let list = aborted.aborted_transactions.clone().unwrap_or_default();
+    assert_eq!(list.iter().map(|a| (a.producer_id.0, a.first_offset)).collect::<Vec<_>>(), vec![(pid, 0)]);
+    // A retried abort is answered; a commit now is not.
+    assert_eq!(end(&mut client, 3, "t1", pid, epoch, false).await, 0);
+    assert_eq!(end(&mut client, 3, "t1", pid, epoch, true).await, INVALID_TXN_STATE);
+
+    // A transaction that commits, with the group's offsets.
+    assert_eq!(add_partitions(&mut client, "t1", pid, epoch, "tx", &[0, 1]).await, vec![0, 0]);
+    assert_eq!(produce_txn(&mut client, "t1", "tx", 0, txn_batch(pid, epoch, 2, 3, "committed")).await, 0);
+    let added = client
+        .call(
+            3,
+            &AddOffsetsToTxnRequest::default()
+                .with_transactional_id(txn_id("t1"))
+                .with_producer_id(ProducerId(pid))
+                .with_producer_epoch(epoch)
+                .with_group_id(GroupId(StrBytes::from_static_str("g"))),
+        )
+        .await;
+    assert_eq!(added.error_code, 0);
+    let committed = client
+        .call(
+            3,
+            &TxnOffsetCommitRequest::default()
+                .with_transactional_id(txn_id("t1"))
+                .with_group_id(GroupId(StrBytes::from_static_str("g")))
+                .with_producer_id(ProducerId(pid))
+                .with_producer_epoch(epoch)
+                .with_generation_id(-1)
+                .with_topics(vec![TxnOffsetCommitRequestTopic::default().with_name(name("tx")).with_partitions(vec![
+                    TxnOffsetCommitRequestPartition::default().with_partition_index(0).with_committed_offset(6),
+                ])]),
+        )
+        .await;
+    assert_eq!(committed.topics[0].partitions[0].error_code, 0);
+    let before = fetch_offset(&mut client, "g", "tx", 0).await;
+    assert_eq!(before, -1, "not visible before the commit");
+    assert_eq!(end(&mut client, 3, "t1", pid, epoch, true).await, 0);
+    assert_eq!(fetch_offset(&mut client, "g", "tx", 0).await, 6);
+    let done = fetch(&mut client, "tx", 0, 3, true).await;
+    // The three committed records and the commit marker (clients skip it).
+    assert_eq!((done.last_stable_offset, record_count(&done)), (7, 4));
+    assert_eq!(done.aborted_transactions.clone().unwrap_or_default().len(), 0);
+    let latest = client.call(5, &common::list_offset_request("tx", 0, -1).with_isolation_level(1)).await;
+    assert_eq!(latest.topics[0].partitions[0].offset, 7);
+
+    // A new instance fences the old: its EndTxn is refused.
+    let (pid2, epoch2, _) = init(&mut client, "t1", 60_000).await;
+    assert_eq!((pid2, epoch2), (pid, 1));
+    assert_eq!(add_partitions(&mut client, "t1", pid, epoch, "tx", &[0]).await, vec![FENCED]);
+    assert_eq!(end(&mut client, 1, "t1", pid, epoch, true).await, INVALID_PRODUCER_EPOCH);
+    assert_eq!(end(&mut client, 3, "t1", pid, epoch, true).await, FENCED);
+
+    // The state outlives a restart.
+    let (dir, catalog) = broker.shutdown().await;
+    let broker = TestBroker::start_on(dir, catalog).await;
+    let mut client = broker.client().await;
+    assert_eq!(init(&mut client, "t1", 60_000).await, (pid, 2, 0));
+    broker.broker.shutdown().await;
+}
+
+async fn fetch_offset(client: &mut Client, group: &str, topic: &str, partition: i32) -> i64 {
+    use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+    let r = client
+        .call(
+            5,
+            &OffsetFetchRequest::default().with_group_id(GroupId(StrBytes::from_string(group.into()))).with_topics(
+                Some(vec![OffsetFetchRequestTopic::default()
+                    .with_name(name(topic))
+                    .with_partition_indexes(vec![partition])]),
+            ),
+        )
+        .await;
+    r.topics[0].partitions[0].committed_offset
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_transaction_is_aborted_at_its_timeout_or_by_a_new_instance() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "slow", 1).await;
+    let (pid, epoch, _) = init(&mut client, "t-slow", 300).await;
+    assert_eq!(add_partitions(&mut client, "t-slow", pid, epoch, "slow", &[0]).await, vec![0]);
+    assert_eq!(produce_txn(&mut client, "t-slow", "slow", 0, txn_batch(pid, epoch, 0, 1, "late")).await, 0);
+    let mut lso = 0;
+    for _ in 0..50 {
+        lso = fetch(&mut client, "slow", 0, 0, true).await.last_stable_offset;
+        if lso > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(lso, 2, "the timeout wrote an abort marker");
+    assert_eq!(end(&mut client, 3, "t-slow", pid, epoch, true).await, FENCED, "the abort bumped the epoch");
+    let data = fetch(&mut client, "slow", 0, 0, true).await;
+    assert_eq!(data.aborted_transactions.unwrap_or_default().len(), 1);
+
+    // An open transaction of a previous instance is aborted by InitProducerId.
+    let (pid, epoch, _) = init(&mut client, "t-new", 60_000).await;
+    assert_eq!(add_partitions(&mut client, "t-new", pid, epoch, "slow", &[0]).await, vec![0]);
+    assert_eq!(produce_txn(&mut client, "t-new", "slow", 0, txn_batch(pid, epoch, 0, 1, "zombie")).await, 0);
+    let (_, new_epoch, code) = init(&mut client, "t-new", 60_000).await;
+    assert_eq!((new_epoch, code), (epoch + 2, 0));
+    let after = fetch(&mut client, "slow", 0, 0, true).await;
+    assert_eq!(after.last_stable_offset, after.high_watermark);
+    assert_eq!(
+        produce_txn(&mut client, "t-new", "slow", 0, txn_batch(pid, epoch, 1, 1, "zombie")).await,
+        INVALID_PRODUCER_EPOCH
+    );
+    broker.broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_interrupted_after_prepare_is_finished_at_startup() {
+    use kafgres_broker::catalog::Catalog;
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "crash", 1).await;
+    let (pid, epoch, _) = init(&mut client, "t-crash", 60_000).await;
+    assert_eq!(add_partitions(&mut client, "t-crash", pid, epoch, "crash", &[0]).await, vec![0]);
+    assert_eq!(produce_txn(&mut client, "t-crash", "crash", 0, txn_batch(pid, epoch, 0, 2, "in-flight")).await, 0);
+    let added = client
+        .call(
+            3,
+            &AddOffsetsToTxnRequest::default()
+                .with_transactional_id(txn_id("t-crash"))
+                .with_producer_id(ProducerId(pid))
+                .with_producer_epoch(epoch)
+                .with_group_id(GroupId(StrBytes::from_static_str("g-crash"))),
+        )
+        .await;
+    assert_eq!(added.error_code, 0);
+    let committed = client
+        .call(
+            3,
+            &TxnOffsetCommitRequest::default()
+                .with_transactional_id(txn_id("t-crash"))
+                .with_group_id(GroupId(StrBytes::from_static_str("g-crash")))
+                .with_producer_id(ProducerId(pid))
+                .with_producer_epoch(epoch)
+                .with_generation_id(-1)
+                .with_topics(vec![TxnOffsetCommitRequestTopic::default().with_name(name("crash")).with_partitions(
+                    vec![TxnOffsetCommitRequestPartition::default().with_partition_index(0).with_committed_offset(42)],
+                )]),
+        )
+        .await;
+    assert_eq!(committed.topics[0].partitions[0].error_code, 0);
+    drop(client);
+    let (dir, catalog) = broker.shutdown().await;
+
+    // The state a crash right after "PrepareCommit is stored" leaves: no
+    // marker in the partition, the pending offsets only in the row.
+    let mut record = catalog.transactions().into_iter().find(|r| r.transactional_id == "t-crash").expect("stored");
+    assert_eq!((record.state.as_str(), record.pending_offsets.len()), ("Ongoing", 1));
+    record.state = "PrepareCommit".into();
+    catalog.store_transaction(record).await.expect("stored");
+
+    let broker = TestBroker::start_on(dir, Arc::clone(&catalog)).await;
+    let mut client = broker.client().await;
+    let mut data = fetch(&mut client, "crash", 0, 0, true).await;
+    for _ in 0..50 {
+        if data.last_stable_offset == data.high_watermark && data.high_watermark == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        data = fetch(&mut client, "crash", 0, 0, true).await;
+    }
+    assert_eq!((data.high_watermark, data.last_stable_offset), (3, 3), "the commit marker was written");
+    assert_eq!(data.aborted_transactions.unwrap_or_default().len(), 0);
+    assert_eq!(fetch_offset(&mut client, "g-crash", "crash", 0).await, 42);
+    let stored = catalog.transactions().into_iter().find(|r| r.transactional_id == "t-crash").expect("stored");
+    assert_eq!((stored.state.as_str(), stored.pending_offsets.len()), ("CompleteCommit", 0));
+    // The producer can go on with its next transaction.
+    assert_eq!(add_partitions(&mut client, "t-crash", pid, epoch, "crash", &[0]).await, vec![0]);
+    broker.broker.shutdown().await;
+}

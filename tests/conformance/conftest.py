@@ -1,0 +1,46 @@
+"""Fixtures of the reference diff: the Apache Kafka reference broker and the Kafgres under test.
+
+The session starts Apache Kafka (reference.py) once, and stops it at the end
+whatever happens, SIGTERM included (turned into an exception so the `with`
+block unwinds). Kafgres is the running cluster at KAFGRES_BOOTSTRAP (default
+127.0.0.1:${KAFGRES_KAFKA_PORT:-9092}); the session stops at once, saying
+why, if it does not answer or the Java tools are not built.
+"""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+import kafka_raw
+from framework import java_tools_ready
+from run import kafgres_bootstrap
+from reference import ReferenceKafka
+
+BROKER_READY_TIMEOUT_S = 20.0
+
+
+def _raise_on_sigterm(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@pytest.fixture(scope="session")
+def kafgres() -> str:
+    bootstrap = kafgres_bootstrap()
+    if not kafka_raw.kafka_wire.wait_until_broker_answers(bootstrap, BROKER_READY_TIMEOUT_S):
+        pytest.exit(f"Kafgres does not answer on {bootstrap}: run `./kafgres start` (or set KAFGRES_BOOTSTRAP)", 2)
+    missing = java_tools_ready()
+    if missing:
+        pytest.exit(missing, 2)
+    return bootstrap
+
+
+@pytest.fixture(scope="session")
+def kafka(kafgres) -> str:
+    previous = signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    try:
+        with ReferenceKafka() as bootstrap:
+            yield bootstrap
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,131 @@
+"""Every intended difference between Apache Kafka's and Kafgres's transcripts.
+
+Each entry names the scenarios it applies to, a regular expression for the
+lines of Kafka's transcript and one for Kafgres's (each must match a whole
+line; None when that side has no line for it), and `doc`: the words that
+start its entry in docs/conformance.md, where its reason is explained (the
+test checks that they are there). Before the transcripts are compared, every
+line matched by an entry is replaced by `~ <key>` on its side, and a run of
+such markers becomes one, so a difference of several lines reads as one.
+The groups a pattern captures are kept in its marker (`~ <key> <group>…`),
+so the parts of a line that must still agree stay compared.
+
+An entry that matches nothing, or the same lines on both sides, fails the
+scenario: Kafgres then behaves as Kafka does there (or the scenario changed)
+and the entry, with its paragraph in docs/conformance.md, should go.
+
+Anything that differs and is not listed here is a bug, in Kafgres or in a
+scenario.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Difference:
+    key: str
+    scenarios: tuple[str, ...]
+    kafka: str | None
+    kafgres: str | None
+    doc: str
+    reason: str
+
+
+DIFFERENCES: list[Difference] = [
+    Difference(
+        key="auto-create-answered-at-once",
+        scenarios=("metadata",),
+        kafka=r"(metadata v12 auto-create, first answer: <auto>) error=3 id=00000000-0000-0000-0000-000000000000 "
+              r"internal=False \[\]",
+        kafgres=r"(metadata v12 auto-create, first answer: <auto>) error=0 id=<topic-id> internal=False "
+                r"\[p0 err=0 leader=<node> epoch=0 replicas=\['<node>'\] isr=\['<node>'\] offline=\[\]\]",
+        doc="**Auto-created topics are answered at once.**",
+        reason="Kafka creates the topic asynchronously and answers UNKNOWN_TOPIC_OR_PARTITION first; "
+               "Kafgres records it in the catalog and answers with the topic.",
+    ),
+    Difference(
+        key="transaction-version-1",
+        scenarios=("api_versions",),
+        kafka=r"api (24 AddPartitionsToTxn|26 EndTxn|28 TxnOffsetCommit): 0\.\.5",
+        kafgres=r"api (24 AddPartitionsToTxn): 0\.\.3|api (26 EndTxn|28 TxnOffsetCommit): 0\.\.4",
+        doc="**Transactions.**",
+        reason="Kafgres offers transaction version 1 only: AddPartitionsToTxn v4+ is the brokers' "
+               "verification call and v5, EndTxn v5 and TxnOffsetCommit v5 are transaction version 2 (KIP-890).",
+    ),
+    Difference(
+        key="apis-not-implemented",
+        scenarios=("api_versions",),
+        kafka=r"other apis: \[\d.*\]",
+        kafgres=r"other apis: \[[\d, ]*\]",
+        doc="ApiVersions advertises only the APIs in the table above",
+        reason="Kafgres serves only the APIs of docs/conformance.md's table (no transactions, ACLs, "
+               "quotas, SASL, KIP-848, share groups, KRaft-internal APIs).",
+    ),
+    Difference(
+        key="broker-configs-read-only",
+        scenarios=("broker_configs",),
+        kafka=r"(broker config (?:log\.segment\.bytes|message\.max\.bytes)): read_only=False",
+        kafgres=r"(broker config (?:log\.segment\.bytes|message\.max\.bytes)): read_only=True",
+        doc="**DescribeConfigs for the broker**",
+        reason="Kafgres's broker settings are PostgreSQL settings (GUCs), all read-only over the Kafka protocol.",
+    ),
+    Difference(
+        key="dynamic-broker-configs-refused",
+        scenarios=("broker_configs",),
+        kafka=r"(alter broker log\.retention\.ms <node>): ok",
+        kafgres=r"(alter broker log\.retention\.ms <node>): INVALID_REQUEST\(42\) .*Cannot update these configs "
+                r"dynamically: Set\(log\.retention\.ms\).*",
+        doc="**Broker resources** are refused",
+        reason="Kafgres has no dynamic broker configs: IncrementalAlterConfigs on the broker is INVALID_REQUEST "
+               "for any config, where Kafka accepts its dynamic ones.",
+    ),
+    Difference(
+        key="cluster-min-insync-replicas",
+        scenarios=("topic_configs", "alter_configs", "topics_cli"),
+        kafka=r"config min\.insync\.replicas=1 source=DYNAMIC_DEFAULT_BROKER_CONFIG read_only=False default=False "
+              r"sensitive=False synonyms=\[min\.insync\.replicas=1/DEFAULT_CONFIG\]"
+              r"|  (Topic: <t> TopicId: <topic-id> PartitionCount: \d+ ReplicationFactor: 1) "
+              r"Configs: min\.insync\.replicas=1,(retention\.ms=3600000)",
+        kafgres=r"config min\.insync\.replicas=1 source=DEFAULT_CONFIG read_only=False default=True "
+                r"sensitive=False synonyms=\[min\.insync\.replicas=1/DEFAULT_CONFIG\]"
+                r"|  (Topic: <t> TopicId: <topic-id> PartitionCount: \d+ ReplicationFactor: 1) "
+                r"Configs: (retention\.ms=3600000)",
+        doc="**No cluster-wide min.insync.replicas.**",
+        reason="A new Kafka 4.1 cluster stores min.insync.replicas=1 as a cluster-wide dynamic default "
+               "(DYNAMIC_DEFAULT_BROKER_CONFIG, listed by kafka-topics --describe); Kafgres has no dynamic "
+               "broker configs, so the same value is the DEFAULT_CONFIG.",
+    ),
+]
+
+
+def for_scenario(name: str) -> list[Difference]:
+    return [d for d in DIFFERENCES if name in d.scenarios]
+
+
+def apply(name: str, kafka_lines: list[str], kafgres_lines: list[str]):
+    """(Kafka's view, Kafgres's view, the entries that did not occur) for one scenario."""
+    entries = for_scenario(name)
+    used = {d.key: [[], []] for d in entries}
+
+    def view(lines: list[str], side: int) -> list[str]:
+        out: list[str] = []
+        for line in lines:
+            for d in entries:
+                pattern = d.kafka if side == 0 else d.kafgres
+                match = re.fullmatch(pattern, line) if pattern is not None else None
+                if match:
+                    used[d.key][side].append(line)
+                    marker = " ".join(["~", d.key, *(g for g in match.groups() if g)])
+                    if not out or out[-1] != marker:
+                        out.append(marker)
+                    break
+            else:
+                out.append(line)
+        return out
+
+    kafka_view, kafgres_view = view(kafka_lines, 0), view(kafgres_lines, 1)
+    unused = [d for d in entries if used[d.key][0] == used[d.key][1]]
+    return kafka_view, kafgres_view, unused

@@ -1,0 +1,41 @@
+"""Requests no client library exposes as sent, through tests/e2e/kafka_wire.py.
+
+ApiVersions (the advertised version ranges) and Metadata v12 with an explicit
+`allow_auto_topic_creation` (clients hide the first answer for an
+auto-created topic behind their retries).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+import kafka_wire  # noqa: E402
+
+# The APIs Kafgres serves (crates/wire/src/apis.rs, docs/conformance.md's table).
+API_NAMES = {
+    0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
+    10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
+    15: "DescribeGroups", 16: "ListGroups", 18: "ApiVersions", 19: "CreateTopics", 20: "DeleteTopics",
+    21: "DeleteRecords", 22: "InitProducerId", 23: "OffsetForLeaderEpoch", 24: "AddPartitionsToTxn",
+    25: "AddOffsetsToTxn", 26: "EndTxn", 28: "TxnOffsetCommit", 32: "DescribeConfigs",
+    33: "AlterConfigs", 35: "DescribeLogDirs", 37: "CreatePartitions", 42: "DeleteGroups",
+    44: "IncrementalAlterConfigs", 47: "OffsetDelete", 60: "DescribeCluster", 68: "ConsumerGroupHeartbeat",
+    69: "ConsumerGroupDescribe", 75: "DescribeTopicPartitions",
+}
+SERVED_API_KEYS = frozenset(API_NAMES)
+
+
+def api_versions(bootstrap: str) -> dict[int, tuple[int, int]]:
+    """api key -> (min, max) from an ApiVersions v3 answer."""
+    response = kafka_wire.api_versions(bootstrap, version=3)
+    if response.error_code != 0:
+        raise RuntimeError(f"ApiVersions v3 answered error {response.error_code}")
+    return response.apis
+
+
+def metadata(bootstrap: str, topics: list[str], allow_auto_create: bool) -> list[kafka_wire.MetadataTopic]:
+    """The topics of one Metadata v12 answer, in the order asked."""
+    response = kafka_wire.metadata_v12(bootstrap, topics, allow_auto_topic_creation=allow_auto_create)
+    return [response.topics[name] for name in topics if name in response.topics]

@@ -1,0 +1,129 @@
+"""The reference broker: Apache Kafka 4.x, one node, KRaft, from Maven Central's jars.
+
+It is scripts/bench's `KafkaBroker` (apache_kafka.py: the same classpath,
+settings and JVM flags as the benchmark's Kafka, but for the benchmark's
+`log.segment.delete.delay.ms`, which DescribeConfigs would show: here every
+setting a client can see is Kafka's default) on its own ports, 19092 for
+clients and 19093 for the controller (KAFGRES_REFERENCE_PORT moves both),
+with its home in a fresh temporary directory. `ReferenceKafka` is a context
+manager: whatever happens, the broker is stopped (SIGTERM, SIGKILL after 30 s),
+its server log copied to .kafgres/conformance/kafka-server.log and the
+temporary directory removed. The JVM also gets SIGTERM from the kernel if the
+Python process that started it dies (`die_with_parent`), so a killed test run
+leaves no broker behind.
+
+The classpath (.kafgres/bench/kafka-lib/classpath.txt) is resolved with Maven
+from scripts/bench/pom.xml when it is missing or older than the pom, as
+scripts/bench-compare.sh does.
+
+KAFGRES_REFERENCE_BOOTSTRAP=host:port uses an Apache Kafka that is already
+running instead (nothing is started or stopped): handy while writing a
+scenario, with `python tests/conformance/reference.py` serving one until ^C.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STATE_DIR = REPO_ROOT / ".kafgres" / "conformance"
+BENCH_DIR = REPO_ROOT / "scripts" / "bench"
+CLASSPATH_FILE = REPO_ROOT / ".kafgres" / "bench" / "kafka-lib" / "classpath.txt"
+DEFAULT_PORT = 19092
+MAVEN_TIMEOUT_S = 900
+SERVE_S = 3600
+
+sys.path.insert(0, str(BENCH_DIR))
+from apache_kafka import KafkaBroker, port_open  # noqa: E402  (scripts/bench is not a package)
+
+
+class ConformanceKafkaBroker(KafkaBroker):
+    """The benchmark's broker with Kafka's defaults for everything clients can observe."""
+
+    BENCHMARK_ONLY = ("log.segment.delete.delay.ms=",)
+
+    def server_properties(self, data_dir: Path) -> str:
+        lines = super().server_properties(data_dir).splitlines()
+        kept = [line for line in lines if not line.startswith(self.BENCHMARK_ONLY)]
+        return "\n".join(kept) + "\n"
+
+
+def ensure_classpath() -> None:
+    """Resolves Apache Kafka's runtime classpath from Maven Central unless it is current."""
+    pom = BENCH_DIR / "pom.xml"
+    if CLASSPATH_FILE.is_file() and CLASSPATH_FILE.stat().st_mtime >= pom.stat().st_mtime:
+        jars = CLASSPATH_FILE.read_text().strip().split(":")
+        if all(Path(j).is_file() for j in jars if j):
+            return
+    if shutil.which("mvn") is None or shutil.which("java") is None:
+        raise RuntimeError("the reference run needs Java 17+ and Maven (Debian: openjdk-17-jdk-headless maven)")
+    subprocess.run(["mvn", "-B", "-q", "-f", str(pom), "dependency:build-classpath"], check=True,
+                   stdout=subprocess.DEVNULL, timeout=MAVEN_TIMEOUT_S)
+
+
+class ReferenceKafka:
+    """`with ReferenceKafka() as bootstrap:` a running Apache Kafka for the block's duration."""
+
+    def __init__(self, port: int | None = None):
+        self.port = port or int(os.environ.get("KAFGRES_REFERENCE_PORT", DEFAULT_PORT))
+        self.external = os.environ.get("KAFGRES_REFERENCE_BOOTSTRAP")
+        self.broker: ConformanceKafkaBroker | None = None
+        self.home: Path | None = None
+        self.version = ""
+        self.start_s = 0.0
+
+    def __enter__(self) -> str:
+        if self.external:
+            return self.external
+        ensure_classpath()
+        self.home = Path(tempfile.mkdtemp(prefix="kafgres-conformance-kafka-"))
+        self.broker = ConformanceKafkaBroker(REPO_ROOT, self.home, self.port, self.port + 1, die_with_parent=True)
+        started = time.monotonic()
+        try:
+            self.broker.start()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        self.start_s = time.monotonic() - started
+        self.version = self.broker.version
+        return self.broker.bootstrap
+
+    def __exit__(self, *exc) -> None:
+        if self.broker is not None:
+            try:
+                self.broker.stop()
+            finally:
+                log = self.home / "server.log" if self.home else None
+                if log is not None and log.is_file():
+                    STATE_DIR.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(log, STATE_DIR / "kafka-server.log")
+                self.broker = None
+        if self.home is not None:
+            shutil.rmtree(self.home, ignore_errors=True)
+            self.home = None
+
+
+def main() -> None:
+    """Serves a reference Kafka until interrupted, for an hour at most (for writing scenarios)."""
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    with ReferenceKafka() as bootstrap:
+        print(f"Apache Kafka listening on {bootstrap} for an hour; ^C (or SIGTERM) stops it", flush=True)
+        host, port = bootstrap.rsplit(":", 1)
+        deadline = time.monotonic() + SERVE_S
+        try:
+            while time.monotonic() < deadline and port_open(host, int(port)):
+                time.sleep(1)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
