@@ -50,7 +50,6 @@ BROKER_VERSION=4.0.0
 # The chosen tests: every one of librdkafka's broker tests that a single plain
 # Kafka 4.x broker can pass. Left out, with their reason:
 #   needs a local Kafka install (KAFKA_PATH, kafka-topics.sh): 0052 0077 0109
-#   needs transactions: 0129, and a sub-test of 0055 and of 0061
 #   needs transactions and three brokers (replication factor 3): 0098 0103
 #   needs auto-creation off (scenario noautocreate): 0107 0111, two of 0045
 #   needs the socket emulator: 0049 0068 0075 0076 0088 0094
@@ -72,6 +71,8 @@ DEFAULT_TESTS=(
     0102 0113 0118 0122 0130 0132
     # admin, metadata, client
     0016 0035 0042 0044 0057 0063 0081 0123
+    # transactions
+    0055 0061 0129
 )
 if [ $# -gt 0 ]; then TESTS_LIST=("$@"); else TESTS_LIST=("${DEFAULT_TESTS[@]}"); fi
 

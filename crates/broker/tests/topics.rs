@@ -172,3 +172,35 @@ async fn unknown_topic_config_is_invalid_config() {
     assert!(broker.catalog.topics().is_empty());
     broker.broker.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manual_replica_assignments_naming_this_broker_are_accepted() {
+    use kafka_protocol::messages::create_topics_request::CreatableReplicaAssignment;
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    let node = 1;
+    let assigned = |partition: i32, brokers: &[i32]| {
+        CreatableReplicaAssignment::default()
+            .with_partition_index(partition)
+            .with_broker_ids(brokers.iter().map(|b| BrokerId(*b)).collect())
+    };
+    let call = |topic: &str, partitions: i32, rf: i16, assignments: Vec<CreatableReplicaAssignment>| {
+        CreateTopicsRequest::default().with_topics(vec![creatable(topic, partitions, rf).with_assignments(assignments)])
+    };
+    // What librdkafka's admin test sends: -1, -1 and one broker per partition.
+    let ok = client.call(7, &call("assigned", -1, -1, vec![assigned(1, &[node]), assigned(0, &[node])])).await;
+    let ok = &ok.topics[0];
+    assert_eq!((ok.error_code, ok.num_partitions, ok.replication_factor), (0, 2, 1), "{:?}", ok.error_message);
+    let cases = [
+        (call("both", 2, -1, vec![assigned(0, &[node])]), 42, "a count and assignments"),
+        (call("gap", -1, -1, vec![assigned(0, &[node]), assigned(2, &[node])]), 39, "not 0..n"),
+        (call("other", -1, -1, vec![assigned(0, &[7])]), 39, "an unknown broker"),
+        (call("twice", -1, -1, vec![assigned(0, &[node, node])]), 39, "a broker twice"),
+        (call("none", -1, -1, vec![assigned(0, &[])]), 39, "no broker"),
+    ];
+    for (request, code, what) in cases {
+        let answer = client.call(7, &request).await;
+        assert_eq!(answer.topics[0].error_code, code, "{what}: {:?}", answer.topics[0].error_message);
+    }
+    broker.broker.shutdown().await;
+}

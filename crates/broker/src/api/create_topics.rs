@@ -48,7 +48,7 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: CreateTopicsRequ
                 &name,
                 topic.num_partitions,
                 topic.replication_factor,
-                !topic.assignments.is_empty(),
+                topic.assignments.iter().map(|a| (a.partition_index, a.broker_ids.iter().map(|b| b.0).collect())).collect(),
                 configs,
                 request.validate_only,
             )
@@ -92,21 +92,54 @@ fn effective_configs(ctx: &BrokerContext, overrides: &BTreeMap<String, String>) 
         .collect()
 }
 
+/// Manual replica assignments (Kafka's rules): with them, the partition count
+/// and replication factor must be -1; partitions are 0..n; each names
+/// distinct, existing brokers — here only this one. Returns the count.
+fn check_assignments(
+    node_id: i32,
+    num_partitions: i32,
+    replication_factor: i16,
+    mut assignments: Vec<(i32, Vec<i32>)>,
+) -> Result<i32, CreateError> {
+    if num_partitions != -1 || replication_factor != -1 {
+        return Err((
+            errors::INVALID_REQUEST,
+            "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time."
+                .into(),
+        ));
+    }
+    assignments.sort_by_key(|(partition, _)| *partition);
+    if assignments.iter().enumerate().any(|(i, (partition, _))| *partition != i as i32) {
+        return Err((
+            errors::INVALID_REPLICA_ASSIGNMENT,
+            "Partitions should be a consecutive 0-based integer sequence".into(),
+        ));
+    }
+    for (partition, brokers) in &assignments {
+        if brokers.is_empty() || brokers.iter().any(|b| *b != node_id) || brokers.len() > 1 {
+            return Err((
+                errors::INVALID_REPLICA_ASSIGNMENT,
+                format!("partition {partition}: replicas {brokers:?}, but only broker {node_id} exists"),
+            ));
+        }
+    }
+    Ok(assignments.len() as i32)
+}
+
 async fn create_checked(
     ctx: &BrokerContext,
     name: &str,
     num_partitions: i32,
     replication_factor: i16,
-    has_assignments: bool,
+    assignments: Vec<(i32, Vec<i32>)>,
     configs: BTreeMap<String, String>,
     validate_only: bool,
 ) -> Result<(Uuid, i32), CreateError> {
-    if has_assignments {
-        return Err((
-            errors::INVALID_REQUEST,
-            "manual replica assignments are not supported on a single-node broker".into(),
-        ));
-    }
+    let (num_partitions, replication_factor) = if assignments.is_empty() {
+        (num_partitions, replication_factor)
+    } else {
+        (check_assignments(ctx.config.node_id, num_partitions, replication_factor, assignments)?, 1)
+    };
     if replication_factor != -1 && replication_factor != 1 {
         return Err((
             errors::INVALID_REPLICATION_FACTOR,
