@@ -287,3 +287,48 @@ def scenario_static_membership(ctx: Context) -> None:
     ctx.cli("kafka-consumer-groups", "--describe", "--group", group, "--members", "--verbose", sort=True)
     again.close()
     ctx.cli("kafka-consumer-groups", "--delete", "--group", group)
+
+
+@scenario
+def scenario_consumer_protocol(ctx: Context) -> None:
+    """KIP-848 (`group.protocol=consumer`): the broker assigns; two members split four partitions, one leaves.
+
+    Which partitions each member gets is the assignor's choice (Kafka's and
+    Kafgres's `uniform` give the same guarantees, not necessarily the same
+    partitions), so members' shares are shown as counts.
+    """
+    topic = ctx.create_topic(ctx.name("t"), 4, RETAIN_FOREVER)
+    group = ctx.name("g", kind="group")
+    config = {"group.id": group, "group.protocol": "consumer", "auto.offset.reset": "earliest",
+              "enable.auto.commit": False, "enable.auto.offset.store": True}
+    a = ctx.consumer({**config, "client.id": "member-a"})
+    a.subscribe([topic])
+    wait_assigned([a], 4)
+    ctx.out("one member:", assignments([a]))
+    b = ctx.consumer({**config, "client.id": "member-b"})
+    b.subscribe([topic])
+    wait_assigned([a, b], 4)
+    ctx.out("two members, shares:", sorted(len(p) for p in assignments([a, b])))
+    describe_consumer_protocol(ctx, group)
+    fill(ctx, topic, 4, 1)
+    read = poll_until([a, b], lambda r: len(r) >= 4)
+    ctx.out("read by the two:", records_text(read))
+    for c in (a, b):
+        c.commit(asynchronous=False)
+    committed(ctx, group, topic, 4)
+    b.close()
+    wait_assigned([a], 4)
+    ctx.out("after member-b left:", assignments([a]))
+    ctx.cli("kafka-consumer-groups", "--describe", "--group", group, "--state")
+    a.close()
+    describe_consumer_protocol(ctx, group)
+    listed = ctx.cli("kafka-consumer-groups", "--list", "--type", "consumer", "--state", "Empty", show=False)
+    ctx.out("listed (consumer, Empty):", [line for line in listed if line.startswith(group + " ")])
+
+
+def describe_consumer_protocol(ctx: Context, group: str) -> None:
+    d: ConsumerGroupDescription = ctx.admin.describe_consumer_groups(
+        [group], request_timeout=T)[group].result(timeout=T + 5)
+    shares = sorted(len(m.assignment.topic_partitions) for m in d.members)
+    ctx.out(f"describe {d.group_id}: state={d.state.name} type={d.type.name} assignor={d.partition_assignor!r} "
+            f"members={len(d.members)} shares={shares} clients={sorted(m.client_id for m in d.members)}")
