@@ -14,7 +14,10 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
+import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -213,3 +216,111 @@ def produce_all(producer: Producer, records: list[dict], timeout_s: float = 30.0
     failed = [(i, str(r[0])) for i, r in enumerate(reports) if r[0] is not None]
     assert not failed, f"delivery failed (record index, error): {failed}"
     return [r[1] for r in reports]
+
+
+# --------------------------------------------------------------------------
+# Throwaway clusters: tests that need their own Postgres (kill -9 loops,
+# settings the dev cluster does not have) start one on other ports.
+
+PG_BIN = Path(os.environ.get("KAFGRES_PG_BIN", "/usr/lib/postgresql/15/bin"))
+
+
+def as_postgres(*cmd: str, timeout_s: float = 90.0) -> subprocess.CompletedProcess:
+    """Runs a command as the postgres user; fails the test if it fails."""
+    full = ["runuser", "-u", "postgres", "--", *cmd]
+    result = subprocess.run(full, capture_output=True, text=True, timeout=timeout_s)
+    assert result.returncode == 0, f"{' '.join(full)} exited {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+class ThrowawayCluster:
+    """A Postgres cluster with the extension preloaded, in a temporary directory:
+    initdb (trust over TCP), the kafgres settings plus `settings`, pg_ctl start,
+    its server log, and `destroy()` that stops it and removes everything."""
+
+    def __init__(self, tag: str, pg_port: int, kafka_port: int) -> None:
+        self.tag = tag
+        self.pg_port = pg_port
+        self.kafka_port = kafka_port
+        self.home = Path(tempfile.mkdtemp(prefix=f"kafgres-{tag}-", dir="/tmp"))
+        self.pgdata = self.home / "pgdata"
+        self.log = self.home / "postgres.log"
+        self.socket_dir = self.home / "run"
+        self.socket_dir.mkdir()
+        shutil.chown(self.home, "postgres", "postgres")
+        shutil.chown(self.socket_dir, "postgres", "postgres")
+        self.conninfo = f"host=127.0.0.1 port={pg_port} user=postgres dbname=postgres connect_timeout=3"
+
+    def init(self, settings: dict[str, str]) -> None:
+        """initdb, then postgresql.conf with the extension, the ports and `settings` (values as written)."""
+        as_postgres(
+            str(PG_BIN / "initdb"), "-D", str(self.pgdata), "-U", "postgres", "--auth=trust",
+            "--encoding=UTF8", "--locale=C.UTF-8",
+        )
+        lines = {
+            "port": str(self.pg_port),
+            "listen_addresses": "'127.0.0.1'",
+            "unix_socket_directories": f"'{self.socket_dir}'",
+            "shared_preload_libraries": "'kafgres'",
+            "wal_level": "logical",
+            "kafgres.port": str(self.kafka_port),
+            "kafgres.listen_address": "'127.0.0.1'",
+            "kafgres.database": "'postgres'",
+            **settings,
+        }
+        with (self.pgdata / "postgresql.conf").open("a") as conf:
+            conf.write(f"\n# kafgres throwaway cluster: {self.tag}\n")
+            conf.writelines(f"{name} = {value}\n" for name, value in lines.items())
+
+    def start(self) -> None:
+        cmd = ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(self.pgdata), "-l", str(self.log),
+               "-w", "-t", "60", "start"]
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+        assert result.returncode == 0, (
+            f"pg_ctl start exited {result.returncode}: {result.stdout}{result.stderr}\n{self.log_tail()}"
+        )
+
+    def postmaster_pid(self) -> int | None:
+        try:
+            return int((self.pgdata / "postmaster.pid").read_text().splitlines()[0])
+        except (FileNotFoundError, IndexError, ValueError):
+            return None
+
+    def log_text(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log_text().splitlines()[-lines:]) or "(no server log)"
+
+    def stop(self, mode: str) -> None:
+        """pg_ctl stop -m `mode`, not checked (destroy's caller looks at what is left)."""
+        if self.pgdata.exists():
+            subprocess.run(
+                ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(self.pgdata),
+                 "-m", mode, "-w", "-t", "30", "stop"],
+                capture_output=True, timeout=60,
+            )
+
+    def destroy(self) -> None:
+        self.stop("fast")
+        self.stop("immediate")
+        pid = self.postmaster_pid()
+        if pid is not None:  # still up: kill what is left of it
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(self.home, ignore_errors=True)

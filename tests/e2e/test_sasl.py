@@ -27,10 +27,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
-import tempfile
 import time
 import uuid
 import warnings
@@ -42,9 +39,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import kafka_wire
-from support import wait_for_topic_metadata
+from support import ThrowawayCluster, port_is_free, wait_for_topic_metadata
 
-PG_BIN = Path(os.environ.get("KAFGRES_PG_BIN", "/usr/lib/postgresql/15/bin"))
 PG_PORT = 5498
 KAFKA_PORT = 9498
 BOOTSTRAP = f"127.0.0.1:{KAFKA_PORT}"
@@ -64,54 +60,16 @@ REFUSED = {
 }
 
 
-def port_is_free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
+class Cluster(ThrowawayCluster):
+    """The throwaway cluster of this test, with `kafgres.authentication = 'scram-sha-256'`.
+    SQL goes over TCP with trust: pg_hba.conf plays no part in Kafka logins."""
 
-
-def as_postgres(*cmd: str, timeout_s: float = 90.0) -> subprocess.CompletedProcess:
-    full = ["runuser", "-u", "postgres", "--", *cmd]
-    result = subprocess.run(full, capture_output=True, text=True, timeout=timeout_s)
-    assert result.returncode == 0, f"{' '.join(full)} exited {result.returncode}\n{result.stdout}\n{result.stderr}"
-    return result
-
-
-class Cluster:
     def __init__(self) -> None:
-        self.home = Path(tempfile.mkdtemp(prefix="kafgres-sasl-", dir="/tmp"))
-        self.pgdata = self.home / "pgdata"
-        self.log = self.home / "postgres.log"
-        self.socket_dir = self.home / "run"
-        self.socket_dir.mkdir()
-        shutil.chown(self.home, "postgres", "postgres")
-        shutil.chown(self.socket_dir, "postgres", "postgres")
-        # SQL over TCP with trust: pg_hba.conf plays no part in Kafka logins.
-        self.conninfo = f"host=127.0.0.1 port={PG_PORT} user=postgres dbname=postgres connect_timeout=3"
+        super().__init__("sasl", PG_PORT, KAFKA_PORT)
 
     def init_and_start(self) -> None:
-        as_postgres(
-            str(PG_BIN / "initdb"), "-D", str(self.pgdata), "-U", "postgres", "--auth=trust",
-            "--encoding=UTF8", "--locale=C.UTF-8",
-        )
-        with (self.pgdata / "postgresql.conf").open("a") as conf:
-            conf.write(
-                f"\n# kafgres SASL test (tests/e2e/test_sasl.py)\n"
-                f"port = {PG_PORT}\n"
-                f"listen_addresses = '127.0.0.1'\n"
-                f"unix_socket_directories = '{self.socket_dir}'\n"
-                f"shared_preload_libraries = 'kafgres'\n"
-                f"wal_level = logical\n"
-                f"kafgres.port = {KAFKA_PORT}\n"
-                f"kafgres.listen_address = '127.0.0.1'\n"
-                f"kafgres.database = 'postgres'\n"
-                f"kafgres.authentication = 'scram-sha-256'\n"
-            )
-        as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(self.pgdata), "-l", str(self.log), "-w", "-t", "60", "start")
+        self.init({"kafgres.authentication": "'scram-sha-256'"})
+        self.start()
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -130,28 +88,6 @@ class Cluster:
                 rows = cursor.fetchall() if cursor.description else []
         return rows
 
-    def log_text(self) -> str:
-        try:
-            return self.log.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
-
-    def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(self.log_text().splitlines()[-lines:]) or "(no server log)"
-
-    def destroy(self) -> None:
-        if (self.pgdata / "postmaster.pid").exists():
-            stop = ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(self.pgdata), "-w", "-t", "30"]
-            result = subprocess.run([*stop, "-m", "fast", "stop"], capture_output=True, timeout=60)
-            if result.returncode != 0:
-                subprocess.run([*stop, "-m", "immediate", "stop"], capture_output=True, timeout=60)
-            pid_file = self.pgdata / "postmaster.pid"
-            if pid_file.exists():  # still up: kill what is left of it
-                try:
-                    os.kill(int(pid_file.read_text().splitlines()[0]), signal.SIGKILL)
-                except (ValueError, IndexError, ProcessLookupError, FileNotFoundError):
-                    pass
-        shutil.rmtree(self.home, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -25,11 +25,7 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import signal
-import socket
-import subprocess
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -42,9 +38,8 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import kafka_wire
-from support import BROKER_BACKEND_TYPE, wait_for_topic_metadata
+from support import BROKER_BACKEND_TYPE, ThrowawayCluster, port_is_free, wait_for_topic_metadata
 
-PG_BIN = Path(os.environ.get("KAFGRES_PG_BIN", "/usr/lib/postgresql/15/bin"))
 PG_PORT = 5499
 KAFKA_PORT = 9499
 BOOTSTRAP = f"127.0.0.1:{KAFKA_PORT}"
@@ -56,23 +51,6 @@ KILL_LOOP_BUDGET_S = 120.0  # the kills must all happen within this
 RECOVERY_TIMEOUT_S = 60.0  # one restart, recovery included
 CATCH_UP_TIMEOUT_S = 60.0  # for the events of the last commits to appear after the loop
 SEED = int(os.environ.get("KAFGRES_CRASH_SEED", time.time_ns() % 1_000_000))
-
-
-def as_postgres(*cmd: str, timeout_s: float = 90.0) -> subprocess.CompletedProcess:
-    full = ["runuser", "-u", "postgres", "--", *cmd]
-    result = subprocess.run(full, capture_output=True, text=True, timeout=timeout_s)
-    assert result.returncode == 0, f"{' '.join(full)} exited {result.returncode}\n{result.stdout}\n{result.stderr}"
-    return result
-
-
-def port_is_free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def proc_alive(pid: int) -> bool:
@@ -103,51 +81,14 @@ def children_of(pids: set[int]) -> set[int]:
     return found
 
 
-class Cluster:
-    """The throwaway cluster: initdb, start, kill, restart, stop."""
+class Cluster(ThrowawayCluster):
+    """The throwaway cluster of this test: kill, restart, wait for the new worker."""
 
     def __init__(self) -> None:
-        self.home = Path(tempfile.mkdtemp(prefix="kafgres-crash-", dir="/tmp"))
-        self.pgdata = self.home / "pgdata"
-        self.log = self.home / "postgres.log"
-        self.socket_dir = self.home / "run"
-        self.socket_dir.mkdir()
-        shutil.chown(self.home, "postgres", "postgres")
-        shutil.chown(self.socket_dir, "postgres", "postgres")
-        self.conninfo = f"host=127.0.0.1 port={PG_PORT} user=postgres dbname=postgres connect_timeout=3"
+        super().__init__("crash", PG_PORT, KAFKA_PORT)
 
     def init(self) -> None:
-        as_postgres(
-            str(PG_BIN / "initdb"), "-D", str(self.pgdata), "-U", "postgres", "--auth=trust",
-            "--encoding=UTF8", "--locale=C.UTF-8",
-        )
-        with (self.pgdata / "postgresql.conf").open("a") as conf:
-            conf.write(
-                f"\n# kafgres crash test (tests/e2e/test_sql_crash.py)\n"
-                f"port = {PG_PORT}\n"
-                f"listen_addresses = '127.0.0.1'\n"
-                f"unix_socket_directories = '{self.socket_dir}'\n"
-                f"shared_preload_libraries = 'kafgres'\n"
-                f"wal_level = logical\n"
-                f"kafgres.port = {KAFKA_PORT}\n"
-                f"kafgres.listen_address = '127.0.0.1'\n"
-                f"kafgres.database = 'postgres'\n"
-                f"restart_after_crash = on\n"
-            )
-
-    def start(self) -> None:
-        cmd = ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(self.pgdata), "-l", str(self.log),
-               "-w", "-t", "60", "start"]
-        result = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
-        assert result.returncode == 0, (
-            f"pg_ctl start exited {result.returncode}: {result.stdout}{result.stderr}\n{self.log_tail()}"
-        )
-
-    def postmaster_pid(self) -> int | None:
-        try:
-            return int((self.pgdata / "postmaster.pid").read_text().splitlines()[0])
-        except (FileNotFoundError, IndexError, ValueError):
-            return None
+        super().init({"restart_after_crash": "on"})
 
     def kill_tree(self) -> list[int]:
         """SIGKILLs the postmaster and every process under it; waits until they are all gone."""
@@ -194,21 +135,10 @@ class Cluster:
             time.sleep(0.1)
         raise AssertionError(f"cluster not ready {RECOVERY_TIMEOUT_S:.0f}s after a kill: {state}\n{self.log_tail()}")
 
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except FileNotFoundError:
-            return "(no server log)"
-
     def destroy(self) -> None:
-        if self.pgdata.exists():
-            subprocess.run(
-                ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(self.pgdata),
-                 "-m", "immediate", "-w", "-t", "30", "stop"],
-                capture_output=True, timeout=60,
-            )
-            self.kill_tree()  # if the stop did not finish the job
-        shutil.rmtree(self.home, ignore_errors=True)
+        self.stop("immediate")
+        self.kill_tree()  # if the stop did not finish the job
+        super().destroy()
 
 
 def create_crash_topic() -> None:

@@ -137,17 +137,23 @@ impl Partition {
         self.log.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// After a failed fdatasync nothing more is written (the kernel may have
+    /// dropped dirty pages: only a reopen can say what is on disk).
+    fn refuse_if_flush_failed(&self) -> Result<(), LogError> {
+        match self.durable.borrow().failed.clone() {
+            Some(reason) => {
+                Err(LogError::Io { path: self.lock_log().dir().to_path_buf(), source: std::io::Error::other(reason) })
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Appends validated batches and schedules their flush. A batch carrying a
     /// producer id (the caller sends such a batch alone) is first checked
     /// against the log's producer state *under the same lock hold* as the
     /// append, so two racing retries of one batch cannot both be written.
     pub fn append(&self, batches: &mut [u8], headers: &[BatchHeader], now_ms: i64) -> Result<AppendOutcome, LogError> {
-        if let Some(reason) = self.durable.borrow().failed.clone() {
-            return Err(LogError::Io {
-                path: self.lock_log().dir().to_path_buf(),
-                source: std::io::Error::other(reason),
-            });
-        }
+        self.refuse_if_flush_failed()?;
         let result = {
             let mut log = self.lock_log();
             if let Some(h) = headers.iter().find(|h| h.has_producer_id()) {
@@ -193,12 +199,7 @@ impl Partition {
         coordinator_epoch: i32,
         now_ms: i64,
     ) -> Result<AppendOutcome, LogError> {
-        if let Some(reason) = self.durable.borrow().failed.clone() {
-            return Err(LogError::Io {
-                path: self.lock_log().dir().to_path_buf(),
-                source: std::io::Error::other(reason),
-            });
-        }
+        self.refuse_if_flush_failed()?;
         let result = {
             let mut log = self.lock_log();
             match log.append_marker(producer_id, producer_epoch, end, coordinator_epoch, 0, now_ms)? {
