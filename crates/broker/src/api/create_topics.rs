@@ -48,7 +48,11 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: CreateTopicsRequ
                 &name,
                 topic.num_partitions,
                 topic.replication_factor,
-                topic.assignments.iter().map(|a| (a.partition_index, a.broker_ids.iter().map(|b| b.0).collect())).collect(),
+                topic
+                    .assignments
+                    .iter()
+                    .map(|a| (a.partition_index, a.broker_ids.iter().map(|b| b.0).collect()))
+                    .collect(),
                 configs,
                 request.validate_only,
             )
