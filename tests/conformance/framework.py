@@ -45,7 +45,8 @@ CLI_TIMEOUT_S = 60.0
 ADMIN_TIMEOUT_S = 15.0
 WAIT_TIMEOUT_S = 30.0
 # The tools whose classes are in the tests/java build (kafka-tools); kafka-configs is in Kafka's core.
-JAVA_TOOLS = {"kafka-topics", "kafka-consumer-groups", "kafka-get-offsets"}
+JAVA_TOOLS = {"kafka-topics", "kafka-consumer-groups", "kafka-get-offsets", "kafka-console-producer",
+              "kafka-console-consumer"}
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"
 # slf4j-simple's log lines (tests/java) and Java stack frames: not part of a tool's answer.
 TOOL_NOISE_RE = re.compile(r"^(\d\d:\d\d:\d\d\.\d{3} |\s+at |\s+\.\.\. \d+ more|SLF4J|WARNING: )")
@@ -251,19 +252,20 @@ class Context:
         raise ValueError(f"unknown tool {tool}")
 
     def cli(self, tool: str, *args: str, show: bool = True, sort: bool = False,
-            timeout_s: float = CLI_TIMEOUT_S) -> list[str]:
+            timeout_s: float = CLI_TIMEOUT_S, stdin: str | None = None) -> list[str]:
         """Runs a Kafka tool with `--bootstrap-server` and writes its answer.
 
         Writes `$ tool args` (normalized), then stdout and stderr lines with
         runs of blanks collapsed (column widths follow the values' lengths) and
         log lines and stack frames left out, then `exit N` when not 0. Returns
-        stdout's collapsed lines (before normalization).
+        stdout's collapsed lines (before normalization). `stdin` is fed to the
+        tool (the console producer reads its records there).
         """
         cmd = self.java_command(tool, "--bootstrap-server", self.bootstrap, *args)
         env = {**os.environ, "KAFGRES_JAVA_BUILD": str(JAVA_BUILD)}
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env,
-                                  stdin=subprocess.DEVNULL)
+                                  **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}))
         except subprocess.TimeoutExpired:
             self.out(f"$ {tool} {shlex.join(args)}", f"TIMEOUT after {timeout_s:.0f}s")
             return []

@@ -487,3 +487,19 @@ def scenario_transactions(ctx: Context) -> None:
     ctx.out("transactions: committed and aborted")
     ctx.consume(topic, 0, OFFSET_BEGINNING, 1, config={"isolation.level": "read_committed"},
                 show=lambda m: f"read_committed @{m.offset()} {m.value()!r}")
+
+
+@scenario
+def scenario_console_tools(ctx: Context) -> None:
+    """kafka-console-producer (keys, acks=all, gzip) and kafka-console-consumer (from the beginning,
+    keys, partitions, offsets, headers; read_committed), as a shell user would run them."""
+    topic = ctx.create_topic(ctx.name("t"), 2)
+    ctx.cli("kafka-console-producer", "--topic", topic, "--producer-property", "acks=all",
+            "--compression-codec", "gzip", "--property", "parse.key=true", "--property", "key.separator=:",
+            stdin="k1:first\nk2:second\nk1:third\n")
+    ctx.cli("kafka-console-consumer", "--topic", topic, "--from-beginning", "--max-messages", "3",
+            "--timeout-ms", "20000", "--isolation-level", "read_committed",
+            "--property", "print.key=true", "--property", "print.partition=true",
+            "--property", "print.offset=true", "--property", "print.headers=true", sort=True)
+    ctx.cli("kafka-console-consumer", "--topic", topic, "--partition", "1", "--offset", "1",
+            "--max-messages", "1", "--timeout-ms", "20000", "--property", "print.key=true")
