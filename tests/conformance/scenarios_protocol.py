@@ -16,7 +16,7 @@ from confluent_kafka.admin import (
 )
 
 import kafka_raw
-from framework import ADMIN_TIMEOUT_S, RETAIN_FOREVER, Context, error_text, scenario
+from framework import ADMIN_TIMEOUT_S, RETAIN_FOREVER, WAIT_TIMEOUT_S, Context, error_text, scenario
 
 T = ADMIN_TIMEOUT_S
 
@@ -45,6 +45,19 @@ def _describe_topic_configs(ctx: Context, topic: str, only: set[str] | None = No
         synonyms = ",".join(f"{s.name}={s.value}/{_source(s.source)}" for s in e.synonyms.values())
         ctx.out(f"config {name}={e.value} source={_source(e.source)} read_only={e.is_read_only} "
                 f"default={e.is_default} sensitive={e.is_sensitive} synonyms=[{synonyms}]")
+
+
+def _await_topic_configs(ctx: Context, topic: str, expected: dict[str, str | None]) -> None:
+    """Waits until DescribeConfigs shows `expected` (None: back at its default). Kafka applies a config
+    change through its metadata log, so a describe right after the answer may still show the old value;
+    Kafgres applies it before answering. Writes nothing: the transcript shows the describe that follows."""
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    deadline = time.monotonic() + WAIT_TIMEOUT_S
+    while time.monotonic() < deadline:
+        entries = ctx.admin.describe_configs([resource], request_timeout=T)[resource].result(timeout=T + 5)
+        if all((entries[n].is_default if v is None else entries[n].value == v) for n, v in expected.items()):
+            return
+        time.sleep(0.1)
 
 
 def _describe_topic(ctx: Context, topic: str) -> None:
@@ -126,6 +139,7 @@ def scenario_alter_configs(ctx: Context) -> None:
     incremental("append", op("cleanup.policy", "compact", A))
     incremental("subtract", op("cleanup.policy", "delete", SUB))
     incremental("delete", op("segment.bytes", None, D))
+    _await_topic_configs(ctx, topic, {"retention.ms": "7200000", "cleanup.policy": "compact", "segment.bytes": None})
     _describe_topic_configs(ctx, topic, only=shown)
     incremental("unknown name", op("no.such.config", "1", S))
     incremental("not a number", op("retention.ms", "abc", S))
@@ -136,11 +150,14 @@ def scenario_alter_configs(ctx: Context) -> None:
     _describe_topic_configs(ctx, topic, only=shown)
     legacy = ConfigResource(ConfigResource.Type.TOPIC, topic, set_config={"max.message.bytes": "20000"})
     _results(ctx, "alter (replaces all)", {topic: ctx.admin.alter_configs([legacy], request_timeout=T)[legacy]})
+    _await_topic_configs(ctx, topic, {"max.message.bytes": "20000", "retention.ms": None, "cleanup.policy": None})
     _describe_topic_configs(ctx, topic, only=shown)
     ctx.cli("kafka-configs", "--alter", "--entity-type", "topics", "--entity-name", topic,
             "--add-config", "retention.ms=60000,cleanup.policy=[compact,delete]")
     ctx.cli("kafka-configs", "--alter", "--entity-type", "topics", "--entity-name", topic,
             "--delete-config", "max.message.bytes")
+    _await_topic_configs(ctx, topic, {"retention.ms": "60000", "cleanup.policy": "compact,delete",
+                                      "max.message.bytes": None})
     ctx.cli("kafka-configs", "--describe", "--entity-type", "topics", "--entity-name", topic)
     ctx.cli("kafka-configs", "--alter", "--entity-type", "topics", "--entity-name", topic,
             "--add-config", "retention.ms=abc")
