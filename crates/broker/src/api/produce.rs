@@ -314,8 +314,8 @@ fn stamp_log_append_time(bytes: &mut [u8], headers: &mut [BatchHeader], now_ms: 
     }
 }
 
-/// Producer-id batches this broker cannot take: transactional ones
-/// (transactions are not implemented), and several batches in one partition's
+/// Batches no client may send: control batches (transaction markers are the
+/// coordinator's), and several batches in one partition's
 /// records when any carries a producer id (Kafka refuses more than one batch
 /// per partition from Produce v3 on; Kafgres keeps accepting several plain
 /// batches, but sequence checks need one).

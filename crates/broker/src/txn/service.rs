@@ -526,27 +526,4 @@ impl TxnService {
         }
         *guard = Some(meta);
     }
-
-    /// (transactional id, state, producer id, epoch, timeout, partitions,
-    /// start) of every id, for DescribeTransactions/ListTransactions.
-    pub async fn describe_all(&self) -> Vec<(String, TxnState, i64, i16, i32, Partitions, i64)> {
-        let entries: Vec<(String, Entry)> =
-            lock(&self.entries).iter().map(|(k, v)| (k.clone(), Arc::clone(v))).collect();
-        let mut out = Vec::with_capacity(entries.len());
-        for (id, entry) in entries {
-            if let Some(m) = entry.lock().await.as_ref() {
-                out.push((
-                    id,
-                    m.state,
-                    m.producer_id,
-                    m.producer_epoch,
-                    m.timeout_ms,
-                    m.partitions.clone(),
-                    m.started_ms,
-                ));
-            }
-        }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        out
-    }
 }

@@ -74,20 +74,42 @@ pub fn assemble_batch(records: &[NewRecord], producer: ProducerStamp, codec: u8,
     assert!(!records.is_empty(), "a record batch needs at least one record");
     let base_timestamp = records[0].timestamp_ms;
     let max_timestamp = records.iter().map(|r| r.timestamp_ms).max().unwrap_or(base_timestamp);
+    let header = HeaderFields {
+        attributes: i16::from(codec),
+        records: records.len() as i32,
+        base_timestamp,
+        max_timestamp,
+        producer,
+    };
+    finish_batch(&header, body)
+}
+
+/// What a v2 batch header says besides its lengths, offsets and CRC.
+pub(super) struct HeaderFields {
+    pub attributes: i16,
+    pub records: i32,
+    pub base_timestamp: i64,
+    pub max_timestamp: i64,
+    pub producer: ProducerStamp,
+}
+
+/// A batch with base offset 0 and no leader epoch: the header, `body`, and
+/// the CRC over both.
+pub(super) fn finish_batch(h: &HeaderFields, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(BATCH_HEADER_BYTES + body.len());
     out.put_i64(0);
     out.put_i32((BATCH_HEADER_BYTES - BATCH_LOG_OVERHEAD_BYTES + body.len()) as i32);
     out.put_i32(-1);
     out.put_i8(MAGIC_V2);
     out.put_u32(0);
-    out.put_i16(i16::from(codec));
-    out.put_i32(records.len() as i32 - 1);
-    out.put_i64(base_timestamp);
-    out.put_i64(max_timestamp);
-    out.put_i64(producer.producer_id);
-    out.put_i16(producer.producer_epoch);
-    out.put_i32(producer.base_sequence);
-    out.put_i32(records.len() as i32);
+    out.put_i16(h.attributes);
+    out.put_i32(h.records - 1);
+    out.put_i64(h.base_timestamp);
+    out.put_i64(h.max_timestamp);
+    out.put_i64(h.producer.producer_id);
+    out.put_i16(h.producer.producer_epoch);
+    out.put_i32(h.producer.base_sequence);
+    out.put_i32(h.records);
     out.extend_from_slice(body);
     rewrite_crc(&mut out);
     out

@@ -9,10 +9,8 @@
 
 use bytes::BufMut;
 
-use super::build::{put_varint, put_varlong};
-use super::{
-    rewrite_crc, BatchHeader, ATTR_CONTROL, ATTR_TRANSACTIONAL, BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES, MAGIC_V2,
-};
+use super::build::{finish_batch, put_varint, put_varlong, HeaderFields, ProducerStamp};
+use super::{BatchHeader, ATTR_CONTROL, ATTR_TRANSACTIONAL};
 
 const CONTROL_TYPE_ABORT: i16 = 0;
 const CONTROL_TYPE_COMMIT: i16 = 1;
@@ -54,23 +52,14 @@ pub fn encode_marker_batch(
     put_varint(&mut body, record.len() as i32);
     body.extend_from_slice(&record);
 
-    let mut out = Vec::with_capacity(BATCH_HEADER_BYTES + body.len());
-    out.put_i64(0);
-    out.put_i32((BATCH_HEADER_BYTES - BATCH_LOG_OVERHEAD_BYTES + body.len()) as i32);
-    out.put_i32(-1);
-    out.put_i8(MAGIC_V2);
-    out.put_u32(0);
-    out.put_i16(ATTR_TRANSACTIONAL | ATTR_CONTROL);
-    out.put_i32(0); // last offset delta
-    out.put_i64(timestamp_ms);
-    out.put_i64(timestamp_ms);
-    out.put_i64(producer_id);
-    out.put_i16(producer_epoch);
-    out.put_i32(-1); // no sequence
-    out.put_i32(1);
-    out.extend_from_slice(&body);
-    rewrite_crc(&mut out);
-    out
+    let header = HeaderFields {
+        attributes: ATTR_TRANSACTIONAL | ATTR_CONTROL,
+        records: 1,
+        base_timestamp: timestamp_ms,
+        max_timestamp: timestamp_ms,
+        producer: ProducerStamp { producer_id, producer_epoch, base_sequence: -1 },
+    };
+    finish_batch(&header, &body)
 }
 
 /// The marker of a control batch, from the first bytes of its records
@@ -104,7 +93,7 @@ pub const MARKER_PEEK_BYTES: usize = 32;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::batch::validate_batches;
+    use crate::batch::{validate_batches, BATCH_HEADER_BYTES};
 
     #[test]
     fn markers_round_trip_and_validate() {

@@ -5,8 +5,6 @@ import static kafgres.probe.Probe.check;
 import static kafgres.probe.Probe.line;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -20,17 +18,14 @@ import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.CloseOptions;
-import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
- * The consumer group protocol of KIP-848 (`group.protocol=consumer`): the broker assigns. Member a
+ * The consumer group protocol of KIP-848 (`group.protocol=consumer`): the broker assigns. RebalanceMember a
  * alone owns all PARTITIONS partitions; b joins and a revokes exactly what moves to b; c joins and
  * the three own two each; b closes (leaves) and a and c split its partitions. Every record is read
  * once, with offsets committed synchronously after each poll (OffsetCommit v9 with the member
@@ -41,55 +36,11 @@ import org.apache.kafka.common.serialization.StringSerializer;
 final class ConsumerProtocolScenario {
     private static final int PARTITIONS = 6;
     private static final int RECORDS_PER_PARTITION = 5;
-    private static final Duration POLL = Duration.ofMillis(100);
     /** Members learn of a new target at their next heartbeat (every 5 s at most). */
     private static final Duration REBALANCE_TIMEOUT = Duration.ofSeconds(60);
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
 
     private ConsumerProtocolScenario() {}
-
-    private static final class Member implements ConsumerRebalanceListener {
-        final String name;
-        final KafkaConsumer<String, String> consumer;
-        final Set<Integer> owned = new TreeSet<>();
-        final Set<Integer> revoked = new TreeSet<>();
-        final Set<Integer> lost = new TreeSet<>();
-        final List<ConsumerRecord<String, String>> records = new ArrayList<>();
-
-        Member(String name, KafkaConsumer<String, String> consumer) {
-            this.name = name;
-            this.consumer = consumer;
-        }
-
-        @Override
-        public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-            partitions.forEach(tp -> owned.add(tp.partition()));
-        }
-
-        @Override
-        public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-            partitions.forEach(tp -> {
-                revoked.add(tp.partition());
-                owned.remove(tp.partition());
-            });
-        }
-
-        @Override
-        public void onPartitionsLost(Collection<TopicPartition> partitions) {
-            partitions.forEach(tp -> {
-                lost.add(tp.partition());
-                owned.remove(tp.partition());
-            });
-        }
-
-        void poll() {
-            var batch = consumer.poll(POLL);
-            batch.forEach(records::add);
-            if (!batch.isEmpty()) {
-                consumer.commitSync();
-            }
-        }
-    }
 
     static void run(String bootstrap, String topic) throws Exception {
         String group = topic + "-group";
@@ -97,9 +48,9 @@ final class ConsumerProtocolScenario {
             await(admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1))).all());
             produce(bootstrap, topic, "first");
 
-            Member a = new Member("a", consumer(bootstrap, group));
-            Member b = new Member("b", consumer(bootstrap, group));
-            Member c = new Member("c", consumer(bootstrap, group));
+            RebalanceMember a = new RebalanceMember("a", consumer(bootstrap, group), true);
+            RebalanceMember b = new RebalanceMember("b", consumer(bootstrap, group), true);
+            RebalanceMember c = new RebalanceMember("c", consumer(bootstrap, group), true);
             try {
                 a.consumer.subscribe(List.of(topic), a);
                 pollUntil(List.of(a), () -> a.owned.size() == PARTITIONS, "a owns every partition");
@@ -145,13 +96,13 @@ final class ConsumerProtocolScenario {
                         a.owned, c.owned, bHad);
                 line("b leaves: a and c own 3 each");
             } finally {
-                for (Member m : List.of(a, c)) {
+                for (RebalanceMember m : List.of(a, c)) {
                     m.consumer.close(CloseOptions.timeout(CLOSE_TIMEOUT));
                 }
             }
 
             produce(bootstrap, topic, "second");
-            Member d = new Member("d", consumer(bootstrap, group));
+            RebalanceMember d = new RebalanceMember("d", consumer(bootstrap, group), true);
             try {
                 d.consumer.subscribe(List.of(topic), d);
                 pollUntil(List.of(d), () -> d.records.size() >= PARTITIONS * RECORDS_PER_PARTITION,
@@ -171,34 +122,30 @@ final class ConsumerProtocolScenario {
         return all.get(group);
     }
 
-    private static boolean disjoint(Member x, Member y) {
+    private static boolean disjoint(RebalanceMember x, RebalanceMember y) {
         Set<Integer> both = new HashSet<>(x.owned);
         both.retainAll(y.owned);
         return both.isEmpty();
     }
 
-    private static int total(Member... members) {
+    private static int total(RebalanceMember... members) {
         int n = 0;
-        for (Member m : members) {
+        for (RebalanceMember m : members) {
             n += m.records.size();
         }
         return n;
     }
 
-    private static int distinct(Member... members) {
+    private static int distinct(RebalanceMember... members) {
         Set<String> seen = new HashSet<>();
-        for (Member m : members) {
+        for (RebalanceMember m : members) {
             m.records.forEach(r -> seen.add(r.partition() + "/" + r.offset()));
         }
         return seen.size();
     }
 
-    private static void pollUntil(List<Member> members, BooleanSupplier done, String what) {
-        long deadline = System.nanoTime() + REBALANCE_TIMEOUT.toNanos();
-        while (!done.getAsBoolean()) {
-            check(System.nanoTime() < deadline, "not within %d s: %s", REBALANCE_TIMEOUT.toSeconds(), what);
-            members.forEach(Member::poll);
-        }
+    private static void pollUntil(List<RebalanceMember> members, BooleanSupplier done, String what) {
+        RebalanceMember.pollUntil(members, done, REBALANCE_TIMEOUT, what);
     }
 
     private static void produce(String bootstrap, String topic, String prefix) throws Exception {

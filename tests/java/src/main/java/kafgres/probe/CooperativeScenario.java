@@ -5,8 +5,6 @@ import static kafgres.probe.Probe.check;
 import static kafgres.probe.Probe.line;
 
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Properties;
@@ -17,13 +15,10 @@ import java.util.function.BooleanSupplier;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.CloseOptions;
-import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -36,7 +31,6 @@ import org.apache.kafka.common.serialization.StringSerializer;
 final class CooperativeScenario {
     private static final int PARTITIONS = 6;
     private static final int RECORDS_PER_PARTITION = 5;
-    private static final Duration POLL = Duration.ofMillis(100);
     /** A new group's first rebalance waits the initial delay (3 s); two rebalances follow the join. */
     private static final Duration REBALANCE_TIMEOUT = Duration.ofSeconds(60);
     private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(10);
@@ -44,57 +38,13 @@ final class CooperativeScenario {
     private CooperativeScenario() {}
 
     /** What a member's rebalance listener saw, and what it owns now. */
-    private static final class Member implements ConsumerRebalanceListener {
-        final String name;
-        final KafkaConsumer<String, String> consumer;
-        final Set<Integer> owned = new TreeSet<>();
-        final Set<Integer> revoked = new TreeSet<>();
-        final Set<Integer> lost = new TreeSet<>();
-        final List<ConsumerRecord<String, String>> records = new ArrayList<>();
-        int reassignedOwned;
-
-        Member(String name, KafkaConsumer<String, String> consumer) {
-            this.name = name;
-            this.consumer = consumer;
-        }
-
-        @Override
-        public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
-            for (TopicPartition tp : partitions) {
-                if (!owned.add(tp.partition())) {
-                    reassignedOwned++;
-                }
-            }
-        }
-
-        @Override
-        public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-            partitions.forEach(tp -> {
-                revoked.add(tp.partition());
-                owned.remove(tp.partition());
-            });
-        }
-
-        @Override
-        public void onPartitionsLost(Collection<TopicPartition> partitions) {
-            partitions.forEach(tp -> {
-                lost.add(tp.partition());
-                owned.remove(tp.partition());
-            });
-        }
-
-        void poll() {
-            consumer.poll(POLL).forEach(records::add);
-        }
-    }
-
     static void run(String bootstrap, String topic) throws Exception {
         String group = topic + "-group";
         try (Admin admin = Admin.create(Probe.config(bootstrap))) {
             await(admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1))).all());
         }
-        Member a = new Member("a", consumer(bootstrap, group));
-        Member b = new Member("b", consumer(bootstrap, group));
+        RebalanceMember a = new RebalanceMember("a", consumer(bootstrap, group), false);
+        RebalanceMember b = new RebalanceMember("b", consumer(bootstrap, group), false);
         try {
             a.consumer.subscribe(List.of(topic), a);
             pollUntil(List.of(a), () -> a.owned.size() == PARTITIONS, "a owns every partition");
@@ -118,7 +68,7 @@ final class CooperativeScenario {
             produce(bootstrap, topic);
             pollUntil(List.of(a, b), () -> a.records.size() + b.records.size() >= PARTITIONS * RECORDS_PER_PARTITION,
                     "every record consumed");
-            for (Member m : List.of(a, b)) {
+            for (RebalanceMember m : List.of(a, b)) {
                 Set<Integer> from = new TreeSet<>();
                 m.records.forEach(r -> from.add(r.partition()));
                 check(from.equals(m.owned), "%s read partitions %s but owns %s", m.name, from, m.owned);
@@ -131,12 +81,8 @@ final class CooperativeScenario {
         }
     }
 
-    private static void pollUntil(List<Member> members, BooleanSupplier done, String what) {
-        long deadline = System.nanoTime() + REBALANCE_TIMEOUT.toNanos();
-        while (!done.getAsBoolean()) {
-            check(System.nanoTime() < deadline, "not within %d s: %s", REBALANCE_TIMEOUT.toSeconds(), what);
-            members.forEach(Member::poll);
-        }
+    private static void pollUntil(List<RebalanceMember> members, BooleanSupplier done, String what) {
+        RebalanceMember.pollUntil(members, done, REBALANCE_TIMEOUT, what);
     }
 
     private static void produce(String bootstrap, String topic) throws Exception {
