@@ -13,6 +13,7 @@
 //! - `client`   librdkafka clients with the benchmark's defaults; topic creation
 //! - `events`   waiting for delivery reports by blocking on the event queue
 //! - `payload`  record values: filler and end-to-end send-time stamps
+//! - `raw`      the per-record produce and consume calls on librdkafka's C API
 //! - `summary`  exact percentiles (nearest rank over all samples), rates
 //! - `workload` sync, produce, consume, e2e, partitions
 
@@ -22,6 +23,7 @@ mod client;
 mod error;
 mod events;
 mod payload;
+mod raw;
 mod summary;
 mod workload;
 

@@ -15,8 +15,7 @@
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use rdkafka::error::KafkaError;
-use rdkafka::producer::{BaseRecord, Producer};
+use rdkafka::producer::Producer;
 use rdkafka::types::RDKafkaErrorCode;
 
 use crate::cli::{Common, ProduceArgs};
@@ -24,6 +23,7 @@ use crate::client::{self, Deadline, REQUEST_TIMEOUT};
 use crate::error::BenchError;
 use crate::events::{DeliveryQueue, Served};
 use crate::payload;
+use crate::raw::TopicProducer;
 use crate::summary::Throughput;
 use crate::workload::Outcome;
 
@@ -31,6 +31,11 @@ const DEFAULT_SECONDS: u64 = 10;
 /// How long a producer waits on its queue when librdkafka's buffer is full;
 /// it returns as soon as a report frees room.
 const QUEUE_FULL_WAIT: Duration = Duration::from_millis(100);
+/// Unpaced, a producer enqueues this many records per librdkafka call
+/// (`rd_kafka_produce_batch`, see crate::raw), and looks at the clock and
+/// serves ready delivery reports once per call: per record, each costs a
+/// clock read or a lock, a visible share of a 100-byte record's cost.
+const RECORDS_PER_CALL: u64 = 64;
 
 /// When a producer's send phase ends.
 #[derive(Clone, Copy)]
@@ -52,9 +57,10 @@ struct ProducerStats {
 /// Where each producer sends its records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Partitioning {
-    /// No partition given: librdkafka's partitioner picks one (records have
-    /// no key, so it sticks to a random partition for a few milliseconds).
-    Client,
+    /// Sticky, as librdkafka's partitioner treats keyless records: each
+    /// group of [`RECORDS_PER_CALL`] records goes to one partition, the next
+    /// group to the next partition (producer `i` starts at partition `i`).
+    Sticky,
     /// Producer `i` of `n` sends its k-th record to partition
     /// `(i * P / n + k) mod P`: every producer cycles through all P
     /// partitions, each starting at a different one. Every producer checks
@@ -63,10 +69,11 @@ pub enum Partitioning {
 }
 
 impl Partitioning {
-    /// The partition of the `record_index`-th record of producer `index` of `producer_count`.
+    /// The partition of the `record_index`-th record of producer `index` of
+    /// `producer_count`, for round-robin (None for sticky: see [`Self::group_partition`]).
     fn partition(self, index: usize, producer_count: usize, record_index: u64) -> Option<i32> {
         match self {
-            Partitioning::Client => None,
+            Partitioning::Sticky => None,
             Partitioning::RoundRobin { partition_count } => {
                 let p = u64::try_from(partition_count).ok().filter(|&p| p > 0)?;
                 let first = index as u64 * p / producer_count.max(1) as u64;
@@ -74,6 +81,13 @@ impl Partitioning {
             }
         }
     }
+}
+
+/// The partition of a sticky producer's `call_index`-th group, given the
+/// topic's `known_partitions`.
+fn group_partition(index: usize, known_partitions: i32, call_index: u64) -> i32 {
+    let known = u64::try_from(known_partitions).unwrap_or(0).max(1);
+    ((index as u64 + call_index) % known) as i32
 }
 
 /// One produce run: everything `produce` and `partitions` decide.
@@ -117,7 +131,7 @@ pub fn run(args: &ProduceArgs) -> Result<Outcome, BenchError> {
         linger_ms: args.linger_ms,
         message_timeout: Duration::from_millis(args.message_timeout_ms.into()),
         client_settings: Vec::new(),
-        partitioning: Partitioning::Client,
+        partitioning: Partitioning::Sticky,
     };
     let totals = run_plan(&plan)?;
     let mut line = format!(
@@ -228,19 +242,26 @@ fn producer_thread(
             .client()
             .fetch_metadata(Some(plan.topic), REQUEST_TIMEOUT)
             .map_err(|source| BenchError::client(format!("Metadata for {}", plan.topic), source))?;
+        let known = metadata.topics().iter().find(|t| t.name() == plan.topic).map_or(0, |t| t.partitions().len());
+        let known = i32::try_from(known).unwrap_or(i32::MAX);
+        if known == 0 {
+            return Err(BenchError::Topic {
+                topic: plan.topic.to_string(),
+                reason: "has no partitions in the metadata (create it with --create-partitions P)".into(),
+            });
+        }
         if let Partitioning::RoundRobin { partition_count } = plan.partitioning {
-            let known = metadata.topics().iter().find(|t| t.name() == plan.topic).map_or(0, |t| t.partitions().len());
-            if i32::try_from(known).ok() != Some(partition_count) {
+            if known != partition_count {
                 return Err(BenchError::Topic {
                     topic: plan.topic.to_string(),
                     reason: format!("has {known} partitions, the run needs exactly {partition_count}"),
                 });
             }
         }
-        Ok::<_, BenchError>(producer)
+        Ok::<_, BenchError>((producer, known))
     })();
     barrier.wait();
-    let producer = setup?;
+    let (producer, known_partitions) = setup?;
     let share = match (plan.count, plan.seconds) {
         (Some(count), _) => {
             // Split as evenly as possible; the first producers take the remainder.
@@ -251,52 +272,76 @@ fn producer_thread(
         (None, None) => Share::Until(Instant::now()),
     };
     let queue = DeliveryQueue::of(&producer);
-    let value = payload::filler(plan.size, 0x5eed + index as u64);
+    let topic = TopicProducer::new(&producer, plan.topic)?;
+    // Sent without copying (see crate::raw), so it must outlive every
+    // delivery, including any the producer's drop still waits for: leaked,
+    // one value per producer thread for the life of the process.
+    let value: &'static [u8] = Box::leak(payload::filler(plan.size, 0x5eed + index as u64).into_boxed_slice());
     let mut stats = ProducerStats::default();
     // With a rate, this producer's k-th record is due at paced_from + k * interval.
     let interval = plan.rate.map(|rate| Duration::from_secs_f64(plan.producer_count as f64 / rate as f64));
     let paced_from = Instant::now();
 
+    let mut partitions = Vec::with_capacity(RECORDS_PER_CALL as usize);
+    let mut slots = Vec::with_capacity(RECORDS_PER_CALL as usize);
+    let mut calls = 0u64;
     loop {
-        let more = match share {
-            Share::Count(n) => stats.sent_count + stats.enqueue_error_count < n,
-            Share::Until(end) => Instant::now() < end,
+        let attempted = stats.sent_count + stats.enqueue_error_count;
+        let left = match share {
+            Share::Count(n) => n.saturating_sub(attempted),
+            Share::Until(end) => u64::from(Instant::now() < end) * RECORDS_PER_CALL,
         };
-        if !more || deadline.passed() || stats.reports.fatal.is_some() {
+        if left == 0 || deadline.passed() || stats.reports.fatal.is_some() {
             break;
         }
-        if let Some(interval) = interval {
-            let due = paced_from + interval.mul_f64((stats.sent_count + stats.enqueue_error_count) as f64);
-            let now = Instant::now();
-            if now < due {
-                // Not yet due: serve reports meanwhile, blocking on the queue
-                // until the due time at most (no sleep, no spin).
-                stats.reports.add(queue.serve_one((due - now).min(deadline.remaining())));
-                continue;
+        // Paced: one record when it is due. Unpaced: a group per call.
+        let group = match interval {
+            Some(interval) => {
+                let due = paced_from + interval.mul_f64(attempted as f64);
+                let now = Instant::now();
+                if now < due {
+                    // Not yet due: serve reports meanwhile, blocking on the
+                    // queue until the due time at most (no sleep, no spin).
+                    stats.reports.add(queue.serve_one((due - now).min(deadline.remaining())));
+                    continue;
+                }
+                1
             }
-        }
-        let mut record = BaseRecord::<(), [u8]>::to(plan.topic).payload(&value);
-        if let Some(partition) = plan.partitioning.partition(index, plan.producer_count, stats.sent_count) {
-            record = record.partition(partition);
-        }
-        match producer.send(record) {
-            Ok(()) => stats.sent_count += 1,
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+            None => left.min(RECORDS_PER_CALL),
+        };
+        let (enqueued, refused) = match plan.partitioning {
+            Partitioning::Sticky => {
+                calls += 1;
+                topic.send_group(group_partition(index, known_partitions, calls), group as usize, value, &mut slots)
+            }
+            Partitioning::RoundRobin { .. } => {
+                partitions.clear();
+                partitions.extend((0..group).filter_map(|k| {
+                    plan.partitioning.partition(index, plan.producer_count, stats.sent_count + k)
+                }));
+                topic.send_spread(&partitions, value, &mut slots)
+            }
+        };
+        stats.sent_count += enqueued as u64;
+        match refused {
+            None => {}
+            Some(RDKafkaErrorCode::QueueFull) => {
                 // Buffer full: block until a report frees room.
                 stats.reports.add(queue.serve_one(QUEUE_FULL_WAIT.min(deadline.remaining())));
                 continue;
             }
-            Err((err, _)) => {
+            Some(code) => {
                 // Anything else (unknown topic, record too large) would fail
-                // every record the same way: count it and stop this producer.
-                stats.enqueue_error_count += 1;
-                stats.first_enqueue_error.get_or_insert_with(|| err.to_string());
+                // every record the same way: count them and stop this producer.
+                stats.enqueue_error_count += group - enqueued as u64;
+                stats.first_enqueue_error.get_or_insert_with(|| format!("librdkafka refused the record: {code}"));
                 break;
             }
         }
         // Serve whatever reports are ready, without waiting.
         stats.reports.add(queue.serve_one(Duration::ZERO));
     }
+    drop(topic);
 
     let sent = stats.sent_count;
     let before = stats.reports.delivered_count + stats.reports.failed_count;
@@ -324,8 +369,14 @@ mod tests {
     }
 
     #[test]
-    fn client_partitioning_leaves_the_choice_to_librdkafka() {
-        assert_eq!(Partitioning::Client.partition(3, 4, 9), None);
+    fn sticky_groups_cycle_the_partitions_from_the_producers_index() {
+        assert_eq!(Partitioning::Sticky.partition(3, 4, 9), None);
         assert_eq!(Partitioning::RoundRobin { partition_count: 0 }.partition(0, 1, 0), None);
+        // Producer 2 of a 3-partition topic: groups go to 0, 1, 2, 0, ...
+        // from call 1 on (2 + 1 = 3 ≡ 0), so every partition gets groups.
+        let groups: Vec<i32> = (1..=4).map(|call| group_partition(2, 3, call)).collect();
+        assert_eq!(groups, [0, 1, 2, 0]);
+        assert_eq!(group_partition(0, 1, 17), 0);
+        assert_eq!(group_partition(5, 0, 1), 0, "no partitions known: partition 0, never a division by zero");
     }
 }
