@@ -152,7 +152,7 @@ impl Partition {
     /// producer id (the caller sends such a batch alone) is first checked
     /// against the log's producer state *under the same lock hold* as the
     /// append, so two racing retries of one batch cannot both be written.
-    pub fn append(&self, batches: &mut [u8], headers: &[BatchHeader], now_ms: i64) -> Result<AppendOutcome, LogError> {
+    pub fn append(&self, batches: &[u8], headers: &[BatchHeader], now_ms: i64) -> Result<AppendOutcome, LogError> {
         self.refuse_if_flush_failed()?;
         let result = {
             let mut log = self.lock_log();

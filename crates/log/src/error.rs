@@ -21,6 +21,10 @@ pub enum LogError {
     /// runs recovery.
     #[error("the log in {dir} refuses writes after an earlier failure: {reason}")]
     Failed { dir: PathBuf, reason: String },
+    /// An append whose parsed headers do not describe its bytes (a caller's
+    /// bug: validation returns both together); nothing was written.
+    #[error("append refused: {0}")]
+    BadAppend(String),
     /// A stored batch that does not parse where recovery kept it (found by
     /// the cleaner, which then leaves the partition as it is).
     #[error("{path}: unreadable batch at byte {position}: {reason}")]

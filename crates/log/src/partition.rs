@@ -13,6 +13,7 @@
 //! exists, then writes a producer snapshot and the recovery point, so at most
 //! the active segment needs scanning after a crash (see [`crate::recovery`]).
 
+use std::io::IoSlice;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -25,6 +26,10 @@ use crate::producer::{snapshot_file_name, AbortedTxn, ProducerStateMap, Sequence
 use crate::recovery::{write_recovery_point, ScanReport};
 use crate::segment::Segment;
 use crate::storage::{FileStorage, Storage, StorageFile};
+
+/// The head of a batch that an append stamps: base offset, batch length
+/// (kept) and partition leader epoch, all outside the CRC.
+const STAMPED_HEAD_BYTES: usize = 16;
 
 mod open;
 mod read;
@@ -277,13 +282,15 @@ impl PartitionLog {
         result
     }
 
-    /// Appends validated batches, assigning consecutive offsets by patching
-    /// each batch's base offset and stamping `leader_epoch`. `headers` are the
+    /// Appends validated batches, assigning consecutive offsets: each batch
+    /// is written with its base offset and `leader_epoch` stamped into its
+    /// first [`STAMPED_HEAD_BYTES`] and the rest taken from `batches` as they
+    /// are (one `pwritev`; the records are not copied). `headers` are the
     /// batches' parsed headers in order, as validation returned them. If a
     /// write fails, what reached the files is cut again before returning.
     pub fn append(
         &mut self,
-        batches: &mut [u8],
+        batches: &[u8],
         headers: &[BatchHeader],
         leader_epoch: i32,
         now_ms: i64,
@@ -300,11 +307,17 @@ impl PartitionLog {
         let mut offset = base_offset;
         let mut pos = 0usize;
         let mut stamped = Vec::with_capacity(headers.len());
+        let mut heads = Vec::with_capacity(headers.len());
         for h in headers {
             let size = h.total_bytes();
-            let batch = &mut batches[pos..pos + size];
-            set_base_offset(batch, offset);
-            set_partition_leader_epoch(batch, leader_epoch);
+            let batch = batches.get(pos..pos + size).filter(|b| b.len() >= STAMPED_HEAD_BYTES).ok_or_else(|| {
+                LogError::BadAppend(format!("a {size}-byte batch at byte {pos} of a {}-byte append", batches.len()))
+            })?;
+            let mut head = [0u8; STAMPED_HEAD_BYTES];
+            head.copy_from_slice(&batch[..STAMPED_HEAD_BYTES]);
+            set_base_offset(&mut head, offset);
+            set_partition_leader_epoch(&mut head, leader_epoch);
+            heads.push(head);
             let mut h = *h;
             h.base_offset = offset;
             h.partition_leader_epoch = leader_epoch;
@@ -315,12 +328,18 @@ impl PartitionLog {
             stamped.push((h, pos as u64));
             pos += size;
         }
+        let mut slices = Vec::with_capacity(2 * headers.len());
+        for (head, (h, rel)) in heads.iter().zip(&stamped) {
+            let rel = *rel as usize;
+            slices.push(IoSlice::new(head));
+            slices.push(IoSlice::new(&batches[rel + STAMPED_HEAD_BYTES..rel + h.total_bytes()]));
+        }
         let interval = self.config.index_interval_bytes;
         let active = self.active_mut();
         let mark = active.mark();
         let start = active.size_bytes;
         let written = active
-            .write_at_end(batches)
+            .write_slices_at_end(&mut slices)
             .and_then(|()| stamped.iter().try_for_each(|(h, rel)| active.note_batch(h, start + rel, interval)));
         if let Err(e) = written {
             if let Err(undo) = active.roll_back(mark) {
@@ -351,7 +370,7 @@ impl PartitionLog {
             TxnEnd::Commit => Marker::Commit,
             TxnEnd::Abort => Marker::Abort,
         };
-        let mut batch = encode_marker_batch(producer_id, producer_epoch, marker, coordinator_epoch, now_ms);
+        let batch = encode_marker_batch(producer_id, producer_epoch, marker, coordinator_epoch, now_ms);
         let header = BatchHeader::parse(&batch).map_err(|e| LogError::Failed {
             dir: self.dir.clone(),
             reason: format!("encoding a transaction marker: {e}"),
@@ -360,7 +379,7 @@ impl PartitionLog {
         if check != SequenceCheck::Ok {
             return Ok(Err(check));
         }
-        let appended = self.append(&mut batch, &[header], leader_epoch, now_ms)?;
+        let appended = self.append(&batch, &[header], leader_epoch, now_ms)?;
         let mut stamped = header;
         stamped.base_offset = appended.base_offset;
         stamped.partition_leader_epoch = leader_epoch;

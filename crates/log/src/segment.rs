@@ -276,6 +276,11 @@ impl Segment {
         self.file.write_all_at(bytes, self.size_bytes).map_err(LogError::io(&self.path))
     }
 
+    /// Writes `slices` one after the other at the end (see [`Self::write_at_end`]).
+    pub(crate) fn write_slices_at_end(&self, slices: &mut [std::io::IoSlice<'_>]) -> Result<(), LogError> {
+        self.file.write_all_vectored_at(slices, self.size_bytes).map_err(LogError::io(&self.path))
+    }
+
     /// The byte position of the batch containing `offset`, or `None` when the
     /// offset is at or past this segment's end.
     pub(crate) fn position_of(&self, offset: i64) -> Result<Option<u64>, LogError> {

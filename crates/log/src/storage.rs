@@ -27,7 +27,8 @@
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
-use std::io;
+use std::io::{self, IoSlice};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
@@ -46,6 +47,16 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
     fn set_len(&self, len: u64) -> io::Result<()>;
     /// Makes the contents durable (fdatasync).
     fn sync_data(&self) -> io::Result<()>;
+    /// Writes `bufs` one after the other at `position` (page cache only);
+    /// may write fewer bytes than given. The default writes the first
+    /// non-empty slice alone, which is correct for any file; the real file
+    /// overrides it with one `pwritev`.
+    fn write_vectored_at(&self, bufs: &[IoSlice<'_>], position: u64) -> io::Result<usize> {
+        match bufs.iter().find(|b| !b.is_empty()) {
+            Some(first) => self.write_at(first, position),
+            None => Ok(0),
+        }
+    }
     /// The OS file behind this handle, for zero-copy sends (sendfile); `None`
     /// for simulated files, whose callers fall back to copying.
     fn as_std_file(&self) -> Option<&File> {
@@ -58,6 +69,23 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
                 Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end of the file")),
                 Ok(n) => {
                     buf = &mut buf[n..];
+                    position += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Self::write_vectored_at`] until every slice is written.
+    fn write_all_vectored_at(&self, mut bufs: &mut [IoSlice<'_>], mut position: u64) -> io::Result<()> {
+        IoSlice::advance_slices(&mut bufs, 0);
+        while !bufs.is_empty() {
+            match self.write_vectored_at(bufs, position) {
+                Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "the file accepted no bytes")),
+                Ok(n) => {
+                    IoSlice::advance_slices(&mut bufs, n);
                     position += n as u64;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -108,6 +136,9 @@ impl FileStorage {
     }
 }
 
+/// Linux's limit on the slices of one `pwritev` (UIO_MAXIOV).
+const IOV_MAX: usize = 1024;
+
 #[derive(Debug)]
 struct RealFile(File);
 
@@ -126,6 +157,17 @@ impl StorageFile for RealFile {
     }
     fn sync_data(&self) -> io::Result<()> {
         self.0.sync_data()
+    }
+    fn write_vectored_at(&self, bufs: &[IoSlice<'_>], position: u64) -> io::Result<usize> {
+        // pwritev takes at most IOV_MAX slices; the rest go in the next call.
+        let count = bufs.len().min(IOV_MAX) as libc::c_int;
+        let offset = libc::off_t::try_from(position)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "write position beyond off_t"))?;
+        // SAFETY: IoSlice is ABI-compatible with struct iovec on Unix (std
+        // guarantees it), `count` slices are valid for reading for the call,
+        // and the descriptor is this file's, open for writing.
+        let written = unsafe { libc::pwritev(self.0.as_raw_fd(), bufs.as_ptr().cast::<libc::iovec>(), count, offset) };
+        usize::try_from(written).map_err(|_| io::Error::last_os_error())
     }
     fn as_std_file(&self) -> Option<&File> {
         Some(&self.0)

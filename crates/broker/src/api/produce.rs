@@ -191,12 +191,20 @@ fn append_one(
             return;
         }
     }
-    let mut bytes = records.to_vec();
     let mut headers = validated.headers;
-    if policy.log_append_time {
-        stamp_log_append_time(&mut bytes, &mut headers, now_ms);
-    }
-    match partition.append(&mut bytes, &headers, now_ms) {
+    // Written straight from the request frame (the log stamps offsets into
+    // its own copy of each batch head); only LogAppendTime, which changes
+    // bytes under the CRC, needs a copy to rewrite.
+    let rewritten: Vec<u8>;
+    let bytes: &[u8] = if policy.log_append_time {
+        let mut copy = records.to_vec();
+        stamp_log_append_time(&mut copy, &mut headers, now_ms);
+        rewritten = copy;
+        &rewritten
+    } else {
+        &records
+    };
+    match partition.append(bytes, &headers, now_ms) {
         Ok(AppendOutcome::Appended(appended)) => {
             if policy.log_append_time {
                 item.response.log_append_time_ms = now_ms;

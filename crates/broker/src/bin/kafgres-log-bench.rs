@@ -118,9 +118,9 @@ async fn run(args: &Args, dir: &std::path::Path) -> Result<(), String> {
             (Arc::clone(&partition), Arc::clone(&stop), Arc::clone(&bytes), Arc::clone(&batches));
         let (template, headers, policy, max_bytes) = (template.clone(), headers.clone(), args.policy, args.max_bytes);
         tasks.push(tokio::spawn(async move {
-            let mut batch = template;
+            let batch = template;
             while !stop.load(Ordering::Relaxed) && bytes.load(Ordering::Relaxed) < max_bytes {
-                let end = match partition.append(&mut batch, &headers, kafgres_broker::now_ms()) {
+                let end = match partition.append(&batch, &headers, kafgres_broker::now_ms()) {
                     Ok(AppendOutcome::Appended(appended)) => appended.last_offset + 1,
                     other => return Err(format!("append: {other:?}")),
                 };

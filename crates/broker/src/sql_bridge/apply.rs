@@ -198,7 +198,7 @@ impl SqlApplier {
                 set_log_append_time(&mut bytes, now_ms);
             }
             let headers = validate_batches(&bytes).map_err(|e| failed(format!("built an invalid batch: {e}")))?.headers;
-            let outcome = partition.append(&mut bytes, &headers, now_ms).map_err(|e| failed(e.to_string()))?;
+            let outcome = partition.append(&bytes, &headers, now_ms).map_err(|e| failed(e.to_string()))?;
             let end = match outcome {
                 AppendOutcome::Appended(appended) => {
                     report.records_appended += count as u64;

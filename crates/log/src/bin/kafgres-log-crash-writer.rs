@@ -45,9 +45,9 @@ fn main() {
                     NewRecord { key: None, value: Some(value), headers: vec![], timestamp_ms: n as i64 }
                 })
                 .collect();
-            let mut batch = encode_batch(&records, ProducerStamp::NONE);
+            let batch = encode_batch(&records, ProducerStamp::NONE);
             let headers = validate_batches(&batch).expect("valid batch").headers;
-            let appended = log.append(&mut batch, &headers, 0, 0).expect("append");
+            let appended = log.append(&batch, &headers, 0, 0).expect("append");
             for (i, r) in records.iter().enumerate() {
                 let value = r.value.as_deref().unwrap_or_default();
                 let id = value.split(|b| *b == b'|').next().unwrap_or_default();

@@ -45,9 +45,9 @@ fn append(log: &mut PartitionLog, records: &[Kv], codec: u8, producer: ProducerS
             timestamp_ms: 1_000 + i as i64,
         })
         .collect();
-    let mut bytes = encode_compressed_batch(&records, producer, codec);
+    let bytes = encode_compressed_batch(&records, producer, codec);
     let headers = validate_batches(&bytes).expect("valid").headers;
-    log.append(&mut bytes, &headers, 0, 0).expect("append");
+    log.append(&bytes, &headers, 0, 0).expect("append");
 }
 
 /// Every record from the log start through the read API: (offset, key, value).

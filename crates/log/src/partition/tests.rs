@@ -15,9 +15,9 @@ fn batch(n: usize, tag: u8) -> Vec<u8> {
 }
 
 fn append(log: &mut PartitionLog, n: usize, tag: u8) -> AppendResult {
-    let mut b = batch(n, tag);
+    let b = batch(n, tag);
     let headers = validate_batches(&b).unwrap().headers;
-    log.append(&mut b, &headers, 0, 0).unwrap()
+    log.append(&b, &headers, 0, 0).unwrap()
 }
 
 fn offsets_in(bytes: &[u8]) -> Vec<i64> {
@@ -158,9 +158,9 @@ fn finds_offsets_by_timestamp_and_the_max_timestamp() {
                 timestamp_ms: base + i as i64 * 10,
             })
             .collect();
-        let mut b = encode_batch(&records, ProducerStamp::NONE);
+        let b = encode_batch(&records, ProducerStamp::NONE);
         let headers = validate_batches(&b).unwrap().headers;
-        log.append(&mut b, &headers, 0, 0).unwrap();
+        log.append(&b, &headers, 0, 0).unwrap();
     };
     stamp(3, 1_000, &mut log); // offsets 0..3 at 1000, 1010, 1020
     stamp(3, 2_000, &mut log); // offsets 3..6 at 2000, 2010, 2020
@@ -202,14 +202,14 @@ fn rolls_by_age() {
     let dir = tempfile::tempdir().unwrap();
     let config = LogConfig { segment_age_ms_max: 1_000, ..LogConfig::default() };
     let (mut log, _) = PartitionLog::open(dir.path(), config, 0).unwrap();
-    let mut b = batch(1, 1);
+    let b = batch(1, 1);
     let headers = validate_batches(&b).unwrap().headers;
-    log.append(&mut b, &headers, 0, 500).unwrap();
-    let mut b = batch(1, 2);
-    log.append(&mut b, &headers, 0, 999).unwrap();
+    log.append(&b, &headers, 0, 500).unwrap();
+    let b = batch(1, 2);
+    log.append(&b, &headers, 0, 999).unwrap();
     assert_eq!(log.segments().len(), 1);
-    let mut b = batch(1, 3);
-    log.append(&mut b, &headers, 0, 1_000).unwrap();
+    let b = batch(1, 3);
+    log.append(&b, &headers, 0, 1_000).unwrap();
     assert_eq!(log.segments().len(), 2);
 }
 
@@ -219,10 +219,10 @@ fn the_log_checks_sequences_against_what_it_appended() {
     let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
     let stamp = ProducerStamp { producer_id: 9, producer_epoch: 1, base_sequence: 0 };
     let records = vec![NewRecord { key: None, value: Some(vec![1]), headers: vec![], timestamp_ms: 1 }; 3];
-    let mut b = encode_batch(&records, stamp);
+    let b = encode_batch(&records, stamp);
     let headers = validate_batches(&b).unwrap().headers;
     assert_eq!(log.check_sequence(&headers[0]), crate::SequenceCheck::Ok);
-    let r = log.append(&mut b, &headers, 0, 0).unwrap();
+    let r = log.append(&b, &headers, 0, 0).unwrap();
     assert_eq!(
         log.check_sequence(&headers[0]),
         crate::SequenceCheck::Duplicate { first_offset: r.base_offset, last_offset: r.last_offset }
@@ -239,9 +239,9 @@ fn txn_batch(pid: i64, epoch: i16, seq: i32, n: usize) -> Vec<u8> {
     b
 }
 
-fn append_bytes(log: &mut PartitionLog, mut b: Vec<u8>) -> AppendResult {
+fn append_bytes(log: &mut PartitionLog, b: Vec<u8>) -> AppendResult {
     let headers = validate_batches(&b).unwrap().headers;
-    log.append(&mut b, &headers, 0, 0).unwrap()
+    log.append(&b, &headers, 0, 0).unwrap()
 }
 
 #[test]

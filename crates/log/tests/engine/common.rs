@@ -38,9 +38,9 @@ pub fn batch_of(values: &[Vec<u8>], ts: i64, producer: ProducerStamp) -> Vec<u8>
     encode_batch(&records, producer)
 }
 
-pub fn append_batch(log: &mut PartitionLog, mut bytes: Vec<u8>) -> AppendResult {
+pub fn append_batch(log: &mut PartitionLog, bytes: Vec<u8>) -> AppendResult {
     let headers = validate_batches(&bytes).expect("valid batch").headers;
-    log.append(&mut bytes, &headers, 0, 0).expect("append")
+    log.append(&bytes, &headers, 0, 0).expect("append")
 }
 
 /// Appends one batch of `n` records of `len` bytes tagged `tag`.

@@ -56,9 +56,9 @@ fn a_failed_sync_is_an_error_and_acknowledged_data_survives_a_power_loss() {
 }
 
 fn try_append(log: &mut PartitionLog, value_len: usize) -> Result<AppendResult, LogError> {
-    let mut bytes = batch_of(&[vec![1; value_len]], 10_000, ProducerStamp::NONE);
+    let bytes = batch_of(&[vec![1; value_len]], 10_000, ProducerStamp::NONE);
     let headers = validate_batches(&bytes).unwrap().headers;
-    log.append(&mut bytes, &headers, 0, 0)
+    log.append(&bytes, &headers, 0, 0)
 }
 
 #[test]

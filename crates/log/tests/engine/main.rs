@@ -3,6 +3,7 @@
 //! (One test binary for all of them: each binary costs a link on a slow
 //! machine.) The kill -9 test against the real file system is `tests/kill9.rs`.
 
+mod appends;
 mod common;
 
 mod crash_images;
