@@ -73,6 +73,10 @@ class KafkaBroker:
         return f"127.0.0.1:{self.port}"
 
     @property
+    def data_dir(self) -> Path:
+        return self.home / "data"
+
+    @property
     def pid(self) -> int | None:
         return self.process.pid if self.process and self.process.poll() is None else None
 
@@ -124,7 +128,7 @@ class KafkaBroker:
             if port_open("127.0.0.1", port):
                 raise RuntimeError(f"127.0.0.1:{port} is already in use; is another Kafka running?")
         classpath = self.classpath()
-        data_dir = self.home / "data"
+        data_dir = self.data_dir
         shutil.rmtree(data_dir, ignore_errors=True)
         self.home.mkdir(parents=True, exist_ok=True)
         properties = self.home / "server.properties"

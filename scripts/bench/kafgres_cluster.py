@@ -80,6 +80,15 @@ class KafgresCluster:
             return None
         return int(out.splitlines()[0]) if out else None
 
+    def log_dir(self) -> Path | None:
+        """Where the broker keeps topic data: kafgres.log_dir, else $PGDATA/kafgres."""
+        try:
+            row = self.psql("SELECT current_setting('kafgres.log_dir'), current_setting('data_directory')")
+        except (RuntimeError, subprocess.TimeoutExpired):
+            return None
+        log_dir, _, data_directory = row.partition("|")
+        return Path(log_dir) if log_dir else Path(data_directory) / "kafgres"
+
     def wait_ready(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while not (port_open("127.0.0.1", self.kafka_port) and self.worker_pid()):

@@ -10,10 +10,18 @@ as Kafgres's log. The load is one kafgres-bench producer paced at
 cost is small), acks=all, started two seconds before pgbench and running two
 seconds past it. Each round measures alone and loaded, in alternating order;
 the reported loss is 1 - median(loaded) / median(alone).
+
+A third condition separates Kafgres's cost from the machine's: pgbench while
+fio alone writes the same 100 MB/s to the same device, in 64 KiB writes with
+an fdatasync every 8 of them (every 512 KiB, about what the broker's group
+commit does with this producer: librdkafka's 5 ms linger gathers ~8 records
+per request). No network, no broker: what remains is the cost of writing
+100 MB/s durably on this machine.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import time
@@ -26,6 +34,7 @@ DATABASE = "kafgres_bench_pgbench"
 INGEST_RECORD_BYTES = 65536
 INGEST_RATE = 1526  # records/s: 1526 * 65536 B = 100.0 MB/s
 LEAD_S = 2
+FIO_FSYNC_EVERY = 8  # writes of 64 KiB per fdatasync
 
 
 def prepare(cluster: KafgresCluster, quick: bool) -> list[str]:
@@ -71,3 +80,33 @@ def loaded_tps(cluster: KafgresCluster, binary: str, topic: str, seconds: int, l
                 producer.wait(timeout=10)
     lines = [row for row in stdout.splitlines() if "=" in row]
     return result, parse_line(lines[-1]) if lines else {}
+
+
+def fio_command(directory: Path, seconds: int) -> list[str]:
+    """fio writing what the ingest writes: 100 MB/s in 64 KiB writes, fdatasync every 512 KiB."""
+    return ["fio", "--name=pgbench-floor", f"--directory={directory}", "--rw=write", f"--bs={INGEST_RECORD_BYTES}",
+            "--size=4G", f"--rate={INGEST_RECORD_BYTES * INGEST_RATE}", "--ioengine=psync",
+            f"--fdatasync={FIO_FSYNC_EVERY}", f"--runtime={seconds + 2 * LEAD_S}", "--time_based",
+            "--output-format=json"]
+
+
+def fio_loaded_tps(cluster: KafgresCluster, directory: Path, seconds: int) -> tuple[float, float | None]:
+    """pgbench TPS while fio writes 100 MB/s to `directory`; also fio's achieved MB/s."""
+    directory.mkdir(parents=True, exist_ok=True)
+    writer = subprocess.Popen(fio_command(directory, seconds), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              text=True)
+    try:
+        time.sleep(LEAD_S)
+        result = tps(cluster, seconds)
+        stdout, _ = writer.communicate(timeout=seconds + 120)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait(timeout=10)
+        for leftover in directory.glob("pgbench-floor*"):
+            leftover.unlink(missing_ok=True)
+    try:
+        written = json.loads(stdout)["jobs"][0]["write"]["bw_bytes"] / 1e6
+    except (ValueError, KeyError, IndexError):
+        written = None
+    return result, written

@@ -252,15 +252,32 @@ def pgbench_markdown(pg: dict) -> list[str]:
         return ["Not measured (--skip-pgbench, or it failed: see the run's log)."]
     alone, loaded = statistics.median(pg["alone"]), statistics.median(pg["loaded"])
     ingest = [f.get("mb_per_s") for f in pg.get("ingest", []) if isinstance(f.get("mb_per_s"), float)]
-    return [
+    out = [
         "| | TPS (median) | rounds |",
         "|---|---:|---|",
         f"| pgbench alone | {fmt(alone)} | {', '.join(fmt(v) for v in pg['alone'])} |",
         f"| pgbench while Kafgres ingests | {fmt(loaded)} | {', '.join(fmt(v) for v in pg['loaded'])} |",
+    ]
+    floor = pg.get("fio_loaded") or []
+    if floor:
+        out.append(f"| pgbench while fio writes the same 100 MB/s | {fmt(statistics.median(floor))} | "
+                   f"{', '.join(fmt(v) for v in floor)} |")
+    out += [
         "",
         f"Loaded / alone: **{loaded / alone:.3f}** (loss {1 - loaded / alone:.1%}); the producer achieved "
         f"{', '.join(fmt(v) for v in ingest) or '–'} MB/s (acks=all, `kafgres.flush_policy = fsync`).",
     ]
+    if floor:
+        fio_tps = statistics.median(floor)
+        written = [v for v in pg.get("fio_mb_per_s", []) if isinstance(v, float)]
+        out += [
+            "",
+            f"The machine's own cost of those writes, fio alone writing 100 MB/s to the same device in 64 KiB "
+            f"writes with an fdatasync every 512 KiB (fio achieved {', '.join(fmt(v) for v in written) or '–'} "
+            f"MB/s): loss **{1 - fio_tps / alone:.1%}**. Kafgres's ingest beyond that: "
+            f"{1 - loaded / fio_tps:.1%} of the TPS pgbench keeps next to fio.",
+        ]
+    return out
 
 
 def commands_markdown(results: dict) -> list[str]:

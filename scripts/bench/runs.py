@@ -103,6 +103,8 @@ class Broker:
     name: str
     bootstrap: str
     find_pid: Callable[[], int | None]
+    # The directory holding the broker's partition directories, if known.
+    find_data_dir: Callable[[], Path | None] = lambda: None
 
 
 @dataclass
