@@ -87,7 +87,12 @@ pub async fn serve_connection(
                 return;
             }
         }
-        count_request(metrics, &entry, &frame);
+        let api_key = count_request(metrics, &entry, &frame);
+        // Produce's time in the broker, from its last byte read to its
+        // answer written (durability wait included): what a client's send
+        // latency owes the broker, the rest being the client's and the
+        // network's (`kafgres.broker_metrics`).
+        let produce_started = (api_key == Some(PRODUCE_KEY)).then(std::time::Instant::now);
         // Authentication first: SASL requests are answered here, and nothing
         // else reaches dispatch before the client has authenticated.
         let frame = match sasl.gate(&ctx, peer, frame.freeze()).await {
@@ -120,6 +125,9 @@ pub async fn serve_connection(
                 if writer.write_all(&bytes).await.is_err() {
                     return;
                 }
+                if let Some(started) = produce_started {
+                    metrics.record_produce_time(started.elapsed());
+                }
             }
             Outcome::RespondParts(parts) => {
                 let bytes_out: usize = parts.iter().map(ResponsePart::len).sum();
@@ -129,7 +137,12 @@ pub async fn serve_connection(
                     return;
                 }
             }
-            Outcome::NoResponse => entry.record_request((FRAME_LEN_BYTES + len) as u64, 0),
+            Outcome::NoResponse => {
+                entry.record_request((FRAME_LEN_BYTES + len) as u64, 0);
+                if let Some(started) = produce_started {
+                    metrics.record_produce_time(started.elapsed());
+                }
+            }
             Outcome::Close(reason) => {
                 log::warn!("closing connection from {peer}: {reason}");
                 return;
@@ -208,9 +221,10 @@ async fn write_parts_corked(writer: &mut OwnedWriteHalf, parts: Vec<ResponsePart
 /// Counts a request by API and, on a connection's first request, records the
 /// client id from its header (api key, version, correlation id, then the
 /// client id as a nullable int16-length string in every header version).
-fn count_request(metrics: &BrokerMetrics, entry: &ConnectionEntry<'_>, frame: &[u8]) {
+/// Returns the API key, if the frame has one.
+fn count_request(metrics: &BrokerMetrics, entry: &ConnectionEntry<'_>, frame: &[u8]) -> Option<i16> {
     metrics.requests.fetch_add(1, Ordering::Relaxed);
-    let Some(key) = frame.get(0..2).map(|k| i16::from_be_bytes([k[0], k[1]])) else { return };
+    let key = frame.get(0..2).map(|k| i16::from_be_bytes([k[0], k[1]]))?;
     match key {
         PRODUCE_KEY => metrics.produce_requests.fetch_add(1, Ordering::Relaxed),
         FETCH_KEY => metrics.fetch_requests.fetch_add(1, Ordering::Relaxed),
@@ -223,4 +237,5 @@ fn count_request(metrics: &BrokerMetrics, entry: &ConnectionEntry<'_>, frame: &[
             }
         }
     }
+    Some(key)
 }

@@ -25,6 +25,16 @@ async fn requests_appends_flushes_and_connections_are_counted() {
     let counters: std::collections::HashMap<_, _> = metrics.counters().into_iter().collect();
     assert_eq!(counters["produce_requests"], 3);
     assert_eq!(counters["fetch_requests"], 1);
+    // Each produce was timed up to its answer, which under fsync waited for
+    // an fdatasync: at least the shortest flush per produce.
+    assert_eq!(counters["produce_answered"], 3);
+    let shortest_flush_micros = metrics
+        .flush_histogram()
+        .iter()
+        .position(|&(_, n)| n > 0)
+        .map_or(0, |bucket| if bucket == 0 { 0 } else { 1u64 << (bucket - 1) });
+    assert!(counters["produce_micros_total"] >= 3 * shortest_flush_micros, "{counters:?}");
+    assert!(counters["produce_micros_total"] > 0, "{counters:?}");
     assert!(counters["requests"] >= 5, "{counters:?}");
     assert_eq!(counters["appended_batches"], 3);
     assert!(counters["appended_bytes"] > 0);
