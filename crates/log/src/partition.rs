@@ -347,6 +347,7 @@ impl PartitionLog {
             }
             return Err(e);
         }
+        active.start_writeback_if_due();
         for (h, _) in &stamped {
             self.producers.record_at(h, now_ms);
         }

@@ -47,6 +47,13 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
     fn set_len(&self, len: u64) -> io::Result<()>;
     /// Makes the contents durable (fdatasync).
     fn sync_data(&self) -> io::Result<()>;
+    /// Starts writing the dirty pages of `[position, position + len)` to
+    /// disk without waiting for them (Linux `sync_file_range` with
+    /// `SYNC_FILE_RANGE_WRITE`). Makes nothing durable: that is `sync_data`'s
+    /// job. The default (simulated files) does nothing.
+    fn start_writeback(&self, _position: u64, _len: u64) -> io::Result<()> {
+        Ok(())
+    }
     /// Writes `bufs` one after the other at `position` (page cache only);
     /// may write fewer bytes than given. The default writes the first
     /// non-empty slice alone, which is correct for any file; the real file
@@ -157,6 +164,18 @@ impl StorageFile for RealFile {
     }
     fn sync_data(&self) -> io::Result<()> {
         self.0.sync_data()
+    }
+    fn start_writeback(&self, position: u64, len: u64) -> io::Result<()> {
+        let (Ok(offset), Ok(nbytes)) = (libc::off64_t::try_from(position), libc::off64_t::try_from(len)) else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "writeback range beyond off64_t"));
+        };
+        // SAFETY: a plain syscall on this file's open descriptor.
+        let rc = unsafe { libc::sync_file_range(self.0.as_raw_fd(), offset, nbytes, libc::SYNC_FILE_RANGE_WRITE) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
     }
     fn write_vectored_at(&self, bufs: &[IoSlice<'_>], position: u64) -> io::Result<usize> {
         // pwritev takes at most IOV_MAX slices; the rest go in the next call.

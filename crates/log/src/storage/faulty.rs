@@ -28,6 +28,8 @@ struct Plan {
     sticky_sync_failure: bool,
     sync_failed: bool,
     write_bytes_max: Option<usize>,
+    /// Every `start_writeback` asked for: (position, length).
+    writebacks: Vec<(u64, u64)>,
 }
 
 /// The fault plan shared by a [`FaultyStorage`] and its files.
@@ -81,6 +83,11 @@ impl Faults {
     /// Every write accepts at most `bytes_max` bytes (callers must loop).
     pub fn short_writes(&self, bytes_max: Option<usize>) {
         self.lock().write_bytes_max = bytes_max;
+    }
+
+    /// The writeback ranges asked for so far, in order.
+    pub fn writebacks(&self) -> Vec<(u64, u64)> {
+        self.lock().writebacks.clone()
     }
 
     /// Disarms every fault.
@@ -150,6 +157,11 @@ impl StorageFile for FaultyFile {
         }
         let len = limit.map_or(buf.len(), |l| l.max(1).min(buf.len()));
         self.inner.write_at(&buf[..len], position)
+    }
+
+    fn start_writeback(&self, position: u64, len: u64) -> io::Result<()> {
+        self.faults.lock().writebacks.push((position, len));
+        self.inner.start_writeback(position, len)
     }
 
     fn len(&self) -> io::Result<u64> {

@@ -1,12 +1,14 @@
 //! An append writes each batch's stamped head and the caller's bytes in one
 //! vectored write, leaving the caller's buffer as it was: the stored batches
 //! must be exactly the given ones with offsets and leader epoch stamped, on
-//! the real file system (one `pwritev`) and when every write is short.
+//! the real file system (one `pwritev`) and when every write is short. And
+//! every few megabytes an append starts the writeback of what came before.
 
 use std::sync::Arc;
 
 use kafgres_log::storage::faulty::FaultyStorage;
 use kafgres_log::storage::memory::MemStorage;
+use kafgres_log::segment::WRITEBACK_CHUNK_BYTES;
 use kafgres_log::{LogConfig, PartitionLog};
 use kafgres_wire::batch::build::ProducerStamp;
 use kafgres_wire::batch::{validate_batches, BatchHeader};
@@ -66,4 +68,29 @@ fn several_batches_in_one_append_with_short_writes() {
     let (mut log, _) = open_on(Arc::new(faulty.clone()), small_config());
     append_and_check(&mut log, 3);
     append_and_check(&mut log, 3);
+}
+
+#[test]
+fn appends_start_the_writeback_of_each_chunk_once_and_in_order() {
+    let mem = MemStorage::new();
+    let faulty = FaultyStorage::new(Arc::new(mem.clone()));
+    let (mut log, _) = open_on(Arc::new(faulty.clone()), LogConfig::default());
+    let value = vec![9u8; 512 << 10];
+    while log.end_position().byte_pos < 3 * WRITEBACK_CHUNK_BYTES + (1 << 20) {
+        append_batch(&mut log, batch_of(std::slice::from_ref(&value), 0, ProducerStamp::NONE));
+    }
+    let appended = log.end_position().byte_pos;
+    let calls = faulty.faults().writebacks();
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    // Contiguous from the start of the segment, each at least a chunk long.
+    let mut next = 0;
+    for (position, len) in calls {
+        assert_eq!(position, next);
+        assert!(len >= WRITEBACK_CHUNK_BYTES);
+        next = position + len;
+    }
+    assert!(next <= appended);
+    // Writeback makes nothing durable: without a sync, a power loss keeps nothing.
+    let (recovered, _) = open(&mem.crash(kafgres_log::storage::memory::CrashMode::DropUnsynced), LogConfig::default());
+    assert_eq!(recovered.end_position().offset, 0);
 }
