@@ -65,19 +65,25 @@ def ingest_command(binary: str, bootstrap: str, topic: str, seconds: int) -> lis
             "--seconds", str(seconds + 2 * LEAD_S)]
 
 
+def tps_beside(cluster: KafgresCluster, writer_command: list[str], seconds: int, stderr) -> tuple[float, str]:
+    """pgbench TPS while `writer_command` runs (started LEAD_S before pgbench,
+    asked to run LEAD_S past it); also the writer's stdout."""
+    writer = subprocess.Popen(writer_command, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    try:
+        time.sleep(LEAD_S)
+        result = tps(cluster, seconds)
+        stdout, _ = writer.communicate(timeout=seconds + 120)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait(timeout=10)
+    return result, stdout
+
+
 def loaded_tps(cluster: KafgresCluster, binary: str, topic: str, seconds: int, log: Path) -> tuple[float, dict]:
     """pgbench TPS while a paced producer writes to Kafgres; also the producer's result line."""
     with open(log, "w") as err:
-        producer = subprocess.Popen(ingest_command(binary, cluster.bootstrap, topic, seconds),
-                                    stdout=subprocess.PIPE, stderr=err, text=True)
-        try:
-            time.sleep(LEAD_S)
-            result = tps(cluster, seconds)
-            stdout, _ = producer.communicate(timeout=seconds + 120)
-        finally:
-            if producer.poll() is None:
-                producer.kill()
-                producer.wait(timeout=10)
+        result, stdout = tps_beside(cluster, ingest_command(binary, cluster.bootstrap, topic, seconds), seconds, err)
     lines = [row for row in stdout.splitlines() if "=" in row]
     return result, parse_line(lines[-1]) if lines else {}
 
@@ -93,16 +99,9 @@ def fio_command(directory: Path, seconds: int) -> list[str]:
 def fio_loaded_tps(cluster: KafgresCluster, directory: Path, seconds: int) -> tuple[float, float | None]:
     """pgbench TPS while fio writes 100 MB/s to `directory`; also fio's achieved MB/s."""
     directory.mkdir(parents=True, exist_ok=True)
-    writer = subprocess.Popen(fio_command(directory, seconds), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              text=True)
     try:
-        time.sleep(LEAD_S)
-        result = tps(cluster, seconds)
-        stdout, _ = writer.communicate(timeout=seconds + 120)
+        result, stdout = tps_beside(cluster, fio_command(directory, seconds), seconds, subprocess.DEVNULL)
     finally:
-        if writer.poll() is None:
-            writer.kill()
-            writer.wait(timeout=10)
         for leftover in directory.glob("pgbench-floor*"):
             leftover.unlink(missing_ok=True)
     try:
