@@ -94,3 +94,18 @@ fn appends_start_the_writeback_of_each_chunk_once_and_in_order() {
     let (recovered, _) = open(&mem.crash(kafgres_log::storage::memory::CrashMode::DropUnsynced), LogConfig::default());
     assert_eq!(recovered.end_position().offset, 0);
 }
+
+#[test]
+fn writeback_of_a_real_file_is_accepted_and_changes_nothing_read() {
+    use kafgres_log::{FileStorage, Storage};
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("writeback.bin");
+    let file = FileStorage::shared().open(&path, true).unwrap();
+    let data = vec![5u8; 3 << 20];
+    file.write_all_at(&data, 0).unwrap();
+    file.start_writeback(0, data.len() as u64).expect("sync_file_range on a regular file");
+    file.start_writeback(1 << 20, 1 << 20).expect("a range inside the file");
+    let mut back = vec![0u8; data.len()];
+    file.read_exact_at(&mut back, 0).unwrap();
+    assert_eq!(back, data);
+}
