@@ -97,7 +97,7 @@ fn appends_start_the_writeback_of_each_chunk_once_and_in_order() {
 
 #[test]
 fn writeback_of_a_real_file_is_accepted_and_changes_nothing_read() {
-    use kafgres_log::{FileStorage, Storage};
+    use kafgres_log::FileStorage;
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("writeback.bin");
     let file = FileStorage::shared().open(&path, true).unwrap();
