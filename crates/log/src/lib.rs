@@ -7,7 +7,8 @@
 //! crate owns:
 //! - [`storage`]: the file-system port, with the real, in-memory (crash
 //!   simulating) and fault-injecting implementations;
-//! - [`segment`] and [`index`]: one segment's files and its indexes;
+//! - [`segment`] and [`index`]: one segment's files and its indexes, and
+//!   `recent_batches`, the positions of the newest batches kept in memory;
 //! - [`recovery`]: the decision table that opens segments after a clean stop
 //!   or a crash, trusting what the recovery point covers and scanning the rest;
 //! - [`partition`]: the ordered segments, appends with offset assignment, rolls,
@@ -31,6 +32,7 @@ pub mod error;
 pub mod index;
 pub mod partition;
 pub mod producer;
+mod recent_batches;
 pub mod recovery;
 pub mod retention;
 pub mod segment;

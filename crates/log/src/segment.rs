@@ -7,7 +7,9 @@
 //! the entry it found. The index is only a hint: the header at an entry's
 //! position must carry the entry's offset, or the lookup starts over from
 //! the beginning of the segment (a damaged index costs time, never wrong
-//! data).
+//! data). Offsets among the batches appended since the last index entry —
+//! where a consumer that keeps up fetches — are found in memory instead
+//! ([`crate::recent_batches`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,6 +18,7 @@ use kafgres_wire::batch::{BatchHeader, BATCH_HEADER_BYTES};
 
 use crate::error::LogError;
 use crate::index::{IndexFile, OffsetEntry, TimeEntry};
+use crate::recent_batches::RecentBatches;
 use crate::storage::{Storage, StorageFile};
 
 pub const LOG_SUFFIX: &str = ".log";
@@ -57,6 +60,8 @@ pub struct Segment {
     pub(crate) created_ms: i64,
     /// Writeback of the file was started up to here (see [`Self::start_writeback_if_due`]).
     pub(crate) writeback_started_to: u64,
+    /// The batches appended since the last offset-index entry (tail lookups).
+    recent: RecentBatches,
 }
 
 /// Where a walk through a segment's batch headers ended.
@@ -102,6 +107,7 @@ impl Segment {
             offset_of_max_timestamp: base_offset,
             created_ms: now_ms,
             writeback_started_to: 0,
+            recent: RecentBatches::default(),
         })
     }
 
@@ -136,6 +142,7 @@ impl Segment {
             offset_of_max_timestamp: base_offset,
             created_ms: now_ms,
             writeback_started_to: 0,
+            recent: RecentBatches::default(),
         })
     }
 
@@ -200,6 +207,7 @@ impl Segment {
         self.bytes_since_index_entry = 0;
         self.max_timestamp_ms = -1;
         self.offset_of_max_timestamp = self.base_offset;
+        self.recent.clear();
         self.offset_index.truncate(0)?;
         self.time_index.truncate(0)
     }
@@ -223,7 +231,9 @@ impl Segment {
             self.offset_index.append(OffsetEntry { relative_offset, position: position as u32 })?;
             self.append_time_entry()?;
             self.bytes_since_index_entry = 0;
+            self.recent.clear();
         }
+        self.recent.push(header.base_offset, header.last_offset(), position);
         self.bytes_since_index_entry += size;
         self.size_bytes = position + size;
         self.next_offset = header.next_offset();
@@ -274,6 +284,7 @@ impl Segment {
         self.bytes_since_index_entry = mark.bytes_since_index_entry;
         self.max_timestamp_ms = mark.max_timestamp_ms;
         self.offset_of_max_timestamp = mark.offset_of_max_timestamp;
+        self.recent.truncate_to(mark.size_bytes);
         self.file.set_len(mark.size_bytes).map_err(LogError::io(&self.path))?;
         self.offset_index.truncate(mark.offset_entries)?;
         self.time_index.truncate(mark.time_entries)
@@ -314,6 +325,9 @@ impl Segment {
     pub(crate) fn position_of(&self, offset: i64) -> Result<Option<u64>, LogError> {
         if offset >= self.next_offset {
             return Ok(None);
+        }
+        if let Some(position) = self.recent.position_of(offset) {
+            return Ok(Some(position));
         }
         let entries = self.offset_index.entries();
         let relative = offset.saturating_sub(self.base_offset).clamp(0, i64::from(u32::MAX)) as u32;

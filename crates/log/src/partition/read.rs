@@ -43,15 +43,23 @@ impl PartitionLog {
             if position >= limit {
                 return Ok(ReadSlice::empty());
             }
-            let mut prefix = [0u8; BATCH_LOG_OVERHEAD_BYTES];
-            segment.file().read_exact_at(&mut prefix, position).map_err(LogError::io(&segment.path))?;
-            let first_batch = BATCH_LOG_OVERHEAD_BYTES as u64
-                + u64::from(u32::from_be_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]));
-            let wanted = if whole_first_batch { max_bytes.max(first_batch) } else { max_bytes };
+            let available = limit - position;
+            // The first batch's size matters only when the budget would cut
+            // it; a consumer that keeps up reads everything there is, and
+            // skips this read.
+            let wanted = if whole_first_batch && max_bytes < available {
+                let mut prefix = [0u8; BATCH_LOG_OVERHEAD_BYTES];
+                segment.file().read_exact_at(&mut prefix, position).map_err(LogError::io(&segment.path))?;
+                let first_batch = BATCH_LOG_OVERHEAD_BYTES as u64
+                    + u64::from(u32::from_be_bytes([prefix[8], prefix[9], prefix[10], prefix[11]]));
+                max_bytes.max(first_batch)
+            } else {
+                max_bytes
+            };
             if wanted == 0 {
                 return Ok(ReadSlice::empty());
             }
-            let len = wanted.min(limit - position);
+            let len = wanted.min(available);
             return Ok(ReadSlice { file: Some(Arc::clone(segment.file())), path: segment.path.clone(), position, len });
         }
         Ok(ReadSlice::empty())

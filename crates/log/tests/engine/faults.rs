@@ -94,6 +94,53 @@ fn a_failed_or_torn_write_is_cut_and_the_next_append_takes_its_place() {
     }
 }
 
+/// Lookups of the newest batches come from a list kept in memory; a failed
+/// append must leave it naming only the batches the file really holds, as
+/// the index walk of a reopened log finds them.
+#[test]
+fn lookups_after_a_failed_append_find_the_batches_a_reopen_finds() {
+    let values = |n: usize, len: usize| vec![vec![7u8; len]; n];
+    let first = batch_of(&values(2, 50), 1_000, ProducerStamp::NONE);
+    let big = batch_of(&values(5, 200), 1_001, ProducerStamp::NONE);
+    let small = batch_of(&values(1, 20), 1_002, ProducerStamp::NONE);
+    for smalls_after in [2, 4, 6, 8] {
+        // The failed append is two batches, `big` then `small`: the interval
+        // puts no index entry on `big` but one on the `small` after it,
+        // whose index write fails once `big` has been noted. The one-record
+        // batches appended after it get no index entry, so nothing would
+        // clear a stale memory of the failed five-record `big`.
+        let interval = (first.len() + smalls_after * small.len() + 1) as u64;
+        assert!(interval <= (first.len() + big.len()) as u64);
+        let config = LogConfig { index_interval_bytes: interval, ..LogConfig::default() };
+        let mem = MemStorage::new();
+        let faulty = FaultyStorage::new(Arc::new(mem.clone()));
+        let (mut log, _) = open_on(Arc::new(faulty.clone()), config);
+        append_batch(&mut log, first.clone());
+        let two = [big.clone(), small.clone()].concat();
+        let headers = validate_batches(&two).unwrap().headers;
+        // Writes 1-4: each batch's stamped head and rest; 5: the index entry.
+        faulty.faults().fail_write(5);
+        let failed = log.append(&two, &headers, 0, 0).expect_err("the index write fails");
+        let failed_path = match &failed {
+            LogError::Io { path, .. } => path.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(failed_path.extension().and_then(|e| e.to_str()), Some("index"), "{failed:?}");
+        assert!(log.failure().is_none());
+        for _ in 0..smalls_after {
+            append_batch(&mut log, small.clone());
+        }
+        log.flush().unwrap();
+        let (reopened, _) = open(&mem.crash(CrashMode::KeepUnsynced), config);
+        for offset in 0..log.next_offset() {
+            let found = log.position_at(offset).unwrap().map(|p| p.byte_pos);
+            let walked = reopened.position_at(offset).unwrap().map(|p| p.byte_pos);
+            assert_eq!(found, walked, "{smalls_after} batches after, offset {offset}");
+        }
+        assert_eq!(read_all(&reopened), read_all(&log));
+    }
+}
+
 #[test]
 fn short_writes_are_completed() {
     let mem = MemStorage::new();
