@@ -129,12 +129,15 @@ pub async fn serve_connection(
                     metrics.record_produce_time(started.elapsed());
                 }
             }
-            Outcome::RespondParts(parts) => {
+            Outcome::RespondParts { parts, woken_at } => {
                 let bytes_out: usize = parts.iter().map(ResponsePart::len).sum();
                 entry.record_request((FRAME_LEN_BYTES + len) as u64, bytes_out as u64);
                 if let Err(e) = write_parts(&mut writer, parts).await {
                     log::info!("closing connection from {peer}: sending a response failed: {e}");
                     return;
+                }
+                if let Some(woken_at) = woken_at {
+                    metrics.record_fetch_wake_time(woken_at.elapsed());
                 }
             }
             Outcome::NoResponse => {
@@ -155,7 +158,10 @@ pub async fn serve_connection(
 /// sendfile (the kernel copies page cache to socket; nothing passes through
 /// user space). A range that ends early (the file shrank) fails the response:
 /// its length prefix is already sent, so the connection must close.
-async fn write_parts(writer: &mut OwnedWriteHalf, parts: Vec<ResponsePart>) -> std::io::Result<()> {
+async fn write_parts(writer: &mut OwnedWriteHalf, mut parts: Vec<ResponsePart>) -> std::io::Result<()> {
+    if let [ResponsePart::Bytes(bytes)] = parts.as_mut_slice() {
+        return writer.write_all(bytes).await;
+    }
     // Corked while the parts go out, so the small header and the file data
     // leave in full segments instead of a tiny packet first (the socket is
     // TCP_NODELAY); uncorking sends the rest at once.

@@ -24,8 +24,10 @@ pub enum Outcome {
     /// Send these bytes (length prefix included).
     Respond(Bytes),
     /// Send these parts in order (length prefix in the first): bytes, and
-    /// file ranges sent with sendfile.
-    RespondParts(Vec<crate::splice::ResponsePart>),
+    /// file ranges sent with sendfile. A fetch answered because an append
+    /// woke it carries that append's publish instant, so the connection can
+    /// time the broker's share of end-to-end latency up to the last byte sent.
+    RespondParts { parts: Vec<crate::splice::ResponsePart>, woken_at: Option<std::time::Instant> },
     /// Send nothing (Produce with acks=0).
     NoResponse,
     /// Close the connection, logging the reason.
@@ -97,8 +99,8 @@ async fn route(
         }
         ApiKey::Fetch => {
             let req = decode!(FetchRequest);
-            let (response, ranges) = api::fetch::handle(ctx, v, req).await;
-            respond_spliced(key, v, c, &response, ranges)
+            let answer = api::fetch::handle(ctx, v, req).await;
+            respond_spliced(key, v, c, &answer.response, answer.ranges, answer.woken_at)
         }
         ApiKey::ListOffsets => {
             let req = decode!(ListOffsetsRequest);
@@ -236,9 +238,15 @@ fn respond_spliced<R: Encodable>(
     correlation_id: i32,
     body: &R,
     ranges: crate::splice::FileRanges,
+    woken_at: Option<std::time::Instant>,
 ) -> Outcome {
     if ranges.is_empty() {
-        return respond(key, version, correlation_id, body);
+        return match respond(key, version, correlation_id, body) {
+            Outcome::Respond(bytes) => {
+                Outcome::RespondParts { parts: vec![crate::splice::ResponsePart::Bytes(bytes)], woken_at }
+            }
+            other => other,
+        };
     }
     let mut out = crate::splice::SpliceBuf::new(RESPONSE_HEADER_BYTES_MAX + 4096, ranges);
     out.put_i32(0);
@@ -253,7 +261,7 @@ fn respond_spliced<R: Encodable>(
         return Outcome::Close(format!("cannot frame {key:?} v{version} response: {e}"));
     }
     match out.finish() {
-        Ok(parts) => Outcome::RespondParts(parts),
+        Ok(parts) => Outcome::RespondParts { parts, woken_at },
         Err(e) => Outcome::Close(format!("cannot encode {key:?} v{version} response: {e}")),
     }
 }

@@ -43,6 +43,11 @@ pub struct BrokerMetrics {
     /// share of a client's send latency.
     pub produce_answered: AtomicU64,
     pub produce_micros_total: AtomicU64,
+    /// Fetches answered because an append woke their long poll, and their
+    /// total time in the broker from that append's publish to the answer's
+    /// last byte sent: the broker's share of a consumer's end-to-end latency.
+    pub fetch_woken: AtomicU64,
+    pub fetch_woken_micros_total: AtomicU64,
     pub connections_accepted: AtomicU64,
     pub connections_open: AtomicU64,
     pub connections_refused: AtomicU64,
@@ -73,6 +78,12 @@ impl BrokerMetrics {
         self.produce_micros_total.fetch_add(u64::try_from(spent.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
+    pub fn record_fetch_wake_time(&self, spent: std::time::Duration) {
+        self.fetch_woken.fetch_add(1, Ordering::Relaxed);
+        self.fetch_woken_micros_total
+            .fetch_add(u64::try_from(spent.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
     pub fn record_append(&self, batches: u64, bytes: u64) {
         self.appended_batches.fetch_add(batches, Ordering::Relaxed);
         self.appended_bytes.fetch_add(bytes, Ordering::Relaxed);
@@ -93,6 +104,8 @@ impl BrokerMetrics {
             ("fetch_requests", get(&self.fetch_requests)),
             ("produce_answered", get(&self.produce_answered)),
             ("produce_micros_total", get(&self.produce_micros_total)),
+            ("fetch_woken", get(&self.fetch_woken)),
+            ("fetch_woken_micros_total", get(&self.fetch_woken_micros_total)),
             ("connections_accepted", get(&self.connections_accepted)),
             ("connections_open", get(&self.connections_open)),
             ("connections_refused", get(&self.connections_refused)),

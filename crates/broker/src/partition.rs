@@ -12,6 +12,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use kafgres_log::{AppendResult, LogError, LogPosition, PartitionLog, ReadSlice, SequenceCheck, TxnEnd};
 use kafgres_wire::batch::BatchHeader;
@@ -33,6 +34,9 @@ pub struct DurableState {
 pub struct FetchWaiter {
     notify: Notify,
     finished: AtomicBool,
+    /// When a publish first woke this fetch since it last looked: where the
+    /// broker's share of a consumer's end-to-end latency starts.
+    woken_at: Mutex<Option<Instant>>,
 }
 
 impl FetchWaiter {
@@ -40,6 +44,17 @@ impl FetchWaiter {
     /// (or already did since the last call: the permit is kept).
     pub async fn notified(&self) {
         self.notify.notified().await
+    }
+
+    /// The instant a publish first notified this fetch since the last call,
+    /// if one did.
+    pub fn take_woken_at(&self) -> Option<Instant> {
+        self.woken_at.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    fn wake(&self, now: Instant) {
+        self.woken_at.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(now);
+        self.notify.notify_one();
     }
 
     /// Marks the fetch as done so partitions release it.
@@ -342,8 +357,11 @@ impl Partition {
         if moved {
             let mut waiters = self.fetch_waiters.lock().unwrap_or_else(|p| p.into_inner());
             waiters.retain(|w| !w.is_finished());
-            for w in waiters.iter() {
-                w.notify.notify_one();
+            if !waiters.is_empty() {
+                let now = Instant::now();
+                for w in waiters.iter() {
+                    w.wake(now);
+                }
             }
         }
     }

@@ -37,9 +37,17 @@ struct Wanted {
     partition_bytes_max: i32,
 }
 
-/// The response and the file ranges its placeholders stand for (see
-/// [`crate::splice`]): encode it with `SpliceBuf`.
-pub async fn handle(ctx: &BrokerContext, version: i16, request: FetchRequest) -> (FetchResponse, FileRanges) {
+/// A fetch's answer: the response and the file ranges its placeholders stand
+/// for (see [`crate::splice`]; encode it with `SpliceBuf`).
+pub struct FetchAnswer {
+    pub response: FetchResponse,
+    pub ranges: FileRanges,
+    /// When the append that ended this fetch's long poll published its data;
+    /// `None` when the fetch answered without waiting, or at its deadline.
+    pub woken_at: Option<std::time::Instant>,
+}
+
+pub async fn handle(ctx: &BrokerContext, version: i16, request: FetchRequest) -> FetchAnswer {
     let by_id = version >= 13;
     let mut response = FetchResponse::default();
     let mut wanted = Vec::new();
@@ -82,6 +90,7 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: FetchRequest) ->
     let max_bytes = if request.max_bytes <= 0 { i32::MAX as usize } else { request.max_bytes as usize };
     let mut ranges = FileRanges::default();
     let committed_only = request.isolation_level == READ_COMMITTED;
+    let mut woken_at = None;
     loop {
         let (partitions, total, any_error) =
             read_all(&wanted, &topic_known, max_bytes, by_id, committed_only, &mut ranges);
@@ -90,7 +99,7 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: FetchRequest) ->
             for (topic_index, data) in partitions {
                 response.responses[topic_index].partitions.push(data);
             }
-            return (response, ranges);
+            return FetchAnswer { response, ranges, woken_at: woken_at.filter(|_| total > 0) };
         }
         if tokio::time::timeout_at(deadline, waiter.notified()).await.is_err() {
             // Deadline: answer with whatever is there now (usually nothing).
@@ -98,8 +107,11 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: FetchRequest) ->
             for (topic_index, data) in partitions {
                 response.responses[topic_index].partitions.push(data);
             }
-            return (response, ranges);
+            return FetchAnswer { response, ranges, woken_at: None };
         }
+        // The latest wake counts: with fetch.min.bytes above one record, the
+        // publish that completed the answer is where the broker's part starts.
+        woken_at = waiter.take_woken_at().or(woken_at);
     }
 }
 
