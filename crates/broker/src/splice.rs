@@ -14,7 +14,8 @@
 //!
 //! Ranges of files without an OS file (simulated storage in tests), ranges
 //! longer than the placeholder region, and answers with more ranges than it
-//! has distinct addresses fall back to copying.
+//! has distinct addresses fall back to copying; so do ranges shorter than
+//! [`COPIED_BELOW_BYTES`], where copying is the cheaper way.
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafgres_log::ReadSlice;
@@ -24,6 +25,11 @@ use kafka_protocol::protocol::buf::ByteBufMut;
 /// most `max.partition.fetch.bytes`, 1 MiB, and a response `fetch.max.bytes`,
 /// 50 MiB).
 pub const RANGE_BYTES_MAX: usize = 64 << 20;
+/// Ranges shorter than this are read into the response instead: for the
+/// few records a consumer at the log end gets, one `pread` and one send
+/// cost less than corking, sending the header, `sendfile`, the tail and
+/// uncorking (five calls, the last pushing the packet).
+pub const COPIED_BELOW_BYTES: usize = 16 << 10;
 /// Distinct placeholders per response (each starts one byte further in).
 const RANGES_MAX: usize = 64 << 10;
 static PLACEHOLDER: [u8; RANGE_BYTES_MAX + RANGES_MAX] = [0; RANGE_BYTES_MAX + RANGES_MAX];
@@ -64,7 +70,7 @@ impl FileRanges {
     pub fn placeholder(&mut self, slice: ReadSlice) -> Option<Bytes> {
         let len = slice.len as usize;
         let sendable = slice.file.as_ref().is_some_and(|f| f.as_std_file().is_some());
-        if !sendable || len == 0 || len > RANGE_BYTES_MAX || self.ranges.len() >= RANGES_MAX {
+        if !sendable || !(COPIED_BELOW_BYTES..=RANGE_BYTES_MAX).contains(&len) || self.ranges.len() >= RANGES_MAX {
             return None;
         }
         let start = self.ranges.len();
@@ -206,8 +212,10 @@ mod tests {
     fn placeholders_become_file_ranges_in_order_and_everything_else_is_copied() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut ranges = FileRanges::default();
-        let a = ranges.placeholder(file_slice(dir.path(), b"0123456789", 2, 5)).expect("sendable");
-        let b = ranges.placeholder(file_slice(dir.path(), b"0123456789", 0, 5)).expect("sendable");
+        let content = vec![7u8; COPIED_BELOW_BYTES + 10];
+        let len = COPIED_BELOW_BYTES as u64;
+        let a = ranges.placeholder(file_slice(dir.path(), &content, 2, len)).expect("sendable");
+        let b = ranges.placeholder(file_slice(dir.path(), &content, 0, len)).expect("sendable");
         let mut buf = SpliceBuf::new(64, ranges);
         buf.put_i32(0);
         buf.put_slice(b"head");
@@ -215,7 +223,7 @@ mod tests {
         buf.put_slice(b"mid");
         buf.put_slice(&b);
         buf.put_slice(b"end");
-        assert_eq!(buf.offset(), 4 + 4 + 5 + 3 + 5 + 3);
+        assert_eq!(buf.offset(), 4 + 4 + COPIED_BELOW_BYTES + 3 + COPIED_BELOW_BYTES + 3);
         let total = buf.offset() as i32;
         buf.patch_i32(0, total - 4).expect("patches");
         let parts = buf.finish().expect("complete");
@@ -230,23 +238,26 @@ mod tests {
             shape,
             [
                 format!("bytes {:?}", &[&(total - 4).to_be_bytes()[..], b"head"].concat()[..]),
-                "file 2+5".to_string(),
+                format!("file 2+{len}"),
                 format!("bytes {:?}", &b"mid"[..]),
-                "file 0+5".to_string(),
+                format!("file 0+{len}"),
                 format!("bytes {:?}", &b"end"[..]),
             ]
         );
     }
 
     #[test]
-    fn a_missing_placeholder_is_an_error_and_simulated_files_are_copied() {
+    fn a_missing_placeholder_is_an_error_and_short_or_simulated_ranges_are_copied() {
         let dir = tempfile::tempdir().expect("tempdir");
+        let content = vec![7u8; COPIED_BELOW_BYTES];
+        let len = COPIED_BELOW_BYTES as u64;
         let mut ranges = FileRanges::default();
-        let _unused = ranges.placeholder(file_slice(dir.path(), b"abc", 0, 3)).expect("sendable");
+        let _unused = ranges.placeholder(file_slice(dir.path(), &content, 0, len)).expect("sendable");
         assert!(SpliceBuf::new(8, ranges).finish().is_err());
         let mut ranges = FileRanges::default();
-        let simulated = ReadSlice { file: None, path: dir.path().join("x"), position: 0, len: 3 };
+        let simulated = ReadSlice { file: None, path: dir.path().join("x"), position: 0, len };
         assert!(ranges.placeholder(simulated).is_none());
+        assert!(ranges.placeholder(file_slice(dir.path(), &content, 1, len - 1)).is_none(), "short: copied");
         assert!(ranges.is_empty());
     }
 }
