@@ -51,7 +51,8 @@ impl<'p> TopicProducer<'p> {
         let name = CString::new(topic).map_err(|_| BenchError::Usage(format!("topic {topic:?} contains a NUL")))?;
         // SAFETY: the producer's handle is live for 'p; a NULL config makes
         // librdkafka use the topic defaults; the name is copied.
-        let raw = unsafe { rdsys::rd_kafka_topic_new(producer.client().native_ptr(), name.as_ptr(), std::ptr::null_mut()) };
+        let raw =
+            unsafe { rdsys::rd_kafka_topic_new(producer.client().native_ptr(), name.as_ptr(), std::ptr::null_mut()) };
         let topic = NonNull::new(raw).ok_or_else(|| BenchError::Topic {
             topic: topic.to_string(),
             reason: format!("librdkafka refused a topic handle: {}", last_error()),

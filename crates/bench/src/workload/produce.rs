@@ -316,9 +316,10 @@ fn producer_thread(
             }
             Partitioning::RoundRobin { .. } => {
                 partitions.clear();
-                partitions.extend((0..group).filter_map(|k| {
-                    plan.partitioning.partition(index, plan.producer_count, stats.sent_count + k)
-                }));
+                partitions.extend(
+                    (0..group)
+                        .filter_map(|k| plan.partitioning.partition(index, plan.producer_count, stats.sent_count + k)),
+                );
                 topic.send_spread(&partitions, value, &mut slots)
             }
         };

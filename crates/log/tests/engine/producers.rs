@@ -12,8 +12,7 @@ use crate::common::*;
 /// Appends a batch of `n` records from producer `pid` at `seq`.
 fn produce(log: &mut PartitionLog, pid: i64, epoch: i16, seq: i32, n: usize) -> SequenceCheck {
     let values: Vec<Vec<u8>> = (0..n).map(|_| vec![pid as u8; 120]).collect();
-    let bytes =
-        batch_of(&values, 1_000, ProducerStamp { producer_id: pid, producer_epoch: epoch, base_sequence: seq });
+    let bytes = batch_of(&values, 1_000, ProducerStamp { producer_id: pid, producer_epoch: epoch, base_sequence: seq });
     let headers = validate_batches(&bytes).unwrap().headers;
     let check = log.check_sequence(&headers[0]);
     if check == SequenceCheck::Ok {
