@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# How much of a client's latency the Kafgres broker itself spends: runs
+# kafgres-bench `sync` and `e2e` against the running dev cluster (started
+# with ./kafgres start) and reads kafgres.broker_metrics before and after
+# each run. Prints, per run, the client's percentiles and the broker's mean
+# time per Produce (last byte read to answer written) and per woken Fetch
+# (the waking append's publish to the answer's last byte sent).
+#
+#   scripts/bench/broker-share.sh [runs]     (default 3; about 12 s per e2e run)
+#
+# It measures under the cluster's kafgres.flush_policy (printed first; the
+# relaxed figures of docs/benchmarks.md use page_cache). Topics are created
+# per run and deleted afterwards.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+RUNS=${1:-3}
+BENCH=${KAFGRES_BENCH_BIN:-$ROOT/target/release/kafgres-bench}
+set -a
+# shellcheck source=/dev/null
+source "$ROOT/.kafgres/env"
+set +a
+BOOTSTRAP=$KAFGRES_BOOTSTRAP
+
+counters() {
+    psql -Atc "select string_agg(value::text, ' ' order by name) from kafgres.broker_metrics
+               where name in ('fetch_woken', 'fetch_woken_micros_total', 'produce_answered', 'produce_micros_total')"
+}
+
+per() { # total-before total-after count-before count-after
+    local n=$(($4 - $3))
+    if [ "$n" -gt 0 ]; then echo $((($2 - $1) / n)); else echo "-"; fi
+}
+
+echo "kafgres.flush_policy = $(psql -Atc 'show kafgres.flush_policy')"
+topics=()
+for i in $(seq 1 "$RUNS"); do
+    for workload in sync e2e; do
+        topic=broker-share-$$-$workload-$i
+        topics+=("$topic")
+        read -r fw0 fwm0 pa0 pm0 <<<"$(counters)"
+        if [ "$workload" = sync ]; then
+            line=$("$BENCH" sync --bootstrap "$BOOTSTRAP" --topic "$topic" --create-partitions 1 --count 2000 --warmup 200 --size 100 2>/dev/null)
+        else
+            line=$("$BENCH" e2e --bootstrap "$BOOTSTRAP" --topic "$topic" --create-partitions 1 --rate 1000 --seconds 10 --warmup-s 1 --size 100 2>/dev/null)
+        fi
+        read -r fw1 fwm1 pa1 pm1 <<<"$(counters)"
+        percentiles=$(grep -o 'p50=[^ ]*\|p99=[^ ]*' <<<"$line" | tr '\n' ' ')
+        echo "$workload run $i: ${percentiles}broker per produce $(per "$pm0" "$pm1" "$pa0" "$pa1") us, per woken fetch $(per "$fwm0" "$fwm1" "$fw0" "$fw1") us"
+    done
+done
+"$BENCH" delete-topics --bootstrap "$BOOTSTRAP" "${topics[@]}" >/dev/null 2>&1
