@@ -441,6 +441,7 @@ fn run(
         let mut output = Segment::create_with_suffix(&plan.storage, &plan.dir, inputs[0].base, CLEANED_SUFFIX, now_ms)?;
         let written = ctx.run(inputs, Some(&mut output)).and_then(|stats| {
             output.flush_all()?;
+            output.seal();
             plan.storage.sync_dir(&plan.dir).map_err(LogError::io(&plan.dir))?;
             Ok(stats)
         });

@@ -420,6 +420,7 @@ impl PartitionLog {
         self.refuse_if_failed()?;
         self.or_fail("rolling a segment", |log| {
             log.active_mut().flush_all()?;
+            log.active_mut().seal();
             let next = log.next_offset();
             let segment = Segment::open(&log.storage, &log.dir, next, now_ms)?;
             // Leftovers of an earlier life of this base offset must not

@@ -11,7 +11,8 @@
 //!
 //! It holds nothing the files do not: it is rebuilt by appends only, and
 //! anything that rewrites a segment's tail (a rolled-back append, a reset
-//! before recovery scans) cuts or clears it.
+//! before recovery scans) cuts or clears it. A segment that takes no more
+//! appends frees it.
 
 /// The most batches remembered per segment; the older half is dropped when
 /// full, so the newest are always kept (tail fetches need those).
@@ -44,6 +45,13 @@ impl RecentBatches {
 
     pub(crate) fn clear(&mut self) {
         self.batches.clear();
+    }
+
+    /// Frees the list of a segment that takes no more appends (rolled, or
+    /// written by the cleaner): a partition keeps many closed segments, and
+    /// their lookups walk the index like any lookup before the tail.
+    pub(crate) fn release(&mut self) {
+        self.batches = Vec::new();
     }
 
     /// Forgets the batches at or after byte `size` (their bytes were cut).
@@ -124,5 +132,12 @@ mod tests {
         assert_eq!(recent.position_of(6), None);
         recent.clear();
         assert_eq!(recent.position_of(0), None);
+    }
+
+    #[test]
+    fn release_frees_the_memory() {
+        let mut recent = filled(RECENT_BATCHES_MAX, 0, 0);
+        recent.release();
+        assert_eq!((recent.position_of(0), recent.batches.capacity()), (None, 0));
     }
 }

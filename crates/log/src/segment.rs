@@ -264,6 +264,12 @@ impl Segment {
         self.time_index.sync()
     }
 
+    /// Frees what only the segment taking appends needs (see
+    /// [`crate::recent_batches`]); lookups still work, from the index.
+    pub(crate) fn seal(&mut self) {
+        self.recent.release();
+    }
+
     pub(crate) fn mark(&self) -> SegmentMark {
         SegmentMark {
             size_bytes: self.size_bytes,

@@ -112,6 +112,9 @@ impl PartitionLog {
             segments.push(Segment::open(&storage, dir, base, now_ms)?);
             storage.sync_dir(dir).map_err(LogError::io(dir))?;
         }
+        // Recovery scans noted every batch; only the last segment takes appends.
+        let closed = segments.len() - 1;
+        segments[..closed].iter_mut().for_each(Segment::seal);
         let first_base = segments[0].base_offset;
         let mut log = PartitionLog {
             storage,
