@@ -24,6 +24,9 @@ pub struct BrokerConfig {
     pub cluster_id: String,
     /// Directory holding one sub-directory per topic-partition.
     pub log_dir: PathBuf,
+    /// The database whose catalog this broker serves; the log directory
+    /// must belong to it ([`crate::log_dir`]).
+    pub log_dir_owner: crate::log_dir::LogDirOwner,
     pub flush_policy: FlushPolicy,
     pub frame_bytes_max: usize,
     pub connections_max: usize,
@@ -61,6 +64,7 @@ impl BrokerConfig {
             node_id: 1,
             cluster_id: "kafgres-test-cluster".into(),
             log_dir,
+            log_dir_owner: crate::log_dir::LogDirOwner::for_tests(),
             flush_policy: FlushPolicy::Fsync,
             frame_bytes_max: 100 << 20,
             connections_max: 1000,

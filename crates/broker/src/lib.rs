@@ -12,6 +12,8 @@
 //!   catalog in blocks (the sequence state itself lives in each partition's log);
 //! - [`sasl`]: SASL/SCRAM-SHA-256 authentication of connections against the
 //!   catalog's credentials (PostgreSQL roles), before dispatch;
+//! - [`log_dir`]: which database the log directory belongs to, and the
+//!   partition directories no topic claims (removed at startup);
 //! - [`catalog`]: the narrow port to persistent metadata (Postgres tables in
 //!   production, memory in tests).
 //!
@@ -27,6 +29,7 @@ pub mod dispatch;
 pub mod errors;
 pub mod group;
 pub mod group_service;
+pub mod log_dir;
 pub mod metrics;
 pub mod partition;
 pub mod producer_ids;

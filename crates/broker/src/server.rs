@@ -49,6 +49,8 @@ pub enum StartError {
     Bind { addr: SocketAddr, source: std::io::Error },
     #[error("cannot open the log of topic {topic}: {source}")]
     Log { topic: String, source: kafgres_log::LogError },
+    #[error(transparent)]
+    LogDir(#[from] crate::log_dir::LogDirError),
 }
 
 /// A running data plane.
@@ -74,12 +76,16 @@ impl Broker {
             topic: String::new(),
             source: kafgres_log::LogError::Io { path: config.log_dir.clone(), source },
         })?;
-        crate::topics::remove_deleted_dirs(&config.log_dir);
+        crate::log_dir::claim_owner(&config.log_dir, &config.log_dir_owner)?;
         for record in &topics {
             let topic = Topic::open(record, &config, &housekeeping, now)
                 .map_err(|source| StartError::Log { topic: record.name.clone(), source })?;
             registry.insert(topic);
         }
+        // Only once every topic of the catalog has claimed its directories:
+        // what is left unclaimed then is unreachable.
+        crate::log_dir::set_strays_aside(&config.log_dir, &registry.partition_dir_names());
+        crate::topics::remove_deleted_dirs(&config.log_dir);
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|source| StartError::Bind { addr: config.listen, source })?;

@@ -173,7 +173,11 @@ pub fn remove_deleted_dirs(log_dir: &Path) {
 
 /// Where a partition's segments live: `<log_dir>/<topic>-<partition>`, as in Kafka.
 pub fn partition_dir(log_dir: &Path, topic: &str, index: i32) -> PathBuf {
-    log_dir.join(format!("{topic}-{index}"))
+    log_dir.join(partition_dir_name(topic, index))
+}
+
+fn partition_dir_name(topic: &str, index: impl std::fmt::Display) -> String {
+    format!("{topic}-{index}")
 }
 
 #[derive(Default)]
@@ -214,6 +218,14 @@ impl TopicRegistry {
         let mut topics: Vec<_> = self.by_name.values().cloned().collect();
         topics.sort_by(|a, b| a.name.cmp(&b.name));
         topics
+    }
+
+    /// The directory names (`<topic>-<partition>`) of every registered partition.
+    pub fn partition_dir_names(&self) -> std::collections::HashSet<String> {
+        self.by_name
+            .values()
+            .flat_map(|t| (0..t.partitions.len()).map(move |i| partition_dir_name(&t.name, i)))
+            .collect()
     }
 
     /// A registered topic whose name equals `name` once '.' and '_' are treated

@@ -79,7 +79,7 @@ pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
         return;
     };
     raise_open_file_limit();
-    let config = broker_config(cluster_id);
+    let config = broker_config(cluster_id, log_dir_owner(&database));
     let log_dir = config.log_dir.clone();
     let runtime = match threads::build_runtime(gucs::DATA_PLANE_THREADS.get() as usize) {
         Ok(rt) => rt,
@@ -210,7 +210,19 @@ fn wait_for_extension(wait: &WaitSet, database: &str) -> bool {
     }
 }
 
-fn broker_config(cluster_id: String) -> BrokerConfig {
+/// This database, as the log directory's owner file records it.
+fn log_dir_owner(database: &str) -> kafgres_broker::log_dir::LogDirOwner {
+    // SAFETY: both are plain reads of values fixed once the worker is
+    // connected to its database (before this is called).
+    let (system_identifier, database_oid) = unsafe { (pg_sys::GetSystemIdentifier(), pg_sys::MyDatabaseId) };
+    kafgres_broker::log_dir::LogDirOwner {
+        system_identifier,
+        database_oid: database_oid.to_u32(),
+        database: database.to_string(),
+    }
+}
+
+fn broker_config(cluster_id: String, log_dir_owner: kafgres_broker::log_dir::LogDirOwner) -> BrokerConfig {
     let address = gucs::string_or(&gucs::LISTEN_ADDRESS, "127.0.0.1");
     let ip: IpAddr = match address.parse() {
         Ok(ip) => ip,
@@ -233,6 +245,7 @@ fn broker_config(cluster_id: String) -> BrokerConfig {
         node_id: 1,
         cluster_id,
         log_dir,
+        log_dir_owner,
         flush_policy: match gucs::FLUSH_POLICY.get() {
             gucs::FlushPolicyGuc::Fsync => FlushPolicy::Fsync,
             gucs::FlushPolicyGuc::PageCache => FlushPolicy::PageCache,
