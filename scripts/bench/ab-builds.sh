@@ -41,7 +41,10 @@ echo "kafgres.flush_policy = $(psql -Atc 'show kafgres.flush_policy')"
 for round in $(seq 1 "$ROUNDS"); do
     if [ $((round % 2)) = 1 ]; then order=("$A" "$B"); else order=("$B" "$A"); fi
     for lib in "${order[@]}"; do
-        install -m 755 "$lib" "$LIB"
+        # A new inode, renamed into place: rewriting the library file that
+        # the running postmaster has mapped would crash it.
+        install -m 755 "$lib" "$LIB.ab-builds.tmp"
+        mv -f "$LIB.ab-builds.tmp" "$LIB"
         "$ROOT/kafgres" restart >/dev/null
         wait_for_broker
         for size in "${SIZES[@]}"; do
