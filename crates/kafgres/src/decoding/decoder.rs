@@ -259,17 +259,17 @@ impl WalDecoder {
     /// The end of the last whole record decoded: every transaction that
     /// committed before it has been handed out.
     pub fn position(&self) -> u64 {
-        unsafe { (*(*self.ctx).reader).EndRecPtr as u64 }
+        unsafe { (*(*self.ctx).reader).EndRecPtr }
     }
 
     /// The slot's restart point: the oldest WAL it keeps.
     pub fn restart_point(&self) -> u64 {
-        unsafe { (*pg_sys::MyReplicationSlot).data.restart_lsn as u64 }
+        unsafe { (*pg_sys::MyReplicationSlot).data.restart_lsn }
     }
 
     /// The slot's confirmed position.
     pub fn confirmed(&self) -> u64 {
-        unsafe { (*pg_sys::MyReplicationSlot).data.confirmed_flush as u64 }
+        unsafe { (*pg_sys::MyReplicationSlot).data.confirmed_flush }
     }
 }
 

@@ -10,6 +10,10 @@
 //! records come again. The broker's coordinator learns the new offsets from
 //! a transactional logical message decoded at commit, like `send()`'s records.
 
+// pgrx reads each function's SQL result columns from the literal
+// `TableIterator<(name!(..), ..)>` in its signature; an alias would hide them.
+#![allow(clippy::type_complexity)]
+
 use std::time::Duration;
 
 use kafgres_broker::sql_bridge::message::{OffsetCommitMessage, OFFSETS_PREFIX};

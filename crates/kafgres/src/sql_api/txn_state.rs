@@ -108,7 +108,7 @@ unsafe extern "C-unwind" fn at_transaction_end(event: pg_sys::XactEvent::Type, _
         if end != 0 && pg_sys::XLogNeedsFlush(end) {
             pg_sys::XLogFlush(end);
         }
-        LAST_SEND_COMMIT.set(end as u64);
+        LAST_SEND_COMMIT.set(end);
         crate::wake::set_worker_latch();
     }
 }

@@ -24,21 +24,21 @@ impl WaitSet {
             let set = pg_sys::CreateWaitEventSet(pg_sys::TopMemoryContext, 3);
             pg_sys::AddWaitEventToSet(
                 set,
-                pg_sys::WL_LATCH_SET as u32,
+                pg_sys::WL_LATCH_SET,
                 pg_sys::PGINVALID_SOCKET,
                 pg_sys::MyLatch,
                 std::ptr::null_mut(),
             );
             pg_sys::AddWaitEventToSet(
                 set,
-                pg_sys::WL_EXIT_ON_PM_DEATH as u32,
+                pg_sys::WL_EXIT_ON_PM_DEATH,
                 pg_sys::PGINVALID_SOCKET,
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
             );
             pg_sys::AddWaitEventToSet(
                 set,
-                pg_sys::WL_SOCKET_READABLE as u32,
+                pg_sys::WL_SOCKET_READABLE,
                 eventfd,
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
@@ -58,7 +58,7 @@ impl WaitSet {
         let timeout_ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as std::ffi::c_long);
         let mut event = pg_sys::WaitEvent::default();
         let fired = unsafe { pg_sys::WaitEventSetWait(self.set, timeout_ms, &mut event, 1, pg_sys::PG_WAIT_EXTENSION) };
-        if fired > 0 && event.events & pg_sys::WL_SOCKET_READABLE as u32 != 0 {
+        if fired > 0 && event.events & pg_sys::WL_SOCKET_READABLE != 0 {
             Wakeup::DataPlane
         } else {
             unsafe { pg_sys::ResetLatch(pg_sys::MyLatch) };
