@@ -21,9 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import psycopg
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient
+
+import kafka_wire
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENV_FILE = Path(os.environ.get("KAFGRES_ENV_FILE", REPO_ROOT / ".kafgres" / "env"))
@@ -281,6 +284,29 @@ class ThrowawayCluster:
         with (self.pgdata / "postgresql.conf").open("a") as conf:
             conf.write(f"\n# kafgres throwaway cluster: {self.tag}\n")
             conf.writelines(f"{name} = {value}\n" for name, value in lines.items())
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.kafka_port}"
+
+    def sql(self, *statements: str, dbname: str = "postgres") -> list[tuple]:
+        """Runs `statements` in one autocommit session; returns the last one's rows."""
+        rows: list[tuple] = []
+        conninfo = self.conninfo.replace("dbname=postgres", f"dbname={dbname}")
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            for statement in statements:
+                cursor = conn.execute(statement)
+                rows = cursor.fetchall() if cursor.description else []
+        return rows
+
+    def wait_until_serving(self, timeout_s: float) -> None:
+        """Waits until the broker answers ApiVersions (answered before any authentication)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if kafka_wire.broker_answers(self.bootstrap, timeout_s=1):
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"no broker on {self.bootstrap} within {timeout_s:.0f}s\n{self.log_tail()}")
 
     def start(self) -> None:
         cmd = ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(self.pgdata), "-l", str(self.log),

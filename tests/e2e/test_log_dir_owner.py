@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import time
 
-import psycopg
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -43,26 +42,12 @@ class Cluster(ThrowawayCluster):
     def log_dir(self):
         return self.pgdata / "kafgres"
 
-    def sql(self, *statements: str, dbname: str = "postgres") -> list[tuple]:
-        rows: list[tuple] = []
-        conninfo = self.conninfo.replace("dbname=postgres", f"dbname={dbname}")
-        with psycopg.connect(conninfo, autocommit=True) as conn:
-            for statement in statements:
-                cursor = conn.execute(statement)
-                rows = cursor.fetchall() if cursor.description else []
-        return rows
-
     def restart(self) -> None:
         self.stop("fast")
         self.start()
 
     def wait_ready(self) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if kafka_wire.broker_answers(BOOTSTRAP, timeout_s=1):
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"no broker on {BOOTSTRAP} within {READY_TIMEOUT_S:.0f}s\n{self.log_tail()}")
+        self.wait_until_serving(READY_TIMEOUT_S)
 
     def partition_dirs(self) -> list[str]:
         return sorted(p.name for p in self.log_dir.iterdir() if p.is_dir())

@@ -33,7 +33,6 @@ import uuid
 import warnings
 from pathlib import Path
 
-import psycopg
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -72,22 +71,7 @@ class Cluster(ThrowawayCluster):
         self.start()
 
     def wait_ready(self) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            # ApiVersions is answered before authentication.
-            if kafka_wire.broker_answers(BOOTSTRAP, timeout_s=1):
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"no broker on {BOOTSTRAP} within {READY_TIMEOUT_S:.0f}s\n{self.log_tail()}")
-
-    def sql(self, *statements: str) -> list[tuple]:
-        rows: list[tuple] = []
-        with psycopg.connect(self.conninfo, autocommit=True) as conn:
-            for statement in statements:
-                cursor = conn.execute(statement)
-                rows = cursor.fetchall() if cursor.description else []
-        return rows
-
+        self.wait_until_serving(READY_TIMEOUT_S)
 
 
 @pytest.fixture(scope="module")
