@@ -36,6 +36,7 @@ pub struct LogDirOwner {
     pub system_identifier: u64,
     pub database_oid: u32,
     /// For messages only: a database may be renamed and stay the owner.
+    /// Stored escaped (`escape_debug`), so that any name is one line.
     pub database: String,
 }
 
@@ -52,8 +53,15 @@ impl LogDirOwner {
     fn file_text(&self) -> String {
         format!(
             "version: 1\nsystem_identifier: {}\ndatabase_oid: {}\ndatabase: {}\n",
-            self.system_identifier, self.database_oid, self.database
+            self.system_identifier,
+            self.database_oid,
+            self.stored_name()
         )
+    }
+
+    /// The name as the owner file holds it: one line whatever the name.
+    fn stored_name(&self) -> String {
+        self.database.escape_debug().to_string()
     }
 
     fn parse(text: &str) -> Option<LogDirOwner> {
@@ -108,7 +116,8 @@ pub fn claim_owner(dir: &Path, owner: &LogDirOwner) -> Result<(), LogDirError> {
     let io = |source| LogDirError::Io { dir: dir.to_path_buf(), source };
     match std::fs::read_to_string(&path) {
         Ok(text) => match LogDirOwner::parse(&text) {
-            Some(found) if found == *owner => return Ok(()),
+            // `found` was read back from the file: its name is the stored form.
+            Some(found) if found.same_database(owner) && found.database == owner.stored_name() => return Ok(()),
             Some(found) if found.same_database(owner) => {}
             Some(found) => {
                 return Err(LogDirError::OtherOwner { dir: dir.to_path_buf(), found, expected: owner.clone() });
@@ -211,6 +220,23 @@ mod tests {
         claim_owner(dir.path(), &owner(5, "renamed")).expect("same OID, new name");
         let text = std::fs::read_to_string(dir.path().join(OWNER_FILE)).expect("owner file");
         assert!(text.contains("database: renamed"), "{text}");
+    }
+
+    #[test]
+    fn any_database_name_is_kept_on_one_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let odd = owner(5, "two\nlines: \"quoted\"");
+        claim_owner(dir.path(), &odd).expect("claim");
+        let text = std::fs::read_to_string(dir.path().join(OWNER_FILE)).expect("owner file");
+        assert_eq!(text.lines().count(), 4, "{text}");
+        let inode = || {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(dir.path().join(OWNER_FILE)).expect("owner file").ino()
+        };
+        let before = inode();
+        claim_owner(dir.path(), &odd).expect("the same owner again");
+        assert_eq!(inode(), before, "an unchanged owner is not rewritten (a rewrite renames a new file in)");
+        assert!(matches!(claim_owner(dir.path(), &owner(6, "two")), Err(LogDirError::OtherOwner { .. })));
     }
 
     #[test]
