@@ -11,11 +11,13 @@
 # revision and copy $(pg_config --pkglibdir)/kafgres.so aside after each.
 # The library installed last stays installed: reinstall the one you want
 # (./kafgres stop; ./kafgres start rebuilds and installs the checkout's).
-# The cluster keeps its settings (kafgres.flush_policy included).
+# The cluster keeps its settings (kafgres.flush_policy included). The runs
+# go with the VM's memory settled, as in bench-compare (host_memory.py).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-[ $# -ge 2 ] || { sed -n 2,14p "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n 2,15p "$0"; exit 2; }
+[ -n "${KAFGRES_MEMORY_SETTLED:-}" ] || exec python3 "$ROOT/scripts/bench/host_memory.py" -- "$0" "$@"
 A=$1 B=$2
 ROUNDS=${3:-3}
 shift $(($# < 3 ? $# : 3))

@@ -3,6 +3,9 @@
 Called by scripts/bench-compare.sh (`./kafgres bench`), which prepares the
 Python environment, the Kafka classpath and the kafgres-bench binary. In order:
 
+0. On a VM that reports free pages to its host, reporting is stopped and the
+   free memory touched once, so neither broker pays the host's page faults
+   (host_memory.py; --keep-page-reporting runs the machine as it is).
 1. Kafgres: `./kafgres start` (unless --no-start), then wait for its worker.
 2. Apache Kafka: a fresh single-node KRaft broker on 127.0.0.1:9192 (apache_kafka.py).
 3. The machine's limits: fio and iperf3 (machine.py).
@@ -13,7 +16,7 @@ Python environment, the Kafka classpath and the kafgres-bench binary. In order:
    a sync(2) so earlier runs' dirty pages are not flushed on its time.
 5. pgbench on the Kafgres cluster alone and while it ingests 100 MB/s, in
    the fsync mode (pgbench.py).
-6. Kafka is stopped and the flush policy put back, whatever happened; the
+6. Kafka is stopped and the flush policy and page reporting put back, whatever happened; the
    results go to .kafgres/bench/runs/<id>/results.json, the charts to docs/,
    the tables between the markers of docs/benchmarks.md (report.py), and
    the issue's targets with their Kafgres / Kafka ratios to stdout.
@@ -32,6 +35,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+import host_memory
 import machine
 import pgbench
 import plan
@@ -64,6 +68,9 @@ def parse_args() -> argparse.Namespace:
                         help="brokers to run, comma-separated (default both; one alone is for checking the script)")
     parser.add_argument("--skip-machine", action="store_true", help="do not run fio and iperf3")
     parser.add_argument("--skip-pgbench", action="store_true", help="do not run pgbench")
+    parser.add_argument("--keep-page-reporting", action="store_true",
+                        help="leave the VM's free page reporting on: every page the page cache takes then "
+                             "costs a host fault (scripts/bench/host_memory.py)")
     parser.add_argument("--no-docs", action="store_true", help="do not write docs/benchmarks.md or the charts")
     parser.add_argument("--kafka-port", type=int, default=9192, help="Apache Kafka's port (controller: +1)")
     parser.add_argument("--bench-bin", default=os.environ.get("KAFGRES_BENCH_BIN",
@@ -323,17 +330,19 @@ def main() -> int:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, lambda number, _frame: sys.exit(128 + number))
     comparison = Comparison(args)
-    try:
-        comparison.set_up()
-        comparison.measure_machine()
-        # pgbench runs in Kafgres's default, fsync, unless only relaxed was asked for.
-        pgbench_mode = "strict" if "strict" in args.modes else args.modes[0]
-        for mode in args.modes:
-            comparison.run_mode(mode)
-            if mode == pgbench_mode:
-                comparison.run_pgbench()
-    finally:
-        comparison.tear_down()
+    with host_memory.settled(not args.keep_page_reporting, say) as memory:
+        comparison.results["machine_memory"] = memory
+        try:
+            comparison.set_up()
+            comparison.measure_machine()
+            # pgbench runs in Kafgres's default, fsync, unless only relaxed was asked for.
+            pgbench_mode = "strict" if "strict" in args.modes else args.modes[0]
+            for mode in args.modes:
+                comparison.run_mode(mode)
+                if mode == pgbench_mode:
+                    comparison.run_pgbench()
+        finally:
+            comparison.tear_down()
     comparison.publish()
     return 0
 

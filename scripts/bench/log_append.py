@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import host_memory  # noqa: E402
 import machine  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -80,4 +81,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # Appends take fresh page-cache pages: settle the VM's memory first (host_memory.py).
+    with host_memory.settled(True, lambda text: print(f"[host_memory] {text}", flush=True)):
+        main()

@@ -233,6 +233,19 @@ def resources_markdown(results: dict, modes: list[str], workload_keys: list[str]
     return rows
 
 
+def memory_markdown(memory: dict) -> list[str]:
+    """How the run found and left the VM's memory (host_memory.py)."""
+    if not memory or memory.get("page_reporting", "absent") == "absent":
+        return ["Memory: no free page reporting on this machine; nothing settled."]
+    if not memory.get("settled"):
+        return [f"Memory: free page reporting left on ({memory['page_reporting']}): every page the page cache "
+                "takes costs a host fault, for both brokers."]
+    return [f"Memory: free page reporting ({memory['page_reporting']}) off for the run and {memory['touched_gib']} "
+            f"GiB of free memory touched first: {fmt(memory['first_touch_us_per_page'], 2)} µs per 4 KiB page "
+            f"with the host's faults, {fmt(memory['backed_touch_us_per_page'], 2)} µs once backed "
+            "(scripts/bench/host_memory.py)."]
+
+
 def machine_markdown(machine: dict) -> list[str]:
     if not machine:
         return ["Not measured (--skip-machine)."]
@@ -351,6 +364,8 @@ def markdown(results: dict, charts: list[str]) -> str:
         "### Machine limits (same run)",
         "",
         *machine_markdown(m),
+        "",
+        *memory_markdown(results.get("machine_memory") or {}),
         "",
         "### pgbench on the Kafgres cluster",
         "",
