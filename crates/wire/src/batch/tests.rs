@@ -65,7 +65,27 @@ fn refuses_a_count_that_disagrees_with_the_records() {
     assert!(err.is_invalid_record(), "{err:?}");
 }
 
+#[test]
+fn batch_crc_is_crc32c() {
+    assert_eq!(batch_crc(b""), 0);
+    assert_eq!(batch_crc(b"123456789"), 0xE306_9283); // the standard check value
+    let large: Vec<u8> = (0..(1usize << 20) + 7).map(|i| (i * 131 % 251) as u8).collect();
+    assert_eq!(batch_crc(&large), crc32c::crc32c(&large));
+    assert_eq!(batch_crc(&large[3..]), crc32c::crc32c(&large[3..]));
+}
+
 proptest! {
+    // Every length and alignment around the 64-byte folding blocks and the
+    // vector paths' thresholds, against the reference implementation.
+    #[test]
+    fn batch_crc_matches_the_reference(
+        bytes in proptest::collection::vec(any::<u8>(), 0..4200),
+        skip in 0usize..64,
+    ) {
+        let slice = &bytes[skip.min(bytes.len())..];
+        prop_assert_eq!(batch_crc(slice), crc32c::crc32c(slice));
+    }
+
     #[test]
     fn any_cut_of_a_batch_is_refused(cut in 0usize..200) {
         let batch = encode_batch(&[record(5), record(9)], ProducerStamp::NONE);
