@@ -27,6 +27,30 @@ counters() {
                where name in ('fetch_woken', 'fetch_woken_micros_total', 'produce_answered', 'produce_micros_total')"
 }
 
+# The span's histogram as "bound:count ..." (bound 0 = the open last bucket).
+histogram() {
+    psql -Atc "select string_agg(coalesce(below_micros, 0)::text || ':' || requests, ' ' order by below_micros nulls last)
+               from kafgres.request_latency where span = '$1'"
+}
+
+# The bucket holding quantile Q of the requests between two histograms.
+quantile() { # Q before after
+    python3 - "$@" <<'PY'
+import sys
+q, before, after = float(sys.argv[1]), sys.argv[2].split(), sys.argv[3].split()
+grown = [(int(a.split(":")[0]), int(a.split(":")[1]) - int(b.split(":")[1])) for b, a in zip(before, after)]
+total = sum(n for _, n in grown)
+seen = 0
+for bound, n in grown:
+    seen += n
+    if total and seen >= q * total:
+        print(f"<{bound}" if bound else "slower than 8 s")
+        break
+else:
+    print("-")
+PY
+}
+
 per() { # total-before total-after count-before count-after
     local n=$(($4 - $3))
     if [ "$n" -gt 0 ]; then echo $((($2 - $1) / n)); else echo "-"; fi
@@ -39,14 +63,18 @@ for i in $(seq 1 "$RUNS"); do
         topic=broker-share-$$-$workload-$i
         topics+=("$topic")
         read -r fw0 fwm0 pa0 pm0 <<<"$(counters)"
+        hp0=$(histogram produce) hf0=$(histogram fetch_woken)
         if [ "$workload" = sync ]; then
             line=$("$BENCH" sync --bootstrap "$BOOTSTRAP" --topic "$topic" --create-partitions 1 --count 2000 --warmup 200 --size 100 2>/dev/null)
         else
             line=$("$BENCH" e2e --bootstrap "$BOOTSTRAP" --topic "$topic" --create-partitions 1 --rate 1000 --seconds 10 --warmup-s 1 --size 100 2>/dev/null)
         fi
         read -r fw1 fwm1 pa1 pm1 <<<"$(counters)"
+        hp1=$(histogram produce) hf1=$(histogram fetch_woken)
         percentiles=$(grep -o 'p50=[^ ]*\|p99=[^ ]*' <<<"$line" | tr '\n' ' ')
-        echo "$workload run $i: ${percentiles}broker per produce $(per "$pm0" "$pm1" "$pa0" "$pa1") us, per woken fetch $(per "$fwm0" "$fwm1" "$fw0" "$fw1") us"
+        echo "$workload run $i: ${percentiles}broker per produce $(per "$pm0" "$pm1" "$pa0" "$pa1") us" \
+            "(p50 $(quantile 0.5 "$hp0" "$hp1"), p99 $(quantile 0.99 "$hp0" "$hp1")), per woken fetch" \
+            "$(per "$fwm0" "$fwm1" "$fw0" "$fw1") us (p50 $(quantile 0.5 "$hf0" "$hf1"), p99 $(quantile 0.99 "$hf0" "$hf1"))"
     done
 done
 "$BENCH" delete-topics --bootstrap "$BOOTSTRAP" "${topics[@]}" >/dev/null 2>&1

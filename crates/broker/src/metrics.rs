@@ -12,9 +12,10 @@
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 
-/// Flush-latency histogram buckets: bucket `i` counts fdatasyncs that took
-/// less than 2^i microseconds (the last one: everything slower).
-pub const FLUSH_LATENCY_BUCKETS: usize = 24;
+/// Latency histogram buckets (fdatasyncs, Produce and woken-Fetch spans):
+/// bucket `i` counts events that took less than 2^i microseconds (the last
+/// one: everything slower).
+pub const LATENCY_BUCKETS: usize = 24;
 /// Connections listed in the table; more are served but not listed.
 pub const CONNECTION_SLOTS: usize = 1024;
 /// Bytes of a client id kept for the connection table.
@@ -31,7 +32,7 @@ pub struct BrokerMetrics {
     pub flushed_batches: AtomicU64,
     pub flush_micros_total: AtomicU64,
     pub flush_micros_max: AtomicU64,
-    pub flush_latency: [AtomicU64; FLUSH_LATENCY_BUCKETS],
+    pub flush_latency: [AtomicU64; LATENCY_BUCKETS],
     pub appended_batches: AtomicU64,
     pub appended_bytes: AtomicU64,
     pub requests: AtomicU64,
@@ -43,11 +44,15 @@ pub struct BrokerMetrics {
     /// share of a client's send latency.
     pub produce_answered: AtomicU64,
     pub produce_micros_total: AtomicU64,
+    /// The same spans by duration: a client's tail latency can be set
+    /// against the broker's tail, not only its mean.
+    pub produce_latency: [AtomicU64; LATENCY_BUCKETS],
     /// Fetches answered because an append woke their long poll, and their
     /// total time in the broker from that append's publish to the answer's
     /// last byte sent: the broker's share of a consumer's end-to-end latency.
     pub fetch_woken: AtomicU64,
     pub fetch_woken_micros_total: AtomicU64,
+    pub fetch_woken_latency: [AtomicU64; LATENCY_BUCKETS],
     pub connections_accepted: AtomicU64,
     pub connections_open: AtomicU64,
     pub connections_refused: AtomicU64,
@@ -69,19 +74,21 @@ impl BrokerMetrics {
         self.flushed_batches.fetch_add(batches, Ordering::Relaxed);
         self.flush_micros_total.fetch_add(micros, Ordering::Relaxed);
         self.flush_micros_max.fetch_max(micros, Ordering::Relaxed);
-        let bucket = (64 - micros.leading_zeros() as usize).min(FLUSH_LATENCY_BUCKETS - 1);
-        self.flush_latency[bucket].fetch_add(1, Ordering::Relaxed);
+        count_in_bucket(&self.flush_latency, micros);
     }
 
     pub fn record_produce_time(&self, spent: std::time::Duration) {
+        let micros = u64::try_from(spent.as_micros()).unwrap_or(u64::MAX);
         self.produce_answered.fetch_add(1, Ordering::Relaxed);
-        self.produce_micros_total.fetch_add(u64::try_from(spent.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.produce_micros_total.fetch_add(micros, Ordering::Relaxed);
+        count_in_bucket(&self.produce_latency, micros);
     }
 
     pub fn record_fetch_wake_time(&self, spent: std::time::Duration) {
+        let micros = u64::try_from(spent.as_micros()).unwrap_or(u64::MAX);
         self.fetch_woken.fetch_add(1, Ordering::Relaxed);
-        self.fetch_woken_micros_total
-            .fetch_add(u64::try_from(spent.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.fetch_woken_micros_total.fetch_add(micros, Ordering::Relaxed);
+        count_in_bucket(&self.fetch_woken_latency, micros);
     }
 
     pub fn record_append(&self, batches: u64, bytes: u64) {
@@ -117,13 +124,30 @@ impl BrokerMetrics {
     /// (upper bound in microseconds, count) per histogram bucket; the last
     /// bound is `u64::MAX`.
     pub fn flush_histogram(&self) -> Vec<(u64, u64)> {
-        (0..FLUSH_LATENCY_BUCKETS)
-            .map(|i| {
-                let bound = if i + 1 == FLUSH_LATENCY_BUCKETS { u64::MAX } else { 1u64 << i };
-                (bound, self.flush_latency[i].load(Ordering::Relaxed))
-            })
-            .collect()
+        histogram(&self.flush_latency)
     }
+
+    /// Each broker span's histogram by name, as `flush_histogram` gives
+    /// buckets (what `kafgres.request_latency` shows): `produce` and
+    /// `fetch_woken`, the spans `produce_micros_total` and
+    /// `fetch_woken_micros_total` add up.
+    pub fn span_histograms(&self) -> Vec<(&'static str, Vec<(u64, u64)>)> {
+        vec![("produce", histogram(&self.produce_latency)), ("fetch_woken", histogram(&self.fetch_woken_latency))]
+    }
+}
+
+fn count_in_bucket(buckets: &[AtomicU64; LATENCY_BUCKETS], micros: u64) {
+    let bucket = (64 - micros.leading_zeros() as usize).min(LATENCY_BUCKETS - 1);
+    buckets[bucket].fetch_add(1, Ordering::Relaxed);
+}
+
+fn histogram(buckets: &[AtomicU64; LATENCY_BUCKETS]) -> Vec<(u64, u64)> {
+    (0..LATENCY_BUCKETS)
+        .map(|i| {
+            let bound = if i + 1 == LATENCY_BUCKETS { u64::MAX } else { 1u64 << i };
+            (bound, buckets[i].load(Ordering::Relaxed))
+        })
+        .collect()
 }
 
 /// One live connection, as copied out of the table.
@@ -362,8 +386,24 @@ mod tests {
         let h = m.flush_histogram();
         assert_eq!(h[0], (1, 1)); // 0 µs: < 1
         assert_eq!(h[8], (256, 1)); // 250 µs: < 256
-        assert_eq!(h[FLUSH_LATENCY_BUCKETS - 1], (u64::MAX, 1));
+        assert_eq!(h[LATENCY_BUCKETS - 1], (u64::MAX, 1));
         let counters: std::collections::HashMap<_, _> = m.counters().into_iter().collect();
         assert_eq!((counters["flushes"], counters["flushed_batches"]), (3, 9));
+    }
+
+    #[test]
+    fn produce_and_woken_fetch_spans_have_histograms_of_their_own() {
+        let m = BrokerMetrics::leaked();
+        m.record_produce_time(std::time::Duration::from_micros(40));
+        m.record_produce_time(std::time::Duration::from_micros(70));
+        m.record_fetch_wake_time(std::time::Duration::from_millis(3));
+        let h: std::collections::HashMap<_, _> = m.span_histograms().into_iter().collect();
+        let filled = |name: &str| h[name].iter().filter(|&&(_, n)| n > 0).copied().collect::<Vec<_>>();
+        assert_eq!(filled("produce"), vec![(64, 1), (128, 1)]);
+        assert_eq!(filled("fetch_woken"), vec![(4096, 1)]);
+        assert!(m.flush_histogram().iter().all(|&(_, n)| n == 0));
+        let counters: std::collections::HashMap<_, _> = m.counters().into_iter().collect();
+        assert_eq!((counters["produce_answered"], counters["produce_micros_total"]), (2, 110));
+        assert_eq!((counters["fetch_woken"], counters["fetch_woken_micros_total"]), (1, 3000));
     }
 }

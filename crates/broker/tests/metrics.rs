@@ -38,6 +38,11 @@ async fn requests_appends_flushes_and_connections_are_counted() {
     });
     assert!(counters["produce_micros_total"] >= 3 * shortest_flush_micros, "{counters:?}");
     assert!(counters["produce_micros_total"] > 0, "{counters:?}");
+    // Each of them is also in the Produce histogram, none faster than the
+    // shortest flush it waited for.
+    let histograms: std::collections::HashMap<_, _> = metrics.span_histograms().into_iter().collect();
+    assert_eq!(histograms["produce"].iter().map(|(_, n)| n).sum::<u64>(), 3);
+    assert!(histograms["produce"].iter().all(|&(below, n)| n == 0 || below > shortest_flush_micros), "{histograms:?}");
     assert!(counters["requests"] >= 5, "{counters:?}");
     assert_eq!(counters["appended_batches"], 3);
     assert!(counters["appended_bytes"] > 0);
@@ -99,5 +104,11 @@ async fn fetches_woken_by_an_append_are_timed_from_it() {
     // The span starts after the produce was sent and ends before the
     // consumer had the answer, so it cannot exceed what the test saw.
     assert!(micros > 0 && micros <= produce_to_answer.as_micros() as u64, "{micros} µs of {produce_to_answer:?}");
+    // The histogram holds that one span, in the bucket of its duration.
+    let histograms: std::collections::HashMap<_, _> = metrics.span_histograms().into_iter().collect();
+    let filled: Vec<_> = histograms["fetch_woken"].iter().filter(|&&(_, n)| n > 0).collect();
+    assert_eq!(filled.len(), 1, "{filled:?}");
+    let &&(below, n) = filled.first().expect("one bucket");
+    assert!(n == 1 && micros < below && micros >= below / 2, "{micros} µs counted below {below}");
     broker.broker.shutdown().await;
 }

@@ -57,6 +57,10 @@ COMMENT ON VIEW kafgres.broker_metrics IS
 CREATE VIEW kafgres.flush_latency AS SELECT * FROM kafgres._flush_latency();
 COMMENT ON VIEW kafgres.flush_latency IS
     'Histogram of group-commit fdatasync latency: flushes that took less than below_micros (NULL: the rest).';
+CREATE VIEW kafgres.request_latency AS SELECT * FROM kafgres._request_latency();
+COMMENT ON VIEW kafgres.request_latency IS
+    'Histogram of the broker''s own time per request: span produce (last byte read to answer written) and '
+    'fetch_woken (the waking append to the answer sent); requests that took less than below_micros (NULL: the rest).';
 CREATE VIEW kafgres.connections AS
 SELECT client_addr::inet AS client_addr, client_port, client_id, principal, connected_at, requests, bytes_in,
        bytes_out

@@ -3,8 +3,8 @@
 //! The block is a `kafgres_broker::metrics::BrokerMetrics`: atomics only,
 //! valid when zeroed. The postmaster allocates and zeroes it at startup; the
 //! worker hands it to the data plane, whose threads count into it; any
-//! backend reads it for the `kafgres.broker_metrics`, `kafgres.flush_latency`
-//! and `kafgres.connections` views. A worker restart keeps the counters
+//! backend reads it for the `kafgres.broker_metrics`, `kafgres.flush_latency`,
+//! `kafgres.request_latency` and `kafgres.connections` views. A worker restart keeps the counters
 //! (they count since the server started).
 
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -87,6 +87,24 @@ fn _flush_latency() -> TableIterator<'static, (name!(below_micros, Option<i64>),
         .flush_histogram()
         .into_iter()
         .map(|(bound, n)| ((bound != u64::MAX).then_some(bound as i64), n as i64))
+        .collect();
+    TableIterator::new(rows)
+}
+
+// The columns are named in the signature (pgrx's `name!`), so no type alias.
+#[allow(clippy::type_complexity)]
+#[pg_extern(stable, parallel_unsafe, security_definer)]
+#[search_path(pg_catalog, kafgres)]
+fn _request_latency(
+) -> TableIterator<'static, (name!(span, String), name!(below_micros, Option<i64>), name!(requests, i64))> {
+    let rows: Vec<(String, Option<i64>, i64)> = block_or_error()
+        .span_histograms()
+        .into_iter()
+        .flat_map(|(span, buckets)| {
+            buckets.into_iter().map(move |(bound, n)| {
+                (span.to_string(), (bound != u64::MAX).then_some(bound as i64), n.min(i64::MAX as u64) as i64)
+            })
+        })
         .collect();
     TableIterator::new(rows)
 }

@@ -29,7 +29,8 @@ CREATE ROLE kafgres_regress_nobody;
 SELECT t AS table_name, has_table_privilege('kafgres_regress_nobody', t, 'SELECT') AS can_select
 FROM unnest(ARRAY['kafgres.topics', 'kafgres.cluster', 'kafgres.consumer_offsets', 'kafgres.transactions',
                   'kafgres.partition_status', 'kafgres.consumer_groups', 'kafgres.consumer_lag',
-                  'kafgres.broker_metrics', 'kafgres.flush_latency', 'kafgres.connections']) AS t;
+                  'kafgres.broker_metrics', 'kafgres.flush_latency', 'kafgres.request_latency',
+                  'kafgres.connections']) AS t;
 -- Every function, each SECURITY DEFINER with a pinned search_path (but the
 -- install-time helper), none executable by PUBLIC.
 SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS arguments, p.prosecdef AS security_definer,
@@ -49,6 +50,7 @@ SELECT enumvals FROM pg_settings WHERE name = 'kafgres.flush_policy';
 -- The broker's counters are in shared memory, readable from any database.
 SELECT array_agg(name ORDER BY name) AS counters FROM kafgres.broker_metrics;
 SELECT count(*) AS buckets FROM kafgres.flush_latency;
+SELECT span, count(*) AS buckets, count(below_micros) AS bounded FROM kafgres.request_latency GROUP BY span ORDER BY span;
 
 -- The broker worker runs (in the database named by kafgres.database).
 SELECT count(*) AS broker_workers FROM pg_stat_activity WHERE backend_type = 'kafgres broker';
