@@ -1,13 +1,16 @@
 """Settles a virtual machine's memory before the brokers are measured.
 
 A VM whose balloon device reports free pages (virtio-balloon free page
-reporting, this machine's case) hands every freed page back to its host;
-the next time the guest uses that page, the host must fault it in and zero
-it. Measured here: 3.7 µs per 4 KiB page, about 1.1 GB/s per core. A broker
-appending through the page cache takes fresh pages for every byte it writes,
-so on such a VM the host's faults, not the broker, bound produce throughput
-(the profile shows them as the kernel's copy into the page cache, 68% of the
-broker's busy core) -- a cost bare metal does not have.
+reporting, this machine's case) hands free memory back to its host, in
+blocks of 2 MiB and up; the next time the guest uses such a page, the host
+must fault it in and zero it. Measured here: populating anonymous memory
+took 2.4-2.7 µs per 4 KiB page the first time and 0.9-1.1 µs once the host
+backed it; buffered file writes into reported memory ran at 1.1-1.4 GB/s,
+2.5-4.1 GB/s otherwise. A broker appending through the page cache takes
+fresh pages for every byte it writes, so on such a VM the host's faults, not
+the broker, bound produce throughput (the profile shows them as the kernel's
+copy into the page cache, 68% of the broker's busy core) -- a cost bare
+metal does not have.
 
 For the run, `settled()` stops free page reporting (its order is set above
 the buddy allocator's largest, so no free block qualifies), touches the free
