@@ -36,8 +36,9 @@ count_from() {
     local log=$1 kind=$2 p=0 f=0
     case $kind in
         cargo)
-            p=$(grep -Eo 'test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
-            f=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
+            # Only libtest's summary lines: a test's own output may say "N failed".
+            p=$(grep -E '^test result: ' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+            f=$(grep -E '^test result: ' "$log" | grep -Eo '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
             ;;
         regress)
             if grep -Eq 'All [0-9]+ tests passed' "$log"; then
@@ -48,8 +49,12 @@ count_from() {
             fi
             ;;
         pytest)
-            p=$(tail -n 3 "$log" | grep -Eo '[0-9]+ passed' | grep -Eo '[0-9]+' || echo 0)
-            f=$(tail -n 3 "$log" | grep -Eo '[0-9]+ (failed|error|errors)' | awk '{s+=$1} END {print s+0}')
+            # Only pytest's summary line ("1 failed, 23 passed in 150.2s"): a
+            # client library may log after it ("Connect to 127.0.0.1:19092 failed").
+            local summary
+            summary=$(grep -E '[0-9]+ (passed|failed|errors?)(,.*)? in [0-9.]+s' "$log" | tail -n 1)
+            p=$(grep -Eo '[0-9]+ passed' <<<"$summary" | grep -Eo '[0-9]+' || echo 0)
+            f=$(grep -Eo '[0-9]+ (failed|errors?)' <<<"$summary" | awk '{s+=$1} END {print s+0}')
             ;;
     esac
     PASSED=$((PASSED + ${p:-0}))
