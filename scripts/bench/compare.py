@@ -16,8 +16,8 @@ Python environment, the Kafka classpath and the kafgres-bench binary. In order:
    a sync(2) so earlier runs' dirty pages are not flushed on its time.
 5. pgbench on the Kafgres cluster alone and while it ingests 100 MB/s, in
    the fsync mode (pgbench.py).
-6. Kafka is stopped and the flush policy and page reporting put back, whatever happened; the
-   results go to .kafgres/bench/runs/<id>/results.json, the charts to docs/,
+6. Kafka is stopped and the flush policy and page reporting put back,
+   whatever happened; the results go to .kafgres/bench/runs/<id>/results.json, the charts to docs/,
    the tables between the markers of docs/benchmarks.md (report.py), and
    the issue's targets with their Kafgres / Kafka ratios to stdout.
 """
