@@ -36,14 +36,19 @@ def test_request_latency_counts_produces_and_woken_fetches(psql, make_producer, 
 
     consumer = make_consumer({"fetch.wait.max.ms": FETCH_WAIT_MS, "fetch.min.bytes": 1})
     received = []
+    errors = []
 
     def poll_at_log_end():
         consumer.assign([TopicPartition(name, 0, 0)])
         deadline = time.monotonic() + DEADLINE_S
         while not received and time.monotonic() < deadline:
             msg = consumer.poll(0.1)
-            if msg is not None and msg.error() is None:
-                received.append(msg)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                errors.append(str(msg.error()))
+                continue
+            received.append(msg)
 
     thread = threading.Thread(target=poll_at_log_end, name="long-poll-consumer", daemon=True)
     thread.start()
@@ -53,7 +58,7 @@ def test_request_latency_counts_produces_and_woken_fetches(psql, make_producer, 
         producer.produce(name, value=f"r{i}".encode(), partition=0)
         assert producer.flush(15) == 0, "a record was not acknowledged within 15 s"
     thread.join(DEADLINE_S)
-    assert received, "the parked consumer received nothing"
+    assert received, f"the parked consumer received nothing; client errors: {errors}"
 
     # A span is counted after its answer is written: the client may see the
     # answer first, so wait (bounded) for the broker to record it.

@@ -4,8 +4,8 @@
 //! valid when zeroed. The postmaster allocates and zeroes it at startup; the
 //! worker hands it to the data plane, whose threads count into it; any
 //! backend reads it for the `kafgres.broker_metrics`, `kafgres.flush_latency`,
-//! `kafgres.request_latency` and `kafgres.connections` views. A worker restart keeps the counters
-//! (they count since the server started).
+//! `kafgres.request_latency` and `kafgres.connections` views. A worker
+//! restart keeps the counters (they count since the server started).
 
 use std::sync::atomic::{AtomicPtr, Ordering};
 
@@ -80,13 +80,18 @@ fn _broker_metrics() -> TableIterator<'static, (name!(name, String), name!(value
     TableIterator::new(rows)
 }
 
+/// A histogram bucket's bound as its view shows it: NULL for the open last one.
+fn below_micros(bound: u64) -> Option<i64> {
+    (bound != u64::MAX).then(|| i64::try_from(bound).unwrap_or(i64::MAX))
+}
+
 #[pg_extern(stable, parallel_unsafe, security_definer)]
 #[search_path(pg_catalog, kafgres)]
 fn _flush_latency() -> TableIterator<'static, (name!(below_micros, Option<i64>), name!(flushes, i64))> {
     let rows: Vec<(Option<i64>, i64)> = block_or_error()
         .flush_histogram()
         .into_iter()
-        .map(|(bound, n)| ((bound != u64::MAX).then_some(bound as i64), n as i64))
+        .map(|(bound, n)| (below_micros(bound), n.min(i64::MAX as u64) as i64))
         .collect();
     TableIterator::new(rows)
 }
@@ -101,9 +106,9 @@ fn _request_latency(
         .span_histograms()
         .into_iter()
         .flat_map(|(span, buckets)| {
-            buckets.into_iter().map(move |(bound, n)| {
-                (span.to_string(), (bound != u64::MAX).then_some(bound as i64), n.min(i64::MAX as u64) as i64)
-            })
+            buckets
+                .into_iter()
+                .map(move |(bound, n)| (span.to_string(), below_micros(bound), n.min(i64::MAX as u64) as i64))
         })
         .collect();
     TableIterator::new(rows)
