@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # How much of a client's latency the Kafgres broker itself spends: runs
-# kafgres-bench `sync` and `e2e` against the running dev cluster (started
-# with ./kafgres start) and reads kafgres.broker_metrics before and after
-# each run. Prints, per run, the client's percentiles and the broker's mean
+# kafgres-bench `sync` and `e2e`, and the same two patterns without
+# librdkafka (`bare --pattern sync|e2e`), against the running dev cluster
+# (started with ./kafgres start) and reads kafgres.broker_metrics before and
+# after each run. Prints, per run, the client's percentiles and the broker's mean
 # time per Produce (last byte read to answer written) and per woken Fetch
 # (the waking append's publish to the answer's last byte sent).
 #
-#   scripts/bench/broker-share.sh [runs]     (default 3; about 12 s per e2e run)
+#   scripts/bench/broker-share.sh [runs]     (default 3; about 12 s per e2e run, 10 s per bare e2e)
 #
 # It measures under the cluster's kafgres.flush_policy (printed first; the
 # relaxed figures of docs/benchmarks.md use page_cache). Topics are created
@@ -59,16 +60,18 @@ per() { # total-before total-after count-before count-after
 echo "kafgres.flush_policy = $(psql -Atc 'show kafgres.flush_policy')"
 topics=()
 for i in $(seq 1 "$RUNS"); do
-    for workload in sync e2e; do
+    for workload in sync e2e bare-sync bare-e2e; do
         topic=broker-share-$$-$workload-$i
         topics+=("$topic")
         read -r fw0 fwm0 pa0 pm0 <<<"$(counters)"
         hp0=$(histogram produce) hf0=$(histogram fetch_woken)
-        if [ "$workload" = sync ]; then
-            line=$("$BENCH" sync --bootstrap "$BOOTSTRAP" --topic "$topic" --create-partitions 1 --count 2000 --warmup 200 --size 100 2>/dev/null)
-        else
-            line=$("$BENCH" e2e --bootstrap "$BOOTSTRAP" --topic "$topic" --create-partitions 1 --rate 1000 --seconds 10 --warmup-s 1 --size 100 2>/dev/null)
-        fi
+        common=(--bootstrap "$BOOTSTRAP" --topic "$topic" --create-partitions 1 --size 100)
+        case $workload in
+            sync) line=$("$BENCH" sync "${common[@]}" --count 2000 --warmup 200 2>/dev/null) ;;
+            e2e) line=$("$BENCH" e2e "${common[@]}" --rate 1000 --seconds 10 --warmup-s 1 2>/dev/null) ;;
+            bare-sync) line=$("$BENCH" bare "${common[@]}" --pattern sync --count 2000 --warmup 200 2>/dev/null) ;;
+            bare-e2e) line=$("$BENCH" bare "${common[@]}" --pattern e2e --rate 1000 --count 10000 --warmup 1000 2>/dev/null) ;;
+        esac
         read -r fw1 fwm1 pa1 pm1 <<<"$(counters)"
         hp1=$(histogram produce) hf1=$(histogram fetch_woken)
         percentiles=$(grep -o 'p50=[^ ]*\|p99=[^ ]*' <<<"$line" | tr '\n' ' ')

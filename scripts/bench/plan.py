@@ -56,6 +56,16 @@ def workloads(quick: bool) -> list[Workload]:
         Workload("e2e", "end-to-end, 1000/s", "e2e",
                  ("--rate", "1000", "--seconds", str(seconds), "--warmup-s", "1", "--size", "100"),
                  "p99", "ms", seconds + 5, samples=True),
+        # Diagnostics, not targets: the sync and e2e patterns without librdkafka
+        # (one blocking connection per side), to split those figures into what
+        # the broker and loopback take and what the client library adds.
+        Workload("bare-sync", "sync send, 100 B, no client library", "bare",
+                 ("--pattern", "sync", "--count", str(sync_count), "--warmup", str(sync_warmup), "--size", "100"),
+                 "p50", "ms", 60),
+        Workload("bare-e2e", "end-to-end, 1000/s, no client library", "bare",
+                 ("--pattern", "e2e", "--rate", "1000", "--count", str(seconds * 1000), "--warmup", "1000",
+                  "--size", "100"),
+                 "p99", "ms", seconds + 5),
         Workload("partitions", "1,000 partitions, 200 producers", "partitions",
                  ("--partitions", "1000", "--producers", "200", "--size", "1024", "--seconds", str(seconds)),
                  "records_per_s", "records/s", seconds * 3),

@@ -33,6 +33,9 @@ METRICS = [
     ("e2e", "p99", "end-to-end p99 (1000/s)", "ms", False),
     ("e2e", "p999", "end-to-end p99.9 (1000/s)", "ms", False),
     ("partitions", "records_per_s", "1,000 partitions × 200 producers", "records/s", True),
+    ("bare-sync", "p50", "sync send p50, no client library ‡", "ms", False),
+    ("bare-e2e", "p50", "end-to-end p50, no client library ‡", "ms", False),
+    ("bare-e2e", "p99", "end-to-end p99, no client library ‡", "ms", False),
 ]
 
 
@@ -341,7 +344,10 @@ def markdown(results: dict, charts: list[str]) -> str:
         "",
         "*fsync per write*: Kafka with topic config `flush.messages=1`, Kafgres with its default "
         "`kafgres.flush_policy = fsync` (fdatasync before the ack). *fsync relaxed*: Kafka's defaults, "
-        "Kafgres with `kafgres.flush_policy = page_cache`. † = a round of that cell had errors.",
+        "Kafgres with `kafgres.flush_policy = page_cache`. † = a round of that cell had errors. "
+        "‡ = `kafgres-bench bare`: the same requests from one blocking connection and thread per side "
+        "instead of librdkafka, so the broker and loopback without the client library's thread hand-offs "
+        "(a diagnostic, not one of the issue's workloads).",
         "",
         "### Targets of issue 7 (fsync relaxed unless said)",
         "",

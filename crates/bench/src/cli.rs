@@ -35,6 +35,10 @@ pub enum Workload {
     /// The produce workload spread over many partitions and connections:
     /// by default 200 producer clients, each cycling over 1,000 partitions.
     Partitions(PartitionsArgs),
+    /// The `sync` and `e2e` patterns without librdkafka: one blocking
+    /// connection and one thread per side, so that what the broker and
+    /// loopback take can be told from what a client library adds.
+    Bare(BareArgs),
     /// Not a workload: deletes topics (a benchmark script cleans up after
     /// each run with it, so the disk does not fill).
     DeleteTopics(DeleteTopicsArgs),
@@ -263,6 +267,48 @@ pub struct PartitionsArgs {
     pub buffer_kbytes: u32,
 }
 
+/// What `bare` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BarePattern {
+    /// Produce one record (acks=all), wait for the answer, repeat.
+    Sync,
+    /// Produce at a fixed rate on one connection while another long-polls
+    /// Fetch; the time from each Produce sent to its record fetched.
+    E2e,
+}
+
+#[derive(Debug, Args)]
+pub struct BareArgs {
+    #[command(flatten)]
+    pub common: Common,
+
+    #[arg(long, default_value = "kafgres-bench-bare")]
+    pub topic: String,
+
+    #[arg(long, value_enum, default_value_t = BarePattern::Sync)]
+    pub pattern: BarePattern,
+
+    /// Records sent first and left out of the figures.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub warmup: u64,
+
+    /// Measured records.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub count: u64,
+
+    /// Records per second, evenly spaced (e2e only).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub rate: u64,
+
+    /// Record value size in bytes (at least 16: run id and send time).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(16..=1 << 20))]
+    pub size: u64,
+
+    /// Also write every measured latency to this file (`at_s latency_ms`).
+    #[arg(long, value_name = "PATH")]
+    pub samples_file: Option<std::path::PathBuf>,
+}
+
 #[derive(Debug, Args)]
 pub struct DeleteTopicsArgs {
     #[command(flatten)]
@@ -303,6 +349,18 @@ mod tests {
         assert_eq!(parse_setting("a.b=c=d"), Ok(("a.b".into(), "c=d".into())));
         assert!(parse_setting("novalue").is_err());
         assert!(Cli::try_parse_from(["kafgres-bench", "produce", "--seconds", "1", "--count", "5"]).is_err());
+    }
+
+    #[test]
+    fn bare_defaults_and_limits() {
+        let cli = Cli::parse_from(["kafgres-bench", "bare", "--pattern", "e2e"]);
+        let Workload::Bare(args) = cli.workload else { panic!("not bare") };
+        assert_eq!(
+            (args.pattern, args.warmup, args.count, args.rate, args.size),
+            (BarePattern::E2e, 200, 2000, 1000, 100)
+        );
+        assert!(Cli::try_parse_from(["kafgres-bench", "bare", "--size", "15"]).is_err());
+        assert!(Cli::try_parse_from(["kafgres-bench", "bare", "--pattern", "fast"]).is_err());
     }
 
     #[test]

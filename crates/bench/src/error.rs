@@ -26,6 +26,13 @@ pub enum BenchError {
         source: KafkaError,
     },
 
+    #[error("{action} failed: {source}")]
+    BareClient {
+        action: String,
+        #[source]
+        source: kafgres_client::ClientError,
+    },
+
     #[error("creating topic {topic} failed: {code}")]
     TopicCreation { topic: String, code: RDKafkaErrorCode },
 

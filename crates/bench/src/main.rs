@@ -1,6 +1,7 @@
 //! `kafgres-bench`: a benchmark CLI that drives any Kafka-compatible broker
 //! (Kafgres, Apache Kafka, ...) through librdkafka, the client most users run,
-//! so the same binary measures both sides of a comparison.
+//! so the same binary measures both sides of a comparison. One diagnostic
+//! workload, `bare`, bypasses librdkafka to show what the client adds.
 //!
 //! It owns the workloads and their result lines; it never talks to Postgres
 //! and never assumes the broker is Kafgres. Each subcommand prints exactly one
@@ -15,7 +16,8 @@
 //! - `payload`  record values: filler and end-to-end send-time stamps
 //! - `raw`      the per-record produce and consume calls on librdkafka's C API
 //! - `summary`  exact percentiles (nearest rank over all samples), rates
-//! - `workload` sync, produce, consume, e2e, partitions
+//! - `workload` sync, produce, consume, e2e, partitions; bare (the same
+//!   patterns on kafgres-client's blocking connections, no librdkafka)
 
 mod admin;
 mod cli;
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
         Workload::Consume(args) => workload::consume::run(args),
         Workload::E2e(args) => workload::e2e::run(args),
         Workload::Partitions(args) => workload::partitions::run(args),
+        Workload::Bare(args) => workload::bare::run(args),
         Workload::DeleteTopics(args) => admin::delete_topics(args),
     };
     match result {

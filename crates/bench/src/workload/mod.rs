@@ -1,6 +1,7 @@
 //! The workloads. Each one runs against the broker named on the command line
 //! and returns its single result line; `main` prints it.
 
+pub mod bare;
 pub mod consume;
 pub mod e2e;
 pub mod partitions;
