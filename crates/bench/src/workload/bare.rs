@@ -29,8 +29,7 @@ use crate::cli::{BareArgs, BarePattern};
 use crate::client::{self, Deadline};
 use crate::error::BenchError;
 use crate::payload;
-use crate::summary::{latency_fields, write_samples, LatencySummary};
-use crate::workload::Outcome;
+use crate::workload::{latency_report, Outcome};
 
 const PARTITION: i32 = 0;
 const SYNC_QUANTILES: [(&str, f64); 3] = [("p50", 0.50), ("p95", 0.95), ("p99", 0.99)];
@@ -120,17 +119,10 @@ fn sync(args: &BareArgs, addr: SocketAddr, size: usize, deadline: Deadline) -> R
     if attempted < total {
         eprintln!("kafgres-bench: stopped early; {} sends not made", total - attempted);
     }
-    if let Some(path) = &args.samples_file {
-        write_samples(path, &samples).map_err(|source| BenchError::Io { path: path.display().to_string(), source })?;
-    }
-    let mut latencies: Vec<Duration> = samples.iter().map(|&(_, latency)| latency).collect();
-    let summary = LatencySummary::from_samples(&mut latencies, &SYNC_QUANTILES);
+    let latency = latency_report(&samples, &SYNC_QUANTILES, args.samples_file.as_deref())?;
     let line = format!(
-        "workload=bare-sync count={} errors={error_count} {} size={} warmup={}",
-        args.count,
-        latency_fields(summary.as_ref(), &SYNC_QUANTILES),
-        args.size,
-        args.warmup
+        "workload=bare-sync count={} errors={error_count} {latency} size={} warmup={}",
+        args.count, args.size, args.warmup
     );
     Ok(Outcome { line, clean: error_count == 0 })
 }
@@ -206,23 +198,15 @@ fn e2e(args: &BareArgs, addr: SocketAddr, size: usize, deadline: Deadline) -> Re
     let error_count = sent.failures.count + consumed.failures.count + missing + unsent;
     let achieved_rate =
         if sent.send_phase > Duration::ZERO { sent.sent_count as f64 / sent.send_phase.as_secs_f64() } else { 0.0 };
-    if let Some(path) = &args.samples_file {
-        let first_ns = consumed.samples.iter().map(|&(sent_ns, _)| sent_ns).min().unwrap_or(0);
-        let rows: Vec<(Duration, Duration)> =
-            consumed.samples.iter().map(|&(sent_ns, l)| (Duration::from_nanos(sent_ns - first_ns), l)).collect();
-        write_samples(path, &rows).map_err(|source| BenchError::Io { path: path.display().to_string(), source })?;
-    }
-    let mut latencies: Vec<Duration> = consumed.samples.iter().map(|&(_, latency)| latency).collect();
-    let summary = LatencySummary::from_samples(&mut latencies, &E2E_QUANTILES);
+    // `at`: send time, seconds since the first measured record read was sent.
+    let first_ns = consumed.samples.iter().map(|&(sent_ns, _)| sent_ns).min().unwrap_or(0);
+    let rows: Vec<(Duration, Duration)> =
+        consumed.samples.iter().map(|&(sent_ns, l)| (Duration::from_nanos(sent_ns - first_ns), l)).collect();
+    let latency = latency_report(&rows, &E2E_QUANTILES, args.samples_file.as_deref())?;
     let line = format!(
         "workload=bare-e2e rate={} count={} size={} sent={} received={received_count} errors={error_count} \
-         achieved_rate={achieved_rate:.1} {} warmup={}",
-        args.rate,
-        args.count,
-        args.size,
-        sent.sent_count,
-        latency_fields(summary.as_ref(), &E2E_QUANTILES),
-        args.warmup
+         achieved_rate={achieved_rate:.1} {latency} warmup={}",
+        args.rate, args.count, args.size, sent.sent_count, args.warmup
     );
     Ok(Outcome { line, clean: error_count == 0 })
 }

@@ -35,8 +35,7 @@ use crate::client::{self, Deadline, REQUEST_TIMEOUT};
 use crate::error::BenchError;
 use crate::events::{DeliveryQueue, Served};
 use crate::payload;
-use crate::summary::{latency_fields, write_samples, LatencySummary};
-use crate::workload::Outcome;
+use crate::workload::{latency_report, Outcome};
 
 const QUANTILES: [(&str, f64); 3] = [("p50", 0.50), ("p99", 0.99), ("p999", 0.999)];
 /// Extra time the deadline allows beyond warm-up and the send phase by default.
@@ -172,27 +171,17 @@ pub fn run(args: &E2eArgs) -> Result<Outcome, BenchError> {
     }
     let achieved_rate =
         if sent.send_phase > Duration::ZERO { sent.sent_count as f64 / sent.send_phase.as_secs_f64() } else { 0.0 };
-    if let Some(path) = &args.samples_file {
-        let measured_start_ns = progress.measured_start_ns.load(Ordering::Acquire);
-        let rows: Vec<(Duration, Duration)> = consumed
-            .samples
-            .iter()
-            .map(|&(sent_ns, latency)| (Duration::from_nanos(sent_ns.saturating_sub(measured_start_ns)), latency))
-            .collect();
-        write_samples(path, &rows).map_err(|source| BenchError::Io { path: path.display().to_string(), source })?;
-    }
-    let mut latencies: Vec<Duration> = consumed.samples.iter().map(|&(_, latency)| latency).collect();
-    let summary = LatencySummary::from_samples(&mut latencies, &QUANTILES);
+    let measured_start_ns = progress.measured_start_ns.load(Ordering::Acquire);
+    let rows: Vec<(Duration, Duration)> = consumed
+        .samples
+        .iter()
+        .map(|&(sent_ns, latency)| (Duration::from_nanos(sent_ns.saturating_sub(measured_start_ns)), latency))
+        .collect();
+    let latency = latency_report(&rows, &QUANTILES, args.samples_file.as_deref())?;
     let line = format!(
         "workload=e2e rate={} seconds={} size={} sent={} received={received_count} errors={error_count} \
-         achieved_rate={achieved_rate:.1} {} warmup_records={} client_errors={}",
-        args.rate,
-        args.seconds,
-        args.size,
-        sent.sent_count,
-        latency_fields(summary.as_ref(), &QUANTILES),
-        sent.warmup_sent_count,
-        consumed.client_error_count
+         achieved_rate={achieved_rate:.1} {latency} warmup_records={} client_errors={}",
+        args.rate, args.seconds, args.size, sent.sent_count, sent.warmup_sent_count, consumed.client_error_count
     );
     Ok(Outcome { line, clean: error_count == 0 })
 }

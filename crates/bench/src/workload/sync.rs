@@ -14,8 +14,7 @@ use crate::client::{self, Deadline};
 use crate::error::BenchError;
 use crate::events::DeliveryQueue;
 use crate::payload;
-use crate::summary::{latency_fields, write_samples, LatencySummary};
-use crate::workload::Outcome;
+use crate::workload::{latency_report, Outcome};
 
 const QUANTILES: [(&str, f64); 3] = [("p50", 0.50), ("p95", 0.95), ("p99", 0.99)];
 const DEFAULT_DEADLINE: Duration = Duration::from_secs(300);
@@ -75,18 +74,10 @@ pub fn run(args: &SyncArgs) -> Result<Outcome, BenchError> {
         eprintln!("kafgres-bench: {error_count} sends failed; first failure: {reason}");
     }
 
-    if let Some(path) = &args.samples_file {
-        write_samples(path, &samples).map_err(|source| BenchError::Io { path: path.display().to_string(), source })?;
-    }
-    let mut latencies: Vec<Duration> = samples.iter().map(|&(_, latency)| latency).collect();
-    let summary = LatencySummary::from_samples(&mut latencies, &QUANTILES);
+    let latency = latency_report(&samples, &QUANTILES, args.samples_file.as_deref())?;
     let line = format!(
-        "workload=sync count={} errors={} {} size={} warmup={}",
-        args.count,
-        error_count,
-        latency_fields(summary.as_ref(), &QUANTILES),
-        args.size,
-        args.warmup
+        "workload=sync count={} errors={} {latency} size={} warmup={}",
+        args.count, error_count, args.size, args.warmup
     );
     Ok(Outcome { line, clean: error_count == 0 })
 }
