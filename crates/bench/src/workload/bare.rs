@@ -174,9 +174,10 @@ fn e2e(args: &BareArgs, addr: SocketAddr, size: usize, deadline: Deadline) -> Re
             };
             let warmup = send(warmup_id, args.warmup);
             warmup.failures.report("warm-up sends");
-            send(measured_id, args.count)
+            // Warm-up failures are errors too, as in `e2e`.
+            (warmup.failures.count, send(measured_id, args.count))
         });
-        progress.acked_count.store(sent.as_ref().map_or(0, |s| s.acked_count), Ordering::Release);
+        progress.acked_count.store(sent.as_ref().map_or(0, |(_, s)| s.acked_count), Ordering::Release);
         progress.producer_done.store(true, Ordering::Release);
         let consumed = match consumer_thread {
             Ok(handle) => handle.join().unwrap_or(Err(BenchError::ThreadPanicked)),
@@ -185,7 +186,8 @@ fn e2e(args: &BareArgs, addr: SocketAddr, size: usize, deadline: Deadline) -> Re
         (sent, consumed)
     });
     let consumed = consumed?;
-    let sent = sent.ok_or_else(|| BenchError::Usage("the consumer thread did not start".into()))?;
+    let (warmup_failed_count, sent) =
+        sent.ok_or_else(|| BenchError::Usage("the consumer thread did not start".into()))?;
 
     sent.failures.report("sends");
     consumed.failures.report("fetches");
@@ -195,7 +197,7 @@ fn e2e(args: &BareArgs, addr: SocketAddr, size: usize, deadline: Deadline) -> Re
         eprintln!("kafgres-bench: {missing} acknowledged records were not read back");
     }
     let unsent = args.count - sent.sent_count;
-    let error_count = sent.failures.count + consumed.failures.count + missing + unsent;
+    let error_count = warmup_failed_count + sent.failures.count + consumed.failures.count + missing + unsent;
     let achieved_rate =
         if sent.send_phase > Duration::ZERO { sent.sent_count as f64 / sent.send_phase.as_secs_f64() } else { 0.0 };
     // `at`: send time, seconds since the first measured record read was sent.
