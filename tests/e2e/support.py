@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient
 
 import kafka_wire
@@ -193,6 +193,19 @@ def wait_for_topic_metadata(admin: AdminClient, name: str, partitions: int, time
             return
         time.sleep(0.2)
     pytest.fail(f"topic {name} not ready with {partitions} partitions within {timeout_s:.0f}s: {last}")
+
+
+def poll_record(consumer: Consumer, timeout_s: float, errors: list[str]) -> Message | None:
+    """One consumer poll: the record it returned, or None when none came in
+    `timeout_s` or the client reported an error, which goes into `errors` so
+    that a test can say why nothing arrived."""
+    msg = consumer.poll(timeout_s)
+    if msg is None:
+        return None
+    if msg.error() is not None:
+        errors.append(str(msg.error()))
+        return None
+    return msg
 
 
 def produce_all(producer: Producer, records: list[dict], timeout_s: float = 30.0) -> list[Message]:

@@ -10,6 +10,7 @@ import threading
 import time
 
 from confluent_kafka import TopicPartition
+from support import poll_record
 
 SENDS = 5
 FETCH_WAIT_MS = 5000
@@ -42,13 +43,9 @@ def test_request_latency_counts_produces_and_woken_fetches(psql, make_producer, 
         consumer.assign([TopicPartition(name, 0, 0)])
         deadline = time.monotonic() + DEADLINE_S
         while not received and time.monotonic() < deadline:
-            msg = consumer.poll(0.1)
-            if msg is None:
-                continue
-            if msg.error() is not None:
-                errors.append(str(msg.error()))
-                continue
-            received.append(msg)
+            msg = poll_record(consumer, 0.1, errors)
+            if msg is not None:
+                received.append(msg)
 
     thread = threading.Thread(target=poll_at_log_end, name="long-poll-consumer", daemon=True)
     thread.start()

@@ -14,6 +14,7 @@ import time
 from confluent_kafka import TopicPartition
 
 import kafka_wire
+from support import poll_record
 
 FETCH_WAIT_MS = 5000
 # Generous on purpose: this is a behaviour check, not a latency target. The
@@ -38,14 +39,10 @@ def test_append_wakes_pending_fetch(make_consumer, make_producer, create_topic, 
         polling.set()
         deadline = time.monotonic() + TEST_DEADLINE_S
         while not stop.is_set() and time.monotonic() < deadline:
-            msg = consumer.poll(0.1)
-            if msg is None:
-                continue
-            if msg.error() is not None:
-                errors.append(str(msg.error()))
-                continue
-            received.append((time.monotonic(), msg))
-            return
+            msg = poll_record(consumer, 0.1, errors)
+            if msg is not None:
+                received.append((time.monotonic(), msg))
+                return
 
     thread = threading.Thread(target=poll_loop, name="long-poll-consumer", daemon=True)
     thread.start()

@@ -28,7 +28,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 from psycopg import sql
 
-from support import produce_all
+from support import poll_record, produce_all
 
 WATERMARK_TIMEOUT_S = 10.0
 
@@ -270,13 +270,9 @@ def test_long_polling_consumer_sees_commit(pg_connect, create_topic, topic_name,
 
     def poll_loop():
         while not stop.is_set():
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            if msg.error() is not None:
-                errors.append(str(msg.error()))
-                continue
-            received.append(msg)
+            msg = poll_record(consumer, 0.2, errors)
+            if msg is not None:
+                received.append(msg)
 
     poller = threading.Thread(target=poll_loop, daemon=True)
     poller.start()
