@@ -138,6 +138,10 @@ async fn route(
             let req = decode!(DescribeLogDirsRequest);
             respond(key, v, c, &api::describe_log_dirs::handle(ctx, v, req).await)
         }
+        ApiKey::DescribeProducers => {
+            let req = decode!(DescribeProducersRequest);
+            respond(key, v, c, &api::describe_producers::handle(ctx, v, req))
+        }
         ApiKey::DescribeTopicPartitions => {
             let req = decode!(DescribeTopicPartitionsRequest);
             respond(key, v, c, &api::describe_topic_partitions::handle(ctx, req))

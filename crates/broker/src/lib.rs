@@ -36,7 +36,6 @@ pub mod producer_ids;
 pub mod sasl;
 pub mod server;
 pub mod splice;
-pub mod sql_bridge;
 pub mod topic_config;
 pub mod topics;
 pub mod txn;

@@ -103,6 +103,17 @@ pub enum AppendOutcome {
     Refused(SequenceCheck),
 }
 
+/// One producer as a partition knows it (DescribeProducers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerSummary {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    /// -1 when the producer's state holds no batch (only a transaction marker).
+    pub last_sequence: i32,
+    pub last_timestamp_ms: i64,
+    pub open_txn_first_offset: Option<i64>,
+}
+
 /// Why a produce could not be acknowledged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DurabilityError {
@@ -228,6 +239,23 @@ impl Partition {
             FlushPolicy::PageCache => self.publish(result.end),
         }
         Ok(AppendOutcome::Appended(result))
+    }
+
+    /// Every producer this partition holds state for (DescribeProducers):
+    /// id, epoch, last sequence, the max timestamp of its last batch, and the
+    /// first offset of its open transaction.
+    pub fn producer_states(&self) -> Vec<ProducerSummary> {
+        let log = self.lock_log();
+        log.producer_state()
+            .iter()
+            .map(|(&producer_id, entry)| ProducerSummary {
+                producer_id,
+                producer_epoch: entry.epoch,
+                last_sequence: entry.last_seq().unwrap_or(-1),
+                last_timestamp_ms: entry.batches.back().map_or(-1, |b| b.timestamp_ms),
+                open_txn_first_offset: entry.open_txn_first_offset,
+            })
+            .collect()
     }
 
     /// Kafka's last stable offset: the high watermark, or the first offset

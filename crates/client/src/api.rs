@@ -4,8 +4,9 @@
 //! checked by a test) and flexible, which is all [`crate::guard`] knows.
 
 use kafka_protocol::messages::{
-    CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeGroupsRequest, FetchRequest,
-    IncrementalAlterConfigsRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, DescribeGroupsRequest,
+    DescribeProducersRequest, FetchRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, ListGroupsRequest,
+    ListOffsetsRequest, MetadataRequest, ProduceRequest,
 };
 use kafka_protocol::protocol::Request;
 
@@ -47,6 +48,9 @@ pinned! {
     DeleteTopicsRequest => "DeleteTopics", 6, schemas::DELETE_TOPICS_V6;
     CreatePartitionsRequest => "CreatePartitions", 3, schemas::CREATE_PARTITIONS_V3;
     IncrementalAlterConfigsRequest => "IncrementalAlterConfigs", 1, schemas::INCREMENTAL_ALTER_CONFIGS_V1;
+    InitProducerIdRequest => "InitProducerId", 4, schemas::INIT_PRODUCER_ID_V4;
+    DescribeProducersRequest => "DescribeProducers", 0, schemas::DESCRIBE_PRODUCERS_V0;
+    DescribeConfigsRequest => "DescribeConfigs", 4, schemas::DESCRIBE_CONFIGS_V4;
 }
 
 #[cfg(test)]

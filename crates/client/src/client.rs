@@ -16,11 +16,13 @@ use crate::wait::Wait;
 mod fetch;
 mod groups;
 mod offsets;
+mod producers;
 mod topics;
 
 pub use fetch::FetchResult;
 pub use groups::{GroupInfo, ListedGroup};
 pub use offsets::{LogBounds, OffsetSpec, PartitionOffset};
+pub use producers::{PartitionAnswer, PartitionBatch, ProducerState};
 pub use topics::{PartitionInfo, TopicInfo};
 
 /// Limits and timeouts of one client.

@@ -311,6 +311,49 @@ pub mod schemas {
         ],
         &[],
     );
+
+    /// InitProducerIdResponse v4: throttle_time_ms, error_code, producer_id, producer_epoch.
+    pub const INIT_PRODUCER_ID_V4: Kind = Struct(&[I32, I16, I64, I16], &[]);
+
+    /// DescribeConfigsResponse v4.
+    pub const DESCRIBE_CONFIGS_V4: Kind = Struct(
+        &[
+            I32, // throttle_time_ms
+            // results: error_code, error_message, resource_type, resource_name, configs (name,
+            // value, read_only, config_source, is_sensitive, synonyms (name, value, source),
+            // config_type, documentation)
+            Array(&Struct(
+                &[
+                    I16,
+                    STR,
+                    I8,
+                    STR,
+                    Array(&Struct(&[STR, STR, BOOL, I8, BOOL, Array(&Struct(&[STR, STR, I8], &[])), I8, STR], &[])),
+                ],
+                &[],
+            )),
+        ],
+        &[],
+    );
+
+    /// DescribeProducersResponse v0.
+    pub const DESCRIBE_PRODUCERS_V0: Kind = Struct(
+        &[
+            I32, // throttle_time_ms
+            // topics: name, partitions
+            Array(&Struct(
+                &[
+                    STR,
+                    // partition_index, error_code, error_message, active_producers (producer_id,
+                    // producer_epoch, last_sequence, last_timestamp, coordinator_epoch,
+                    // current_txn_start_offset)
+                    Array(&Struct(&[I32, I16, STR, Array(&Struct(&[I64, I32, I32, I64, I32, I64], &[]))], &[])),
+                ],
+                &[],
+            )),
+        ],
+        &[],
+    );
 }
 
 #[cfg(test)]

@@ -34,8 +34,8 @@ pub mod records;
 pub mod wait;
 
 pub use client::{
-    Client, ClientConfig, FetchResult, GroupInfo, ListedGroup, LogBounds, OffsetSpec, PartitionInfo, PartitionOffset,
-    TopicInfo,
+    Client, ClientConfig, FetchResult, GroupInfo, ListedGroup, LogBounds, OffsetSpec, PartitionAnswer, PartitionBatch,
+    PartitionInfo, PartitionOffset, ProducerState, TopicInfo,
 };
 pub use error::{error_name, ClientError};
 pub use kafgres_wire::batch::build::NewRecord;

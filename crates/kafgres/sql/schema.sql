@@ -70,3 +70,52 @@ COMMENT ON TABLE kafgres.transactions IS
     'Kafka transactional ids: producer id and epoch, state, and the partitions, groups and offsets of the open transaction.';
 SELECT pg_catalog.pg_extension_config_dump('kafgres.transactions', '');
 REVOKE ALL ON kafgres.transactions FROM PUBLIC;
+
+-- The SQL bridge's checkpoint (docs/sql.md): every transaction that sent from
+-- SQL and committed before applied_lsn has its records in the log; reading
+-- the WAL resumes at restart_lsn (the first message of the oldest transaction
+-- still open then). One row, written by the bridge worker after each round;
+-- a standby receives it with the rest of the catalog, so its bridge continues
+-- exactly there after a promotion. Not dumped: positions mean nothing in
+-- another cluster.
+CREATE TABLE kafgres.sql_bridge (
+    singleton      boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    -- NULL only after an upgrade from a release that kept this in a file.
+    applied_lsn    pg_lsn,
+    restart_lsn    pg_lsn NOT NULL,
+    -- The bridge's idempotent producer (-1 until it has reserved one).
+    producer_id    bigint NOT NULL DEFAULT -1,
+    producer_epoch smallint NOT NULL DEFAULT 0,
+    updated_at     timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO kafgres.sql_bridge (applied_lsn, restart_lsn)
+VALUES (pg_current_wal_insert_lsn(), pg_current_wal_insert_lsn());
+COMMENT ON TABLE kafgres.sql_bridge IS
+    'The SQL bridge''s progress: records sent from SQL are in their topics up to applied_lsn; written by the bridge.';
+REVOKE ALL ON kafgres.sql_bridge FROM PUBLIC;
+
+-- The next sequence number of the bridge's producer per partition: the
+-- records of a partition are numbered in commit order, so a replay after a
+-- crash or a failover sends the same numbers and nothing twice.
+CREATE TABLE kafgres.sql_bridge_sequences (
+    topic         text NOT NULL,
+    partition     integer NOT NULL CHECK (partition >= 0),
+    next_sequence integer NOT NULL CHECK (next_sequence >= 0),
+    PRIMARY KEY (topic, partition)
+);
+REVOKE ALL ON kafgres.sql_bridge_sequences FROM PUBLIC;
+
+-- What the bridge could not deliver, and why: WAL removed before it was read
+-- (the commits between from_lsn and to_lsn may be missing), or a transaction
+-- found only in part (xid, committed at to_lsn, none of its records delivered).
+CREATE TABLE kafgres.sql_bridge_gaps (
+    id          bigserial PRIMARY KEY,
+    detected_at timestamptz NOT NULL DEFAULT now(),
+    from_lsn    pg_lsn NOT NULL,
+    to_lsn      pg_lsn NOT NULL,
+    xid         bigint,
+    reason      text NOT NULL
+);
+COMMENT ON TABLE kafgres.sql_bridge_gaps IS
+    'Sends from SQL that the bridge could not deliver, and why (removed WAL, a transaction read only in part).';
+REVOKE ALL ON kafgres.sql_bridge_gaps FROM PUBLIC;

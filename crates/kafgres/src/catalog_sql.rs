@@ -32,9 +32,11 @@ const LOAD_TOPICS: &str =
     "SELECT topic_id::text, name, partition_count, configs::text FROM kafgres.topics ORDER BY name";
 const INSERT_TOPIC: &str = "INSERT INTO kafgres.topics (topic_id, name, partition_count, configs) \
      VALUES ($1::uuid, $2, $3, $4::jsonb) ON CONFLICT (name) DO NOTHING RETURNING 1";
-// A topic's committed offsets go with it, in the same statement.
+// A topic's committed offsets (and the SQL bridge's sequences for it) go
+// with it, in the same statement.
 const DELETE_TOPIC: &str = "WITH gone AS (DELETE FROM kafgres.topics WHERE topic_id = $1::uuid RETURNING name), \
-     offsets AS (DELETE FROM kafgres.consumer_offsets o USING gone WHERE o.topic = gone.name) \
+     offsets AS (DELETE FROM kafgres.consumer_offsets o USING gone WHERE o.topic = gone.name), \
+     sequences AS (DELETE FROM kafgres.sql_bridge_sequences s USING gone WHERE s.topic = gone.name) \
      SELECT 1 FROM gone";
 // All groups' offsets (startup), or one group's ($1 not NULL: reloaded after
 // a failed write).

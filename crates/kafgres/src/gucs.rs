@@ -47,11 +47,14 @@ pub static GROUP_INITIAL_REBALANCE_DELAY_MS: GucSetting<i32> = GucSetting::<i32>
 pub static GROUP_CONSUMER_SESSION_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(45_000);
 pub static GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS: GucSetting<i32> = GucSetting::<i32>::new(5_000);
 pub static CONNECTIONS_MAX_IDLE_MS: GucSetting<i32> = GucSetting::<i32>::new(600_000);
+pub static SQL_BRIDGE_MEMORY_MB: GucSetting<i32> = GucSetting::<i32>::new(1024);
+pub static READ_YOUR_WRITES_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 
 pub fn register() {
     register_group_settings();
     register_connection_settings();
     register_authentication_setting();
+    register_sql_bridge_settings();
     GucRegistry::define_string_guc(
         c"kafgres.listen_address",
         c"Address the Kafka listener binds to.",
@@ -185,6 +188,29 @@ pub fn register_connection_settings() {
     );
 }
 
+pub fn register_sql_bridge_settings() {
+    GucRegistry::define_int_guc(
+        c"kafgres.sql_bridge_memory_mb",
+        c"Memory the SQL bridge may hold for the sends of transactions still open.",
+        c"A transaction that sends more waits in the WAL, not lost, until this is raised (reloadable).",
+        &SQL_BRIDGE_MEMORY_MB,
+        1,
+        1 << 20,
+        GucContext::Sighup,
+        GucFlags::UNIT_MB,
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.read_your_writes_timeout",
+        c"How long kafgres.read and kafgres.consume wait for the session's own committed sends.",
+        c"0 reads without waiting.",
+        &READ_YOUR_WRITES_TIMEOUT_MS,
+        0,
+        3_600_000,
+        GucContext::Userset,
+        GucFlags::UNIT_MS,
+    );
+}
+
 pub fn register_authentication_setting() {
     GucRegistry::define_enum_guc(
         c"kafgres.authentication",
@@ -228,6 +254,19 @@ pub fn register_group_settings() {
         GucContext::Postmaster,
         GucFlags::default(),
     );
+}
+
+/// Where partition directories live: `kafgres.log_dir`, or `$PGDATA/kafgres`.
+pub fn log_dir() -> std::path::PathBuf {
+    match string_or(&LOG_DIR, "") {
+        dir if dir.is_empty() => {
+            // SAFETY: DataDir is set before any extension code runs and never
+            // changes; read on the process's main thread.
+            let data_dir = unsafe { std::ffi::CStr::from_ptr(pgrx::pg_sys::DataDir) }.to_string_lossy().into_owned();
+            std::path::PathBuf::from(data_dir).join("kafgres")
+        }
+        dir => std::path::PathBuf::from(dir),
+    }
 }
 
 /// A GUC string, or `default` when unset or empty.

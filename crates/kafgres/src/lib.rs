@@ -11,6 +11,9 @@
 //!   `Catalog` implementation that sends them;
 //! - [`catalog_sql`]: the SQL the control plane runs, as plans prepared once
 //!   and kept;
+//! - [`bridge`]: the SQL bridge, a second background worker that carries
+//!   records sent and offsets committed from SQL transactions to the broker,
+//!   exactly once in commit order, through the broker's Kafka port;
 //! - [`wake`]: shared memory holding the worker's pid, so that `CREATE
 //!   EXTENSION` can wake a worker that was waiting for the schema.
 //!
@@ -18,9 +21,9 @@
 
 use pgrx::prelude::*;
 
+pub mod bridge;
 pub mod catalog_sql;
 pub mod control;
-pub mod decoding;
 pub mod gucs;
 pub mod logging;
 pub mod shared_metrics;
@@ -61,6 +64,16 @@ CREATE VIEW kafgres.request_latency AS SELECT * FROM kafgres._request_latency();
 COMMENT ON VIEW kafgres.request_latency IS
     'Histogram of the broker''s own time per request: span produce (last byte read to answer written) and '
     'fetch_woken (the waking append to the answer sent); requests that took less than below_micros (NULL: the rest).';
+CREATE VIEW kafgres.sql_bridge_status AS
+SELECT state, pid, since, applied_lsn::pg_lsn AS applied_lsn, restart_lsn::pg_lsn AS restart_lsn,
+       read_lsn::pg_lsn AS read_lsn, last_applied_at, transactions_applied, records_applied, records_dropped,
+       incomplete_transactions, errors, message,
+       (SELECT count(*) FROM kafgres.sql_bridge_gaps) AS gaps
+FROM kafgres._sql_bridge_status();
+COMMENT ON VIEW kafgres.sql_bridge_status IS
+    'The SQL bridge (records sent from SQL on their way to the broker): state and since when, the WAL applied '
+    '(every send committed before applied_lsn is in its topic), retained (restart_lsn) and read, counters, the last '
+    'error, and how many gaps kafgres.sql_bridge_gaps lists.';
 CREATE VIEW kafgres.connections AS
 SELECT client_addr::inet AS client_addr, client_port, client_id, principal, connected_at, requests, bytes_in,
        bytes_out
@@ -92,5 +105,7 @@ pub extern "C-unwind" fn _PG_init() {
     }
     wake::init_shared_memory();
     shared_metrics::init();
+    bridge::shared::init();
     worker::register();
+    bridge::register();
 }

@@ -61,3 +61,37 @@ pub fn install(waker: Arc<EventFd>) -> Option<Receiver<LogLine>> {
 pub fn take_dropped() -> u64 {
     LOGGER.get().map(|l| l.dropped.swap(0, Ordering::Relaxed)).unwrap_or(0)
 }
+
+/// A warning repeated at most once per interval: the ones in between are
+/// counted and the count is added to the next one that is logged, so a fault
+/// that repeats every millisecond costs one line per interval, not a flood.
+/// Main thread only (it calls `ereport`).
+pub struct RateLimited {
+    interval_ms: i64,
+    last_ms: std::sync::atomic::AtomicI64,
+    suppressed: AtomicU64,
+}
+
+impl RateLimited {
+    pub const fn new(interval: std::time::Duration) -> RateLimited {
+        RateLimited {
+            interval_ms: interval.as_millis() as i64,
+            last_ms: std::sync::atomic::AtomicI64::new(i64::MIN / 2),
+            suppressed: AtomicU64::new(0),
+        }
+    }
+
+    pub fn warn(&self, message: &str) {
+        let now =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+        if now - self.last_ms.load(Ordering::Relaxed) < self.interval_ms {
+            self.suppressed.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        self.last_ms.store(now, Ordering::Relaxed);
+        match self.suppressed.swap(0, Ordering::Relaxed) {
+            0 => pgrx::warning!("{message}"),
+            n => pgrx::warning!("{message} ({n} more like it since the last report)"),
+        }
+    }
+}

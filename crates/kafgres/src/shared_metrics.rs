@@ -62,8 +62,7 @@ unsafe extern "C-unwind" fn startup() {
     pg_sys::LWLockRelease(lock);
 }
 
-/// Microseconds from the Unix epoch to Postgres's epoch (2000-01-01).
-const POSTGRES_EPOCH_UNIX_US: i64 = 946_684_800_000_000;
+use crate::sql_api::POSTGRES_EPOCH_UNIX_US;
 
 fn block_or_error() -> &'static BrokerMetrics {
     match metrics() {

@@ -67,9 +67,15 @@ fn _wake_broker() {
         let pid = WORKER_PID.get().load(Ordering::SeqCst);
         if pid > 0 {
             // Nothing here may fail: a commit callback cannot raise errors.
+            // SAFETY: kill(2) with a pid and a signal number; at worst a
+            // stale pid gets a SIGUSR1, which Postgres processes ignore.
             unsafe {
                 libc::kill(pid, libc::SIGUSR1);
             }
+        }
+        // The SQL bridge waits for the same schema (CREATE or ALTER EXTENSION).
+        if let Some(bridge) = crate::bridge::shared::shared() {
+            bridge.wake_bridge();
         }
     });
 }

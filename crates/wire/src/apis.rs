@@ -50,6 +50,8 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ServedApi {
 ///   by dispatch: ILLEGAL_SASL_STATE without authentication or after it, as
 ///   Kafka's request handler answers them; the SCRAM exchange otherwise
 ///   (v0 handshakes are followed by bare tokens, as in Kafka).
+/// - DescribeProducers serves v0 (Kafka 4.1's range): the SQL bridge reads its
+///   own sequences back with it after a restart.
 /// - OffsetForLeaderEpoch serves v2-v4: Kafka 4.x removed v0-v1 (KIP-896),
 ///   and kafka-protocol 0.18 decodes only v2-v4.
 pub const SERVED_APIS: &[ServedApi] = &[
@@ -87,6 +89,7 @@ pub const SERVED_APIS: &[ServedApi] = &[
     api(ApiKey::DescribeLogDirs, 1, 4),
     api(ApiKey::OffsetForLeaderEpoch, 2, 4),
     api(ApiKey::DescribeTopicPartitions, 0, 0),
+    api(ApiKey::DescribeProducers, 0, 0),
     api(ApiKey::SaslHandshake, 0, 1),
     api(ApiKey::SaslAuthenticate, 0, 2),
 ];

@@ -3,10 +3,12 @@
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
-    CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, IncrementalAlterConfigsRequest, MetadataRequest,
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest, MetadataRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
@@ -34,7 +36,33 @@ pub struct PartitionInfo {
     pub error_code: i16,
 }
 
+/// Kafka's resource type of a topic in config requests.
+const RESOURCE_TOPIC: i8 = 2;
+
 impl<W: Wait> Client<W> {
+    /// The current value of one config of a topic (its override, or the
+    /// broker's default); `Ok(None)` when the topic does not exist.
+    pub fn topic_config(&mut self, topic: &str, key: &str) -> Result<Option<String>, ClientError> {
+        const API: &str = "DescribeConfigs";
+        const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+        let resource = DescribeConfigsResource::default()
+            .with_resource_type(RESOURCE_TOPIC)
+            .with_resource_name(StrBytes::from_string(topic.to_owned()))
+            .with_configuration_keys(Some(vec![StrBytes::from_string(key.to_owned())]));
+        let response = self.call(&DescribeConfigsRequest::default().with_resources(vec![resource]))?;
+        let result = response
+            .results
+            .iter()
+            .find(|r| r.resource_name.as_str() == topic)
+            .ok_or_else(|| unexpected(API, format_args!("has no answer for topic {topic}")))?;
+        if result.error_code == UNKNOWN_TOPIC_OR_PARTITION {
+            return Ok(None);
+        }
+        check_code(API, result.error_code, result.error_message.as_ref(), topic)?;
+        let value = result.configs.iter().find(|c| c.name.as_str() == key).and_then(|c| c.value.as_ref());
+        value.map(|v| v.to_string()).map(Some).ok_or_else(|| unexpected(API, format_args!("has no {key} for {topic}")))
+    }
+
     /// Describes `topics` (all topics for `None`), never creating any.
     /// Partitions are sorted by index.
     pub fn metadata(&mut self, topics: Option<&[&str]>) -> Result<Vec<TopicInfo>, ClientError> {

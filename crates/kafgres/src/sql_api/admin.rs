@@ -3,8 +3,6 @@
 //! stay in step; they take effect at once, not at commit) and the functions
 //! behind the `kafgres.partition_status` and `kafgres.consumer_groups` views.
 
-use std::path::PathBuf;
-
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
 use pgrx::{JsonB, PgSqlErrorCode};
@@ -102,7 +100,7 @@ fn _partition_status() -> TableIterator<
         return TableIterator::new(Vec::new());
     }
     let bounds = with_broker("kafgres.partition_status", |c| c.log_bounds(&pairs));
-    let log_dir = log_dir();
+    let log_dir = gucs::log_dir();
     let rows: Vec<_> = bounds
         .into_iter()
         .map(|b| {
@@ -131,16 +129,6 @@ fn _group_status() -> TableIterator<
         Ok(described)
     });
     TableIterator::new(groups)
-}
-
-fn log_dir() -> PathBuf {
-    match gucs::string_or(&gucs::LOG_DIR, "") {
-        dir if dir.is_empty() => {
-            let data_dir = unsafe { std::ffi::CStr::from_ptr(pg_sys::DataDir) }.to_string_lossy().into_owned();
-            PathBuf::from(data_dir).join("kafgres")
-        }
-        dir => PathBuf::from(dir),
-    }
 }
 
 fn directory_bytes(dir: &std::path::Path) -> i64 {

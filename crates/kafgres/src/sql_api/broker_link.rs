@@ -70,18 +70,26 @@ thread_local! {
 
 /// Where the broker listens, as seen from this host.
 fn broker_address() -> SocketAddr {
+    match broker_address_or_err() {
+        Ok(address) => address,
+        Err(message) => fail(
+            PgSqlErrorCode::ERRCODE_CONFIG_FILE_ERROR,
+            message,
+            "set kafgres.listen_address to the address the broker listens on",
+        ),
+    }
+}
+
+/// Where the broker listens, as seen from this host, or why that is unknown.
+pub fn broker_address_or_err() -> Result<SocketAddr, String> {
     let address = gucs::string_or(&gucs::LISTEN_ADDRESS, "127.0.0.1");
     let ip: IpAddr = match address.parse() {
         Ok(IpAddr::V4(v4)) if v4.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
         Ok(IpAddr::V6(v6)) if v6.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
         Ok(ip) => ip,
-        Err(_) => fail(
-            PgSqlErrorCode::ERRCODE_CONFIG_FILE_ERROR,
-            format!("kafgres.listen_address = '{address}' is not an IP address"),
-            "set kafgres.listen_address to the address the broker listens on",
-        ),
+        Err(_) => return Err(format!("kafgres.listen_address = '{address}' is not an IP address")),
     };
-    SocketAddr::new(ip, gucs::PORT.get() as u16)
+    Ok(SocketAddr::new(ip, gucs::PORT.get() as u16))
 }
 
 /// Runs `f` with the backend's broker connection, connecting first if

@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use kafgres_broker::sql_bridge::message::{OffsetCommitMessage, OFFSETS_PREFIX};
+use kafgres_bridge::message::{OffsetCommitMessage, OFFSETS_PREFIX};
 use kafgres_client::{ClientError, Record};
 use pgrx::datum::Interval;
 use pgrx::prelude::*;
@@ -74,6 +74,7 @@ fn consume_text(
 }
 
 fn consume(group_id: &str, topic: &str, max_records: i32, wait: Interval) -> Vec<(i32, Record)> {
+    super::txn_state::require_own_sends("kafgres.consume");
     require_broker_database("kafgres.consume");
     check_max_records(max_records);
     if group_id.is_empty() || group_id.len() > 255 {
@@ -307,6 +308,6 @@ fn commit_positions(group_id: &str, topic: &str, positions: &[(i32, i64)], consu
             offset: *next,
         };
         log_message(OFFSETS_PREFIX, &message.encode());
+        txn_state::mark_logged(false);
     }
-    txn_state::mark_sent();
 }

@@ -12,5 +12,6 @@ pub mod broker_link;
 pub mod consume;
 pub mod read;
 mod rows;
+pub use rows::{timestamp, POSTGRES_EPOCH_UNIX_US};
 pub mod send;
 mod txn_state;

@@ -89,6 +89,7 @@ fn read_by_time(
     ),
 > {
     require_broker_database("kafgres.read");
+    super::txn_state::require_own_sends("kafgres.read");
     let from_ms = unix_ms(from_time);
     let (start, _) = with_broker("kafgres.read", |c| c.list_offsets(topic, partition, OffsetSpec::Timestamp(from_ms)));
     let records =
@@ -99,6 +100,7 @@ fn read_by_time(
 /// Reads up to `max_records` from `offset`, stopping at the high watermark,
 /// and before the first record at or past `until_ms` when given.
 pub fn read_from(topic: &str, partition: i32, offset: i64, max_records: i32, until_ms: Option<i64>) -> Vec<Record> {
+    super::txn_state::require_own_sends("kafgres.read");
     require_broker_database("kafgres.read");
     check_max_records(max_records);
     if offset < 0 {

@@ -5,7 +5,7 @@ use pgrx::prelude::*;
 use pgrx::JsonB;
 
 /// Microseconds from the Unix epoch to Postgres's epoch (2000-01-01).
-const POSTGRES_EPOCH_UNIX_US: i64 = 946_684_800_000_000;
+pub const POSTGRES_EPOCH_UNIX_US: i64 = 946_684_800_000_000;
 
 /// (partition, offset, timestamp, key, value, headers) with byte keys and values.
 pub type BytesRow = (i32, i64, Option<TimestampWithTimeZone>, Option<Vec<u8>>, Option<Vec<u8>>, JsonB);

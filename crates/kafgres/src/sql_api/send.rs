@@ -8,8 +8,8 @@
 //! the given one, Kafka's murmur2 partition of the key, or for keyless records
 //! one partition per transaction.
 
-use kafgres_broker::sql_bridge::message::{SendMessage, SEND_PREFIX};
-use kafgres_broker::sql_bridge::partitioner::partition_for_key;
+use kafgres_bridge::message::{SendMessage, SEND_PREFIX};
+use kafgres_bridge::partitioner::partition_for_key;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
 use pgrx::{pg_sys, JsonB, PgLogLevel, PgSqlErrorCode};
@@ -19,7 +19,7 @@ use super::txn_state::{self, TopicInfo};
 /// The broker's default `max.message.bytes` (Kafka's `message.max.bytes`).
 const DEFAULT_MESSAGE_BYTES_MAX: usize = 1_048_588;
 /// Room for the batch header around a record.
-const BATCH_OVERHEAD_BYTES: usize = 128;
+const BATCH_OVERHEAD_BYTES: usize = kafgres_bridge::applier::BATCH_OVERHEAD_BYTES;
 const HEADER_NAME_BYTES_MAX: usize = u16::MAX as usize;
 
 unsafe extern "C-unwind" {
@@ -105,11 +105,11 @@ fn send_record(
     partition: Option<i32>,
 ) -> i32 {
     super::broker_link::require_broker_database("kafgres.send");
-    if !crate::decoding::decoder::wal_level_is_logical() {
+    if !wal_level_is_enough() {
         fail(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            "kafgres.send needs wal_level = logical".into(),
-            "set wal_level = logical in postgresql.conf and restart PostgreSQL",
+            "kafgres.send needs wal_level = replica or logical (the SQL bridge's slot retains WAL)".into(),
+            "set wal_level = replica in postgresql.conf and restart PostgreSQL",
         );
     }
     if unsafe { pg_sys::RecoveryInProgress() } {
@@ -150,51 +150,27 @@ fn send_record(
         );
     }
     log_message(SEND_PREFIX, &message.encode());
-    txn_state::mark_sent();
+    txn_state::mark_logged(true);
     partition
 }
 
 /// Waits until every record this session sent in committed transactions is
 /// in the log (readable by consumers, `kafgres.read` included), or until
-/// `timeout`; returns whether it got there. For read-your-writes and tests:
-/// sends never need it. Polls the slot's confirmed position every
-/// millisecond on the session's latch (a statement cancel ends it).
+/// `timeout`; returns whether it got there. `kafgres.read` and `consume` do
+/// this by themselves; sends never need it. Sleeps on the bridge's condition
+/// variable, woken when the bridge applies a round (a statement cancel ends it).
 #[pg_extern(volatile, parallel_unsafe, security_definer)]
 #[search_path(pg_catalog, kafgres)]
 fn wait_for_sends(timeout: default!(pgrx::datum::Interval, "'10 seconds'")) -> bool {
-    let target = txn_state::last_send_commit();
-    if target == 0 {
-        return true;
-    }
-    let deadline = std::time::Instant::now()
-        + std::time::Duration::from_micros(timeout.as_micros().clamp(0, 3_600_000_000) as u64);
-    let slot_name = std::ffi::CString::new(crate::decoding::SLOT_NAME).expect("slot name has no NUL");
-    loop {
-        let confirmed = unsafe {
-            let slot = pg_sys::SearchNamedReplicationSlot(slot_name.as_ptr(), true);
-            if slot.is_null() {
-                0
-            } else {
-                std::ptr::read_volatile(&(*slot).data.confirmed_flush) as u64
-            }
-        };
-        if confirmed >= target {
-            return true;
-        }
-        if std::time::Instant::now() >= deadline {
-            return false;
-        }
-        unsafe {
-            pg_sys::WaitLatch(
-                pg_sys::MyLatch,
-                (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
-                1,
-                pg_sys::PG_WAIT_EXTENSION,
-            );
-            pg_sys::ResetLatch(pg_sys::MyLatch);
-        }
-        check_for_interrupts!();
-    }
+    let timeout = std::time::Duration::from_micros(timeout.as_micros().clamp(0, 3_600_000_000) as u64);
+    txn_state::own_sends_applied(timeout)
+}
+
+/// Whether the WAL carries what the bridge needs (replica or logical): with
+/// `minimal` no replication slot can retain it.
+pub fn wal_level_is_enough() -> bool {
+    // SAFETY: a plain read of a GUC variable on the backend's own thread.
+    unsafe { pg_sys::wal_level >= pg_sys::WalLevel::WAL_LEVEL_REPLICA as i32 }
 }
 
 /// Writes `body` into the WAL as a transactional logical message.

@@ -6,23 +6,22 @@
 //!    until `CREATE EXTENSION kafgres` has committed there;
 //! 2. prepare and keep the catalog plans, load topics and the cluster id;
 //! 3. start the data plane on its own signal-blocked threads;
-//! 4. open the SQL pipeline (the `kafgres` slot, its decoder, the applier);
-//! 5. sleep on the WaitEventSet; on each wake-up report queued log lines,
+//! 4. sleep on the WaitEventSet; on each wake-up report queued log lines,
 //!    serve queued control requests (each in its own transaction, errors
-//!    answered, never fatal), move the SQL pipeline on, reload settings on
+//!    answered, never fatal), reload the groups whose offsets SQL committed
+//!    (queued by the SQL bridge worker, `crate::bridge`), reload settings on
 //!    SIGHUP;
-//! 6. on SIGTERM stop accepting, flush every partition, stop the runtime and
-//!    exit 0. Postmaster death exits at once (the logs recover at next start).
+//! 5. on SIGTERM stop accepting, flush every partition, stop the runtime and
+//!    exit 1 (so that a pg_terminate_backend brings it back). Postmaster death
+//!    exits at once (the logs recover at next start).
 //!
 //! A crash exits non-zero and the postmaster restarts the worker after
 //! [`RESTART_DELAY`].
 
-mod sql_pipeline;
 mod threads;
 mod wait;
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,7 +79,6 @@ pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
     };
     raise_open_file_limit();
     let config = broker_config(cluster_id, log_dir_owner(&database));
-    let log_dir = config.log_dir.clone();
     let runtime = match threads::build_runtime(gucs::DATA_PLANE_THREADS.get() as usize) {
         Ok(rt) => rt,
         Err(e) => error!("kafgres: cannot start the data-plane threads: {e}"),
@@ -95,21 +93,18 @@ pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
     };
 
     report_logs(logs.as_ref());
-    let mut sql_sends = sql_pipeline::SqlPipeline::start(&log_dir);
 
     loop {
         report_logs(logs.as_ref());
         serve_control_requests(&plans, &mut requests);
-        if let Some(pipeline) = sql_sends.as_mut() {
-            pipeline.poll(&runtime, broker.context(), &waker);
-        }
+        reload_groups_committed_from_sql(&plans, broker.context());
         if BackgroundWorker::sigterm_received() {
             break;
         }
         if BackgroundWorker::sighup_received() {
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
         }
-        if wait.wait_at_most(sql_sends.as_ref().map(|p| p.wait_timeout())) == Wakeup::DataPlane {
+        if wait.wait() == Wakeup::DataPlane {
             waker.drain();
         }
         // Absorb procsignal barriers (DROP DATABASE waits for every backend
@@ -124,12 +119,39 @@ pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
         warning!("kafgres: the broker did not stop within {SHUTDOWN_FLUSH_TIMEOUT:?}");
     }
     runtime.shutdown_timeout(RUNTIME_STOP_TIMEOUT);
-    // Releases the slot; whatever was decoded but not confirmed is decoded
-    // again at the next start and recognised by the applier.
-    drop(sql_sends);
     report_logs(logs.as_ref());
     wake::publish_worker_pid(0);
     log!("kafgres: broker stopped");
+    // Exit 1, not 0: the postmaster forgets a worker that exits 0, and this
+    // one must come back after pg_terminate_backend; during a server
+    // shutdown it restarts nothing either way.
+    // SAFETY: proc_exit runs Postgres's exit callbacks and never returns.
+    unsafe { pg_sys::proc_exit(1) };
+}
+
+/// Consumer offsets committed by `kafgres.consume` are in the table already
+/// (written in the consuming transaction); the SQL bridge queues their
+/// groups once their transactions are read, and the coordinator's view of
+/// each is reloaded here from the table, so a Kafka consumer that joins
+/// later resumes where SQL left off.
+fn reload_groups_committed_from_sql(plans: &CatalogPlans, ctx: &kafgres_broker::BrokerContext) {
+    let Some(bridge) = crate::bridge::shared::shared() else { return };
+    match bridge.take_groups() {
+        Some(groups) if groups.is_empty() => {}
+        Some(groups) => {
+            for group in groups {
+                match run_in_transaction(|| plans.load_offsets(Some(&group))) {
+                    Ok(rows) => ctx.groups.load_committed_offsets(rows),
+                    Err(e) => warning!("kafgres: reloading the offsets of group {group:?}: {e}"),
+                }
+            }
+        }
+        // The queue overflowed: every group, once.
+        None => match run_in_transaction(|| plans.load_offsets(None)) {
+            Ok(rows) => ctx.groups.load_committed_offsets(rows),
+            Err(e) => warning!("kafgres: reloading committed offsets: {e}"),
+        },
+    }
 }
 
 /// Prepares the catalog plans and loads topics, offsets and the cluster id.
@@ -233,11 +255,7 @@ fn broker_config(cluster_id: String, log_dir_owner: kafgres_broker::log_dir::Log
         0 => port,
         p => p as u16,
     };
-    let data_dir = unsafe { std::ffi::CStr::from_ptr(pg_sys::DataDir) }.to_string_lossy().into_owned();
-    let log_dir = match gucs::string_or(&gucs::LOG_DIR, "") {
-        dir if dir.is_empty() => PathBuf::from(data_dir).join("kafgres"),
-        dir => PathBuf::from(dir),
-    };
+    let log_dir = gucs::log_dir();
     BrokerConfig {
         listen: SocketAddr::new(ip, port),
         advertised_host: gucs::string_or(&gucs::ADVERTISED_HOST, &address),

@@ -1,25 +1,64 @@
-//! Bytes written into the WAL by SQL functions, and the envelope added when
-//! they are decoded.
+//! The bytes SQL functions write into the WAL.
 //!
-//! `kafgres.send()` logs one transactional logical message per record with
-//! prefix [`SEND_PREFIX`]; `kafgres.consume()` logs one per committed
-//! partition with prefix [`OFFSETS_PREFIX`]. The output plugin wraps each
-//! decoded message in an envelope `kind u8 | commit end LSN u64 | commit time
-//! (ms since the Unix epoch) i64 | body`. Integers are big-endian; strings
-//! carry a u16 length, byte strings an i32 length (-1 for NULL). Every body
-//! starts with a format version byte so old WAL stays readable.
+//! Each is a transactional logical message (`LogLogicalMessage`), so it lives
+//! in the WAL of the transaction that wrote it and means something only if
+//! that transaction commits:
+//!
+//! - `kafgres.send()` logs one message per record, prefix [`SEND_PREFIX`];
+//! - `kafgres.consume()` logs one per committed partition, prefix [`OFFSETS_PREFIX`];
+//! - at pre-commit (and pre-prepare), a transaction that logged any of those
+//!   logs one [`EndMessage`], prefix [`END_PREFIX`], with the number of
+//!   messages its committed (sub)transactions logged. The reader compares it
+//!   with what it found in the WAL: a transaction whose first messages lie in
+//!   WAL the reader never saw (it started reading after them: a first start,
+//!   WAL removed under it) is recognised as incomplete instead of being
+//!   delivered in part.
+//!
+//! Integers are big-endian; strings carry a u16 length, byte strings an i32
+//! length (-1 for NULL). Every body starts with a format version byte:
+//! version 1 is what releases before the end message wrote (a transaction of
+//! version-1 messages has no end message and is taken as complete); version 2
+//! bodies have the same layout and promise an end message.
 
 /// Logical-message prefix of records sent from SQL.
 pub const SEND_PREFIX: &str = "kafgres.send";
 /// Logical-message prefix of offsets committed by `kafgres.consume()`.
 pub const OFFSETS_PREFIX: &str = "kafgres.offsets";
+/// Logical-message prefix of a transaction's count of the messages above.
+pub const END_PREFIX: &str = "kafgres.end";
 
-/// Envelope kinds.
-pub const KIND_SEND: u8 = b'S';
-pub const KIND_OFFSETS: u8 = b'O';
+/// The version this library writes.
+pub const FORMAT_VERSION: u8 = 2;
+/// The version of releases without the end message (still read).
+pub const FORMAT_VERSION_WITHOUT_END: u8 = 1;
 
-const FORMAT_VERSION: u8 = 1;
-const ENVELOPE_BYTES: usize = 1 + 8 + 8;
+/// Which of the bridge's messages a logical message is, by its prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MessageKind {
+    Send,
+    Offsets,
+    End,
+}
+
+impl MessageKind {
+    /// The kind of a message with this prefix; `None` for other extensions' messages.
+    pub fn from_prefix(prefix: &[u8]) -> Option<MessageKind> {
+        match prefix {
+            p if p == SEND_PREFIX.as_bytes() => Some(MessageKind::Send),
+            p if p == OFFSETS_PREFIX.as_bytes() => Some(MessageKind::Offsets),
+            p if p == END_PREFIX.as_bytes() => Some(MessageKind::End),
+            _ => None,
+        }
+    }
+
+    pub fn prefix(self) -> &'static str {
+        match self {
+            MessageKind::Send => SEND_PREFIX,
+            MessageKind::Offsets => OFFSETS_PREFIX,
+            MessageKind::End => END_PREFIX,
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
@@ -27,12 +66,46 @@ pub enum DecodeError {
     Truncated { what: &'static str },
     #[error("unknown message format version {0}")]
     Version(u8),
-    #[error("unknown envelope kind {0:#x}")]
-    Kind(u8),
     #[error("{what} is not UTF-8")]
     NotUtf8 { what: &'static str },
     #[error("{0} trailing bytes")]
     Trailing(usize),
+}
+
+/// A transaction's last bridge message: how many send and offset messages
+/// its committed (sub)transactions logged before it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EndMessage {
+    pub messages: u32,
+}
+
+impl EndMessage {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(5);
+        out.push(FORMAT_VERSION);
+        out.extend_from_slice(&self.messages.to_be_bytes());
+        out
+    }
+
+    pub fn decode(body: &[u8]) -> Result<EndMessage, DecodeError> {
+        let mut r = Reader(body);
+        match r.version()? {
+            FORMAT_VERSION => {}
+            other => return Err(DecodeError::Version(other)),
+        }
+        let messages = r.u32("message count")?;
+        r.finish()?;
+        Ok(EndMessage { messages })
+    }
+}
+
+/// The format version a send or offsets body was written with.
+pub fn body_version(body: &[u8]) -> Result<u8, DecodeError> {
+    match body.first() {
+        None => Err(DecodeError::Truncated { what: "version" }),
+        Some(&v @ (FORMAT_VERSION | FORMAT_VERSION_WITHOUT_END)) => Ok(v),
+        Some(&other) => Err(DecodeError::Version(other)),
+    }
 }
 
 /// One record sent from SQL.
@@ -53,18 +126,6 @@ pub struct OffsetCommitMessage {
     pub topic: String,
     pub partition: i32,
     pub offset: i64,
-}
-
-/// Everything one committed transaction sent or committed, in the order the
-/// transaction did it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CommittedTxn {
-    /// The end of the commit record: unique per transaction, increasing in
-    /// commit order, what the slot is confirmed up to.
-    pub end_lsn: u64,
-    pub commit_time_ms: i64,
-    pub sends: Vec<SendMessage>,
-    pub offsets: Vec<OffsetCommitMessage>,
 }
 
 impl SendMessage {
@@ -106,12 +167,22 @@ impl SendMessage {
         Ok(SendMessage { topic, partition, timestamp_ms, key, value, headers })
     }
 
-    /// What the record adds to a batch, roughly: used to split a large
-    /// transaction into batches under the topic's size limit.
+    /// The most the record can add to an uncompressed v2 batch: its bytes
+    /// plus the longest framing (length, timestamp and offset deltas, key and
+    /// value lengths, header count: 5 + 1 + 10 + 5 + 5 + 5 + 5 bytes; 10 per
+    /// header). An upper bound, so batches split by it stay under the topic's
+    /// `max.message.bytes`.
     pub fn estimated_record_bytes(&self) -> usize {
-        24 + self.key.as_ref().map_or(0, Vec::len)
+        const FRAMING_BYTES_MAX: usize = 36;
+        const HEADER_FRAMING_BYTES_MAX: usize = 10;
+        FRAMING_BYTES_MAX
+            + self.key.as_ref().map_or(0, Vec::len)
             + self.value.as_ref().map_or(0, Vec::len)
-            + self.headers.iter().map(|(k, v)| 10 + k.len() + v.as_ref().map_or(0, Vec::len)).sum::<usize>()
+            + self
+                .headers
+                .iter()
+                .map(|(k, v)| HEADER_FRAMING_BYTES_MAX + k.len() + v.as_ref().map_or(0, Vec::len))
+                .sum::<usize>()
     }
 }
 
@@ -138,53 +209,6 @@ impl OffsetCommitMessage {
         r.finish()?;
         Ok(message)
     }
-}
-
-/// Writes the envelope the output plugin puts before a message body.
-pub fn encode_envelope(out: &mut Vec<u8>, kind: u8, end_lsn: u64, commit_time_ms: i64) {
-    out.push(kind);
-    out.extend_from_slice(&end_lsn.to_be_bytes());
-    out.extend_from_slice(&commit_time_ms.to_be_bytes());
-}
-
-/// Groups decoded plugin outputs (each an envelope and a body) into
-/// transactions. Outputs arrive in commit order and a transaction's messages
-/// are contiguous, so consecutive outputs with one end LSN form one. An
-/// output that does not decode is left out and reported with its LSN (a
-/// committed transaction's other records still go through).
-pub fn group_committed<'a>(
-    outputs: impl IntoIterator<Item = &'a [u8]>,
-) -> (Vec<CommittedTxn>, Vec<(u64, DecodeError)>) {
-    let mut txns: Vec<CommittedTxn> = Vec::new();
-    let mut errors = Vec::new();
-    for output in outputs {
-        let Some((kind, end_lsn, commit_time_ms, body)) = split_envelope(output) else {
-            errors.push((0, DecodeError::Truncated { what: "envelope" }));
-            continue;
-        };
-        if txns.last().is_none_or(|t| t.end_lsn != end_lsn) {
-            txns.push(CommittedTxn { end_lsn, commit_time_ms, ..CommittedTxn::default() });
-        }
-        let Some(txn) = txns.last_mut() else { continue };
-        let decoded = match kind {
-            KIND_SEND => SendMessage::decode(body).map(|m| txn.sends.push(m)),
-            KIND_OFFSETS => OffsetCommitMessage::decode(body).map(|m| txn.offsets.push(m)),
-            other => Err(DecodeError::Kind(other)),
-        };
-        if let Err(e) = decoded {
-            errors.push((end_lsn, e));
-        }
-    }
-    (txns, errors)
-}
-
-fn split_envelope(output: &[u8]) -> Option<(u8, u64, i64, &[u8])> {
-    if output.len() < ENVELOPE_BYTES {
-        return None;
-    }
-    let end_lsn = u64::from_be_bytes(output[1..9].try_into().ok()?);
-    let commit_time_ms = i64::from_be_bytes(output[9..17].try_into().ok()?);
-    Some((output[0], end_lsn, commit_time_ms, &output[ENVELOPE_BYTES..]))
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -217,9 +241,9 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
-    fn version(&mut self) -> Result<(), DecodeError> {
+    fn version(&mut self) -> Result<u8, DecodeError> {
         match self.take(1, "version")?[0] {
-            FORMAT_VERSION => Ok(()),
+            v @ (FORMAT_VERSION | FORMAT_VERSION_WITHOUT_END) => Ok(v),
             other => Err(DecodeError::Version(other)),
         }
     }
@@ -283,6 +307,28 @@ mod tests {
     }
 
     #[test]
+    fn version_one_bodies_still_decode() {
+        let mut old = sample().encode();
+        old[0] = FORMAT_VERSION_WITHOUT_END;
+        assert_eq!(body_version(&old), Ok(FORMAT_VERSION_WITHOUT_END));
+        assert_eq!(SendMessage::decode(&old), Ok(sample()));
+        old[0] = 3;
+        assert_eq!(SendMessage::decode(&old), Err(DecodeError::Version(3)));
+    }
+
+    #[test]
+    fn end_message_round_trips_and_refuses_damage() {
+        let end = EndMessage { messages: 70_000 };
+        let bytes = end.encode();
+        assert_eq!(EndMessage::decode(&bytes), Ok(end));
+        for cut in 0..bytes.len() {
+            assert!(EndMessage::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        assert_eq!(MessageKind::from_prefix(b"kafgres.end"), Some(MessageKind::End));
+        assert_eq!(MessageKind::from_prefix(b"kafgres.endx"), None);
+    }
+
+    #[test]
     fn every_truncation_is_an_error_not_a_panic() {
         let bytes = sample().encode();
         for cut in 0..bytes.len() {
@@ -291,35 +337,5 @@ mod tests {
         let mut longer = bytes.clone();
         longer.push(0);
         assert_eq!(SendMessage::decode(&longer), Err(DecodeError::Trailing(1)));
-    }
-
-    #[test]
-    fn outputs_group_into_transactions_by_commit_lsn() {
-        let mut outputs = Vec::new();
-        for (lsn, kind, body) in [
-            (100u64, KIND_SEND, sample().encode()),
-            (
-                100,
-                KIND_OFFSETS,
-                OffsetCommitMessage { group_id: "g".into(), topic: "t".into(), partition: 0, offset: 7 }.encode(),
-            ),
-            (200, KIND_SEND, sample().encode()),
-        ] {
-            let mut out = Vec::new();
-            encode_envelope(&mut out, kind, lsn, 5);
-            out.extend_from_slice(&body);
-            outputs.push(out);
-        }
-        let (txns, errors) = group_committed(outputs.iter().map(Vec::as_slice));
-        assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(txns.len(), 2);
-        assert_eq!((txns[0].end_lsn, txns[0].sends.len(), txns[0].offsets.len()), (100, 1, 1));
-        assert_eq!(txns[0].offsets[0].offset, 7);
-        assert_eq!((txns[1].end_lsn, txns[1].sends.len()), (200, 1));
-        let mut bad = outputs[0].clone();
-        bad[0] = b'?';
-        let (txns, errors) = group_committed([bad.as_slice(), outputs[2].as_slice()]);
-        assert_eq!(errors, [(100, DecodeError::Kind(b'?'))]);
-        assert_eq!(txns.iter().map(|t| t.sends.len()).sum::<usize>(), 1, "the good output still counts");
     }
 }

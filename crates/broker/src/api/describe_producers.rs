@@ -1,0 +1,47 @@
+//! DescribeProducers (KIP-664): the producers each partition holds state
+//! for, as `kafka-transactions.sh describe-producers` and the SQL bridge
+//! (after a restart, to learn how far its own sequences reached) ask.
+
+use kafka_protocol::messages::describe_producers_response::{PartitionResponse, ProducerState, TopicResponse};
+use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
+
+use crate::errors;
+use crate::server::BrokerContext;
+
+/// A non-transactional producer has no coordinator epoch.
+const NO_COORDINATOR_EPOCH: i32 = -1;
+
+pub fn handle(ctx: &BrokerContext, _version: i16, request: DescribeProducersRequest) -> DescribeProducersResponse {
+    let mut response = DescribeProducersResponse::default();
+    for topic in request.topics {
+        let found = ctx.topic(&topic.name.0);
+        let mut out = TopicResponse::default();
+        out.name = topic.name.clone();
+        for index in topic.partition_indexes {
+            let mut p = PartitionResponse::default();
+            p.partition_index = index;
+            match found.as_ref().and_then(|t| t.partition(index)) {
+                None => p.error_code = errors::UNKNOWN_TOPIC_OR_PARTITION,
+                Some(partition) => {
+                    p.active_producers = partition
+                        .producer_states()
+                        .into_iter()
+                        .map(|s| {
+                            let mut state = ProducerState::default();
+                            state.producer_id = ProducerId(s.producer_id);
+                            state.producer_epoch = i32::from(s.producer_epoch);
+                            state.last_sequence = s.last_sequence;
+                            state.last_timestamp = s.last_timestamp_ms;
+                            state.coordinator_epoch = NO_COORDINATOR_EPOCH;
+                            state.current_txn_start_offset = s.open_txn_first_offset.unwrap_or(-1);
+                            state
+                        })
+                        .collect();
+                }
+            }
+            out.partitions.push(p);
+        }
+        response.topics.push(out);
+    }
+    response
+}

@@ -1,0 +1,190 @@
+//! The physical replication slot that keeps the WAL the bridge has not
+//! applied yet.
+//!
+//! A physical slot retains WAL from its `restart_lsn` and nothing else: no
+//! catalog rows, no decoding state. The bridge sets it to its checkpoint's
+//! restart point after each stored checkpoint, so the WAL it retains is what
+//! it still needs: the transactions open at its last round, and what it has
+//! not read. It never holds the slot acquired between updates: the
+//! checkpointer, invalidating a slot that passed `max_slot_wal_keep_size`,
+//! terminates the process holding it, and the bridge must not be that process.
+//!
+//! A standby's broker worker keeps a slot of the same name on the standby,
+//! following the checkpoint that replication brings it, so that after a
+//! promotion the bridge there finds the WAL of the sends the old primary had
+//! not applied.
+
+use std::ffi::CString;
+
+use pgrx::pg_sys;
+use pgrx::PgTryBuilder;
+
+/// The slot's name (one per cluster: the bridge serves one database).
+pub const SLOT_NAME: &str = "kafgres_sql_bridge";
+/// The logical slot of releases whose broker decoded the WAL itself; dropped
+/// once the bridge has taken over its position.
+pub const LEGACY_SLOT_NAME: &str = "kafgres";
+
+/// A slot as found in shared memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotInfo {
+    /// `None` when the slot was invalidated (its WAL is gone).
+    pub restart_lsn: Option<u64>,
+    pub physical: bool,
+    pub active_pid: i32,
+}
+
+fn name(slot: &str) -> CString {
+    CString::new(slot).expect("slot names have no NUL")
+}
+
+/// Runs `body`, turning a Postgres ERROR into `Err(message)` and releasing a
+/// slot the failed body had acquired.
+fn guarded<T>(what: &str, body: impl FnOnce() -> T) -> Result<T, String> {
+    PgTryBuilder::new(std::panic::AssertUnwindSafe(|| Ok(body())))
+        .catch_others(|caught| {
+            // SAFETY: after an ERROR the slot (if any) is still ours; releasing
+            // it is what Postgres's own error cleanup would do.
+            unsafe {
+                if !pg_sys::MyReplicationSlot.is_null() {
+                    pg_sys::ReplicationSlotRelease();
+                }
+            }
+            use pgrx::pg_sys::panic::CaughtError;
+            let message = match caught {
+                CaughtError::PostgresError(r) | CaughtError::ErrorReport(r) => r.message().to_owned(),
+                CaughtError::RustPanic { ereport, .. } => ereport.message().to_owned(),
+            };
+            Err(format!("{what}: {message}"))
+        })
+        .execute()
+}
+
+/// The slot named `slot`, if it exists.
+pub fn find(slot: &str) -> Option<SlotInfo> {
+    let slot_name = name(slot);
+    // SAFETY: SearchNamedReplicationSlot takes the control lock itself
+    // (need_lock = true) and returns a pointer into shared memory that stays
+    // valid (slots are never freed); the fields read are plain values.
+    unsafe {
+        let found = pg_sys::SearchNamedReplicationSlot(slot_name.as_ptr(), true);
+        if found.is_null() {
+            return None;
+        }
+        let found = &*found;
+        let restart_lsn = std::ptr::read_volatile(&found.data.restart_lsn);
+        Some(SlotInfo {
+            restart_lsn: (restart_lsn != pg_sys::InvalidXLogRecPtr as u64).then_some(restart_lsn),
+            physical: found.data.database == pg_sys::InvalidOid,
+            active_pid: std::ptr::read_volatile(&found.active_pid),
+        })
+    }
+}
+
+/// Whether the WAL at `lsn` is still on disk (its segment was not removed).
+pub fn wal_available(lsn: u64) -> bool {
+    // SAFETY: XLogGetLastRemovedSegno reads a value under its own spin lock;
+    // wal_segment_size is fixed at startup.
+    unsafe {
+        let segment = lsn / pg_sys::wal_segment_size as u64;
+        segment > pg_sys::XLogGetLastRemovedSegno()
+    }
+}
+
+/// The start of the oldest WAL segment still on disk.
+pub fn oldest_available_wal() -> u64 {
+    // SAFETY: as in `wal_available`.
+    unsafe { (pg_sys::XLogGetLastRemovedSegno() + 1) * pg_sys::wal_segment_size as u64 }
+}
+
+/// Creates the slot, retaining WAL from `restart_lsn`, or from the oldest
+/// WAL still there when that is gone (returned). Call outside a transaction.
+pub fn create(slot: &str, restart_lsn: u64) -> Result<u64, String> {
+    let slot_name = name(slot);
+    guarded(&format!("creating replication slot \"{slot}\""), || {
+        // SAFETY: the ReplicationSlotCreate/Save/Release sequence is the one
+        // pg_create_physical_replication_slot runs; the slot is ours (acquired)
+        // between Create and Release, so setting its restart point is allowed.
+        unsafe {
+            pg_sys::ReplicationSlotCreate(
+                slot_name.as_ptr(),
+                false,
+                pg_sys::ReplicationSlotPersistency::RS_PERSISTENT,
+                false,
+            );
+            let retained = set_restart_lsn_of_mine(restart_lsn.max(oldest_available_wal()));
+            pg_sys::ReplicationSlotMarkDirty();
+            pg_sys::ReplicationSlotSave();
+            pg_sys::ReplicationSlotRelease();
+            retained
+        }
+    })
+}
+
+/// Moves the slot's restart point forward to `restart_lsn` (never back).
+/// Fails if the slot is missing or another process holds it.
+pub fn advance(slot: &str, restart_lsn: u64) -> Result<(), String> {
+    let slot_name = name(slot);
+    guarded(&format!("advancing replication slot \"{slot}\""), || {
+        // SAFETY: acquire (nowait), update, release: the sequence
+        // pg_replication_slot_advance runs for a physical slot.
+        unsafe {
+            pg_sys::ReplicationSlotAcquire(slot_name.as_ptr(), true);
+            let current = (*pg_sys::MyReplicationSlot).data.restart_lsn;
+            if current != pg_sys::InvalidXLogRecPtr as u64 && restart_lsn > current {
+                set_restart_lsn_of_mine(restart_lsn);
+                pg_sys::ReplicationSlotMarkDirty();
+            }
+            pg_sys::ReplicationSlotRelease();
+        }
+    })
+}
+
+/// Drops a slot nobody holds. Call outside a transaction.
+pub fn drop_slot(slot: &str) -> Result<(), String> {
+    let slot_name = name(slot);
+    // SAFETY: ReplicationSlotDrop acquires (nowait) and drops; an ERROR (in
+    // use) is caught and the slot left alone.
+    guarded(&format!("dropping replication slot \"{slot}\""), || unsafe {
+        pg_sys::ReplicationSlotDrop(slot_name.as_ptr(), true)
+    })
+}
+
+/// Sets the acquired slot's restart point and lets the server recompute the
+/// WAL every slot needs; returns the restart point set.
+///
+/// # Safety
+/// The calling process must have acquired the slot (`MyReplicationSlot`).
+unsafe fn set_restart_lsn_of_mine(restart_lsn: u64) -> u64 {
+    // SAFETY: per the contract the slot is ours; the spin lock is taken as
+    // Postgres's SpinLockAcquire does (test-and-set on slock_t).
+    unsafe {
+        let slot = pg_sys::MyReplicationSlot;
+        with_slot_mutex(slot, || (*slot).data.restart_lsn = restart_lsn);
+        pg_sys::ReplicationSlotsComputeRequiredLSN();
+    }
+    restart_lsn
+}
+
+/// Runs `f` holding a slot's spin lock (`slot->mutex`), which readers of its
+/// restart point take (ReplicationSlotsComputeRequiredLSN, pg_replication_slots).
+///
+/// # Safety
+/// `slot` must point at a slot in shared memory.
+unsafe fn with_slot_mutex(slot: *mut pg_sys::ReplicationSlot, f: impl FnOnce()) {
+    // slock_t is one byte on the platforms Postgres 15 supports with
+    // test-and-set spin locks (x86-64: `lock xchgb`; the generic gcc
+    // implementation: __sync_lock_test_and_set on a char); 0 is free.
+    const _: () = assert!(std::mem::size_of::<pg_sys::slock_t>() == 1);
+    // SAFETY: the byte lives in shared memory as long as the server; an
+    // atomic swap is the same test-and-set s_lock.h performs, and the release
+    // store is its S_UNLOCK.
+    unsafe {
+        let lock = std::sync::atomic::AtomicU8::from_ptr(std::ptr::addr_of_mut!((*slot).mutex).cast::<u8>());
+        while lock.swap(1, std::sync::atomic::Ordering::Acquire) != 0 {
+            std::hint::spin_loop();
+        }
+        f();
+        lock.store(0, std::sync::atomic::Ordering::Release);
+    }
+}
