@@ -5,8 +5,8 @@
 mod common;
 
 use common::{batch, create_topic, produce, produce_request, records, TestBroker};
-use kafgres_wire::batch::build::NewRecord;
-use kafgres_wire::batch::rewrite_crc;
+use kafgres_record::build::NewRecord;
+use kafgres_record::rewrite_crc;
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
 use kafka_protocol::messages::ApiVersionsRequest;
 

@@ -109,7 +109,7 @@ pub(crate) fn decode_offsets(path: &Path, bytes: &[u8], keys: &[&str]) -> Option
 
 /// CRC-32C (Castagnoli), bitwise: only small files use it, so a table-free
 /// loop is fast enough and saves a dependency. Batches are checked by the
-/// wire crate's hardware-accelerated CRC.
+/// record crate's hardware-accelerated CRC.
 pub(crate) fn crc32c(bytes: &[u8]) -> u32 {
     let mut crc = !0u32;
     for &b in bytes {

@@ -21,7 +21,9 @@
 //! - [`checkpoint`]: the small files replaced atomically.
 //!
 //! It must not spawn threads, use async runtimes, run timers or know about
-//! Postgres. Who flushes when (group commit) and when retention and the
+//! Postgres or the Kafka protocol: batches are read and written with the
+//! `kafgres-record` crate (the v2 batch format), never with request types.
+//! Who flushes when (group commit) and when retention and the
 //! cleaner run is the broker's decision; this crate only says which bytes a
 //! flush covers and when cleaning would be worth it. The on-disk format and
 //! crash policy are in docs/architecture.md.

@@ -17,8 +17,8 @@ use std::io::IoSlice;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use kafgres_wire::batch::control::{encode_marker_batch, Marker};
-use kafgres_wire::batch::{set_base_offset, set_partition_leader_epoch, BatchHeader};
+use kafgres_record::control::{encode_marker_batch, Marker};
+use kafgres_record::{set_base_offset, set_partition_leader_epoch, BatchHeader};
 
 use crate::checkpoint::write_atomically;
 use crate::error::LogError;

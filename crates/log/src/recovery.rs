@@ -53,7 +53,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use kafgres_wire::batch::{validate_batches, BatchHeader, BATCH_HEADER_BYTES, MAGIC_V2};
+use kafgres_record::{validate_batches, BatchHeader, BATCH_HEADER_BYTES, MAGIC_V2};
 
 use crate::checkpoint::{decode_offsets, encode_offsets, read_whole, write_atomically, RECOVERY_POINT_FILE};
 use crate::error::LogError;

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use kafgres_wire::batch::{BatchHeader, BATCH_HEADER_BYTES};
+use kafgres_record::{BatchHeader, BATCH_HEADER_BYTES};
 
 use crate::error::LogError;
 use crate::index::{IndexFile, OffsetEntry, TimeEntry};

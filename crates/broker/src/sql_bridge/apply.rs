@@ -19,8 +19,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use kafgres_log::SequenceCheck;
-use kafgres_wire::batch::build::{encode_batch, NewRecord, ProducerStamp};
-use kafgres_wire::batch::{set_log_append_time, validate_batches};
+use kafgres_record::build::{encode_batch, NewRecord, ProducerStamp};
+use kafgres_record::{set_log_append_time, validate_batches};
 
 use super::checkpoint::{ApplierCheckpoint, CheckpointError};
 use super::message::{CommittedTxn, SendMessage};

@@ -4,8 +4,8 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use kafgres_wire::batch::records::{parse_records, rebuild_batch, records_section};
-use kafgres_wire::batch::{BatchHeader, DecompressLimit, BATCH_HEADER_BYTES};
+use kafgres_record::records::{parse_records, rebuild_batch, records_section};
+use kafgres_record::{BatchHeader, DecompressLimit, BATCH_HEADER_BYTES};
 
 use super::{min_option, CleanerConfig, Plan, SegmentRef};
 use crate::error::LogError;

@@ -2,9 +2,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use kafgres_wire::batch::build::{encode_compressed_batch, NewRecord, ProducerStamp};
-use kafgres_wire::batch::records::{parse_records, records_section};
-use kafgres_wire::batch::{validate_batches, BatchHeader, DecompressLimit};
+use kafgres_record::build::{encode_compressed_batch, NewRecord, ProducerStamp};
+use kafgres_record::records::{parse_records, records_section};
+use kafgres_record::{validate_batches, BatchHeader, DecompressLimit};
 use proptest::prelude::*;
 
 use super::*;

@@ -9,8 +9,8 @@ use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Arc;
 
-use kafgres_wire::batch::control::{marker_of, Marker, MARKER_PEEK_BYTES};
-use kafgres_wire::batch::{BatchHeader, BATCH_HEADER_BYTES};
+use kafgres_record::control::{marker_of, Marker, MARKER_PEEK_BYTES};
+use kafgres_record::{BatchHeader, BATCH_HEADER_BYTES};
 
 use super::{LogConfig, OpenReport, PartitionLog, SEGMENT_BYTES_LIMIT};
 use crate::checkpoint::{read_whole, TMP_SUFFIX};

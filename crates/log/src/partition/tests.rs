@@ -1,6 +1,6 @@
 use super::*;
-use kafgres_wire::batch::build::{encode_batch, NewRecord, ProducerStamp};
-use kafgres_wire::batch::validate_batches;
+use kafgres_record::build::{encode_batch, NewRecord, ProducerStamp};
+use kafgres_record::validate_batches;
 
 fn batch(n: usize, tag: u8) -> Vec<u8> {
     let records: Vec<NewRecord> = (0..n)
@@ -23,7 +23,7 @@ fn append(log: &mut PartitionLog, n: usize, tag: u8) -> AppendResult {
 fn offsets_in(bytes: &[u8]) -> Vec<i64> {
     let mut out = Vec::new();
     let mut pos = 0;
-    while let Some((base, size)) = kafgres_wire::batch::peek_offset_and_size(&bytes[pos..]) {
+    while let Some((base, size)) = kafgres_record::peek_offset_and_size(&bytes[pos..]) {
         if pos + size > bytes.len() {
             break;
         }
@@ -235,7 +235,7 @@ fn txn_batch(pid: i64, epoch: i16, seq: i32, n: usize) -> Vec<u8> {
     let mut b = encode_batch(&records, ProducerStamp { producer_id: pid, producer_epoch: epoch, base_sequence: seq });
     let attributes = i16::from_be_bytes([b[21], b[22]]) | 0x10;
     b[21..23].copy_from_slice(&attributes.to_be_bytes());
-    kafgres_wire::batch::rewrite_crc(&mut b);
+    kafgres_record::rewrite_crc(&mut b);
     b
 }
 

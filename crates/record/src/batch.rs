@@ -28,9 +28,11 @@
 //! record at all (the header of an idempotent producer's last batch).
 //! [`validate_batches`] accepts that shape; [`validate_produced_batches`]
 //! does not (a producer's batch has consecutive deltas from 0).
-//! [`records`] reads and writes single records for the cleaner.
+//! [`crate::records`] reads and writes single records for the cleaner.
 
 use bytes::Buf;
+
+use crate::compression::{self, DecompressLimit};
 
 pub const BATCH_HEADER_BYTES: usize = 61;
 /// baseOffset + batchLength: the bytes not counted in batchLength.
@@ -430,13 +432,6 @@ pub fn batch_crc(bytes: &[u8]) -> u32 {
     // Crc32Iscsi is CRC-32C; a 32-bit algorithm's value fits in 32 bits.
     crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, bytes) as u32
 }
-
-pub mod build;
-pub mod compression;
-pub mod control;
-pub mod records;
-
-pub use compression::DecompressLimit;
 
 #[cfg(test)]
 mod tests;

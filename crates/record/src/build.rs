@@ -4,8 +4,8 @@
 
 use bytes::BufMut;
 
-use super::compression::{encode::compress, CODEC_NONE};
-use super::{rewrite_crc, BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES, MAGIC_V2};
+use crate::batch::{rewrite_crc, BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES, MAGIC_V2};
+use crate::compression::{encode::compress, CODEC_NONE};
 
 /// One record to encode.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -85,7 +85,7 @@ pub fn assemble_batch(records: &[NewRecord], producer: ProducerStamp, codec: u8,
 }
 
 /// What a v2 batch header says besides its lengths, offsets and CRC.
-pub(super) struct HeaderFields {
+pub(crate) struct HeaderFields {
     pub attributes: i16,
     pub records: i32,
     pub base_timestamp: i64,
@@ -95,7 +95,7 @@ pub(super) struct HeaderFields {
 
 /// A batch with base offset 0 and no leader epoch: the header, `body`, and
 /// the CRC over both.
-pub(super) fn finish_batch(h: &HeaderFields, body: &[u8]) -> Vec<u8> {
+pub(crate) fn finish_batch(h: &HeaderFields, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(BATCH_HEADER_BYTES + body.len());
     out.put_i64(0);
     out.put_i32((BATCH_HEADER_BYTES - BATCH_LOG_OVERHEAD_BYTES + body.len()) as i32);

@@ -13,12 +13,12 @@
 
 use std::borrow::Cow;
 
-use super::build::{put_varint, put_varlong};
-use super::compression::{decompress, encode::compress, CODEC_NONE};
-use super::{
-    read_varint, read_varlong, rewrite_crc, BatchError, BatchHeader, DecompressLimit, ATTR_COMPRESSION_MASK,
-    ATTR_DELETE_HORIZON, BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES, MAGIC_V2,
+use crate::batch::{
+    read_varint, read_varlong, rewrite_crc, BatchError, BatchHeader, ATTR_COMPRESSION_MASK, ATTR_DELETE_HORIZON,
+    BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES, MAGIC_V2,
 };
+use crate::build::{put_varint, put_varlong};
+use crate::compression::{decompress, encode::compress, DecompressLimit, CODEC_NONE};
 
 /// One record of a stored batch, borrowing the batch's (decompressed) bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,8 +178,8 @@ fn put_bytes(out: &mut Vec<u8>, field: Option<&[u8]>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::batch::build::{encode_compressed_batch, NewRecord, ProducerStamp};
     use crate::batch::{set_base_offset, validate_batches, validate_produced_batches};
+    use crate::build::{encode_compressed_batch, NewRecord, ProducerStamp};
 
     const LIMIT: DecompressLimit = DecompressLimit { bytes_max: 1 << 20 };
 
