@@ -17,9 +17,8 @@
 
 use bytes::Bytes;
 use kafgres_record::compression::{decompress, CODEC_NONE};
-use kafgres_record::{
-    read_varint, read_varlong, validate_batches, BatchError, BatchHeader, DecompressLimit, BATCH_HEADER_BYTES,
-};
+use kafgres_record::varint::{read_varint, read_varlong};
+use kafgres_record::{validate_batches, BatchError, BatchHeader, DecompressLimit, BATCH_HEADER_BYTES};
 
 use crate::error::ClientError;
 

@@ -33,6 +33,7 @@
 use bytes::Buf;
 
 use crate::compression::{self, DecompressLimit};
+use crate::varint::{read_bytes, read_varint, read_varlong};
 
 pub const BATCH_HEADER_BYTES: usize = 61;
 /// baseOffset + batchLength: the bytes not counted in batchLength.
@@ -313,8 +314,8 @@ fn walk_records(
             _ => {}
         }
         previous_delta = offset_delta;
-        skip_varint_bytes(&mut rec).ok_or(bad("bad key"))?;
-        skip_varint_bytes(&mut rec).ok_or(bad("bad value"))?;
+        read_bytes(&mut rec).ok_or(bad("bad key"))?;
+        read_bytes(&mut rec).ok_or(bad("bad value"))?;
         let headers = read_varint(&mut rec).ok_or(bad("bad header count"))?;
         if headers < 0 || headers as usize > rec.len() {
             return Err(bad("bad header count"));
@@ -325,7 +326,7 @@ fn walk_records(
                 return Err(bad("bad header key"));
             }
             rec = &rec[key_len as usize..];
-            skip_varint_bytes(&mut rec).ok_or(bad("bad header value"))?;
+            read_bytes(&mut rec).ok_or(bad("bad header value"))?;
         }
         if !rec.is_empty() {
             return Err(bad("trailing bytes after the record's headers"));
@@ -335,48 +336,6 @@ fn walk_records(
         return Err(BatchError::InvalidRecord { index: records_count, reason: "bytes after the last record" });
     }
     Ok(bounds)
-}
-
-/// Zigzag varint (i32) as used inside records.
-pub fn read_varint(buf: &mut &[u8]) -> Option<i32> {
-    let raw = read_unsigned_var(buf, 5)?;
-    let raw = u32::try_from(raw).ok()?;
-    Some(((raw >> 1) as i32) ^ -((raw & 1) as i32))
-}
-
-/// Zigzag varlong (i64) as used inside records.
-pub fn read_varlong(buf: &mut &[u8]) -> Option<i64> {
-    let raw = read_unsigned_var(buf, 10)?;
-    Some(((raw >> 1) as i64) ^ -((raw & 1) as i64))
-}
-
-fn read_unsigned_var(buf: &mut &[u8], max_bytes: usize) -> Option<u64> {
-    let mut value = 0u64;
-    for i in 0..max_bytes {
-        let (&byte, rest) = buf.split_first()?;
-        *buf = rest;
-        value |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some(value);
-        }
-    }
-    None
-}
-
-/// Skips a varint-length-prefixed byte field (-1 meaning null).
-fn skip_varint_bytes(buf: &mut &[u8]) -> Option<()> {
-    let len = read_varint(buf)?;
-    if len < -1 {
-        return None;
-    }
-    if len > 0 {
-        let len = len as usize;
-        if len > buf.len() {
-            return None;
-        }
-        *buf = &buf[len..];
-    }
-    Some(())
 }
 
 /// Writes the broker-assigned base offset into a batch.

@@ -10,7 +10,8 @@
 use bytes::BufMut;
 
 use crate::batch::{BatchHeader, ATTR_CONTROL, ATTR_TRANSACTIONAL};
-use crate::build::{finish_batch, put_varint, put_varlong, HeaderFields, ProducerStamp};
+use crate::build::{finish_batch, HeaderFields, ProducerStamp};
+use crate::varint::{put_varint, put_varlong, read_varint, read_varlong};
 
 const CONTROL_TYPE_ABORT: i16 = 0;
 const CONTROL_TYPE_COMMIT: i16 = 1;
@@ -71,12 +72,12 @@ pub fn marker_of(header: &BatchHeader, body: &[u8]) -> Option<Marker> {
         return None;
     }
     let mut b = body;
-    let _record_len = crate::batch::read_varint(&mut b)?;
+    let _record_len = read_varint(&mut b)?;
     let (_attributes, rest) = b.split_first()?;
     b = rest;
-    let _timestamp_delta = crate::batch::read_varlong(&mut b)?;
-    let _offset_delta = crate::batch::read_varint(&mut b)?;
-    let key_len = crate::batch::read_varint(&mut b)?;
+    let _timestamp_delta = read_varlong(&mut b)?;
+    let _offset_delta = read_varint(&mut b)?;
+    let key_len = read_varint(&mut b)?;
     if key_len < 4 || b.len() < 4 {
         return None;
     }

@@ -15,7 +15,8 @@
 //! - [`compression`]: the codecs Kafka's clients write, decompressed never
 //!   past a caller's cap;
 //! - [`control`]: transaction markers, the control batches that end a
-//!   transaction in a partition.
+//!   transaction in a partition;
+//! - [`varint`]: the zigzag varints and length-prefixed fields of records.
 //!
 //! It must not do I/O, know protocol requests or Kafka error codes (a
 //! [`BatchError`] says what is wrong; the broker maps it to an error code),
@@ -29,11 +30,11 @@ pub mod build;
 pub mod compression;
 pub mod control;
 pub mod records;
+pub mod varint;
 
 pub use batch::{
-    batch_crc, peek_offset_and_size, read_varint, read_varlong, record_timestamps, record_timestamps_decompressing,
-    rewrite_crc, set_base_offset, set_log_append_time, set_partition_leader_epoch, validate_batches,
-    validate_produced_batches, BatchError, BatchHeader, ValidatedBatches, BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES,
-    MAGIC_V2,
+    batch_crc, peek_offset_and_size, record_timestamps, record_timestamps_decompressing, rewrite_crc, set_base_offset,
+    set_log_append_time, set_partition_leader_epoch, validate_batches, validate_produced_batches, BatchError,
+    BatchHeader, ValidatedBatches, BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES, MAGIC_V2,
 };
 pub use compression::DecompressLimit;
