@@ -145,7 +145,7 @@ impl Default for CleanerConfig {
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
             offset_map_bytes_max: 128 << 20,
-            batch_decompressed_bytes_max: 256 << 20,
+            batch_decompressed_bytes_max: crate::partition::STORED_BATCH_DECOMPRESSED_BYTES_MAX,
         }
     }
 }

@@ -26,6 +26,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use kafgres_record::BATCH_HEADER_BYTES;
+
 use crate::error::LogError;
 use crate::storage::{Storage, StorageFile};
 
@@ -185,9 +187,9 @@ impl<E: IndexEntry> IndexFile<E> {
     fn read_all(&self) -> Result<Option<Vec<u8>>, LogError> {
         let len = self.file.len().map_err(LogError::io(&self.path))?;
         // u32 positions bound a segment to 4 GiB and an entry covers at least
-        // one 61-byte batch header: a larger file is garbage, not something
-        // to allocate for.
-        if len > (u64::from(u32::MAX) / 61 + 1) * E::BYTES as u64 {
+        // one batch header: a larger file is garbage, not something to
+        // allocate for.
+        if len > (u64::from(u32::MAX) / BATCH_HEADER_BYTES as u64 + 1) * E::BYTES as u64 {
             return Ok(None);
         }
         let mut bytes = vec![0u8; len as usize];

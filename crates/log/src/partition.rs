@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kafgres_record::control::{encode_marker_batch, Marker};
-use kafgres_record::{set_base_offset, set_partition_leader_epoch, BatchHeader};
+use kafgres_record::{set_base_offset, set_partition_leader_epoch, BatchHeader, BATCH_STAMPED_HEAD_BYTES};
 
 use crate::checkpoint::write_atomically;
 use crate::error::LogError;
@@ -26,10 +26,6 @@ use crate::producer::{snapshot_file_name, AbortedTxn, ProducerStateMap, Sequence
 use crate::recovery::{write_recovery_point, ScanReport};
 use crate::segment::Segment;
 use crate::storage::{FileStorage, Storage, StorageFile};
-
-/// The head of a batch that an append stamps: base offset, batch length
-/// (kept) and partition leader epoch, all outside the CRC.
-const STAMPED_HEAD_BYTES: usize = 16;
 
 mod open;
 mod read;
@@ -63,6 +59,12 @@ impl Default for LogConfig {
 /// The largest segment: positions in the offset index are u32, and Kafka
 /// bounds `segment.bytes` by i32.
 pub const SEGMENT_BYTES_LIMIT: u64 = i32::MAX as u64;
+
+/// The most one stored compressed batch is inflated to when the log looks
+/// inside it (timestamp lookups; the cleaner's default cap): batches were held
+/// to `max.message.bytes` when produced, so only a damaged or hostile file
+/// comes near it.
+pub const STORED_BATCH_DECOMPRESSED_BYTES_MAX: usize = 256 << 20;
 
 /// A point in the log: the offset of the next record and the byte where it
 /// starts in the segment that will hold it.
@@ -284,7 +286,7 @@ impl PartitionLog {
 
     /// Appends validated batches, assigning consecutive offsets: each batch
     /// is written with its base offset and `leader_epoch` stamped into its
-    /// first [`STAMPED_HEAD_BYTES`] and the rest taken from `batches` as they
+    /// first [`BATCH_STAMPED_HEAD_BYTES`] and the rest taken from `batches` as they
     /// are (one `pwritev`; the records are not copied). `headers` are the
     /// batches' parsed headers in order, as validation returned them. If a
     /// write fails, what reached the files is cut again before returning.
@@ -310,11 +312,12 @@ impl PartitionLog {
         let mut heads = Vec::with_capacity(headers.len());
         for h in headers {
             let size = h.total_bytes();
-            let batch = batches.get(pos..pos + size).filter(|b| b.len() >= STAMPED_HEAD_BYTES).ok_or_else(|| {
-                LogError::BadAppend(format!("a {size}-byte batch at byte {pos} of a {}-byte append", batches.len()))
-            })?;
-            let mut head = [0u8; STAMPED_HEAD_BYTES];
-            head.copy_from_slice(&batch[..STAMPED_HEAD_BYTES]);
+            let batch =
+                batches.get(pos..pos + size).filter(|b| b.len() >= BATCH_STAMPED_HEAD_BYTES).ok_or_else(|| {
+                    LogError::BadAppend(format!("a {size}-byte batch at byte {pos} of a {}-byte append", batches.len()))
+                })?;
+            let mut head = [0u8; BATCH_STAMPED_HEAD_BYTES];
+            head.copy_from_slice(&batch[..BATCH_STAMPED_HEAD_BYTES]);
             set_base_offset(&mut head, offset);
             set_partition_leader_epoch(&mut head, leader_epoch);
             heads.push(head);
@@ -332,7 +335,7 @@ impl PartitionLog {
         for (head, (h, rel)) in heads.iter().zip(&stamped) {
             let rel = *rel as usize;
             slices.push(IoSlice::new(head));
-            slices.push(IoSlice::new(&batches[rel + STAMPED_HEAD_BYTES..rel + h.total_bytes()]));
+            slices.push(IoSlice::new(&batches[rel + BATCH_STAMPED_HEAD_BYTES..rel + h.total_bytes()]));
         }
         let interval = self.config.index_interval_bytes;
         let active = self.active_mut();

@@ -53,7 +53,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use kafgres_record::{validate_batches, BatchHeader, BATCH_HEADER_BYTES, MAGIC_V2};
+use kafgres_record::{validate_batches, BatchHeader, BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES, MAGIC_V2};
 
 use crate::checkpoint::{decode_offsets, encode_offsets, read_whole, write_atomically, RECOVERY_POINT_FILE};
 use crate::error::LogError;
@@ -288,7 +288,7 @@ fn scan(
                 break;
             }
         };
-        if header.magic != MAGIC_V2 || (header.batch_length as usize) < BATCH_HEADER_BYTES - 12 {
+        if header.magic != MAGIC_V2 || (header.batch_length as usize) < BATCH_HEADER_BYTES - BATCH_LOG_OVERHEAD_BYTES {
             reason = Some(format!(
                 "no batch header at byte {position} (magic {}, length {})",
                 header.magic, header.batch_length

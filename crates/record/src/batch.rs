@@ -39,6 +39,14 @@ pub const BATCH_HEADER_BYTES: usize = 61;
 /// baseOffset + batchLength: the bytes not counted in batchLength.
 pub const BATCH_LOG_OVERHEAD_BYTES: usize = 12;
 pub const MAGIC_V2: i8 = 2;
+/// The head a log append rewrites: baseOffset, batchLength (kept as it is)
+/// and partitionLeaderEpoch, all before the magic byte and outside the CRC.
+pub const BATCH_STAMPED_HEAD_BYTES: usize = OFFSET_MAGIC;
+/// Room a size check keeps for a batch's own bytes around records it
+/// estimates one by one (the SQL send path, against `max.message.bytes`): the
+/// 61-byte header, and slack for what the per-record estimates round off.
+pub const BATCH_OVERHEAD_BYTES_MAX: usize = 128;
+const _: () = assert!(BATCH_OVERHEAD_BYTES_MAX >= BATCH_HEADER_BYTES);
 
 const OFFSET_BASE: usize = 0;
 const OFFSET_LENGTH: usize = 8;

@@ -35,6 +35,7 @@ pub mod varint;
 pub use batch::{
     batch_crc, peek_offset_and_size, record_timestamps, record_timestamps_decompressing, rewrite_crc, set_base_offset,
     set_log_append_time, set_partition_leader_epoch, validate_batches, validate_produced_batches, BatchError,
-    BatchHeader, ValidatedBatches, BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES, MAGIC_V2,
+    BatchHeader, ValidatedBatches, BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES, BATCH_OVERHEAD_BYTES_MAX,
+    BATCH_STAMPED_HEAD_BYTES, MAGIC_V2,
 };
 pub use compression::DecompressLimit;

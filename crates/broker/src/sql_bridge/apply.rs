@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use kafgres_log::SequenceCheck;
 use kafgres_record::build::{encode_batch, NewRecord, ProducerStamp};
-use kafgres_record::{set_log_append_time, validate_batches};
+use kafgres_record::{set_log_append_time, validate_batches, BATCH_OVERHEAD_BYTES_MAX};
 
 use super::checkpoint::{ApplierCheckpoint, CheckpointError};
 use super::message::{CommittedTxn, SendMessage};
@@ -29,8 +29,6 @@ use crate::partition::{AppendOutcome, Partition};
 use crate::server::BrokerContext;
 use crate::topic_config::RecordPolicy;
 
-/// Room kept in a batch for its header and record framing.
-const BATCH_OVERHEAD_BYTES: usize = 128;
 /// A sequence this far behind the expected one is an old batch replayed, not
 /// a gap (sequences wrap at i32::MAX).
 const REPLAY_WINDOW: i64 = 1 << 30;
@@ -155,7 +153,7 @@ impl SqlApplier {
             return Ok(());
         };
         let key = (topic.to_string(), index);
-        for chunk in chunks_under(records, policy.message_bytes_max.saturating_sub(BATCH_OVERHEAD_BYTES)) {
+        for chunk in chunks_under(records, policy.message_bytes_max.saturating_sub(BATCH_OVERHEAD_BYTES_MAX)) {
             let end = self.append_chunk(&partition, &key, chunk, &policy, report)?;
             let slot = touched.entry(key.clone()).or_insert_with(|| (Arc::clone(&partition), 0));
             slot.1 = slot.1.max(end);

@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use kafgres_record::{BatchHeader, BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES};
+use kafgres_record::{BatchHeader, DecompressLimit, BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES};
 
-use super::{LogPosition, PartitionLog, ReadSlice};
+use super::{LogPosition, PartitionLog, ReadSlice, STORED_BATCH_DECOMPRESSED_BYTES_MAX};
 use crate::error::LogError;
 use crate::segment::Segment;
 
@@ -178,10 +178,8 @@ impl PartitionLog {
     }
 }
 
-/// The most a compressed batch may inflate to while looking for a record by
-/// timestamp (a batch is at most `message.max.bytes`; this bounds a hostile one).
-const TIMESTAMP_LOOKUP_DECOMPRESS_LIMIT: kafgres_record::DecompressLimit =
-    kafgres_record::DecompressLimit { bytes_max: 256 << 20 };
+const TIMESTAMP_LOOKUP_DECOMPRESS_LIMIT: DecompressLimit =
+    DecompressLimit { bytes_max: STORED_BATCH_DECOMPRESSED_BYTES_MAX };
 
 /// (offset, timestamp) of each record of `batch`, decompressing it if needed.
 fn records_of(header: &BatchHeader, batch: &[u8]) -> Option<Vec<(i64, i64)>> {
