@@ -199,6 +199,14 @@ impl<E: IndexEntry> IndexFile<E> {
 
     /// Appends an entry to the file (page cache), then to memory.
     pub(crate) fn append(&mut self, entry: E) -> Result<(), LogError> {
+        // Lookups bisect the entries; loading refuses a file where they do
+        // not increase, and the segment only adds entries for later batches.
+        assert!(
+            self.entries.last().is_none_or(|prev| entry.may_follow(prev)),
+            "{}: index entry {entry:?} does not follow {:?}",
+            self.path.display(),
+            self.entries.last()
+        );
         let position = (self.entries.len() * E::BYTES) as u64;
         self.file.write_all_at(&entry.encode(), position).map_err(LogError::io(&self.path))?;
         self.entries.push(entry);
@@ -240,5 +248,15 @@ mod tests {
         assert!(again.load(|_| true).unwrap().unwrap_err().contains("whole number"));
         assert_eq!(again.load_prefix(|e| e.position < 100).unwrap(), 1);
         assert_eq!(file.len().unwrap(), 8, "the untrusted rest of the file is cut");
+    }
+
+    #[test]
+    #[should_panic(expected = "does not follow")]
+    fn appending_an_entry_that_does_not_increase_is_a_bug() {
+        let storage: Arc<dyn Storage> = Arc::new(MemStorage::new());
+        storage.create_dir_all(Path::new("/d")).unwrap();
+        let mut index = IndexFile::<TimeEntry>::open(&storage, Path::new("/d/0.timeindex")).unwrap();
+        index.append(TimeEntry { timestamp_ms: 10, relative_offset: 3 }).unwrap();
+        let _ = index.append(TimeEntry { timestamp_ms: 10, relative_offset: 4 });
     }
 }

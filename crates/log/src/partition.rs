@@ -239,7 +239,7 @@ impl PartitionLog {
     /// Replaces the segments at `range` (never the active one) with
     /// `segment` and returns them (a compaction swap).
     pub(crate) fn replace_segments(&mut self, range: std::ops::Range<usize>, segment: Segment) -> Vec<Segment> {
-        debug_assert!(range.end < self.segments.len());
+        assert!(range.end < self.segments.len(), "a compaction swap never replaces the active segment");
         self.segments.splice(range, std::iter::once(segment)).collect()
     }
 
@@ -303,6 +303,14 @@ impl PartitionLog {
         if total > SEGMENT_BYTES_LIMIT {
             return Err(LogError::BatchTooLarge { bytes: total, bytes_max: SEGMENT_BYTES_LIMIT });
         }
+        // Bytes no header describes would be acknowledged and never written.
+        let described: usize = headers.iter().map(BatchHeader::total_bytes).sum();
+        if described != batches.len() {
+            return Err(LogError::BadAppend(format!(
+                "the headers describe {described} bytes of a {}-byte append",
+                batches.len()
+            )));
+        }
         let records: i64 = headers.iter().map(|h| i64::from(h.last_offset_delta.max(0)) + 1).sum();
         self.maybe_roll(total, records, now_ms)?;
         let base_offset = self.next_offset();
@@ -350,6 +358,14 @@ impl PartitionLog {
             }
             return Err(e);
         }
+        // Each batch's base offset is the previous one's end: what the
+        // producer state, the high watermark and the caller's answer assume.
+        assert_eq!(
+            active.next_offset,
+            offset,
+            "{}: the segment ends where the append's offsets end",
+            active.path.display()
+        );
         active.start_writeback_if_due();
         for (h, _) in &stamped {
             self.producers.record_at(h, now_ms);

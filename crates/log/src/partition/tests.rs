@@ -308,3 +308,21 @@ fn every_offset_is_found_from_memory_and_after_a_reopen() {
     let (log, _) = PartitionLog::open(dir.path(), config, 0).unwrap();
     assert_eq!(positions(&log), in_memory, "the walk from the index finds the same batches");
 }
+
+#[test]
+fn an_append_whose_headers_do_not_describe_its_bytes_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+    let mut two = batch(1, 1);
+    two.extend(batch(2, 2));
+    let headers = validate_batches(&two).unwrap().headers;
+    for described in [&headers[..1], &headers[..0]] {
+        let err = log.append(&two, described, 0, 0).expect_err("a batch no header describes");
+        assert!(matches!(err, LogError::BadAppend(_)), "{err}");
+    }
+    let one = batch(1, 3);
+    assert!(matches!(log.append(&one, &headers, 0, 0), Err(LogError::BadAppend(_))), "headers past the bytes");
+    assert_eq!((log.next_offset(), log.size_bytes()), (0, 0), "nothing was written");
+    assert_eq!(log.failure(), None, "a refused append leaves the log writable");
+    assert_eq!(append(&mut log, 2, 4).base_offset, 0);
+}
