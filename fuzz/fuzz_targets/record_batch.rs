@@ -10,25 +10,25 @@ use libfuzzer_sys::fuzz_target;
 const DECOMPRESSED_BYTES_MAX: usize = 1 << 20;
 
 fuzz_target!(|data: &[u8]| {
-    let limit = kafgres_wire::batch::compression::DecompressLimit { bytes_max: DECOMPRESSED_BYTES_MAX };
-    let _ = kafgres_wire::batch::validate_produced_batches(data, limit);
+    let limit = kafgres_record::compression::DecompressLimit { bytes_max: DECOMPRESSED_BYTES_MAX };
+    let _ = kafgres_record::validate_produced_batches(data, limit);
     // Random bytes almost never carry a valid length and CRC, so the paths
     // behind those checks (decompression, the record walk) would go unexplored:
     // also try the input as one batch whose length and CRC are made right.
-    if data.len() >= kafgres_wire::batch::BATCH_HEADER_BYTES {
+    if data.len() >= kafgres_record::BATCH_HEADER_BYTES {
         let mut fixed = data.to_vec();
-        let length = (fixed.len() - kafgres_wire::batch::BATCH_LOG_OVERHEAD_BYTES) as i32;
+        let length = (fixed.len() - kafgres_record::BATCH_LOG_OVERHEAD_BYTES) as i32;
         fixed[8..12].copy_from_slice(&length.to_be_bytes());
-        fixed[16] = kafgres_wire::batch::MAGIC_V2 as u8;
-        kafgres_wire::batch::rewrite_crc(&mut fixed);
-        let _ = kafgres_wire::batch::validate_produced_batches(&fixed, limit);
+        fixed[16] = kafgres_record::MAGIC_V2 as u8;
+        kafgres_record::rewrite_crc(&mut fixed);
+        let _ = kafgres_record::validate_produced_batches(&fixed, limit);
     }
-    if let Ok(validated) = kafgres_wire::batch::validate_batches(data) {
+    if let Ok(validated) = kafgres_record::validate_batches(data) {
         let mut pos = 0;
         for header in &validated.headers {
             let end = pos + header.total_bytes();
             assert!(end <= data.len(), "an accepted batch lies within the input");
-            let _ = kafgres_wire::batch::record_timestamps(&data[pos..end]);
+            let _ = kafgres_record::record_timestamps(&data[pos..end]);
             pos = end;
         }
         assert_eq!(pos, data.len(), "accepted batches cover the input exactly");

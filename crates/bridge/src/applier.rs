@@ -23,7 +23,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kafgres_wire::batch::build::{encode_batch, NewRecord, ProducerStamp};
+use kafgres_record::build::{encode_batch, NewRecord, ProducerStamp};
 
 use crate::assembly::CommittedTxn;
 use crate::message::{OffsetCommitMessage, SendMessage};
@@ -31,9 +31,6 @@ use crate::message::{OffsetCommitMessage, SendMessage};
 /// A sequence this far behind the last one written is already in the log,
 /// not a gap (sequences wrap at `i32::MAX`, as Kafka's do).
 const REPLAY_WINDOW: i64 = 1 << 30;
-/// Room kept in a batch under `max.message.bytes` for its header and the
-/// framing of its records beyond [`SendMessage::estimated_record_bytes`].
-pub const BATCH_OVERHEAD_BYTES: usize = 128;
 /// How often one round may find the broker's producer state different from
 /// what it planned (a resync) before it gives up until the next try.
 const RESYNCS_PER_ROUND_MAX: usize = 4;
@@ -316,7 +313,10 @@ impl Applier {
                     );
                 }
                 Some(limit) => {
-                    queues.insert(key.clone(), chunks_under(records, limit.saturating_sub(BATCH_OVERHEAD_BYTES)));
+                    queues.insert(
+                        key.clone(),
+                        chunks_under(records, limit.saturating_sub(kafgres_record::BATCH_OVERHEAD_BYTES_MAX)),
+                    );
                 }
             }
         }

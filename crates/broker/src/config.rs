@@ -71,7 +71,7 @@ impl BrokerConfig {
             connection_idle_ms_max: 600_000,
             auto_create_topics: true,
             default_partitions: 1,
-            message_bytes_max: 1_048_588,
+            message_bytes_max: crate::topic_config::MESSAGE_BYTES_MAX_DEFAULT,
             segment_bytes_max: 1 << 30,
             // Tests join groups one member at a time; waiting helps nothing.
             group_initial_rebalance_delay_ms: 0,

@@ -24,6 +24,9 @@ use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use kafgres_log::storage::{replace_file_atomically, FileStorage};
+use kafgres_log::LogError;
+
 use crate::topics::{deleted_dir_name, DELETED_DIR_SUFFIX};
 
 /// Name of the owner file in the log directory.
@@ -105,7 +108,7 @@ pub enum LogDirError {
     )]
     Unreadable { dir: PathBuf, reason: String, expected: LogDirOwner },
     #[error("cannot record the owner of log directory {dir}: {source}")]
-    Io { dir: PathBuf, source: std::io::Error },
+    Io { dir: PathBuf, source: LogError },
 }
 
 /// Checks that `dir` belongs to `owner`'s database, recording it when the
@@ -113,7 +116,6 @@ pub enum LogDirError {
 /// files existed). A renamed database stays the owner; the file is updated.
 pub fn claim_owner(dir: &Path, owner: &LogDirOwner) -> Result<(), LogDirError> {
     let path = dir.join(OWNER_FILE);
-    let io = |source| LogDirError::Io { dir: dir.to_path_buf(), source };
     match std::fs::read_to_string(&path) {
         Ok(text) => match LogDirOwner::parse(&text) {
             // `found` was read back from the file: its name is the stored form.
@@ -139,11 +141,8 @@ pub fn claim_owner(dir: &Path, owner: &LogDirOwner) -> Result<(), LogDirError> {
             })
         }
     }
-    let tmp = dir.join(format!("{OWNER_FILE}.tmp"));
-    std::fs::write(&tmp, owner.file_text()).map_err(io)?;
-    std::fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(io)?;
-    std::fs::rename(&tmp, &path).map_err(io)?;
-    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(io)
+    replace_file_atomically(&FileStorage, &path, owner.file_text().as_bytes())
+        .map_err(|source| LogDirError::Io { dir: dir.to_path_buf(), source })
 }
 
 /// Renames aside (for [`crate::topics::remove_deleted_dirs`]) every partition

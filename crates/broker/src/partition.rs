@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use kafgres_log::{AppendResult, LogError, LogPosition, PartitionLog, ReadSlice, SequenceCheck, TxnEnd};
-use kafgres_wire::batch::BatchHeader;
+use kafgres_record::BatchHeader;
 use tokio::sync::{watch, Notify};
 
 use crate::config::FlushPolicy;

@@ -118,6 +118,23 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
     def("unclean.leader.election.enable", "false", ConfigType::Boolean, "unclean.leader.election.enable"),
 ];
 
+/// Kafka's default `message.max.bytes`, which `max.message.bytes` defaults
+/// from: 1 MiB plus the offset and length a batch is stored with (the table's
+/// entry says the same, checked by a test).
+pub const MESSAGE_BYTES_MAX_DEFAULT: usize = (1 << 20) + kafgres_record::BATCH_LOG_OVERHEAD_BYTES;
+/// Kafka's default `message.timestamp.after.max.ms` (the table's, as a number).
+pub const MESSAGE_TIMESTAMP_AFTER_MS_MAX_DEFAULT: i64 = 3_600_000;
+
+/// Kafka's default of a broker config that a topic config defaults from: the
+/// table's default of that topic config (DescribeConfigs reports the broker's
+/// settings under the same numbers).
+pub fn broker_config_default(broker_name: &str) -> Option<&'static str> {
+    TOPIC_CONFIGS
+        .iter()
+        .find(|d| matches!(d.broker_synonym, BrokerSynonym::Default(n) if n == broker_name))
+        .map(|d| d.default)
+}
+
 /// Kafka's `ConfigSource` values, as DescribeConfigs and CreateTopics report them.
 pub mod source {
     pub const DYNAMIC_TOPIC_CONFIG: i8 = 1;
@@ -221,7 +238,7 @@ impl RecordPolicy {
                 .map_or(broker_message_bytes_max, |v| v.max(0) as usize),
             log_append_time: overrides.get("message.timestamp.type").is_some_and(|v| v.trim() == "LogAppendTime"),
             timestamp_before_ms_max: long("message.timestamp.before.max.ms", i64::MAX),
-            timestamp_after_ms_max: long("message.timestamp.after.max.ms", 3_600_000),
+            timestamp_after_ms_max: long("message.timestamp.after.max.ms", MESSAGE_TIMESTAMP_AFTER_MS_MAX_DEFAULT),
         }
     }
 
@@ -371,6 +388,19 @@ mod tests {
         for d in TOPIC_CONFIGS {
             assert_eq!(topic_config(d.name).map(|f| f.name), Some(d.name));
         }
+    }
+
+    #[test]
+    fn defaults_the_code_uses_as_numbers_are_the_table_s() {
+        let default = |name| topic_config(name).expect("a topic config").default;
+        assert_eq!(default("max.message.bytes"), MESSAGE_BYTES_MAX_DEFAULT.to_string());
+        assert_eq!(default("max.message.bytes"), "1048588", "Kafka's number");
+        assert_eq!(default("message.timestamp.after.max.ms"), MESSAGE_TIMESTAMP_AFTER_MS_MAX_DEFAULT.to_string());
+        assert_eq!(default("message.timestamp.before.max.ms"), i64::MAX.to_string());
+        assert_eq!(default("segment.bytes"), kafgres_log::LogConfig::default().segment_bytes_max.to_string());
+        assert_eq!(broker_config_default("message.max.bytes"), Some(default("max.message.bytes")));
+        assert_eq!(broker_config_default("log.segment.bytes"), Some(default("segment.bytes")));
+        assert_eq!(broker_config_default("log.retention.ms"), None, "a synonym without a default of its own");
     }
 
     #[test]

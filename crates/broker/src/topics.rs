@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use kafgres_log::{LogConfig, LogError, PartitionLog};
+use kafgres_log::{replace_file_atomically, FileStorage, LogConfig, LogError, PartitionLog};
 use uuid::Uuid;
 
 use crate::catalog::TopicRecord;
@@ -141,11 +141,8 @@ fn claim_partition_dir(log_dir: &Path, dir: &Path, topic_id: Uuid) -> Result<(),
         Err(e) => return Err(LogError::Io { path: metadata, source: e }),
     }
     std::fs::create_dir_all(dir).map_err(io_error(dir))?;
-    let tmp = dir.join(format!("{PARTITION_METADATA_FILE}.tmp"));
-    std::fs::write(&tmp, expected.as_bytes()).map_err(io_error(&tmp))?;
-    std::fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(io_error(&tmp))?;
-    std::fs::rename(&tmp, &metadata).map_err(io_error(&metadata))?;
-    kafgres_log::partition::sync_dir(dir)?;
+    // Fsyncs `dir` too; its own entry in the log directory needs the second fsync.
+    replace_file_atomically(&FileStorage, &metadata, expected.as_bytes())?;
     kafgres_log::partition::sync_dir(log_dir)
 }
 

@@ -311,7 +311,7 @@ async fn retention_by_time_deletes_expired_segments() {
     create_configured(&mut client, "expiring", &[("segment.bytes", "1000"), ("retention.ms", "60000")]).await;
     // Records stamped in 1970 are long expired; the active segment never is.
     let old: Vec<_> = (0..3)
-        .map(|i| kafgres_wire::batch::build::NewRecord { timestamp_ms: 1_000 + i, ..records("old", 1).remove(0) })
+        .map(|i| kafgres_record::build::NewRecord { timestamp_ms: 1_000 + i, ..records("old", 1).remove(0) })
         .collect();
     for _ in 0..10 {
         produce(&mut client, 9, "expiring", 0, -1, batch(&old)).await;

@@ -231,7 +231,7 @@ async fn a_lowered_retention_takes_effect_at_once() {
     for i in 0..30 {
         let fresh: Vec<_> = records(&format!("r{i}"), 1)
             .into_iter()
-            .map(|r| kafgres_wire::batch::build::NewRecord { timestamp_ms: now, ..r })
+            .map(|r| kafgres_record::build::NewRecord { timestamp_ms: now, ..r })
             .collect();
         produce(&mut client, 9, "shrinking", 0, -1, batch(&fresh)).await;
     }

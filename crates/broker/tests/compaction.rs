@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::*;
-use kafgres_wire::batch::build::NewRecord;
+use kafgres_record::build::NewRecord;
 use kafka_protocol::messages::create_topics_request::CreatableTopicConfig;
 use kafka_protocol::messages::CreateTopicsRequest;
 use kafka_protocol::protocol::StrBytes;

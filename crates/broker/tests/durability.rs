@@ -10,7 +10,7 @@ use common::{
     as_stored, batch, create_topic, decode_records, expected, fetch, metadata_request, produce, records, TestBroker,
     TopicRef,
 };
-use kafgres_wire::batch::set_base_offset;
+use kafgres_record::set_base_offset;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_keeps_topics_and_records() {

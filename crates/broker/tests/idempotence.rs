@@ -9,8 +9,8 @@
 mod common;
 
 use common::{create_topic, decode_records, fetch, produce, records, Client, TestBroker, TopicRef};
-use kafgres_wire::batch::build::{encode_batch, ProducerStamp};
-use kafgres_wire::batch::rewrite_crc;
+use kafgres_record::build::{encode_batch, ProducerStamp};
+use kafgres_record::rewrite_crc;
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId, TransactionalId};
 use kafka_protocol::protocol::StrBytes;

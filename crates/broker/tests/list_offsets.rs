@@ -83,7 +83,7 @@ async fn lookup_by_timestamp() {
 /// record inside the batch.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compressed_batches_are_looked_into() {
-    use kafgres_wire::batch::build::{encode_compressed_batch, ProducerStamp};
+    use kafgres_record::build::{encode_compressed_batch, ProducerStamp};
     let broker = TestBroker::start().await;
     let mut client = broker.client().await;
     create_topic(&mut client, "zipped", 1).await;

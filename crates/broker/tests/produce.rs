@@ -5,8 +5,8 @@
 mod common;
 
 use common::{batch, create_topic, produce, produce_request, records, TestBroker};
-use kafgres_wire::batch::build::NewRecord;
-use kafgres_wire::batch::rewrite_crc;
+use kafgres_record::build::NewRecord;
+use kafgres_record::rewrite_crc;
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
 use kafka_protocol::messages::ApiVersionsRequest;
 
@@ -94,7 +94,7 @@ async fn refusals_leave_the_log_untouched() {
 
         // One record of just over 1 MiB: the batch exceeds message.max.bytes (1048588).
         let large = batch(&big_record(1 << 20));
-        assert!(large.len() > 1_048_588);
+        assert!(large.len() > kafgres_broker::topic_config::MESSAGE_BYTES_MAX_DEFAULT);
         refused(10, "batch over message.max.bytes", produce(&mut client, version, topic, 0, -1, large).await);
 
         assert_eq!(broker.log_end(topic, 0), 2, "v{version}: nothing was written");

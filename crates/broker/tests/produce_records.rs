@@ -5,10 +5,10 @@
 mod common;
 
 use common::{as_stored, batch, creatable, fetch, produce, records, Client, TestBroker, TopicRef};
-use kafgres_wire::batch::build::{assemble_batch, encode_compressed_batch, NewRecord, ProducerStamp};
-use kafgres_wire::batch::compression::encode::{compress, raw_snappy};
-use kafgres_wire::batch::compression::{CODEC_LZ4, CODEC_SNAPPY, CODEC_ZSTD};
-use kafgres_wire::batch::BatchHeader;
+use kafgres_record::build::{assemble_batch, encode_compressed_batch, NewRecord, ProducerStamp};
+use kafgres_record::compression::encode::{compress, raw_snappy};
+use kafgres_record::compression::{CODEC_LZ4, CODEC_SNAPPY, CODEC_ZSTD};
+use kafgres_record::BatchHeader;
 use kafka_protocol::messages::create_topics_request::CreatableTopicConfig;
 use kafka_protocol::messages::CreateTopicsRequest;
 use kafka_protocol::protocol::StrBytes;
@@ -50,7 +50,7 @@ async fn compressed_batches_are_stored_and_served_byte_identical() {
     }
     // librdkafka's raw (unframed) snappy.
     let recs = records("raw-snappy", 3);
-    let body = kafgres_wire::batch::build::encode_records(&recs);
+    let body = kafgres_record::build::encode_records(&recs);
     let b = assemble_batch(&recs, ProducerStamp::NONE, CODEC_SNAPPY, &raw_snappy(&body));
     assert_eq!(produce(&mut client, 9, "compressed", 0, -1, b.clone()).await.base_offset, next);
     expected.extend(as_stored(&b, next));
@@ -98,7 +98,7 @@ async fn log_append_time_topics_stamp_the_broker_time() {
     assert!(h.is_log_append_time());
     assert_eq!((h.base_timestamp, h.max_timestamp), (r.log_append_time_ms, r.log_append_time_ms));
     // The stored batch is still valid (CRC rewritten).
-    kafgres_wire::batch::validate_batches(&stored).unwrap();
+    kafgres_record::validate_batches(&stored).unwrap();
     // A CreateTime topic answers -1, as Kafka does.
     create_with(&mut client, "created", &[]).await;
     assert_eq!(produce(&mut client, 9, "created", 0, -1, batch(&records("ct", 1))).await.log_append_time_ms, -1);

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{create_topic, fetch_request, name, single_partition, Client, TestBroker, TopicRef};
-use kafgres_wire::batch::build::{encode_batch, NewRecord, ProducerStamp};
-use kafgres_wire::batch::rewrite_crc;
+use kafgres_record::build::{encode_batch, NewRecord, ProducerStamp};
+use kafgres_record::rewrite_crc;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,

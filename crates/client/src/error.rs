@@ -1,6 +1,6 @@
 //! The client's one error type, and Kafka error codes by name.
 
-use kafgres_wire::batch::BatchError;
+use kafgres_record::BatchError;
 
 /// Why an operation failed. After [`ClientError::Io`], [`ClientError::Timeout`],
 /// [`ClientError::Interrupted`] or a framing error the connection is left

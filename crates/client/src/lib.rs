@@ -38,7 +38,7 @@ pub use client::{
     PartitionInfo, PartitionOffset, ProducerState, TopicInfo,
 };
 pub use error::{error_name, ClientError};
-pub use kafgres_wire::batch::build::NewRecord;
+pub use kafgres_record::build::NewRecord;
 pub use records::{Record, TimestampType};
 pub use uuid::Uuid;
 pub use wait::{Interest, PollWait, Ready, Wait};

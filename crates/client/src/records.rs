@@ -1,6 +1,6 @@
 //! Fetched record batches (magic v2) into [`Record`]s.
 //!
-//! Each batch is checked with `kafgres_wire`'s validation (lengths, magic,
+//! Each batch is checked with `kafgres_record`'s validation (lengths, magic,
 //! CRC-32C, record count), compressed ones are inflated with its decoders into
 //! a buffer capped by what is left of a per-fetch budget, control batches are
 //! skipped, and records are read by their varint framing:
@@ -16,10 +16,9 @@
 //! when a size limit cuts one, is left out, as Kafka's clients do.
 
 use bytes::Bytes;
-use kafgres_wire::batch::compression::{decompress, CODEC_NONE};
-use kafgres_wire::batch::{
-    read_varint, read_varlong, validate_batches, BatchError, BatchHeader, DecompressLimit, BATCH_HEADER_BYTES,
-};
+use kafgres_record::compression::{decompress, CODEC_NONE};
+use kafgres_record::varint::{read_varint, read_varlong};
+use kafgres_record::{validate_batches, BatchError, BatchHeader, DecompressLimit, BATCH_HEADER_BYTES};
 
 use crate::error::ClientError;
 

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use common::{assert_records, records, TestBroker, TIMESTAMP_BASE_MS};
 use kafgres_client::{ClientError, LogBounds, OffsetSpec, TimestampType};
-use kafgres_wire::batch::build::{encode_compressed_batch, ProducerStamp};
-use kafgres_wire::batch::compression::{CODEC_GZIP, CODEC_LZ4, CODEC_SNAPPY, CODEC_ZSTD};
+use kafgres_record::build::{encode_compressed_batch, ProducerStamp};
+use kafgres_record::compression::{CODEC_GZIP, CODEC_LZ4, CODEC_SNAPPY, CODEC_ZSTD};
 
 const MAX_BYTES: i32 = 1 << 20;
 

@@ -1,14 +1,10 @@
-//! Small files replaced atomically: the recovery point, the log start offset
-//! and producer-state snapshots.
+//! Small files replaced atomically: the recovery point, the log start offset,
+//! the cleaner's checkpoints and producer-state snapshots.
 //!
-//! Write protocol (each step must succeed before the next):
-//! 1. write the new contents to `<name>.tmp` (created or truncated);
-//! 2. fdatasync the tmp file;
-//! 3. rename it over `<name>`;
-//! 4. fsync the directory.
-//!
-//! A crash anywhere leaves either the old file or the new one, whole; a
-//! leftover `.tmp` is removed at open. Each file ends with a CRC-32C of the
+//! Each is written by [`crate::storage::replace_file_atomically`] (`<name>.tmp`,
+//! fdatasync, rename over `<name>`, fsync of the directory), so a crash
+//! anywhere leaves either the old file or the new one, whole; a leftover
+//! `.tmp` is removed at open. Each file ends with a CRC-32C of the
 //! rest so that a file damaged by something else (a disk, a person) reads as
 //! absent instead of as wrong numbers; what "absent" costs is said where each
 //! file is read.
@@ -25,31 +21,23 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::LogError;
-use crate::storage::Storage;
+use crate::storage::{replace_file_atomically, Storage};
 
 /// Kafka's name for the same thing: the offset below which the log is known
 /// to be flushed (ours also says where, see [`crate::recovery`]).
 pub const RECOVERY_POINT_FILE: &str = "recovery-point-offset-checkpoint";
 /// The log start offset, advanced by retention and DeleteRecords.
 pub const LOG_START_FILE: &str = "log-start-offset-checkpoint";
-pub const TMP_SUFFIX: &str = ".tmp";
 const HEADER: &str = "kafgres-checkpoint 1\n";
 
-/// Replaces `dir/name` with `bytes` by the write protocol above.
+/// Replaces `dir/name` with `bytes`, whole or not at all.
 pub(crate) fn write_atomically(
     storage: &Arc<dyn Storage>,
     dir: &Path,
     name: &str,
     bytes: &[u8],
 ) -> Result<(), LogError> {
-    let tmp = dir.join(format!("{name}{TMP_SUFFIX}"));
-    let path = dir.join(name);
-    let file = storage.open(&tmp, true).map_err(LogError::io(&tmp))?;
-    file.set_len(0).map_err(LogError::io(&tmp))?;
-    file.write_all_at(bytes, 0).map_err(LogError::io(&tmp))?;
-    file.sync_data().map_err(LogError::io(&tmp))?;
-    storage.rename(&tmp, &path).map_err(LogError::io(&path))?;
-    storage.sync_dir(dir).map_err(LogError::io(dir))
+    replace_file_atomically(storage.as_ref(), &dir.join(name), bytes)
 }
 
 /// The whole contents of a file, or `None` if it does not exist.
@@ -109,7 +97,7 @@ pub(crate) fn decode_offsets(path: &Path, bytes: &[u8], keys: &[&str]) -> Option
 
 /// CRC-32C (Castagnoli), bitwise: only small files use it, so a table-free
 /// loop is fast enough and saves a dependency. Batches are checked by the
-/// wire crate's hardware-accelerated CRC.
+/// record crate's hardware-accelerated CRC.
 pub(crate) fn crc32c(bytes: &[u8]) -> u32 {
     let mut crc = !0u32;
     for &b in bytes {

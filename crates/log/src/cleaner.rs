@@ -42,7 +42,10 @@
 //! tombstone in it, it gets a delete horizon (now + `delete.retention.ms`,
 //! stored in its base timestamp with attribute bit 0x40); a later round
 //! after the horizon drops its tombstones. A batch the cleaner cannot
-//! decompress (over the cap) is kept whole. Segments and batches keep their
+//! decompress (over the cap) is kept whole; one whose offsets do not follow
+//! the batches before it (a base offset damaged on disk: the CRC does not
+//! cover it, and closed segments are trusted unread) stops the round with an
+//! error, nothing swapped. Segments and batches keep their
 //! offsets, so a segment may end below the next one's base and batches may
 //! be separated by gaps (recovery accepts both, see [`crate::recovery`]).
 //!
@@ -145,7 +148,7 @@ impl Default for CleanerConfig {
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
             offset_map_bytes_max: 128 << 20,
-            batch_decompressed_bytes_max: 256 << 20,
+            batch_decompressed_bytes_max: crate::partition::STORED_BATCH_DECOMPRESSED_BYTES_MAX,
         }
     }
 }

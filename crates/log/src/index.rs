@@ -26,6 +26,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use kafgres_record::BATCH_HEADER_BYTES;
+
 use crate::error::LogError;
 use crate::storage::{Storage, StorageFile};
 
@@ -185,9 +187,9 @@ impl<E: IndexEntry> IndexFile<E> {
     fn read_all(&self) -> Result<Option<Vec<u8>>, LogError> {
         let len = self.file.len().map_err(LogError::io(&self.path))?;
         // u32 positions bound a segment to 4 GiB and an entry covers at least
-        // one 61-byte batch header: a larger file is garbage, not something
-        // to allocate for.
-        if len > (u64::from(u32::MAX) / 61 + 1) * E::BYTES as u64 {
+        // one batch header: a larger file is garbage, not something to
+        // allocate for.
+        if len > (u64::from(u32::MAX) / BATCH_HEADER_BYTES as u64 + 1) * E::BYTES as u64 {
             return Ok(None);
         }
         let mut bytes = vec![0u8; len as usize];
@@ -197,6 +199,14 @@ impl<E: IndexEntry> IndexFile<E> {
 
     /// Appends an entry to the file (page cache), then to memory.
     pub(crate) fn append(&mut self, entry: E) -> Result<(), LogError> {
+        // Lookups bisect the entries; loading refuses a file where they do
+        // not increase, and the segment only adds entries for later batches.
+        assert!(
+            self.entries.last().is_none_or(|prev| entry.may_follow(prev)),
+            "{}: index entry {entry:?} does not follow {:?}",
+            self.path.display(),
+            self.entries.last()
+        );
         let position = (self.entries.len() * E::BYTES) as u64;
         self.file.write_all_at(&entry.encode(), position).map_err(LogError::io(&self.path))?;
         self.entries.push(entry);
@@ -238,5 +248,15 @@ mod tests {
         assert!(again.load(|_| true).unwrap().unwrap_err().contains("whole number"));
         assert_eq!(again.load_prefix(|e| e.position < 100).unwrap(), 1);
         assert_eq!(file.len().unwrap(), 8, "the untrusted rest of the file is cut");
+    }
+
+    #[test]
+    #[should_panic(expected = "does not follow")]
+    fn appending_an_entry_that_does_not_increase_is_a_bug() {
+        let storage: Arc<dyn Storage> = Arc::new(MemStorage::new());
+        storage.create_dir_all(Path::new("/d")).unwrap();
+        let mut index = IndexFile::<TimeEntry>::open(&storage, Path::new("/d/0.timeindex")).unwrap();
+        index.append(TimeEntry { timestamp_ms: 10, relative_offset: 3 }).unwrap();
+        let _ = index.append(TimeEntry { timestamp_ms: 10, relative_offset: 4 });
     }
 }

@@ -6,7 +6,8 @@
 //! and leader epoch, with a sparse offset index and time index beside it. This
 //! crate owns:
 //! - [`storage`]: the file-system port, with the real, in-memory (crash
-//!   simulating) and fault-injecting implementations;
+//!   simulating) and fault-injecting implementations, and the one routine
+//!   that replaces a small file atomically;
 //! - [`segment`] and [`index`]: one segment's files and its indexes, and
 //!   `recent_batches`, the positions of the newest batches kept in memory;
 //! - [`recovery`]: the decision table that opens segments after a clean stop
@@ -21,7 +22,9 @@
 //! - [`checkpoint`]: the small files replaced atomically.
 //!
 //! It must not spawn threads, use async runtimes, run timers or know about
-//! Postgres. Who flushes when (group commit) and when retention and the
+//! Postgres or the Kafka protocol: batches are read and written with the
+//! `kafgres-record` crate (the v2 batch format), never with request types.
+//! Who flushes when (group commit) and when retention and the
 //! cleaner run is the broker's decision; this crate only says which bytes a
 //! flush covers and when cleaning would be worth it. The on-disk format and
 //! crash policy are in docs/architecture.md.
@@ -43,4 +46,4 @@ pub use error::LogError;
 pub use partition::{AppendResult, LogConfig, LogPosition, OpenReport, PartitionLog, ReadSlice};
 pub use producer::{AbortedTxn, ProducerStateMap, SequenceCheck, TxnEnd};
 pub use retention::{RetentionConfig, RetentionReport};
-pub use storage::{FileStorage, Storage, StorageFile};
+pub use storage::{replace_file_atomically, FileStorage, Storage, StorageFile};

@@ -17,8 +17,8 @@ use std::io::IoSlice;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use kafgres_wire::batch::control::{encode_marker_batch, Marker};
-use kafgres_wire::batch::{set_base_offset, set_partition_leader_epoch, BatchHeader};
+use kafgres_record::control::{encode_marker_batch, Marker};
+use kafgres_record::{set_base_offset, set_partition_leader_epoch, BatchHeader, BATCH_STAMPED_HEAD_BYTES};
 
 use crate::checkpoint::write_atomically;
 use crate::error::LogError;
@@ -26,10 +26,6 @@ use crate::producer::{snapshot_file_name, AbortedTxn, ProducerStateMap, Sequence
 use crate::recovery::{write_recovery_point, ScanReport};
 use crate::segment::Segment;
 use crate::storage::{FileStorage, Storage, StorageFile};
-
-/// The head of a batch that an append stamps: base offset, batch length
-/// (kept) and partition leader epoch, all outside the CRC.
-const STAMPED_HEAD_BYTES: usize = 16;
 
 mod open;
 mod read;
@@ -63,6 +59,12 @@ impl Default for LogConfig {
 /// The largest segment: positions in the offset index are u32, and Kafka
 /// bounds `segment.bytes` by i32.
 pub const SEGMENT_BYTES_LIMIT: u64 = i32::MAX as u64;
+
+/// The most one stored compressed batch is inflated to when the log looks
+/// inside it (timestamp lookups; the cleaner's default cap): batches were held
+/// to `max.message.bytes` when produced, so only a damaged or hostile file
+/// comes near it.
+pub const STORED_BATCH_DECOMPRESSED_BYTES_MAX: usize = 256 << 20;
 
 /// A point in the log: the offset of the next record and the byte where it
 /// starts in the segment that will hold it.
@@ -237,7 +239,7 @@ impl PartitionLog {
     /// Replaces the segments at `range` (never the active one) with
     /// `segment` and returns them (a compaction swap).
     pub(crate) fn replace_segments(&mut self, range: std::ops::Range<usize>, segment: Segment) -> Vec<Segment> {
-        debug_assert!(range.end < self.segments.len());
+        assert!(range.end < self.segments.len(), "a compaction swap never replaces the active segment");
         self.segments.splice(range, std::iter::once(segment)).collect()
     }
 
@@ -284,7 +286,7 @@ impl PartitionLog {
 
     /// Appends validated batches, assigning consecutive offsets: each batch
     /// is written with its base offset and `leader_epoch` stamped into its
-    /// first [`STAMPED_HEAD_BYTES`] and the rest taken from `batches` as they
+    /// first [`BATCH_STAMPED_HEAD_BYTES`] and the rest taken from `batches` as they
     /// are (one `pwritev`; the records are not copied). `headers` are the
     /// batches' parsed headers in order, as validation returned them. If a
     /// write fails, what reached the files is cut again before returning.
@@ -301,6 +303,14 @@ impl PartitionLog {
         if total > SEGMENT_BYTES_LIMIT {
             return Err(LogError::BatchTooLarge { bytes: total, bytes_max: SEGMENT_BYTES_LIMIT });
         }
+        // Bytes no header describes would be acknowledged and never written.
+        let described: usize = headers.iter().map(BatchHeader::total_bytes).sum();
+        if described != batches.len() {
+            return Err(LogError::BadAppend(format!(
+                "the headers describe {described} bytes of a {}-byte append",
+                batches.len()
+            )));
+        }
         let records: i64 = headers.iter().map(|h| i64::from(h.last_offset_delta.max(0)) + 1).sum();
         self.maybe_roll(total, records, now_ms)?;
         let base_offset = self.next_offset();
@@ -310,11 +320,12 @@ impl PartitionLog {
         let mut heads = Vec::with_capacity(headers.len());
         for h in headers {
             let size = h.total_bytes();
-            let batch = batches.get(pos..pos + size).filter(|b| b.len() >= STAMPED_HEAD_BYTES).ok_or_else(|| {
-                LogError::BadAppend(format!("a {size}-byte batch at byte {pos} of a {}-byte append", batches.len()))
-            })?;
-            let mut head = [0u8; STAMPED_HEAD_BYTES];
-            head.copy_from_slice(&batch[..STAMPED_HEAD_BYTES]);
+            let batch =
+                batches.get(pos..pos + size).filter(|b| b.len() >= BATCH_STAMPED_HEAD_BYTES).ok_or_else(|| {
+                    LogError::BadAppend(format!("a {size}-byte batch at byte {pos} of a {}-byte append", batches.len()))
+                })?;
+            let mut head = [0u8; BATCH_STAMPED_HEAD_BYTES];
+            head.copy_from_slice(&batch[..BATCH_STAMPED_HEAD_BYTES]);
             set_base_offset(&mut head, offset);
             set_partition_leader_epoch(&mut head, leader_epoch);
             heads.push(head);
@@ -332,7 +343,7 @@ impl PartitionLog {
         for (head, (h, rel)) in heads.iter().zip(&stamped) {
             let rel = *rel as usize;
             slices.push(IoSlice::new(head));
-            slices.push(IoSlice::new(&batches[rel + STAMPED_HEAD_BYTES..rel + h.total_bytes()]));
+            slices.push(IoSlice::new(&batches[rel + BATCH_STAMPED_HEAD_BYTES..rel + h.total_bytes()]));
         }
         let interval = self.config.index_interval_bytes;
         let active = self.active_mut();
@@ -347,6 +358,14 @@ impl PartitionLog {
             }
             return Err(e);
         }
+        // Each batch's base offset is the previous one's end: what the
+        // producer state, the high watermark and the caller's answer assume.
+        assert_eq!(
+            active.next_offset,
+            offset,
+            "{}: the segment ends where the append's offsets end",
+            active.path.display()
+        );
         active.start_writeback_if_due();
         for (h, _) in &stamped {
             self.producers.record_at(h, now_ms);

@@ -36,7 +36,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use kafgres_wire::batch::BatchHeader;
+use kafgres_record::BatchHeader;
 
 use crate::checkpoint::crc32c;
 

@@ -37,6 +37,12 @@ impl RecentBatches {
     /// Records the batch written at `position`, which must directly follow
     /// the last one recorded (appends do).
     pub(crate) fn push(&mut self, base_offset: i64, last_offset: i64, position: u64) {
+        // Lookups bisect the list by offset and truncate it by position.
+        assert!(
+            self.batches.last().is_none_or(|b| position > b.position && base_offset > b.last_offset),
+            "batch at byte {position}, offset {base_offset}, does not follow {:?}",
+            self.batches.last()
+        );
         if self.batches.len() >= RECENT_BATCHES_MAX {
             self.batches.drain(..RECENT_BATCHES_MAX / 2);
         }
@@ -132,6 +138,13 @@ mod tests {
         assert_eq!(recent.position_of(6), None);
         recent.clear();
         assert_eq!(recent.position_of(0), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "does not follow")]
+    fn a_batch_that_does_not_follow_the_last_one_is_a_bug() {
+        let mut recent = filled(2, 0, 0);
+        recent.push(4, 6, 150);
     }
 
     #[test]

@@ -33,7 +33,7 @@
 //! | fewer bytes left than a batch header or its length    | torn write: cut from here       |
 //! | magic != 2, length < header size                      | garbage: cut from here          |
 //! | base offset != the previous batch's next offset (last segment), or below it (earlier segments, which compaction may have left with gaps) | garbage: cut from here |
-//! | offsets do not fit the segment's u32 relative offsets | garbage: cut from here          |
+//! | offsets or bytes do not fit the u32 relative offsets and positions of the indexes | garbage: cut from here |
 //! | CRC-32C or record framing mismatch (CRC scans only)   | corrupt: cut from here          |
 //! | otherwise                                             | keep, add to the indexes        |
 //!
@@ -53,12 +53,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use kafgres_wire::batch::{validate_batches, BatchHeader, BATCH_HEADER_BYTES, MAGIC_V2};
+use kafgres_record::{validate_batches, BatchHeader, BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES, MAGIC_V2};
 
 use crate::checkpoint::{decode_offsets, encode_offsets, read_whole, write_atomically, RECOVERY_POINT_FILE};
 use crate::error::LogError;
 use crate::partition::LogPosition;
-use crate::segment::Segment;
+use crate::segment::{Segment, SEGMENT_POSITION_LIMIT};
 use crate::storage::{Storage, StorageFile};
 
 /// How one segment is opened (a row of the first table).
@@ -288,7 +288,7 @@ fn scan(
                 break;
             }
         };
-        if header.magic != MAGIC_V2 || (header.batch_length as usize) < BATCH_HEADER_BYTES - 12 {
+        if header.magic != MAGIC_V2 || (header.batch_length as usize) < BATCH_HEADER_BYTES - BATCH_LOG_OVERHEAD_BYTES {
             reason = Some(format!(
                 "no batch header at byte {position} (magic {}, length {})",
                 header.magic, header.batch_length
@@ -307,8 +307,15 @@ fn scan(
             ));
             break;
         }
-        if header.last_offset_delta < 0 || !segment.fits_relative(header.last_offset()) {
+        let last_offset = header.base_offset.checked_add(i64::from(header.last_offset_delta));
+        if header.last_offset_delta < 0 || !last_offset.is_some_and(|last| segment.fits_relative(last)) {
             reason = Some(format!("batch at byte {position} has last offset delta {}", header.last_offset_delta));
+            break;
+        }
+        if position + total > SEGMENT_POSITION_LIMIT {
+            reason = Some(format!(
+                "batch at byte {position} ends past byte {SEGMENT_POSITION_LIMIT}, which no index position reaches"
+            ));
             break;
         }
         if verify {

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use kafgres_wire::batch::{BatchHeader, BATCH_HEADER_BYTES};
+use kafgres_record::{BatchHeader, BATCH_HEADER_BYTES};
 
 use crate::error::LogError;
 use crate::index::{IndexFile, OffsetEntry, TimeEntry};
@@ -37,6 +37,11 @@ pub fn index_file_name(base_offset: i64) -> String {
 pub fn time_index_file_name(base_offset: i64) -> String {
     format!("{base_offset:020}{TIME_INDEX_SUFFIX}")
 }
+
+/// The most bytes a segment file may hold: offset index positions are u32.
+/// (Appends roll far below it, at [`crate::partition::SEGMENT_BYTES_LIMIT`];
+/// only a file written by something else reaches it.)
+pub const SEGMENT_POSITION_LIMIT: u64 = u32::MAX as u64;
 
 /// Appended bytes after which a segment asks for their writeback.
 pub const WRITEBACK_CHUNK_BYTES: u64 = 8 << 20;
@@ -200,6 +205,19 @@ impl Segment {
         offset >= self.base_offset && offset - self.base_offset <= i64::from(u32::MAX)
     }
 
+    /// Whether a batch with `header` may be noted next: it starts at or after
+    /// the segment's end offset, and its offsets and its bytes fit the u32
+    /// fields of the indexes. A batch read back from a file is checked with
+    /// this first (failing it is damage, an error); [`Self::note_batch`]
+    /// asserts it.
+    pub(crate) fn may_note(&self, header: &BatchHeader) -> bool {
+        let last = header.base_offset.checked_add(i64::from(header.last_offset_delta));
+        header.base_offset >= self.next_offset
+            && header.last_offset_delta >= 0
+            && last.is_some_and(|last| self.fits_relative(last))
+            && self.size_bytes.saturating_add(header.total_bytes() as u64) <= SEGMENT_POSITION_LIMIT
+    }
+
     /// Empties the in-memory state (before a scan rebuilds it).
     pub(crate) fn reset(&mut self) -> Result<(), LogError> {
         self.size_bytes = 0;
@@ -222,18 +240,42 @@ impl Segment {
         index_interval_bytes: u64,
     ) -> Result<(), LogError> {
         let size = header.total_bytes() as u64;
+        // Appends assign offsets from the segment's end and write at its end;
+        // scans and the cleaner check what they read with `may_note` first.
+        assert_eq!(position, self.size_bytes, "{}: a batch is noted where the segment ends", self.path.display());
+        assert!(
+            header.base_offset >= self.next_offset,
+            "{}: batch at offset {} noted below the segment's end offset {}",
+            self.path.display(),
+            header.base_offset,
+            self.next_offset
+        );
+        assert!(
+            position + size <= SEGMENT_POSITION_LIMIT,
+            "{}: a batch ending at byte {} is past what u32 index positions address",
+            self.path.display(),
+            position + size
+        );
         if header.max_timestamp > self.max_timestamp_ms {
             self.max_timestamp_ms = header.max_timestamp;
             self.offset_of_max_timestamp = header.base_offset;
         }
         if self.offset_index.entries().is_empty() || self.bytes_since_index_entry >= index_interval_bytes {
             let relative_offset = self.relative(header.base_offset);
+            // Fits: asserted above.
             self.offset_index.append(OffsetEntry { relative_offset, position: position as u32 })?;
             self.append_time_entry()?;
             self.bytes_since_index_entry = 0;
             self.recent.clear();
         }
-        self.recent.push(header.base_offset, header.last_offset(), position);
+        let last_offset = header.last_offset();
+        assert!(
+            self.fits_relative(last_offset),
+            "{}: a batch's last offset {last_offset} is not a u32 above the segment's base {}",
+            self.path.display(),
+            self.base_offset
+        );
+        self.recent.push(header.base_offset, last_offset, position);
         self.bytes_since_index_entry += size;
         self.size_bytes = position + size;
         self.next_offset = header.next_offset();
@@ -241,7 +283,14 @@ impl Segment {
     }
 
     fn relative(&self, offset: i64) -> u32 {
-        // Callers roll before an offset stops fitting (see `fits_relative`).
+        // Appends roll before an offset stops fitting (see `fits_relative`);
+        // scans and the cleaner cut or refuse such a batch (`may_note`).
+        assert!(
+            self.fits_relative(offset),
+            "{}: offset {offset} is not a u32 above the segment's base {}",
+            self.path.display(),
+            self.base_offset
+        );
         (offset - self.base_offset) as u32
     }
 

@@ -24,6 +24,12 @@
 //!   keeps an unlinked inode alive until its last descriptor closes);
 //! - a new name (create, rename, remove) is durable only after `sync_dir` of
 //!   its directory; file contents only after `sync_data` of the file.
+//!
+//! Small files that must never be seen half written (checkpoints, producer
+//! snapshots, the broker's owner and partition metadata files) are written
+//! by one routine on top of the port, [`replace_file_atomically`], so every
+//! implementation models it step by step: the memory image's power loss keeps
+//! the old file or the new one, and the faulty storage can fail each step.
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
@@ -33,8 +39,12 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::error::LogError;
+
 pub mod faulty;
 pub mod memory;
+#[cfg(test)]
+mod tests;
 
 /// An open file, read and written at explicit positions.
 #[allow(clippy::len_without_is_empty)] // a file's length is a number to use, not a test
@@ -224,6 +234,43 @@ impl Storage for FileStorage {
         // metadata alike, and some file systems only honour fsync here.
         File::open(dir)?.sync_all()
     }
+}
+
+/// Suffix of the file [`replace_file_atomically`] writes before renaming it
+/// into place; one left behind is a replacement a crash interrupted, and
+/// carries nothing the old file does not (the log removes them at open).
+pub const TMP_SUFFIX: &str = ".tmp";
+
+/// Replaces the file at `path` with `bytes` so that a crash at any moment
+/// leaves either the old file or the new one, whole (or no file, if there was
+/// none before):
+/// 1. write `<name>.tmp` (created, or truncated if an earlier attempt left it);
+/// 2. fdatasync it;
+/// 3. rename it over `<name>`;
+/// 4. fsync the directory.
+///
+/// Each step runs only after the one before succeeded. Until step 3 the old
+/// file is untouched; the rename swaps in a file whose bytes are already
+/// durable; step 4 makes the swap itself durable (before it, a power loss
+/// brings the old file back). The error names the file of the step that
+/// failed; after it, `path` is still the old file (steps 1–3) or already the
+/// new one (step 4), and a `.tmp` may be left behind.
+pub fn replace_file_atomically(storage: &dyn Storage, path: &Path, bytes: &[u8]) -> Result<(), LogError> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        let source = io::Error::new(io::ErrorKind::InvalidInput, "not a path to a file in a directory");
+        return Err(LogError::Io { path: path.to_path_buf(), source });
+    };
+    // `Path::new("f").parent()` is the empty path, which names no directory to fsync.
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let mut tmp_name = name.to_os_string();
+    tmp_name.push(TMP_SUFFIX);
+    let tmp = path.with_file_name(tmp_name);
+    let file = storage.open(&tmp, true).map_err(LogError::io(&tmp))?;
+    file.set_len(0).map_err(LogError::io(&tmp))?;
+    file.write_all_at(bytes, 0).map_err(LogError::io(&tmp))?;
+    file.sync_data().map_err(LogError::io(&tmp))?;
+    storage.rename(&tmp, path).map_err(LogError::io(path))?;
+    storage.sync_dir(dir).map_err(LogError::io(dir))
 }
 
 /// An injected or simulated I/O error, reported like a disk error (EIO).

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use kafgres_log::storage::memory::SplitMix;
 use kafgres_log::{LogConfig, PartitionLog};
-use kafgres_wire::batch::{read_varint, read_varlong, BatchHeader, BATCH_HEADER_BYTES};
+use kafgres_record::varint::{read_varint, read_varlong};
+use kafgres_record::{BatchHeader, BATCH_HEADER_BYTES};
 
 const ROUNDS: u64 = 20;
 const TIME_BUDGET: Duration = Duration::from_secs(25);

@@ -9,15 +9,14 @@
 //!   and by the ApiVersions answer so the two cannot drift;
 //! - [`guard`]: a schema walk of each request body that rejects impossible array
 //!   counts and truncated fields *before* `kafka-protocol` decodes it (its array
-//!   decoders reserve capacity straight from wire lengths);
-//! - [`batch`]: a view over a v2 record batch header (61 bytes) with CRC-32C
-//!   validation and in-place offset/epoch patching, without decompressing.
+//!   decoders reserve capacity straight from wire lengths).
 //!
 //! It must not do I/O, spawn threads, or know about Postgres; the message body
-//! types themselves come from the `kafka-protocol` crate.
+//! types themselves come from the `kafka-protocol` crate. Record batches are
+//! opaque bytes here (the guard checks only their length prefix): their
+//! format is the `kafgres-record` crate's, which the broker applies to them.
 
 pub mod apis;
-pub mod batch;
 pub mod frame;
 pub mod guard;
 pub mod header;

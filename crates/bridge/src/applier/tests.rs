@@ -65,7 +65,7 @@ impl Broker for ModelBroker {
             return Err(self.fail_next.remove(0));
         }
         let stamp = |b: &OutgoingBatch| {
-            let header = kafgres_wire::batch::BatchHeader::parse(&b.bytes).expect("a batch header");
+            let header = kafgres_record::BatchHeader::parse(&b.bytes).expect("a batch header");
             (header.producer_id, header.base_sequence)
         };
         let mut outcomes = Vec::new();

@@ -9,7 +9,7 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use super::str_bytes;
 use crate::errors;
 use crate::server::BrokerContext;
-use crate::topic_config::{broker_topic_default, source, ConfigType, TOPIC_CONFIGS};
+use crate::topic_config::{broker_config_default, broker_topic_default, source, ConfigType, TOPIC_CONFIGS};
 
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
@@ -107,9 +107,19 @@ fn broker_entries(ctx: &BrokerContext, name: &str) -> Result<Vec<Entry>, (i16, O
             Some("3000"),
         ),
         ("log.dirs", c.log_dir.display().to_string(), ConfigType::List, None),
-        ("log.segment.bytes", c.segment_bytes_max.to_string(), ConfigType::Int, Some("1073741824")),
+        (
+            "log.segment.bytes",
+            c.segment_bytes_max.to_string(),
+            ConfigType::Int,
+            broker_config_default("log.segment.bytes"),
+        ),
         ("max.connections", c.connections_max.to_string(), ConfigType::Int, Some("2147483647")),
-        ("message.max.bytes", c.message_bytes_max.to_string(), ConfigType::Int, Some("1048588")),
+        (
+            "message.max.bytes",
+            c.message_bytes_max.to_string(),
+            ConfigType::Int,
+            broker_config_default("message.max.bytes"),
+        ),
         ("node.id", c.node_id.to_string(), ConfigType::Int, None),
         ("num.partitions", c.default_partitions.to_string(), ConfigType::Int, Some("1")),
         ("socket.request.max.bytes", c.frame_bytes_max.to_string(), ConfigType::Int, Some("104857600")),

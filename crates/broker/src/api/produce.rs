@@ -26,7 +26,7 @@ use crate::partition::{AppendOutcome, Partition};
 use crate::server::BrokerContext;
 use crate::topic_config::RecordPolicy;
 use kafgres_log::SequenceCheck;
-use kafgres_wire::batch::{
+use kafgres_record::{
     peek_offset_and_size, record_timestamps_decompressing, set_log_append_time, validate_produced_batches, BatchError,
     BatchHeader, DecompressLimit, ValidatedBatches,
 };

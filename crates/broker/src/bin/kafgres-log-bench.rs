@@ -22,8 +22,8 @@ use kafgres_broker::config::FlushPolicy;
 use kafgres_broker::metrics::BrokerMetrics;
 use kafgres_broker::partition::{AppendOutcome, Housekeeping, Partition};
 use kafgres_log::{LogConfig, PartitionLog};
-use kafgres_wire::batch::build::{encode_batch, NewRecord, ProducerStamp};
-use kafgres_wire::batch::validate_batches;
+use kafgres_record::build::{encode_batch, NewRecord, ProducerStamp};
+use kafgres_record::validate_batches;
 
 struct Args {
     dir: PathBuf,

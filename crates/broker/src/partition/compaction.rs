@@ -19,8 +19,8 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use kafgres_log::{CleanReport, CleanerConfig, LogError};
-use kafgres_wire::batch::records::{parse_records, records_section};
-use kafgres_wire::batch::{BatchHeader, DecompressLimit};
+use kafgres_record::records::{parse_records, records_section};
+use kafgres_record::{BatchHeader, DecompressLimit};
 
 use super::{Housekeeping, Partition};
 use crate::server::BrokerContext;
@@ -192,8 +192,8 @@ pub async fn run_cleaner(ctx: Weak<BrokerContext>, housekeeping: Housekeeping) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kafgres_wire::batch::build::{encode_compressed_batch, NewRecord, ProducerStamp};
-    use kafgres_wire::batch::validate_batches;
+    use kafgres_record::build::{encode_compressed_batch, NewRecord, ProducerStamp};
+    use kafgres_record::validate_batches;
 
     fn configs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()

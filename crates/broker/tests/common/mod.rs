@@ -3,7 +3,7 @@
 //! [`IO_TIMEOUT`], so no test can hang), request builders and record helpers.
 //!
 //! Requests and responses are encoded with the `kafka-protocol` crate; record
-//! batches with `kafgres_wire::batch::build` and decoded with
+//! batches with `kafgres_record::build` and decoded with
 //! `kafka_protocol::records::RecordBatchDecoder` (uncompressed batches need
 //! none of the crate's compression features).
 
@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafgres_broker::{Broker, BrokerConfig, MemoryCatalog};
-use kafgres_wire::batch::build::{encode_batch, NewRecord, ProducerStamp};
-use kafgres_wire::batch::{set_base_offset, set_partition_leader_epoch};
+use kafgres_record::build::{encode_batch, NewRecord, ProducerStamp};
+use kafgres_record::{set_base_offset, set_partition_leader_epoch};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;

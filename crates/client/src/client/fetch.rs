@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafgres_wire::batch::build::{encode_batch, NewRecord, ProducerStamp};
+use kafgres_record::build::{encode_batch, NewRecord, ProducerStamp};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{BrokerId, FetchRequest, ProduceRequest};
@@ -133,7 +133,7 @@ impl<W: Wait> Client<W> {
     }
 
     /// Produces already encoded v2 batches (e.g. from
-    /// `kafgres_wire::batch::build::encode_compressed_batch`) with acks=all;
+    /// `kafgres_record::build::encode_compressed_batch`) with acks=all;
     /// returns the base offset the broker assigned.
     pub fn produce_batch(&mut self, topic: &str, partition: i32, batches: Bytes) -> Result<i64, ClientError> {
         const API: &str = "Produce";

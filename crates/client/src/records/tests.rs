@@ -1,7 +1,7 @@
 use bytes::Bytes;
-use kafgres_wire::batch::build::{encode_batch, encode_compressed_batch, NewRecord, ProducerStamp};
-use kafgres_wire::batch::compression::CODEC_GZIP;
-use kafgres_wire::batch::{rewrite_crc, set_base_offset, set_log_append_time};
+use kafgres_record::build::{encode_batch, encode_compressed_batch, NewRecord, ProducerStamp};
+use kafgres_record::compression::CODEC_GZIP;
+use kafgres_record::{rewrite_crc, set_base_offset, set_log_append_time};
 
 use super::*;
 

@@ -10,16 +10,14 @@
 
 use kafgres_bridge::message::{SendMessage, SEND_PREFIX};
 use kafgres_bridge::partitioner::partition_for_key;
+use kafgres_broker::topic_config::MESSAGE_BYTES_MAX_DEFAULT;
+use kafgres_record::BATCH_OVERHEAD_BYTES_MAX;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
 use pgrx::{pg_sys, JsonB, PgLogLevel, PgSqlErrorCode};
 
 use super::txn_state::{self, TopicInfo};
 
-/// The broker's default `max.message.bytes` (Kafka's `message.max.bytes`).
-const DEFAULT_MESSAGE_BYTES_MAX: usize = 1_048_588;
-/// Room for the batch header around a record.
-const BATCH_OVERHEAD_BYTES: usize = kafgres_bridge::applier::BATCH_OVERHEAD_BYTES;
 const HEADER_NAME_BYTES_MAX: usize = u16::MAX as usize;
 
 unsafe extern "C-unwind" {
@@ -138,7 +136,7 @@ fn send_record(
         value,
         headers: headers.map(|h| parse_headers(&h.0)).unwrap_or_default(),
     };
-    let size = message.estimated_record_bytes() + BATCH_OVERHEAD_BYTES;
+    let size = message.estimated_record_bytes() + BATCH_OVERHEAD_BYTES_MAX;
     if size > info.message_bytes_max {
         fail(
             PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
@@ -191,7 +189,7 @@ fn topic_info(topic: &str) -> TopicInfo {
     let info = match row {
         Ok((Some(partition_count), limit)) => TopicInfo {
             partition_count,
-            message_bytes_max: limit.and_then(|l| l.trim().parse().ok()).unwrap_or(DEFAULT_MESSAGE_BYTES_MAX),
+            message_bytes_max: limit.and_then(|l| l.trim().parse().ok()).unwrap_or(MESSAGE_BYTES_MAX_DEFAULT),
         },
         Ok((None, _)) | Err(pgrx::spi::SpiError::InvalidPosition) => fail(
             PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,

@@ -273,7 +273,7 @@ fn broker_config(cluster_id: String, log_dir_owner: kafgres_broker::log_dir::Log
         connection_idle_ms_max: gucs::CONNECTIONS_MAX_IDLE_MS.get() as u64,
         auto_create_topics: gucs::AUTO_CREATE_TOPICS.get(),
         default_partitions: gucs::DEFAULT_PARTITIONS.get(),
-        message_bytes_max: 1_048_588,
+        message_bytes_max: kafgres_broker::topic_config::MESSAGE_BYTES_MAX_DEFAULT,
         segment_bytes_max: gucs::SEGMENT_BYTES.get() as u64,
         group_initial_rebalance_delay_ms: gucs::GROUP_INITIAL_REBALANCE_DELAY_MS.get(),
         group_consumer_session_timeout_ms: gucs::GROUP_CONSUMER_SESSION_TIMEOUT_MS.get(),

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use kafgres_log::storage::memory::SplitMix;
 use kafgres_log::{LogConfig, PartitionLog};
-use kafgres_wire::batch::build::{encode_batch, NewRecord, ProducerStamp};
-use kafgres_wire::batch::validate_batches;
+use kafgres_record::build::{encode_batch, NewRecord, ProducerStamp};
+use kafgres_record::validate_batches;
 
 fn main() {
     let mut args = std::env::args().skip(1);

@@ -4,8 +4,8 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use kafgres_wire::batch::records::{parse_records, rebuild_batch, records_section};
-use kafgres_wire::batch::{BatchHeader, DecompressLimit, BATCH_HEADER_BYTES};
+use kafgres_record::records::{parse_records, rebuild_batch, records_section};
+use kafgres_record::{BatchHeader, DecompressLimit, BATCH_HEADER_BYTES};
 
 use super::{min_option, CleanerConfig, Plan, SegmentRef};
 use crate::error::LogError;
@@ -131,6 +131,11 @@ impl Filter<'_> {
                 let Some(out) = out.as_deref_mut() else { return Ok(()) };
                 let bytes = rewritten.as_deref().unwrap_or(batch);
                 let new_header = BatchHeader::parse(bytes).map_err(|e| bad_batch(segment, header, e))?;
+                // The segments were trusted, not scanned: a base offset (not
+                // under the CRC) damaged on disk is found here.
+                if !out.may_note(&new_header) {
+                    return Err(bad_batch(segment, header, "its offsets do not follow the batches before it"));
+                }
                 let position = out.size_bytes;
                 out.write_at_end(bytes)?;
                 out.note_batch(&new_header, position, self.plan.index_interval_bytes)

@@ -2,9 +2,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use kafgres_wire::batch::build::{encode_compressed_batch, NewRecord, ProducerStamp};
-use kafgres_wire::batch::records::{parse_records, records_section};
-use kafgres_wire::batch::{validate_batches, BatchHeader, DecompressLimit};
+use kafgres_record::build::{encode_compressed_batch, NewRecord, ProducerStamp};
+use kafgres_record::records::{parse_records, records_section};
+use kafgres_record::{validate_batches, BatchHeader, DecompressLimit};
 use proptest::prelude::*;
 
 use super::*;
@@ -260,6 +260,31 @@ enum Fault {
     Write,
     Sync,
     RenameOrRemove,
+}
+
+#[test]
+fn a_damaged_base_offset_in_a_trusted_segment_stops_the_round_and_changes_nothing() {
+    let mem = MemStorage::new();
+    let mut log = open(Arc::new(mem.clone()));
+    updates(&mut log, 30, 3);
+    log.checkpoint().unwrap();
+    drop(log);
+    // The base offset is outside the CRC, and a cleanly closed log trusts its
+    // closed segments without reading them: only the cleaner meets this.
+    let first = dir().join(crate::segment::segment_file_name(0));
+    let mut bytes = mem.read_file(&first).expect("the first segment");
+    let second_batch = BatchHeader::parse(&bytes).unwrap().total_bytes();
+    bytes[second_batch..second_batch + 8].copy_from_slice(&(1i64 << 40).to_be_bytes());
+    mem.write_file(&first, &bytes);
+    let mut log = open(Arc::new(mem.clone()));
+    let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset()).collect();
+    let err = log.clean(0, &no_lag()).expect_err("a batch whose offsets do not follow the one before");
+    assert!(matches!(err, LogError::BadBatch { .. }), "{err}");
+    assert_eq!(log.segments().iter().map(|s| s.base_offset()).collect::<Vec<_>>(), bases);
+    assert_eq!(log.failure(), None, "the log still takes appends");
+    let names = mem.list_dir(dir()).unwrap();
+    assert!(!names.iter().any(|n| n.ends_with(CLEANED_SUFFIX) || n == SWAP_FILE), "{names:?}");
+    assert_eq!(mem.read_file(&first), Some(bytes), "the segment is left as it was");
 }
 
 /// Builds the same log on a fresh storage each time, made durable.

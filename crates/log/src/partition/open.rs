@@ -9,18 +9,18 @@ use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Arc;
 
-use kafgres_wire::batch::control::{marker_of, Marker, MARKER_PEEK_BYTES};
-use kafgres_wire::batch::{BatchHeader, BATCH_HEADER_BYTES};
+use kafgres_record::control::{marker_of, Marker, MARKER_PEEK_BYTES};
+use kafgres_record::{BatchHeader, BATCH_HEADER_BYTES};
 
 use super::{LogConfig, OpenReport, PartitionLog, SEGMENT_BYTES_LIMIT};
-use crate::checkpoint::{read_whole, TMP_SUFFIX};
+use crate::checkpoint::read_whole;
 use crate::cleaner::{finish_interrupted_swap, CleanerState, CLEANED_SUFFIX};
 use crate::error::LogError;
 use crate::producer::{snapshot_file_name, ProducerStateMap, TxnEnd, SNAPSHOT_BYTES_MAX, SNAPSHOT_SUFFIX};
 use crate::recovery::{open_segment, plan, read_recovery_point, SegmentOpen, SegmentPlan};
 use crate::retention::{read_log_start, remove_segment_files};
 use crate::segment::{Segment, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
-use crate::storage::Storage;
+use crate::storage::{Storage, TMP_SUFFIX};
 
 /// What the directory listing holds, by kind.
 #[derive(Default)]

@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use kafgres_wire::batch::{BatchHeader, BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES};
+use kafgres_record::{BatchHeader, DecompressLimit, BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES};
 
-use super::{LogPosition, PartitionLog, ReadSlice};
+use super::{LogPosition, PartitionLog, ReadSlice, STORED_BATCH_DECOMPRESSED_BYTES_MAX};
 use crate::error::LogError;
 use crate::segment::Segment;
 
@@ -178,14 +178,12 @@ impl PartitionLog {
     }
 }
 
-/// The most a compressed batch may inflate to while looking for a record by
-/// timestamp (a batch is at most `message.max.bytes`; this bounds a hostile one).
-const TIMESTAMP_LOOKUP_DECOMPRESS_LIMIT: kafgres_wire::batch::DecompressLimit =
-    kafgres_wire::batch::DecompressLimit { bytes_max: 256 << 20 };
+const TIMESTAMP_LOOKUP_DECOMPRESS_LIMIT: DecompressLimit =
+    DecompressLimit { bytes_max: STORED_BATCH_DECOMPRESSED_BYTES_MAX };
 
 /// (offset, timestamp) of each record of `batch`, decompressing it if needed.
 fn records_of(header: &BatchHeader, batch: &[u8]) -> Option<Vec<(i64, i64)>> {
-    let records = kafgres_wire::batch::record_timestamps_decompressing(batch, TIMESTAMP_LOOKUP_DECOMPRESS_LIMIT)?;
+    let records = kafgres_record::record_timestamps_decompressing(batch, TIMESTAMP_LOOKUP_DECOMPRESS_LIMIT)?;
     Some(records.into_iter().map(|(delta, ts)| (header.base_offset + i64::from(delta), ts)).collect())
 }
 

@@ -1,6 +1,6 @@
 use super::*;
-use kafgres_wire::batch::build::{encode_batch, NewRecord, ProducerStamp};
-use kafgres_wire::batch::validate_batches;
+use kafgres_record::build::{encode_batch, NewRecord, ProducerStamp};
+use kafgres_record::validate_batches;
 
 fn batch(n: usize, tag: u8) -> Vec<u8> {
     let records: Vec<NewRecord> = (0..n)
@@ -23,7 +23,7 @@ fn append(log: &mut PartitionLog, n: usize, tag: u8) -> AppendResult {
 fn offsets_in(bytes: &[u8]) -> Vec<i64> {
     let mut out = Vec::new();
     let mut pos = 0;
-    while let Some((base, size)) = kafgres_wire::batch::peek_offset_and_size(&bytes[pos..]) {
+    while let Some((base, size)) = kafgres_record::peek_offset_and_size(&bytes[pos..]) {
         if pos + size > bytes.len() {
             break;
         }
@@ -235,7 +235,7 @@ fn txn_batch(pid: i64, epoch: i16, seq: i32, n: usize) -> Vec<u8> {
     let mut b = encode_batch(&records, ProducerStamp { producer_id: pid, producer_epoch: epoch, base_sequence: seq });
     let attributes = i16::from_be_bytes([b[21], b[22]]) | 0x10;
     b[21..23].copy_from_slice(&attributes.to_be_bytes());
-    kafgres_wire::batch::rewrite_crc(&mut b);
+    kafgres_record::rewrite_crc(&mut b);
     b
 }
 
@@ -307,4 +307,22 @@ fn every_offset_is_found_from_memory_and_after_a_reopen() {
     drop(log);
     let (log, _) = PartitionLog::open(dir.path(), config, 0).unwrap();
     assert_eq!(positions(&log), in_memory, "the walk from the index finds the same batches");
+}
+
+#[test]
+fn an_append_whose_headers_do_not_describe_its_bytes_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = PartitionLog::open(dir.path(), LogConfig::default(), 0).unwrap();
+    let mut two = batch(1, 1);
+    two.extend(batch(2, 2));
+    let headers = validate_batches(&two).unwrap().headers;
+    for described in [&headers[..1], &headers[..0]] {
+        let err = log.append(&two, described, 0, 0).expect_err("a batch no header describes");
+        assert!(matches!(err, LogError::BadAppend(_)), "{err}");
+    }
+    let one = batch(1, 3);
+    assert!(matches!(log.append(&one, &headers, 0, 0), Err(LogError::BadAppend(_))), "headers past the bytes");
+    assert_eq!((log.next_offset(), log.size_bytes()), (0, 0), "nothing was written");
+    assert_eq!(log.failure(), None, "a refused append leaves the log writable");
+    assert_eq!(append(&mut log, 2, 4).base_offset, 0);
 }

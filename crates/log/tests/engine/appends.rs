@@ -10,8 +10,8 @@ use kafgres_log::segment::WRITEBACK_CHUNK_BYTES;
 use kafgres_log::storage::faulty::FaultyStorage;
 use kafgres_log::storage::memory::MemStorage;
 use kafgres_log::{LogConfig, PartitionLog};
-use kafgres_wire::batch::build::ProducerStamp;
-use kafgres_wire::batch::{validate_batches, BatchHeader};
+use kafgres_record::build::ProducerStamp;
+use kafgres_record::{validate_batches, BatchHeader};
 
 use crate::common::*;
 

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use kafgres_log::storage::memory::MemStorage;
 use kafgres_log::{AppendResult, LogConfig, OpenReport, PartitionLog, Storage};
-use kafgres_wire::batch::build::{encode_batch, NewRecord, ProducerStamp};
-use kafgres_wire::batch::{read_varint, read_varlong, validate_batches, BatchHeader, BATCH_HEADER_BYTES};
+use kafgres_record::build::{encode_batch, NewRecord, ProducerStamp};
+use kafgres_record::varint::{read_varint, read_varlong};
+use kafgres_record::{validate_batches, BatchHeader, BATCH_HEADER_BYTES};
 
 pub const DIR: &str = "/data/topic-0";
 

@@ -59,7 +59,7 @@ fn check_recovered(image: &MemStorage, w: &Workload, what: &str) -> PartitionLog
     let r = append(&mut log, 1, 5, 9, 2_000);
     assert_eq!(
         r.base_offset,
-        got.iter().map(|b| kafgres_wire::batch::BatchHeader::parse(b).unwrap().records_count as i64).sum::<i64>()
+        got.iter().map(|b| kafgres_record::BatchHeader::parse(b).unwrap().records_count as i64).sum::<i64>()
     );
     log
 }

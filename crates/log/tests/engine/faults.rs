@@ -6,8 +6,8 @@ use std::sync::Arc;
 use kafgres_log::storage::faulty::FaultyStorage;
 use kafgres_log::storage::memory::{CrashMode, MemStorage};
 use kafgres_log::{AppendResult, LogConfig, LogError, PartitionLog, Storage};
-use kafgres_wire::batch::build::ProducerStamp;
-use kafgres_wire::batch::{validate_batches, BatchHeader};
+use kafgres_record::build::ProducerStamp;
+use kafgres_record::{validate_batches, BatchHeader};
 
 use crate::common::*;
 

@@ -7,7 +7,7 @@
 
 use kafgres_log::storage::memory::{CrashMode, MemStorage};
 use kafgres_log::{LogConfig, PartitionLog, RetentionConfig};
-use kafgres_wire::batch::BatchHeader;
+use kafgres_record::BatchHeader;
 use proptest::prelude::*;
 
 use crate::common::*;

@@ -4,8 +4,8 @@
 use kafgres_log::producer::{snapshot_file_name, SNAPSHOT_SUFFIX};
 use kafgres_log::storage::memory::{CrashMode, MemStorage};
 use kafgres_log::{PartitionLog, SequenceCheck, Storage};
-use kafgres_wire::batch::build::ProducerStamp;
-use kafgres_wire::batch::validate_batches;
+use kafgres_record::build::ProducerStamp;
+use kafgres_record::validate_batches;
 
 use crate::common::*;
 

@@ -148,7 +148,7 @@ fn a_cut_in_a_scanned_segment_deletes_the_segments_after_it() {
     crashed.delete_file(&dir().join(RECOVERY_POINT_FILE));
     let second = dir().join(segment_file_name(second_base));
     let mut data = crashed.read_file(&second).unwrap();
-    let first_batch = kafgres_wire::batch::peek_offset_and_size(&data).unwrap().1;
+    let first_batch = kafgres_record::peek_offset_and_size(&data).unwrap().1;
     data[first_batch + 40] ^= 0xFF;
     crashed.write_file(&second, &data);
     let (log, report) = open(&crashed, small_config());

@@ -1,5 +1,5 @@
-use super::build::{encode_batch, NewRecord, ProducerStamp};
 use super::*;
+use crate::build::{encode_batch, NewRecord, ProducerStamp};
 use proptest::prelude::*;
 
 fn record(i: u8) -> NewRecord {
@@ -116,10 +116,10 @@ proptest! {
 }
 
 mod compressed {
-    use super::super::build::{assemble_batch, encode_compressed_batch, encode_records};
-    use super::super::compression::encode::{raw_snappy, xerial_snappy};
-    use super::super::compression::*;
     use super::*;
+    use crate::build::{assemble_batch, encode_compressed_batch, encode_records};
+    use crate::compression::encode::{raw_snappy, xerial_snappy};
+    use crate::compression::*;
 
     const LIMIT: DecompressLimit = DecompressLimit { bytes_max: 1 << 20 };
     const CODECS: [u8; 4] = [CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD];
@@ -158,7 +158,7 @@ mod compressed {
     fn a_decompression_bomb_is_refused_at_the_cap() {
         let huge = vec![0u8; 64 << 20];
         for codec in CODECS {
-            let payload = super::super::compression::encode::compress(codec, &huge);
+            let payload = crate::compression::encode::compress(codec, &huge);
             assert!(payload.len() < 4 << 20, "codec {codec}: {} bytes", payload.len());
             let batch = assemble_batch(&records(1), ProducerStamp::NONE, codec, &payload);
             let err = validate_produced_batches(&batch, LIMIT).unwrap_err();
@@ -180,7 +180,7 @@ mod compressed {
     fn corrupt_and_truncated_payloads_are_refused() {
         let recs = records(10);
         for codec in CODECS {
-            let payload = super::super::compression::encode::compress(codec, &encode_records(&recs));
+            let payload = crate::compression::encode::compress(codec, &encode_records(&recs));
             let mut garbled = payload.clone();
             for b in garbled.iter_mut().skip(payload.len() / 3).take(8) {
                 *b ^= 0x5a;
@@ -195,7 +195,7 @@ mod compressed {
     #[test]
     fn a_count_that_disagrees_with_the_compressed_records_is_invalid() {
         let body = encode_records(&records(3));
-        let payload = super::super::compression::encode::compress(CODEC_ZSTD, &body);
+        let payload = crate::compression::encode::compress(CODEC_ZSTD, &body);
         let batch = assemble_batch(&records(4), ProducerStamp::NONE, CODEC_ZSTD, &payload);
         assert!(validate_produced_batches(&batch, LIMIT).unwrap_err().is_invalid_record());
     }

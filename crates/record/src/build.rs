@@ -4,8 +4,9 @@
 
 use bytes::BufMut;
 
-use super::compression::{encode::compress, CODEC_NONE};
-use super::{rewrite_crc, BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES, MAGIC_V2};
+use crate::batch::{rewrite_crc, BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES, MAGIC_V2};
+use crate::compression::{encode::compress, CODEC_NONE};
+use crate::varint::{put_bytes, put_varint, put_varlong};
 
 /// One record to encode.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -55,12 +56,12 @@ pub fn encode_records(records: &[NewRecord]) -> Vec<u8> {
         rec.put_u8(0);
         put_varlong(&mut rec, r.timestamp_ms - base_timestamp);
         put_varint(&mut rec, i as i32);
-        put_varint_bytes(&mut rec, r.key.as_deref());
-        put_varint_bytes(&mut rec, r.value.as_deref());
+        put_bytes(&mut rec, r.key.as_deref());
+        put_bytes(&mut rec, r.value.as_deref());
         put_varint(&mut rec, r.headers.len() as i32);
         for (k, v) in &r.headers {
-            put_varint_bytes(&mut rec, Some(k.as_bytes()));
-            put_varint_bytes(&mut rec, v.as_deref());
+            put_bytes(&mut rec, Some(k.as_bytes()));
+            put_bytes(&mut rec, v.as_deref());
         }
         put_varint(&mut body, rec.len() as i32);
         body.extend_from_slice(&rec);
@@ -85,7 +86,7 @@ pub fn assemble_batch(records: &[NewRecord], producer: ProducerStamp, codec: u8,
 }
 
 /// What a v2 batch header says besides its lengths, offsets and CRC.
-pub(super) struct HeaderFields {
+pub(crate) struct HeaderFields {
     pub attributes: i16,
     pub records: i32,
     pub base_timestamp: i64,
@@ -95,7 +96,7 @@ pub(super) struct HeaderFields {
 
 /// A batch with base offset 0 and no leader epoch: the header, `body`, and
 /// the CRC over both.
-pub(super) fn finish_batch(h: &HeaderFields, body: &[u8]) -> Vec<u8> {
+pub(crate) fn finish_batch(h: &HeaderFields, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(BATCH_HEADER_BYTES + body.len());
     out.put_i64(0);
     out.put_i32((BATCH_HEADER_BYTES - BATCH_LOG_OVERHEAD_BYTES + body.len()) as i32);
@@ -113,30 +114,4 @@ pub(super) fn finish_batch(h: &HeaderFields, body: &[u8]) -> Vec<u8> {
     out.extend_from_slice(body);
     rewrite_crc(&mut out);
     out
-}
-
-pub fn put_varint(out: &mut Vec<u8>, v: i32) {
-    put_unsigned_var(out, ((v << 1) ^ (v >> 31)) as u32 as u64);
-}
-
-pub fn put_varlong(out: &mut Vec<u8>, v: i64) {
-    put_unsigned_var(out, ((v << 1) ^ (v >> 63)) as u64);
-}
-
-fn put_unsigned_var(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.put_u8((v as u8 & 0x7f) | 0x80);
-        v >>= 7;
-    }
-    out.put_u8(v as u8);
-}
-
-fn put_varint_bytes(out: &mut Vec<u8>, b: Option<&[u8]>) {
-    match b {
-        None => put_varint(out, -1),
-        Some(b) => {
-            put_varint(out, b.len() as i32);
-            out.extend_from_slice(b);
-        }
-    }
 }

@@ -9,8 +9,9 @@
 
 use bytes::BufMut;
 
-use super::build::{finish_batch, put_varint, put_varlong, HeaderFields, ProducerStamp};
-use super::{BatchHeader, ATTR_CONTROL, ATTR_TRANSACTIONAL};
+use crate::batch::{BatchHeader, ATTR_CONTROL, ATTR_TRANSACTIONAL};
+use crate::build::{finish_batch, HeaderFields, ProducerStamp};
+use crate::varint::{put_varint, put_varlong, read_varint, read_varlong};
 
 const CONTROL_TYPE_ABORT: i16 = 0;
 const CONTROL_TYPE_COMMIT: i16 = 1;
@@ -71,12 +72,12 @@ pub fn marker_of(header: &BatchHeader, body: &[u8]) -> Option<Marker> {
         return None;
     }
     let mut b = body;
-    let _record_len = super::read_varint(&mut b)?;
+    let _record_len = read_varint(&mut b)?;
     let (_attributes, rest) = b.split_first()?;
     b = rest;
-    let _timestamp_delta = super::read_varlong(&mut b)?;
-    let _offset_delta = super::read_varint(&mut b)?;
-    let key_len = super::read_varint(&mut b)?;
+    let _timestamp_delta = read_varlong(&mut b)?;
+    let _offset_delta = read_varint(&mut b)?;
+    let key_len = read_varint(&mut b)?;
     if key_len < 4 || b.len() < 4 {
         return None;
     }
@@ -111,9 +112,9 @@ mod tests {
 
     #[test]
     fn data_batches_have_no_marker() {
-        let batch = crate::batch::build::encode_batch(
-            &[crate::batch::build::NewRecord { key: Some(vec![0, 0, 0, 1]), ..Default::default() }],
-            crate::batch::build::ProducerStamp::NONE,
+        let batch = crate::build::encode_batch(
+            &[crate::build::NewRecord { key: Some(vec![0, 0, 0, 1]), ..Default::default() }],
+            crate::build::ProducerStamp::NONE,
         );
         let header = BatchHeader::parse(&batch).unwrap();
         assert_eq!(marker_of(&header, &batch[BATCH_HEADER_BYTES..]), None);

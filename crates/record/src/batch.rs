@@ -28,14 +28,25 @@
 //! record at all (the header of an idempotent producer's last batch).
 //! [`validate_batches`] accepts that shape; [`validate_produced_batches`]
 //! does not (a producer's batch has consecutive deltas from 0).
-//! [`records`] reads and writes single records for the cleaner.
+//! [`crate::records`] reads and writes single records for the cleaner.
 
 use bytes::Buf;
+
+use crate::compression::{self, DecompressLimit};
+use crate::varint::{read_bytes, read_varint, read_varlong};
 
 pub const BATCH_HEADER_BYTES: usize = 61;
 /// baseOffset + batchLength: the bytes not counted in batchLength.
 pub const BATCH_LOG_OVERHEAD_BYTES: usize = 12;
 pub const MAGIC_V2: i8 = 2;
+/// The head a log append rewrites: baseOffset, batchLength (kept as it is)
+/// and partitionLeaderEpoch, all before the magic byte and outside the CRC.
+pub const BATCH_STAMPED_HEAD_BYTES: usize = OFFSET_MAGIC;
+/// Room a size check keeps for a batch's own bytes around records it
+/// estimates one by one (the SQL send path, against `max.message.bytes`): the
+/// 61-byte header, and slack for what the per-record estimates round off.
+pub const BATCH_OVERHEAD_BYTES_MAX: usize = 128;
+const _: () = assert!(BATCH_OVERHEAD_BYTES_MAX >= BATCH_HEADER_BYTES);
 
 const OFFSET_BASE: usize = 0;
 const OFFSET_LENGTH: usize = 8;
@@ -311,8 +322,8 @@ fn walk_records(
             _ => {}
         }
         previous_delta = offset_delta;
-        skip_varint_bytes(&mut rec).ok_or(bad("bad key"))?;
-        skip_varint_bytes(&mut rec).ok_or(bad("bad value"))?;
+        read_bytes(&mut rec).ok_or(bad("bad key"))?;
+        read_bytes(&mut rec).ok_or(bad("bad value"))?;
         let headers = read_varint(&mut rec).ok_or(bad("bad header count"))?;
         if headers < 0 || headers as usize > rec.len() {
             return Err(bad("bad header count"));
@@ -323,7 +334,7 @@ fn walk_records(
                 return Err(bad("bad header key"));
             }
             rec = &rec[key_len as usize..];
-            skip_varint_bytes(&mut rec).ok_or(bad("bad header value"))?;
+            read_bytes(&mut rec).ok_or(bad("bad header value"))?;
         }
         if !rec.is_empty() {
             return Err(bad("trailing bytes after the record's headers"));
@@ -333,48 +344,6 @@ fn walk_records(
         return Err(BatchError::InvalidRecord { index: records_count, reason: "bytes after the last record" });
     }
     Ok(bounds)
-}
-
-/// Zigzag varint (i32) as used inside records.
-pub fn read_varint(buf: &mut &[u8]) -> Option<i32> {
-    let raw = read_unsigned_var(buf, 5)?;
-    let raw = u32::try_from(raw).ok()?;
-    Some(((raw >> 1) as i32) ^ -((raw & 1) as i32))
-}
-
-/// Zigzag varlong (i64) as used inside records.
-pub fn read_varlong(buf: &mut &[u8]) -> Option<i64> {
-    let raw = read_unsigned_var(buf, 10)?;
-    Some(((raw >> 1) as i64) ^ -((raw & 1) as i64))
-}
-
-fn read_unsigned_var(buf: &mut &[u8], max_bytes: usize) -> Option<u64> {
-    let mut value = 0u64;
-    for i in 0..max_bytes {
-        let (&byte, rest) = buf.split_first()?;
-        *buf = rest;
-        value |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some(value);
-        }
-    }
-    None
-}
-
-/// Skips a varint-length-prefixed byte field (-1 meaning null).
-fn skip_varint_bytes(buf: &mut &[u8]) -> Option<()> {
-    let len = read_varint(buf)?;
-    if len < -1 {
-        return None;
-    }
-    if len > 0 {
-        let len = len as usize;
-        if len > buf.len() {
-            return None;
-        }
-        *buf = &buf[len..];
-    }
-    Some(())
 }
 
 /// Writes the broker-assigned base offset into a batch.
@@ -430,13 +399,6 @@ pub fn batch_crc(bytes: &[u8]) -> u32 {
     // Crc32Iscsi is CRC-32C; a 32-bit algorithm's value fits in 32 bits.
     crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, bytes) as u32
 }
-
-pub mod build;
-pub mod compression;
-pub mod control;
-pub mod records;
-
-pub use compression::DecompressLimit;
 
 #[cfg(test)]
 mod tests;

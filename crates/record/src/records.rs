@@ -13,12 +13,12 @@
 
 use std::borrow::Cow;
 
-use super::build::{put_varint, put_varlong};
-use super::compression::{decompress, encode::compress, CODEC_NONE};
-use super::{
-    read_varint, read_varlong, rewrite_crc, BatchError, BatchHeader, DecompressLimit, ATTR_COMPRESSION_MASK,
-    ATTR_DELETE_HORIZON, BATCH_HEADER_BYTES, BATCH_LOG_OVERHEAD_BYTES, MAGIC_V2,
+use crate::batch::{
+    rewrite_crc, BatchError, BatchHeader, ATTR_COMPRESSION_MASK, ATTR_DELETE_HORIZON, BATCH_HEADER_BYTES,
+    BATCH_LOG_OVERHEAD_BYTES, MAGIC_V2,
 };
+use crate::compression::{decompress, encode::compress, DecompressLimit, CODEC_NONE};
+use crate::varint::{put_bytes, put_varint, put_varlong, read_bytes, read_varint, read_varlong};
 
 /// One record of a stored batch, borrowing the batch's (decompressed) bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,19 +92,6 @@ pub fn parse_records<'a>(header: &BatchHeader, section: &'a [u8]) -> Result<Vec<
     Ok(out)
 }
 
-fn read_bytes<'a>(buf: &mut &'a [u8]) -> Option<Option<&'a [u8]>> {
-    let len = read_varint(buf)?;
-    match len {
-        -1 => Some(None),
-        n if n < -1 || n as usize > buf.len() => None,
-        n => {
-            let (field, rest) = buf.split_at(n as usize);
-            *buf = rest;
-            Some(Some(field))
-        }
-    }
-}
-
 /// Builds a batch holding `records` (a subset of `original`'s, in order) in
 /// place of `original`: same base offset, lastOffsetDelta, leader epoch,
 /// producer id, epoch and base sequence, attributes and codec (the records
@@ -165,21 +152,11 @@ pub fn rebuild_batch(original: &BatchHeader, records: &[StoredRecord<'_>], delet
     out
 }
 
-fn put_bytes(out: &mut Vec<u8>, field: Option<&[u8]>) {
-    match field {
-        None => put_varint(out, -1),
-        Some(b) => {
-            put_varint(out, b.len() as i32);
-            out.extend_from_slice(b);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::batch::build::{encode_compressed_batch, NewRecord, ProducerStamp};
     use crate::batch::{set_base_offset, validate_batches, validate_produced_batches};
+    use crate::build::{encode_compressed_batch, NewRecord, ProducerStamp};
 
     const LIMIT: DecompressLimit = DecompressLimit { bytes_max: 1 << 20 };
 

@@ -19,7 +19,7 @@
 
 use std::io::Read;
 
-use super::BatchError;
+use crate::batch::BatchError;
 
 /// The most bytes a batch's records section may decompress to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +124,7 @@ fn append_snappy_block(block: &[u8], limit: DecompressLimit, out: &mut Vec<u8>) 
 }
 
 /// Encoders for each codec in the format a Kafka client writes: for tests,
-/// the benchmark, [`super::build::encode_compressed_batch`] and the log
+/// the benchmark, [`crate::build::encode_compressed_batch`] and the log
 /// cleaner (which recompresses the batches it rewrites with their codec).
 /// The produce path never compresses.
 pub mod encode {
