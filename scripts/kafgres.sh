@@ -102,8 +102,9 @@ port = $PG_PORT
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$SOCKET_DIR'
 shared_preload_libraries = 'kafgres'
-# kafgres.send() logs records as logical messages that the broker decodes.
-wal_level = logical
+# kafgres.send() logs records as logical messages that the SQL bridge reads
+# from the WAL (replica is enough; it is also what a standby needs).
+wal_level = replica
 kafgres.port = $KAFKA_PORT
 kafgres.listen_address = '127.0.0.1'
 kafgres.database = 'postgres'
@@ -141,7 +142,7 @@ cmd_start() {
     init_cluster
     write_config
     if pg_running; then
-        if ! loaded_library_is_current || [ "$(psql -Atc 'SHOW wal_level' 2>/dev/null)" != logical ]; then
+        if ! loaded_library_is_current || [ "$(psql -Atc 'SHOW wal_level' 2>/dev/null)" != replica ]; then
             say "restarting Postgres to load the new library and settings"
             as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -l "$PG_LOG" -m fast -w restart >/dev/null
             remember_loaded_library
@@ -152,6 +153,15 @@ cmd_start() {
         remember_loaded_library
     fi
     psql -q -v ON_ERROR_STOP=1 -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS kafgres" >/dev/null
+    # A cluster made by an earlier checkout keeps its data: its schema is
+    # brought to the library's version (ALTER EXTENSION runs the upgrade scripts).
+    local installed available
+    installed=$(psql -Atc "SELECT extversion FROM pg_extension WHERE extname = 'kafgres'")
+    available=$(psql -Atc "SELECT default_version FROM pg_available_extensions WHERE name = 'kafgres'")
+    if [ "$installed" != "$available" ]; then
+        say "updating the kafgres schema from $installed to $available (ALTER EXTENSION kafgres UPDATE)"
+        psql -q -v ON_ERROR_STOP=1 -c "ALTER EXTENSION kafgres UPDATE" >/dev/null
+    fi
     wait_for_kafka
     write_env
     say "Postgres: postgresql://postgres@127.0.0.1:$PG_PORT/postgres  (data $PGDATA_DIR, log $PG_LOG)"
@@ -181,7 +191,8 @@ cmd_status() {
     setup_paths
     if pg_running; then
         say "Postgres running on 127.0.0.1:$PG_PORT ($PGDATA_DIR)"
-        psql -Atc "SELECT 'broker worker pid ' || pid FROM pg_stat_activity WHERE backend_type = 'kafgres broker'" || true
+        psql -Atc "SELECT backend_type || ' pid ' || pid FROM pg_stat_activity WHERE backend_type IN ('kafgres broker', 'kafgres sql bridge')" || true
+        psql -Atc "SELECT 'sql bridge: ' || state || coalesce(' (' || message || ')', '') FROM kafgres.sql_bridge_status" 2>/dev/null || true
     else
         say "not running"
         return 1

@@ -288,7 +288,7 @@ class ThrowawayCluster:
             "listen_addresses": "'127.0.0.1'",
             "unix_socket_directories": f"'{self.socket_dir}'",
             "shared_preload_libraries": "'kafgres'",
-            "wal_level": "logical",
+            "wal_level": "replica",
             "kafgres.port": str(self.kafka_port),
             "kafgres.listen_address": "'127.0.0.1'",
             "kafgres.database": "'postgres'",

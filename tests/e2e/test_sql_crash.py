@@ -10,7 +10,8 @@ driver session runs short transactions, each
 
 with n increasing. Meanwhile, at random moments, the test kill -9s either the
 postmaster and every process under it (then restarts it with pg_ctl) or only
-the broker worker (the postmaster then resets the cluster by itself), at
+the broker worker or the SQL bridge worker (the postmaster then resets the
+cluster by itself), at
 least MIN_KILLS times. Afterwards the whole topic is read with confluent-kafka
 and must match the committed rows one to one: every committed row has exactly
 one event, no event lacks its row, nothing is duplicated, and in each
@@ -40,6 +41,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 import kafka_wire
 from support import BROKER_BACKEND_TYPE, ThrowawayCluster, port_is_free, wait_for_topic_metadata
 
+BRIDGE_BACKEND_TYPE = "kafgres sql bridge"
 PG_PORT = 5499
 KAFKA_PORT = 9499
 BOOTSTRAP = f"127.0.0.1:{KAFKA_PORT}"
@@ -114,11 +116,12 @@ class Cluster(ThrowawayCluster):
         return victims
 
     def broker_pid(self) -> int | None:
+        return self.pid_of(BROKER_BACKEND_TYPE)
+
+    def pid_of(self, backend_type: str) -> int | None:
         try:
             with psycopg.connect(self.conninfo, autocommit=True) as conn:
-                row = conn.execute(
-                    "select pid from pg_stat_activity where backend_type = %s", (BROKER_BACKEND_TYPE,)
-                ).fetchone()
+                row = conn.execute("select pid from pg_stat_activity where backend_type = %s", (backend_type,)).fetchone()
         except psycopg.Error:
             return None
         return row[0] if row else None
@@ -250,7 +253,11 @@ def read_topic() -> dict[int, list[tuple[bytes | None, bytes | None]]]:
 
 def test_rows_and_events_match_after_kill_9(crash_cluster: Cluster):
     rng = random.Random(SEED)
-    kinds = ["postmaster tree"] * (MIN_KILLS - MIN_KILLS // 3) + ["broker worker"] * (MIN_KILLS // 3)
+    kinds = (
+        ["postmaster tree"] * (MIN_KILLS - 2 * (MIN_KILLS // 4))
+        + ["broker worker"] * (MIN_KILLS // 4)
+        + ["sql bridge"] * (MIN_KILLS // 4)
+    )
     rng.shuffle(kinds)
     driver = Driver(crash_cluster.conninfo)
     driver.start()
@@ -275,10 +282,17 @@ def test_rows_and_events_match_after_kill_9(crash_cluster: Cluster):
                 assert victims, "no postmaster to kill"
                 crash_cluster.start()
                 crash_cluster.wait_ready()
-            else:
+            elif kind == "broker worker":
                 broker = crash_cluster.broker_pid()
                 assert broker is not None, f"no broker worker to kill\n{crash_cluster.log_tail()}"
                 os.kill(broker, signal.SIGKILL)
+                crash_cluster.wait_ready(old_broker_pid=broker)
+            else:
+                # A kill -9 of any backend resets the cluster, as for the broker.
+                bridge = crash_cluster.pid_of(BRIDGE_BACKEND_TYPE)
+                assert bridge is not None, f"no SQL bridge to kill\n{crash_cluster.log_tail()}"
+                broker = crash_cluster.broker_pid()
+                os.kill(bridge, signal.SIGKILL)
                 crash_cluster.wait_ready(old_broker_pid=broker)
             kills.append(kind)
         # Some traffic after the last restart too.
@@ -325,7 +339,7 @@ def test_rows_and_events_match_after_kill_9(crash_cluster: Cluster):
     in_doubt_committed = len(set(stats.in_doubt) & row_set)
     summary = (
         f"seed {SEED}: {len(kills)} kills ({kills.count('postmaster tree')} postmaster tree, "
-        f"{kills.count('broker worker')} broker worker); {stats.next_id - 1} transactions attempted, "
+        f"{kills.count('broker worker')} broker worker, {kills.count('sql bridge')} SQL bridge); {stats.next_id - 1} transactions attempted, "
         f"{len(acked)} acknowledged, {len(stats.in_doubt)} cut off by a kill ({in_doubt_committed} of them committed "
         f"anyway), {len(rows)} rows, {len(ids)} events "
         f"(per partition {[len(events[p]) for p in range(PARTITIONS)]})"

@@ -146,11 +146,26 @@ fn claim_partition_dir(log_dir: &Path, dir: &Path, topic_id: Uuid) -> Result<(),
     kafgres_log::partition::sync_dir(log_dir)
 }
 
-/// `<dir>.<tag>-<random>-delete`: unique, and recognised at startup.
+/// The longest file name Linux file systems take (NAME_MAX).
+const NAME_BYTES_MAX: usize = 255;
+
+/// `<dir>.<tag>-<random>-delete`: unique, and recognised at startup. The
+/// directory's own name is cut so the whole fits NAME_MAX (as Kafka cuts the
+/// topic in its `-delete` names): a 249-character topic can still be deleted.
 pub fn deleted_dir_name(dir: &Path, tag: &str) -> PathBuf {
-    let mut name = dir.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-    name.push(format!(".{tag}-{}{DELETED_DIR_SUFFIX}", Uuid::new_v4().simple()));
-    dir.with_file_name(name)
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let suffix = format!(".{tag}-{}{DELETED_DIR_SUFFIX}", Uuid::new_v4().simple());
+    let keep = NAME_BYTES_MAX.saturating_sub(suffix.len());
+    dir.with_file_name(format!("{}{suffix}", prefix_of(&name, keep)))
+}
+
+/// The longest prefix of `name` of at most `bytes` bytes, cut at a character boundary.
+fn prefix_of(name: &str, bytes: usize) -> &str {
+    let mut end = name.len().min(bytes);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
 }
 
 /// Removes partition directories set aside for deletion (after DeleteTopics,
@@ -173,8 +188,26 @@ pub fn partition_dir(log_dir: &Path, topic: &str, index: i32) -> PathBuf {
     log_dir.join(partition_dir_name(topic, index))
 }
 
+/// `<topic>-<partition>`, as Kafka names it, when that fits NAME_MAX; a
+/// longer one (a topic of up to 249 characters with a many-digit partition)
+/// becomes `<topic prefix>~<hash of the topic>-<partition>`. `~` is not a
+/// legal topic character, so no other topic's directory has that name, and
+/// the same topic always gets the same one.
 fn partition_dir_name(topic: &str, index: impl std::fmt::Display) -> String {
-    format!("{topic}-{index}")
+    let name = format!("{topic}-{index}");
+    if name.len() <= NAME_BYTES_MAX {
+        return name;
+    }
+    let index = index.to_string();
+    let hash = format!("{:016x}", fnv1a_64(topic.as_bytes()));
+    let keep = NAME_BYTES_MAX - (1 + hash.len() + 1 + index.len());
+    format!("{}~{hash}-{index}", prefix_of(topic, keep))
+}
+
+/// FNV-1a, 64 bits: a stable hash (the directory name must not change
+/// between releases or restarts, which rules out std's randomised hasher).
+fn fnv1a_64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
 #[derive(Default)]
@@ -291,5 +324,33 @@ mod tests {
                 .into())
         );
         assert_eq!(validate_topic_name(".."), Err("Topic name is invalid: '..' is not allowed".into()));
+    }
+
+    #[test]
+    fn every_legal_topic_name_gives_directory_names_within_name_max() {
+        for len in [1usize, 205, 206, 249] {
+            let topic = "t".repeat(len);
+            for index in [0, 7, 99_999, i32::MAX] {
+                let dir = partition_dir_name(&topic, index);
+                assert!(dir.len() <= NAME_BYTES_MAX, "{len}-character topic, partition {index}: {}", dir.len());
+                assert!(dir.ends_with(&format!("-{index}")));
+                for tag in ["deleted", "stale", "stray"] {
+                    let aside = deleted_dir_name(&Path::new("/logs").join(&dir), tag);
+                    let name = aside.file_name().expect("a name").to_string_lossy().into_owned();
+                    assert!(name.len() <= NAME_BYTES_MAX && name.ends_with(DELETED_DIR_SUFFIX), "{name}");
+                }
+            }
+        }
+        assert_eq!(partition_dir_name("orders", 3), "orders-3", "short names stay Kafka's");
+    }
+
+    #[test]
+    fn long_names_stay_distinct_and_stable() {
+        let a = format!("{}a", "x".repeat(248));
+        let b = format!("{}b", "x".repeat(248));
+        assert_ne!(partition_dir_name(&a, i32::MAX), partition_dir_name(&b, i32::MAX));
+        assert_eq!(partition_dir_name(&a, i32::MAX), partition_dir_name(&a, i32::MAX));
+        assert_eq!(fnv1a_64(b""), 0xcbf2_9ce4_8422_2325, "the hash must never change");
+        assert_eq!(fnv1a_64(b"a"), 0xaf63_dc4c_8601_ec8c, "the hash must never change");
     }
 }

@@ -25,6 +25,7 @@ pub mod bridge;
 pub mod catalog_sql;
 pub mod control;
 pub mod gucs;
+pub mod lifecycle;
 pub mod logging;
 pub mod shared_metrics;
 pub mod sql_api;

@@ -10,12 +10,16 @@
 //! records from SQL sets the worker's latch when it commits (no signal when
 //! the latch is already set), so the worker decodes the commit at once.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, Ordering};
 
 use pgrx::prelude::*;
 use pgrx::{pg_shmem_init, register_xact_callback, PgAtomic, PgXactCallbackEvent};
 
 static WORKER_PID: PgAtomic<AtomicI32> = unsafe { PgAtomic::new(c"kafgres_worker_pid") };
+/// When the broker worker last started (ms since the Unix epoch), and how
+/// many times in a row it started within a minute of the previous start.
+static WORKER_LAST_START_MS: PgAtomic<AtomicI64> = unsafe { PgAtomic::new(c"kafgres_worker_last_start") };
+static WORKER_QUICK_STARTS: PgAtomic<AtomicU32> = unsafe { PgAtomic::new(c"kafgres_worker_quick_starts") };
 /// The worker's PGPROC number, -1 when none runs.
 static WORKER_PROCNO: PgAtomic<AtomicI32> = unsafe { PgAtomic::new(c"kafgres_worker_procno") };
 
@@ -26,7 +30,33 @@ static SHARED_MEMORY_REQUESTED: AtomicBool = AtomicBool::new(false);
 pub fn init_shared_memory() {
     pg_shmem_init!(WORKER_PID);
     pg_shmem_init!(WORKER_PROCNO = AtomicI32::new(-1));
+    pg_shmem_init!(WORKER_LAST_START_MS);
+    pg_shmem_init!(WORKER_QUICK_STARTS);
     SHARED_MEMORY_REQUESTED.store(true, Ordering::SeqCst);
+}
+
+/// How long a starting broker worker waits first: nothing for its first
+/// start or the first restart within a minute of a start, then 1, 2, 4 ...
+/// 60 s for each further one in a row (a worker terminated or failing again
+/// and again backs off instead of looping).
+pub fn start_delay() -> std::time::Duration {
+    let last = WORKER_LAST_START_MS.get().swap(crate::bridge::shared::now_ms(), Ordering::SeqCst);
+    quick_start_delay(crate::bridge::shared::now_ms() - last, WORKER_QUICK_STARTS.get())
+}
+
+/// The backoff rule both workers use: `since_last_ms` since the previous
+/// start, `streak` counting starts in a row within a minute.
+pub fn quick_start_delay(since_last_ms: i64, streak: &AtomicU32) -> std::time::Duration {
+    if since_last_ms > 60_000 {
+        streak.store(0, Ordering::SeqCst);
+        return std::time::Duration::ZERO;
+    }
+    // The first restart after a start goes at once; the ones after it wait
+    // 1, 2, 4 ... 60 s.
+    match streak.fetch_add(1, Ordering::SeqCst) {
+        0 => std::time::Duration::ZERO,
+        n => std::time::Duration::from_secs(1 << (n - 1).min(6)).min(std::time::Duration::from_secs(60)),
+    }
 }
 
 /// Records the running worker's pid (0 when none runs) and, while it runs,

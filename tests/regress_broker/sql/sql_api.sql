@@ -4,7 +4,7 @@
 \set VERBOSITY terse
 SET client_min_messages = warning;
 DO $$ BEGIN
-  PERFORM kafgres.delete_topic(name) FROM kafgres.topics WHERE name IN ('regress-orders', 'regress-one');
+  PERFORM kafgres.delete_topic(name) FROM kafgres.topics WHERE name IN ('regress-orders', 'regress-one', 'regress-ryw');
 END $$;
 DELETE FROM kafgres.consumer_offsets WHERE group_id LIKE 'regress-%';
 SELECT kafgres.create_topic('regress-orders', 3) IS NOT NULL AS created;
@@ -89,3 +89,17 @@ SELECT kafgres.delete_topic('regress-one');
 SELECT kafgres.delete_topic('regress-one');
 SELECT kafgres.delete_topic('regress-orders');
 SELECT count(*) FROM kafgres.consumer_offsets WHERE group_id = 'regress-g';
+
+-- Read your own writes: right after COMMIT, this session's read and consume
+-- see its sends, with no wait_for_sends (the README's example, as written).
+SELECT kafgres.create_topic('regress-ryw', 1) IS NOT NULL AS created;
+BEGIN;
+SELECT kafgres.send('regress-ryw', 'mine ' || g) FROM generate_series(1, 3) g;
+COMMIT;
+SELECT "offset", value FROM kafgres.read_text('regress-ryw', 0);
+BEGIN;
+SELECT kafgres.send('regress-ryw', 'mine 4');
+COMMIT;
+SELECT "offset", value FROM kafgres.consume_text('regress-ryw-g', 'regress-ryw', 10);
+SELECT state FROM kafgres.sql_bridge_status;
+SELECT kafgres.delete_topic('regress-ryw');

@@ -64,7 +64,9 @@ pub fn register() {
         .set_library("kafgres")
         .enable_spi_access()
         .set_start_time(BgWorkerStartTime::RecoveryFinished)
-        .set_restart_time(Some(Duration::from_secs(1)))
+        // At once: quick successions of restarts back off in the worker
+        // itself (`BridgeShared::start_delay`).
+        .set_restart_time(Some(Duration::ZERO))
         .load();
 }
 
@@ -122,11 +124,8 @@ pub extern "C-unwind" fn kafgres_bridge_main(_arg: pg_sys::Datum) {
     }
     shared.unregister_bridge();
     shared.set_state(BridgeState::Stopped, "stopped by SIGTERM");
-    // Exit 1, not 0: the postmaster forgets a worker that exits 0 and
-    // restarts one that exits 1 (pg_terminate_backend included); during a
-    // shutdown it restarts nothing either way.
-    // SAFETY: proc_exit runs Postgres's exit callbacks and never returns.
-    unsafe { pg_sys::proc_exit(1) };
+    // Restarted by the postmaster unless the server is shutting down.
+    crate::lifecycle::exit_after_stop();
 }
 
 /// Why a session of the bridge (from loading the checkpoint to an error)
@@ -210,7 +209,6 @@ fn session(shared: &'static BridgeShared, database: &str, backoff: &mut Backoff)
     let mut broker: Option<KafkaBroker<BridgeWait>> = None;
     let mut idle_since_checkpoint = Instant::now();
     shared.set_state(BridgeState::Running, "");
-    let mut healthy_since = Instant::now();
     loop {
         if stopping() {
             return Ended::Stopping;
@@ -343,10 +341,6 @@ fn session(shared: &'static BridgeShared, database: &str, backoff: &mut Backoff)
         }
         if shared.state() != BridgeState::Running {
             shared.set_state(BridgeState::Running, "");
-        }
-        if healthy_since.elapsed() > Duration::from_secs(60) {
-            shared.note_success();
-            healthy_since = Instant::now();
         }
         if matches!(read, Ok(s) if s.stopped_early) {
             continue;

@@ -96,7 +96,8 @@ pub struct BridgeShared {
     records_dropped: AtomicU64,
     incomplete_transactions: AtomicU64,
     errors: AtomicU64,
-    /// Consecutive failed starts, for the restart backoff.
+    /// Starts in a row within a minute of each other, and the last start, for
+    /// the restart backoff.
     failures: AtomicU32,
     last_failure_ms: AtomicI64,
     applied_changed: pg_sys::ConditionVariable,
@@ -333,24 +334,11 @@ impl BridgeShared {
         }
     }
 
-    /// Called at every start of the bridge worker: how long to wait first.
-    /// Starts that follow one another without a healthy minute in between
-    /// (the worker died, or was terminated, each time) wait 1, 2, 4 ... 60 s,
-    /// on top of the postmaster's fixed restart delay.
+    /// Called at every start of the bridge worker: how long to wait first
+    /// (the rule of `crate::wake::quick_start_delay`).
     pub fn start_delay(&self) -> std::time::Duration {
-        let now = now_ms();
-        if now - self.last_failure_ms.swap(now, Ordering::SeqCst) > 10 * 60_000 {
-            self.failures.store(0, Ordering::SeqCst);
-        }
-        match self.failures.fetch_add(1, Ordering::SeqCst) {
-            0 => std::time::Duration::ZERO,
-            n => std::time::Duration::from_secs(1 << (n - 1).min(6)).min(std::time::Duration::from_secs(60)),
-        }
-    }
-
-    /// The bridge has run healthily for a while: the next start is not delayed.
-    pub fn note_success(&self) {
-        self.failures.store(0, Ordering::SeqCst);
+        let last = self.last_failure_ms.swap(now_ms(), Ordering::SeqCst);
+        crate::wake::quick_start_delay(now_ms() - last, &self.failures)
     }
 
     /// Queues the groups whose offsets SQL committed, for the broker worker.

@@ -12,8 +12,9 @@
 //!    (queued by the SQL bridge worker, `crate::bridge`), reload settings on
 //!    SIGHUP;
 //! 5. on SIGTERM stop accepting, flush every partition, stop the runtime and
-//!    exit 1 (so that a pg_terminate_backend brings it back). Postmaster death
-//!    exits at once (the logs recover at next start).
+//!    exit (1 so that a pg_terminate_backend brings it back, 0 in a server
+//!    shutdown: `crate::lifecycle`). Postmaster death exits at once (the logs
+//!    recover at next start).
 //!
 //! A crash exits non-zero and the postmaster restarts the worker after
 //! [`RESTART_DELAY`].
@@ -39,7 +40,11 @@ use crate::logging::{self, LogLine};
 use crate::wake;
 use wait::{WaitSet, Wakeup};
 
-pub const RESTART_DELAY: Duration = Duration::from_secs(1);
+/// The postmaster restarts the worker at once; quick successions of
+/// restarts back off in the worker itself (`wake::start_delay`).
+pub const RESTART_DELAY: Duration = Duration::ZERO;
+/// The longest wait between attempts to start the data plane.
+const START_RETRY_MAX: Duration = Duration::from_secs(30);
 const SHUTDOWN_FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
 const RUNTIME_STOP_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -63,32 +68,54 @@ pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
 
     let waker = match EventFd::new() {
         Ok(fd) => Arc::new(fd),
-        Err(e) => error!("kafgres: cannot create an eventfd: {e}"),
+        Err(e) => stop_for_good(&format!("cannot create an eventfd: {e}")),
     };
     let logs = logging::install(Arc::clone(&waker));
     let wait = WaitSet::new(waker.raw_fd());
+    // SAFETY: MyProcPid is set before a worker's main function runs.
     wake::publish_worker_pid(unsafe { pg_sys::MyProcPid });
+    // Restarts in quick succession (terminated, or failing at start) wait 1,
+    // 2, 4 ... 60 s first; the postmaster itself restarts the worker at once.
+    let delay = wake::start_delay();
+    if !delay.is_zero() {
+        log!("kafgres: the broker restarted {delay:?} ago or less: waiting {delay:?} before starting");
+        if !wait.sleep(delay) {
+            exit_restartable();
+        }
+    }
 
     if !wait_for_extension(&wait, &database) {
-        wake::publish_worker_pid(0);
-        return;
+        exit_restartable();
     }
     let Some((plans, snapshot, cluster_id)) = load_catalog(&wait, &database) else {
-        wake::publish_worker_pid(0);
-        return;
+        exit_restartable();
     };
     raise_open_file_limit();
-    let config = broker_config(cluster_id, log_dir_owner(&database));
+    let config = match broker_config(cluster_id, log_dir_owner(&database)) {
+        Ok(config) => config,
+        Err(e) => stop_for_good(&e),
+    };
     let runtime = match threads::build_runtime(gucs::DATA_PLANE_THREADS.get() as usize) {
         Ok(rt) => rt,
-        Err(e) => error!("kafgres: cannot start the data-plane threads: {e}"),
+        Err(e) => stop_for_good(&format!("cannot start the data-plane threads: {e}")),
     };
     let (catalog, mut requests) = ControlPlaneCatalog::new(Arc::clone(&waker));
-    let broker = match runtime.block_on(Broker::start(config, Arc::new(catalog), snapshot)) {
-        Ok(b) => b,
-        Err(e) => {
-            report_logs(logs.as_ref());
-            error!("kafgres: cannot start the broker: {e}")
+    let catalog: Arc<dyn kafgres_broker::Catalog> = Arc::new(catalog);
+    // A start that fails (the port taken, the log directory another
+    // database's) is retried in place, with a backoff and one log line per
+    // attempt, never by exiting into a restart loop.
+    let mut retry = Duration::from_secs(1);
+    let broker = loop {
+        match runtime.block_on(Broker::start(config.clone(), Arc::clone(&catalog), snapshot.clone())) {
+            Ok(b) => break b,
+            Err(e) => {
+                report_logs(logs.as_ref());
+                warning!("kafgres: cannot start the broker: {e}; trying again in {retry:?}");
+                if !wait.sleep(retry) {
+                    exit_restartable();
+                }
+                retry = (retry * 2).min(START_RETRY_MAX);
+            }
         }
     };
 
@@ -120,13 +147,38 @@ pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
     }
     runtime.shutdown_timeout(RUNTIME_STOP_TIMEOUT);
     report_logs(logs.as_ref());
-    wake::publish_worker_pid(0);
     log!("kafgres: broker stopped");
-    // Exit 1, not 0: the postmaster forgets a worker that exits 0, and this
-    // one must come back after pg_terminate_backend; during a server
-    // shutdown it restarts nothing either way.
-    // SAFETY: proc_exit runs Postgres's exit callbacks and never returns.
-    unsafe { pg_sys::proc_exit(1) };
+    exit_restartable();
+}
+
+/// Exits so that the postmaster starts the worker again unless the server
+/// is shutting down (`crate::lifecycle`).
+fn exit_restartable() -> ! {
+    wake::publish_worker_pid(0);
+    crate::lifecycle::exit_after_stop()
+}
+
+/// A setting that cannot work until the server is reconfigured and
+/// restarted: say so once and wait for SIGTERM, rather than exiting into a
+/// restart loop that repeats the message every second.
+fn stop_for_good(message: &str) -> ! {
+    warning!("kafgres: {message}; the broker does not start until this is fixed (then restart PostgreSQL)");
+    loop {
+        // SAFETY: the worker's own latch, on its main thread.
+        unsafe {
+            pg_sys::WaitLatch(
+                pg_sys::MyLatch,
+                (pg_sys::WL_LATCH_SET | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
+                -1,
+                pg_sys::PG_WAIT_EXTENSION,
+            );
+            pg_sys::ResetLatch(pg_sys::MyLatch);
+        }
+        if BackgroundWorker::sigterm_received() {
+            exit_restartable();
+        }
+        check_for_interrupts!();
+    }
 }
 
 /// Consumer offsets committed by `kafgres.consume` are in the table already
@@ -220,7 +272,11 @@ fn wait_for_extension(wait: &WaitSet, database: &str) -> bool {
                 announced = true;
             }
             Ok(false) => {}
-            Err(e) => error!("kafgres: cannot check for the extension in database {database}: {e}"),
+            Err(e) if !announced => {
+                warning!("kafgres: cannot check for the extension in database {database}: {e}");
+                announced = true;
+            }
+            Err(_) => {}
         }
         if wait.wait() == Wakeup::Latch && BackgroundWorker::sigterm_received() {
             return false;
@@ -244,11 +300,13 @@ fn log_dir_owner(database: &str) -> kafgres_broker::log_dir::LogDirOwner {
     }
 }
 
-fn broker_config(cluster_id: String, log_dir_owner: kafgres_broker::log_dir::LogDirOwner) -> BrokerConfig {
+fn broker_config(
+    cluster_id: String,
+    log_dir_owner: kafgres_broker::log_dir::LogDirOwner,
+) -> Result<BrokerConfig, String> {
     let address = gucs::string_or(&gucs::LISTEN_ADDRESS, "127.0.0.1");
-    let ip: IpAddr = match address.parse() {
-        Ok(ip) => ip,
-        Err(_) => error!("kafgres: kafgres.listen_address = '{address}' is not an IP address"),
+    let Ok(ip) = address.parse::<IpAddr>() else {
+        return Err(format!("kafgres.listen_address = '{address}' is not an IP address"));
     };
     let port = gucs::PORT.get() as u16;
     let advertised_port = match gucs::ADVERTISED_PORT.get() {
@@ -256,7 +314,7 @@ fn broker_config(cluster_id: String, log_dir_owner: kafgres_broker::log_dir::Log
         p => p as u16,
     };
     let log_dir = gucs::log_dir();
-    BrokerConfig {
+    Ok(BrokerConfig {
         listen: SocketAddr::new(ip, port),
         advertised_host: gucs::string_or(&gucs::ADVERTISED_HOST, &address),
         advertised_port,
@@ -280,7 +338,7 @@ fn broker_config(cluster_id: String, log_dir_owner: kafgres_broker::log_dir::Log
         group_consumer_heartbeat_interval_ms: gucs::GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS.get(),
         authentication: authentication(),
         metrics: crate::shared_metrics::metrics().unwrap_or_else(kafgres_broker::metrics::BrokerMetrics::leaked),
-    }
+    })
 }
 
 /// `kafgres.authentication`. Unknown users' mock salts derive from

@@ -1,8 +1,8 @@
 //! The worker's only blocking point: a WaitEventSet holding its latch
 //! (signals, SIGUSR1 from CREATE EXTENSION), postmaster death (exit at once)
 //! and the eventfd the data plane writes. No timeout: the worker sleeps until
-//! one of them fires (the one exception is the retry of a failed SQL apply
-//! round, see `sql_pipeline`).
+//! one of them fires (the exceptions are the backoffs before retrying a
+//! failed start).
 
 use pgrx::pg_sys;
 
@@ -44,6 +44,23 @@ impl WaitSet {
                 std::ptr::null_mut(),
             );
             WaitSet { set }
+        }
+    }
+
+    /// Sleeps for `duration` (woken early by the latch, which is re-checked);
+    /// false when SIGTERM arrived meanwhile.
+    pub fn sleep(&self, duration: std::time::Duration) -> bool {
+        let until = std::time::Instant::now() + duration;
+        loop {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            self.wait_at_most(Some(left));
+            if pgrx::bgworkers::BackgroundWorker::sigterm_received() {
+                return false;
+            }
+            pgrx::check_for_interrupts!();
         }
     }
 

@@ -1,0 +1,99 @@
+-- kafgres 0.1.0 -> 0.2.0: the SQL bridge.
+--
+-- Records sent from SQL now reach the broker through a background worker of
+-- their own (kafgres sql bridge), which reads the WAL without logical
+-- decoding and keeps its checkpoint in these tables. Everything else (topics,
+-- offsets, transactions, records in the log) is unchanged and kept.
+\echo Use "ALTER EXTENSION kafgres UPDATE" to load this file. \quit
+
+-- The SQL bridge's checkpoint (docs/sql.md): every transaction that sent from
+-- SQL and committed before applied_lsn has its records in the log; reading
+-- the WAL resumes at restart_lsn (the first message of the oldest transaction
+-- still open then). One row, written by the bridge worker after each round;
+-- a standby receives it with the rest of the catalog, so its bridge continues
+-- exactly there after a promotion. Not dumped: positions mean nothing in
+-- another cluster.
+CREATE TABLE kafgres.sql_bridge (
+    singleton      boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    -- NULL only after an upgrade from a release that kept this in a file.
+    applied_lsn    pg_lsn,
+    restart_lsn    pg_lsn NOT NULL,
+    -- The bridge's idempotent producer (-1 until it has reserved one).
+    producer_id    bigint NOT NULL DEFAULT -1,
+    producer_epoch smallint NOT NULL DEFAULT 0,
+    updated_at     timestamptz NOT NULL DEFAULT now()
+);
+-- The previous release's applier kept its checkpoint in a file of the log
+-- directory: applied_lsn NULL makes the bridge import it once. Reading starts
+-- where the previous release's logical slot retains WAL.
+INSERT INTO kafgres.sql_bridge (applied_lsn, restart_lsn)
+VALUES (NULL, coalesce((SELECT restart_lsn FROM pg_catalog.pg_replication_slots
+                        WHERE slot_name = 'kafgres' AND slot_type = 'logical'),
+                       pg_current_wal_insert_lsn()));
+COMMENT ON TABLE kafgres.sql_bridge IS
+    'The SQL bridge''s progress: records sent from SQL are in their topics up to applied_lsn; written by the bridge.';
+REVOKE ALL ON kafgres.sql_bridge FROM PUBLIC;
+
+-- The next sequence number of the bridge's producer per partition: the
+-- records of a partition are numbered in commit order, so a replay after a
+-- crash or a failover sends the same numbers and nothing twice.
+CREATE TABLE kafgres.sql_bridge_sequences (
+    topic         text NOT NULL,
+    partition     integer NOT NULL CHECK (partition >= 0),
+    next_sequence integer NOT NULL CHECK (next_sequence >= 0),
+    PRIMARY KEY (topic, partition)
+);
+REVOKE ALL ON kafgres.sql_bridge_sequences FROM PUBLIC;
+
+-- What the bridge could not deliver, and why: WAL removed before it was read
+-- (the commits between from_lsn and to_lsn may be missing), or a transaction
+-- found only in part (xid, committed at to_lsn, none of its records delivered).
+CREATE TABLE kafgres.sql_bridge_gaps (
+    id          bigserial PRIMARY KEY,
+    detected_at timestamptz NOT NULL DEFAULT now(),
+    from_lsn    pg_lsn NOT NULL,
+    to_lsn      pg_lsn NOT NULL,
+    xid         bigint,
+    reason      text NOT NULL
+);
+COMMENT ON TABLE kafgres.sql_bridge_gaps IS
+    'Sends from SQL that the bridge could not deliver, and why (removed WAL, a transaction read only in part).';
+REVOKE ALL ON kafgres.sql_bridge_gaps FROM PUBLIC;
+
+
+-- kafgres::bridge::status::_sql_bridge_status
+CREATE  FUNCTION "_sql_bridge_status"() RETURNS TABLE (
+	"state" TEXT,  /* String */
+	"pid" INT,  /* Option < i32 > */
+	"since" timestamp with time zone,  /* Option < TimestampWithTimeZone > */
+	"applied_lsn" TEXT,  /* Option < String > */
+	"restart_lsn" TEXT,  /* Option < String > */
+	"read_lsn" TEXT,  /* Option < String > */
+	"last_applied_at" timestamp with time zone,  /* Option < TimestampWithTimeZone > */
+	"transactions_applied" bigint,  /* i64 */
+	"records_applied" bigint,  /* i64 */
+	"records_dropped" bigint,  /* i64 */
+	"incomplete_transactions" bigint,  /* i64 */
+	"errors" bigint,  /* i64 */
+	"message" TEXT  /* Option < String > */
+)
+STRICT STABLE SECURITY DEFINER PARALLEL UNSAFE
+SET search_path TO pg_catalog, kafgres
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_sql_bridge_status_wrapper';
+REVOKE EXECUTE ON FUNCTION kafgres._sql_bridge_status() FROM PUBLIC;
+
+CREATE VIEW kafgres.sql_bridge_status AS
+SELECT state, pid, since, applied_lsn::pg_lsn AS applied_lsn, restart_lsn::pg_lsn AS restart_lsn,
+       read_lsn::pg_lsn AS read_lsn, last_applied_at, transactions_applied, records_applied, records_dropped,
+       incomplete_transactions, errors, message,
+       (SELECT count(*) FROM kafgres.sql_bridge_gaps) AS gaps
+FROM kafgres._sql_bridge_status();
+COMMENT ON VIEW kafgres.sql_bridge_status IS
+    'The SQL bridge (records sent from SQL on their way to the broker): state and since when, the WAL applied '
+    '(every send committed before applied_lsn is in its topic), retained (restart_lsn) and read, counters, the last '
+    'error, and how many gaps kafgres.sql_bridge_gaps lists.';
+REVOKE ALL ON kafgres.sql_bridge_status FROM PUBLIC;
+
+-- Wake the broker and the bridge, which wait for this schema.
+SELECT kafgres._wake_broker();
