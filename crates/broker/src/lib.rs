@@ -26,7 +26,6 @@ pub mod catalog;
 pub mod config;
 pub mod connection;
 pub mod dispatch;
-pub mod errors;
 pub mod group;
 pub mod group_service;
 pub mod log_dir;

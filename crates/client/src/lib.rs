@@ -37,8 +37,10 @@ pub use client::{
     Client, ClientConfig, FetchResult, GroupInfo, ListedGroup, LogBounds, OffsetSpec, PartitionAnswer, PartitionBatch,
     PartitionInfo, PartitionOffset, ProducerState, TopicInfo,
 };
-pub use error::{error_name, ClientError};
+pub use error::ClientError;
 pub use kafgres_record::build::NewRecord;
+/// The codes [`ClientError::Kafka`] carries, by name.
+pub use kafgres_wire::error_code;
 pub use records::{Record, TimestampType};
 pub use uuid::Uuid;
 pub use wait::{Interest, PollWait, Ready, Wait};

@@ -5,6 +5,8 @@
 //!   allocation;
 //! - [`header`]: request headers (API key, version, correlation id, client id)
 //!   and response headers, with the header version each API/version uses;
+//! - [`error_code`]: every Kafka error code by name, derived from
+//!   `kafka-protocol`'s `ResponseError`, for every crate to import;
 //! - [`apis`]: the one table of served APIs and versions, used both by dispatch
 //!   and by the ApiVersions answer so the two cannot drift;
 //! - [`guard`]: a schema walk of each request body that rejects impossible array
@@ -17,6 +19,7 @@
 //! format is the `kafgres-record` crate's, which the broker applies to them.
 
 pub mod apis;
+pub mod error_code;
 pub mod frame;
 pub mod guard;
 pub mod header;

@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::{
     AlterConfigsRequest, AlterConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
@@ -21,7 +22,6 @@ use kafka_protocol::protocol::StrBytes;
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::str_bytes;
 use crate::catalog::CatalogError;
-use crate::errors;
 use crate::server::BrokerContext;
 use crate::topic_config::{
     list_items, topic_config, validate_topic_config_names, validate_topic_config_value, ConfigType,
@@ -106,13 +106,13 @@ pub async fn legacy(ctx: &BrokerContext, _version: i16, request: AlterConfigsReq
 
 fn answer(outcome: Result<(), AlterError>) -> (i16, Option<StrBytes>) {
     match outcome {
-        Ok(()) => (errors::NONE, None),
+        Ok(()) => (error_code::NONE, None),
         Err((code, message)) => (code, Some(str_bytes(&message))),
     }
 }
 
 fn duplicate_resource() -> AlterError {
-    (errors::INVALID_REQUEST, "Each resource must appear at most once.".into())
+    (error_code::INVALID_REQUEST, "Each resource must appear at most once.".into())
 }
 
 /// Resources named more than once in one request (each of them is refused).
@@ -141,18 +141,18 @@ async fn alter(
     // Checked before the resource, as Kafka's ConfigAdminManager does.
     let mut names = HashSet::new();
     if !changes.iter().all(|c| names.insert(c.name.as_str())) {
-        return Err((errors::INVALID_REQUEST, "Error due to duplicate config keys".into()));
+        return Err((error_code::INVALID_REQUEST, "Error due to duplicate config keys".into()));
     }
     let nulls: Vec<&str> =
         changes.iter().filter(|c| c.op != OP_DELETE && c.value.is_none()).map(|c| c.name.as_str()).collect();
     if !nulls.is_empty() {
-        return Err((errors::INVALID_REQUEST, format!("Null value not supported for : {}", nulls.join(", "))));
+        return Err((error_code::INVALID_REQUEST, format!("Null value not supported for : {}", nulls.join(", "))));
     }
     match resource_type {
         RESOURCE_TOPIC => alter_topic(ctx, name, &changes, replace, validate_only).await,
         RESOURCE_BROKER => alter_broker(ctx, name, &changes),
         other => Err((
-            errors::INVALID_REQUEST,
+            error_code::INVALID_REQUEST,
             format!("Kafgres has no configs to alter for resource type {other} (topics only)"),
         )),
     }
@@ -166,20 +166,21 @@ async fn alter_topic(
     validate_only: bool,
 ) -> Result<(), AlterError> {
     if name.is_empty() {
-        return Err((errors::INVALID_REQUEST, "Default topic resources are not allowed.".into()));
+        return Err((error_code::INVALID_REQUEST, "Default topic resources are not allowed.".into()));
     }
-    validate_topic_name(name).map_err(|m| (errors::INVALID_TOPIC_EXCEPTION, m))?;
+    validate_topic_name(name).map_err(|m| (error_code::INVALID_TOPIC_EXCEPTION, m))?;
     // Serialized with creation, deletion and CreatePartitions, which also
     // replace the registry's topic: no alteration is lost to a race.
     let _serialized = ctx.topic_creation.lock().await;
-    let topic =
-        ctx.topic(name).ok_or((errors::UNKNOWN_TOPIC_OR_PARTITION, format!("The topic '{name}' does not exist.")))?;
+    let topic = ctx
+        .topic(name)
+        .ok_or((error_code::UNKNOWN_TOPIC_OR_PARTITION, format!("The topic '{name}' does not exist.")))?;
     let configs = if replace { replaced(changes) } else { incremented(&topic.configs, changes)? };
     let written: Vec<&str> = changes.iter().filter(|c| c.op != OP_DELETE).map(|c| c.name.as_str()).collect();
-    validate_topic_config_names(written.iter().copied()).map_err(|m| (errors::INVALID_CONFIG, m))?;
+    validate_topic_config_names(written.iter().copied()).map_err(|m| (error_code::INVALID_CONFIG, m))?;
     for name in written {
         if let Some(value) = configs.get(name) {
-            validate_topic_config_value(name, value).map_err(|m| (errors::INVALID_CONFIG, m))?;
+            validate_topic_config_value(name, value).map_err(|m| (error_code::INVALID_CONFIG, m))?;
         }
     }
     if validate_only || configs == topic.configs {
@@ -187,9 +188,9 @@ async fn alter_topic(
     }
     ctx.catalog.set_topic_configs(topic.id, configs.clone()).await.map_err(|e| match e {
         CatalogError::UnknownTopic(_) => {
-            (errors::UNKNOWN_TOPIC_OR_PARTITION, format!("The topic '{name}' does not exist."))
+            (error_code::UNKNOWN_TOPIC_OR_PARTITION, format!("The topic '{name}' does not exist."))
         }
-        other => (errors::UNKNOWN_SERVER_ERROR, other.to_string()),
+        other => (error_code::UNKNOWN_SERVER_ERROR, other.to_string()),
     })?;
     let altered = topic.with_configs(configs, &ctx.config);
     ctx.topics.write().unwrap_or_else(|p| p.into_inner()).replace(altered);
@@ -218,7 +219,7 @@ fn incremented(current: &BTreeMap<String, String>, changes: &[Change]) -> Result
                 let op = if c.op == OP_APPEND { "APPEND" } else { "SUBTRACT" };
                 let Some(def) = topic_config(&c.name).filter(|d| d.kind == ConfigType::List) else {
                     return Err((
-                        errors::INVALID_CONFIG,
+                        error_code::INVALID_CONFIG,
                         format!("Can't {op} to key {} because its type is not LIST.", c.name),
                     ));
                 };
@@ -233,7 +234,7 @@ fn incremented(current: &BTreeMap<String, String>, changes: &[Change]) -> Result
                 configs.insert(c.name.clone(), items.join(","));
             }
             other => {
-                return Err((errors::INVALID_REQUEST, format!("Unknown alter config operation type {other}")));
+                return Err((error_code::INVALID_REQUEST, format!("Unknown alter config operation type {other}")));
             }
         }
     }
@@ -245,7 +246,7 @@ fn alter_broker(ctx: &BrokerContext, name: &str, changes: &[Change]) -> Result<(
     let node_id = ctx.config.node_id.to_string();
     if !name.is_empty() && name != node_id {
         return Err((
-            errors::INVALID_REQUEST,
+            error_code::INVALID_REQUEST,
             format!("Unexpected broker id, expected {node_id} or empty string, but received {name}"),
         ));
     }
@@ -254,7 +255,7 @@ fn alter_broker(ctx: &BrokerContext, name: &str, changes: &[Change]) -> Result<(
     }
     // Kafka's answer for its static broker configs (a Scala `Set`).
     let names: Vec<&str> = changes.iter().map(|c| c.name.as_str()).collect();
-    Err((errors::INVALID_REQUEST, format!("Cannot update these configs dynamically: Set({})", names.join(", "))))
+    Err((error_code::INVALID_REQUEST, format!("Cannot update these configs dynamically: Set({})", names.join(", "))))
 }
 
 #[cfg(test)]
@@ -296,9 +297,9 @@ mod tests {
         let e = incremented(&current, &[change("retention.ms", OP_APPEND, Some("1"))]).unwrap_err();
         assert_eq!(
             e,
-            (errors::INVALID_CONFIG, "Can't APPEND to key retention.ms because its type is not LIST.".into())
+            (error_code::INVALID_CONFIG, "Can't APPEND to key retention.ms because its type is not LIST.".into())
         );
         let e = incremented(&current, &[change("retention.ms", 9, Some("1"))]).unwrap_err();
-        assert_eq!(e.0, errors::INVALID_REQUEST);
+        assert_eq!(e.0, error_code::INVALID_REQUEST);
     }
 }

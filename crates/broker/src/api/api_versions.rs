@@ -5,10 +5,9 @@
 //! before 2.2 needs (it fails on a FinalizedFeaturesEpoch it does not expect).
 
 use kafgres_wire::apis::SERVED_APIS;
+use kafgres_wire::error_code;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
-
-use crate::errors;
 
 fn served_versions() -> Vec<ApiVersion> {
     SERVED_APIS
@@ -30,7 +29,7 @@ pub fn handle(version: i16, request: &ApiVersionsRequest) -> ApiVersionsResponse
         && !(valid_software_field(&request.client_software_name)
             && valid_software_field(&request.client_software_version))
     {
-        response.error_code = errors::INVALID_REQUEST;
+        response.error_code = error_code::INVALID_REQUEST;
     }
     response
 }
@@ -40,7 +39,7 @@ pub fn handle(version: i16, request: &ApiVersionsRequest) -> ApiVersionsResponse
 /// retry at a version both sides support.
 pub fn unsupported_version_answer() -> ApiVersionsResponse {
     let mut response = ApiVersionsResponse::default();
-    response.error_code = errors::UNSUPPORTED_VERSION;
+    response.error_code = error_code::UNSUPPORTED_VERSION;
     response.api_keys = served_versions();
     response
 }

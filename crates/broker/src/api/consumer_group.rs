@@ -1,6 +1,7 @@
 //! ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848): translate
 //! between the wire messages and the coordinator's plain structs.
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::consumer_group_describe_response::{
     Assignment as DescribedAssignment, DescribedGroup, Member, TopicPartitions as DescribedPartitions,
 };
@@ -117,7 +118,7 @@ pub fn describe(ctx: &BrokerContext, version: i16, req: ConsumerGroupDescribeReq
             out.assignor_name = str_bytes(&g.assignor_name);
             // Kafka fills them in for the groups it describes without an error.
             out.authorized_operations = authorized_operations::if_asked(
-                req.include_authorized_operations && g.error_code == 0,
+                req.include_authorized_operations && g.error_code == error_code::NONE,
                 authorized_operations::GROUP,
             );
             out.members = g

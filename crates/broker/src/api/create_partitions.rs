@@ -1,12 +1,12 @@
 //! CreatePartitions: raise a topic's partition count. The catalog is updated
 //! first; the new partitions' logs are created after, as for CreateTopics.
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 
 use super::create_topics::PARTITIONS_PER_TOPIC_MAX;
 use super::str_bytes;
-use crate::errors;
 use crate::server::BrokerContext;
 
 pub async fn handle(ctx: &BrokerContext, _version: i16, request: CreatePartitionsRequest) -> CreatePartitionsResponse {
@@ -17,7 +17,7 @@ pub async fn handle(ctx: &BrokerContext, _version: i16, request: CreatePartition
         result.name = t.name.clone();
         let name = t.name.0.to_string();
         let outcome = if !seen.insert(name.clone()) {
-            Err((errors::INVALID_REQUEST, Some(format!("topic {name} appears more than once in the request"))))
+            Err((error_code::INVALID_REQUEST, Some(format!("topic {name} appears more than once in the request"))))
         } else {
             let single_node = t
                 .assignments
@@ -26,7 +26,10 @@ pub async fn handle(ctx: &BrokerContext, _version: i16, request: CreatePartition
             if single_node {
                 add_partitions(ctx, &name, t.count, request.validate_only).await
             } else {
-                Err((errors::INVALID_REPLICA_ASSIGNMENT, Some(format!("only broker {} exists", ctx.config.node_id))))
+                Err((
+                    error_code::INVALID_REPLICA_ASSIGNMENT,
+                    Some(format!("only broker {} exists", ctx.config.node_id)),
+                ))
             }
         };
         if let Err((code, message)) = outcome {
@@ -46,20 +49,20 @@ async fn add_partitions(
 ) -> Result<(), (i16, Option<String>)> {
     let _serialized = ctx.topic_creation.lock().await;
     // Kafka's messages (an unknown topic has none).
-    let topic = ctx.topic(name).ok_or((errors::UNKNOWN_TOPIC_OR_PARTITION, None))?;
+    let topic = ctx.topic(name).ok_or((error_code::UNKNOWN_TOPIC_OR_PARTITION, None))?;
     let current = topic.partitions.len() as i32;
     if count == current {
-        return Err((errors::INVALID_PARTITIONS, Some(format!("Topic already has {current} partition(s)."))));
+        return Err((error_code::INVALID_PARTITIONS, Some(format!("Topic already has {current} partition(s)."))));
     }
     if count < current {
         return Err((
-            errors::INVALID_PARTITIONS,
+            error_code::INVALID_PARTITIONS,
             Some(format!("The topic {name} currently has {current} partition(s); {count} would not be an increase.")),
         ));
     }
     if count > PARTITIONS_PER_TOPIC_MAX {
         return Err((
-            errors::INVALID_PARTITIONS,
+            error_code::INVALID_PARTITIONS,
             Some(format!("at most {PARTITIONS_PER_TOPIC_MAX} partitions per topic")),
         ));
     }
@@ -69,10 +72,10 @@ async fn add_partitions(
     ctx.catalog
         .set_partition_count(topic.id, count)
         .await
-        .map_err(|e| (errors::UNKNOWN_SERVER_ERROR, Some(e.to_string())))?;
+        .map_err(|e| (error_code::UNKNOWN_SERVER_ERROR, Some(e.to_string())))?;
     let grown = topic.with_partitions(count, &ctx.config, &ctx.housekeeping, crate::now_ms()).map_err(|e| {
         log::error!("topic {name}: the catalog has {count} partitions but their logs could not be created: {e}");
-        (errors::KAFKA_STORAGE_ERROR, Some(e.to_string()))
+        (error_code::KAFKA_STORAGE_ERROR, Some(e.to_string()))
     })?;
     ctx.topics.write().unwrap_or_else(|p| p.into_inner()).replace(grown);
     log::info!("topic {name} now has {count} partitions (was {current})");

@@ -7,13 +7,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use uuid::Uuid;
 
 use super::{str_bytes, topic_name};
 use crate::catalog::{CatalogError, TopicRecord};
-use crate::errors;
 use crate::server::BrokerContext;
 use crate::topics::{validate_topic_name, Topic};
 
@@ -35,7 +35,7 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: CreateTopicsRequ
         result.replication_factor = -1;
         let mut effective = BTreeMap::new();
         let outcome = if !seen.insert(name.clone()) {
-            Err((errors::INVALID_REQUEST, format!("topic {name} appears more than once in the request")))
+            Err((error_code::INVALID_REQUEST, format!("topic {name} appears more than once in the request")))
         } else {
             let configs: BTreeMap<String, String> = topic
                 .configs
@@ -107,7 +107,7 @@ fn check_assignments(
 ) -> Result<i32, CreateError> {
     if num_partitions != -1 || replication_factor != -1 {
         return Err((
-            errors::INVALID_REQUEST,
+            error_code::INVALID_REQUEST,
             "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time."
                 .into(),
         ));
@@ -115,14 +115,14 @@ fn check_assignments(
     assignments.sort_by_key(|(partition, _)| *partition);
     if assignments.iter().enumerate().any(|(i, (partition, _))| *partition != i as i32) {
         return Err((
-            errors::INVALID_REPLICA_ASSIGNMENT,
+            error_code::INVALID_REPLICA_ASSIGNMENT,
             "Partitions should be a consecutive 0-based integer sequence".into(),
         ));
     }
     for (partition, brokers) in &assignments {
         if brokers.is_empty() || brokers.iter().any(|b| *b != node_id) || brokers.len() > 1 {
             return Err((
-                errors::INVALID_REPLICA_ASSIGNMENT,
+                error_code::INVALID_REPLICA_ASSIGNMENT,
                 format!("partition {partition}: replicas {brokers:?}, but only broker {node_id} exists"),
             ));
         }
@@ -146,22 +146,22 @@ async fn create_checked(
     };
     if replication_factor != -1 && replication_factor != 1 {
         return Err((
-            errors::INVALID_REPLICATION_FACTOR,
+            error_code::INVALID_REPLICATION_FACTOR,
             format!("Unable to replicate the partition {replication_factor} time(s): The target replication factor of {replication_factor} cannot be reached because only 1 broker(s) are registered."),
         ));
     }
     crate::topic_config::validate_topic_config_names(configs.keys().map(String::as_str))
-        .map_err(|m| (errors::INVALID_CONFIG, m))?;
+        .map_err(|m| (error_code::INVALID_CONFIG, m))?;
     let partitions = if num_partitions == -1 { ctx.config.default_partitions } else { num_partitions };
     if partitions <= 0 {
         return Err((
-            errors::INVALID_PARTITIONS,
+            error_code::INVALID_PARTITIONS,
             "Number of partitions was set to an invalid non-positive value.".into(),
         ));
     }
     if partitions > PARTITIONS_PER_TOPIC_MAX {
         return Err((
-            errors::INVALID_PARTITIONS,
+            error_code::INVALID_PARTITIONS,
             format!(
                 "Number of partitions {partitions} is above Kafgres's limit of {PARTITIONS_PER_TOPIC_MAX} per topic."
             ),
@@ -176,13 +176,16 @@ async fn create_checked(
 }
 
 fn validate_new_topic(ctx: &BrokerContext, name: &str) -> Result<(), CreateError> {
-    validate_topic_name(name).map_err(|m| (errors::INVALID_TOPIC_EXCEPTION, m))?;
+    validate_topic_name(name).map_err(|m| (error_code::INVALID_TOPIC_EXCEPTION, m))?;
     let registry = ctx.topics.read().unwrap_or_else(|p| p.into_inner());
     if registry.get(name).is_some() {
-        return Err((errors::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")));
+        return Err((error_code::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")));
     }
     if let Some(other) = registry.colliding(name) {
-        return Err((errors::INVALID_TOPIC_EXCEPTION, format!("Topic '{name}' collides with existing topic: {other}")));
+        return Err((
+            error_code::INVALID_TOPIC_EXCEPTION,
+            format!("Topic '{name}' collides with existing topic: {other}"),
+        ));
     }
     Ok(())
 }
@@ -198,12 +201,12 @@ pub(crate) async fn create_topic(
     validate_new_topic(ctx, name)?;
     let record = TopicRecord { topic_id: Uuid::new_v4(), name: name.to_owned(), partition_count: partitions, configs };
     ctx.catalog.create_topic(record.clone()).await.map_err(|e| match e {
-        CatalogError::TopicExists(_) => (errors::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")),
-        other => (errors::UNKNOWN_SERVER_ERROR, other.to_string()),
+        CatalogError::TopicExists(_) => (error_code::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")),
+        other => (error_code::UNKNOWN_SERVER_ERROR, other.to_string()),
     })?;
     let topic = Topic::open(&record, &ctx.config, &ctx.housekeeping, crate::now_ms()).map_err(|e| {
         log::error!("topic {name} is in the catalog but its log could not be created: {e}");
-        (errors::KAFKA_STORAGE_ERROR, e.to_string())
+        (error_code::KAFKA_STORAGE_ERROR, e.to_string())
     })?;
     log::info!("created topic {name} ({partitions} partitions, id {})", record.topic_id);
     Ok(ctx.topics.write().unwrap_or_else(|p| p.into_inner()).insert(topic))

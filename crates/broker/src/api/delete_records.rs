@@ -2,10 +2,10 @@
 //! the high watermark). The new log start is durable before the answer; whole
 //! segments below it are deleted, and reads below it get OFFSET_OUT_OF_RANGE.
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsTopicResult};
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 
-use crate::errors;
 use crate::server::BrokerContext;
 use kafgres_log::LogError;
 
@@ -20,20 +20,22 @@ pub async fn handle(ctx: &BrokerContext, _version: i16, request: DeleteRecordsRe
             result.partition_index = p.partition_index;
             result.low_watermark = -1;
             match found.as_ref().and_then(|t| t.partition(p.partition_index)).cloned() {
-                None => result.error_code = errors::UNKNOWN_TOPIC_OR_PARTITION,
+                None => result.error_code = error_code::UNKNOWN_TOPIC_OR_PARTITION,
                 Some(partition) => {
                     let offset = p.offset;
                     let outcome = tokio::task::spawn_blocking(move || partition.delete_records(offset)).await;
                     match outcome {
                         Ok(Ok(low_watermark)) => result.low_watermark = low_watermark,
-                        Ok(Err(LogError::OffsetOutOfRange { .. })) => result.error_code = errors::OFFSET_OUT_OF_RANGE,
+                        Ok(Err(LogError::OffsetOutOfRange { .. })) => {
+                            result.error_code = error_code::OFFSET_OUT_OF_RANGE
+                        }
                         Ok(Err(e)) => {
                             log::error!("DeleteRecords on {}-{}: {e}", topic.name.0.as_str(), p.partition_index);
-                            result.error_code = errors::KAFKA_STORAGE_ERROR;
+                            result.error_code = error_code::KAFKA_STORAGE_ERROR;
                         }
                         Err(e) => {
                             log::error!("DeleteRecords task failed: {e}");
-                            result.error_code = errors::UNKNOWN_SERVER_ERROR;
+                            result.error_code = error_code::UNKNOWN_SERVER_ERROR;
                         }
                     }
                 }

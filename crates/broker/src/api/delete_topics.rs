@@ -10,13 +10,13 @@
 
 use std::sync::Arc;
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
 use uuid::Uuid;
 
 use super::{str_bytes, topic_name};
 use crate::catalog::CatalogError;
-use crate::errors;
 use crate::server::BrokerContext;
 use crate::topics::{deleted_dir_name, partition_dir, Topic};
 
@@ -33,16 +33,18 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: DeleteTopicsRequ
         result.name = name.clone();
         result.topic_id = id;
         let outcome = match (&name, id.is_nil()) {
-            (Some(_), false) => Err((errors::INVALID_REQUEST, "give a topic name or a topic id, not both".to_owned())),
-            (None, true) => Err((errors::INVALID_REQUEST, "neither a topic name nor a topic id".to_owned())),
-            (Some(n), true) => ctx.topic(&n.0).ok_or((errors::UNKNOWN_TOPIC_OR_PARTITION, String::new())),
-            (None, false) => ctx.topic_by_id(&id).ok_or((errors::UNKNOWN_TOPIC_ID, String::new())),
+            (Some(_), false) => {
+                Err((error_code::INVALID_REQUEST, "give a topic name or a topic id, not both".to_owned()))
+            }
+            (None, true) => Err((error_code::INVALID_REQUEST, "neither a topic name nor a topic id".to_owned())),
+            (Some(n), true) => ctx.topic(&n.0).ok_or((error_code::UNKNOWN_TOPIC_OR_PARTITION, String::new())),
+            (None, false) => ctx.topic_by_id(&id).ok_or((error_code::UNKNOWN_TOPIC_ID, String::new())),
         }
         .and_then(|topic| {
             if seen.insert(topic.id) {
                 Ok(topic)
             } else {
-                Err((errors::INVALID_REQUEST, format!("topic {} is listed more than once", topic.name)))
+                Err((error_code::INVALID_REQUEST, format!("topic {} is listed more than once", topic.name)))
             }
         });
         let outcome = match outcome {
@@ -67,8 +69,8 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: DeleteTopicsRequ
 async fn delete_topic(ctx: &BrokerContext, topic: Arc<Topic>) -> Result<(), (i16, String)> {
     let _serialized = ctx.topic_creation.lock().await;
     ctx.catalog.delete_topic(topic.id).await.map_err(|e| match e {
-        CatalogError::UnknownTopic(_) => (errors::UNKNOWN_TOPIC_OR_PARTITION, String::new()),
-        other => (errors::UNKNOWN_SERVER_ERROR, other.to_string()),
+        CatalogError::UnknownTopic(_) => (error_code::UNKNOWN_TOPIC_OR_PARTITION, String::new()),
+        other => (error_code::UNKNOWN_SERVER_ERROR, other.to_string()),
     })?;
     ctx.topics.write().unwrap_or_else(|p| p.into_inner()).remove(&topic.name);
     ctx.groups.forget_topic(&topic.name);

@@ -1,10 +1,10 @@
 //! DescribeCluster: this one broker, which is also the controller.
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 
 use super::str_bytes;
-use crate::errors;
 use crate::server::BrokerContext;
 
 /// Endpoint type 1 is "brokers"; 2 ("controllers", KIP-919) has no endpoint here.
@@ -21,7 +21,7 @@ pub fn handle(ctx: &BrokerContext, version: i16, request: &DescribeClusterReques
     if version >= 1 {
         response.endpoint_type = request.endpoint_type;
         if request.endpoint_type != ENDPOINT_TYPE_BROKERS {
-            response.error_code = errors::UNSUPPORTED_ENDPOINT_TYPE;
+            response.error_code = error_code::UNSUPPORTED_ENDPOINT_TYPE;
             response.error_message = Some(str_bytes("only the brokers endpoint type is served"));
             return response;
         }

@@ -1,13 +1,13 @@
 //! DescribeConfigs for topics (every topic config with its value and source)
 //! and for this broker (the settings that correspond to Kafka broker configs).
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
 use super::str_bytes;
-use crate::errors;
 use crate::server::BrokerContext;
 use crate::topic_config::{broker_config_default, broker_topic_default, source, ConfigType, TOPIC_CONFIGS};
 
@@ -34,7 +34,7 @@ pub fn handle(ctx: &BrokerContext, version: i16, request: DescribeConfigsRequest
         let entries = match resource.resource_type {
             RESOURCE_TOPIC => topic_entries(ctx, &resource.resource_name),
             RESOURCE_BROKER => broker_entries(ctx, &resource.resource_name),
-            other => Err((errors::INVALID_REQUEST, Some(format!("resource type {other} has no configs here")))),
+            other => Err((error_code::INVALID_REQUEST, Some(format!("resource type {other} has no configs here")))),
         };
         match entries {
             Ok(entries) => {
@@ -60,7 +60,7 @@ pub fn handle(ctx: &BrokerContext, version: i16, request: DescribeConfigsRequest
 
 fn topic_entries(ctx: &BrokerContext, name: &str) -> Result<Vec<Entry>, (i16, Option<String>)> {
     // Kafka answers an unknown topic without a message.
-    let topic = ctx.topic(name).ok_or((errors::UNKNOWN_TOPIC_OR_PARTITION, None))?;
+    let topic = ctx.topic(name).ok_or((error_code::UNKNOWN_TOPIC_OR_PARTITION, None))?;
     let broker_value = |b: &str| broker_topic_default(&ctx.config, b);
     Ok(TOPIC_CONFIGS
         .iter()
@@ -79,7 +79,7 @@ fn topic_entries(ctx: &BrokerContext, name: &str) -> Result<Vec<Entry>, (i16, Op
 /// left alone, so both read as the default.
 fn broker_entries(ctx: &BrokerContext, name: &str) -> Result<Vec<Entry>, (i16, Option<String>)> {
     if !name.is_empty() && name != ctx.config.node_id.to_string() {
-        return Err((errors::INVALID_REQUEST, Some(format!("this is broker {}, not {name}", ctx.config.node_id))));
+        return Err((error_code::INVALID_REQUEST, Some(format!("this is broker {}, not {name}", ctx.config.node_id))));
     }
     let c = &ctx.config;
     let listener = format!("PLAINTEXT://{}:{}", c.advertised_host, ctx.advertised_port);

@@ -5,13 +5,13 @@
 
 use std::path::Path;
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 
 use super::{str_bytes, topic_name};
-use crate::errors;
 use crate::server::BrokerContext;
 use crate::topics::partition_dir;
 
@@ -87,7 +87,7 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: DescribeLogDirsR
         }
         Err(e) => {
             log::error!("DescribeLogDirs task failed: {e}");
-            result.error_code = errors::KAFKA_STORAGE_ERROR;
+            result.error_code = error_code::KAFKA_STORAGE_ERROR;
         }
     }
     response.results.push(result);

@@ -2,10 +2,10 @@
 //! for, as `kafka-transactions.sh describe-producers` and the SQL bridge
 //! (after a restart, to learn how far its own sequences reached) ask.
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::describe_producers_response::{PartitionResponse, ProducerState, TopicResponse};
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
 
-use crate::errors;
 use crate::server::BrokerContext;
 
 /// A non-transactional producer has no coordinator epoch.
@@ -21,7 +21,7 @@ pub fn handle(ctx: &BrokerContext, _version: i16, request: DescribeProducersRequ
             let mut p = PartitionResponse::default();
             p.partition_index = index;
             match found.as_ref().and_then(|t| t.partition(index)) {
-                None => p.error_code = errors::UNKNOWN_TOPIC_OR_PARTITION,
+                None => p.error_code = error_code::UNKNOWN_TOPIC_OR_PARTITION,
                 Some(partition) => {
                     p.active_producers = partition
                         .producer_states()

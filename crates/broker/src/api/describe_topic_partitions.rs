@@ -9,6 +9,7 @@
 //! before its index. Every partition is led by this broker with epoch 0 and
 //! one replica in sync; the eligible-leader-replica lists are empty.
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::describe_topic_partitions_response::{
     Cursor, DescribeTopicPartitionsResponsePartition, DescribeTopicPartitionsResponseTopic,
 };
@@ -17,7 +18,6 @@ use uuid::Uuid;
 
 use super::authorized_operations;
 use super::topic_name;
-use crate::errors;
 use crate::server::BrokerContext;
 
 /// Kafka's `max.request.partition.size.limit` default.
@@ -45,7 +45,7 @@ pub fn handle(ctx: &BrokerContext, request: DescribeTopicPartitionsRequest) -> D
         let Some(topic) = ctx.topic(&name) else {
             response.topics.push(
                 DescribeTopicPartitionsResponseTopic::default()
-                    .with_error_code(errors::UNKNOWN_TOPIC_OR_PARTITION)
+                    .with_error_code(error_code::UNKNOWN_TOPIC_OR_PARTITION)
                     .with_name(Some(topic_name(&name)))
                     .with_topic_id(Uuid::nil())
                     .with_topic_authorized_operations(authorized_operations::TOPIC),
@@ -65,7 +65,7 @@ pub fn handle(ctx: &BrokerContext, request: DescribeTopicPartitionsRequest) -> D
             .take(budget)
             .map(|p| {
                 DescribeTopicPartitionsResponsePartition::default()
-                    .with_error_code(errors::NONE)
+                    .with_error_code(error_code::NONE)
                     .with_partition_index(p.index)
                     .with_leader_id(node)
                     .with_leader_epoch(0)
@@ -81,7 +81,7 @@ pub fn handle(ctx: &BrokerContext, request: DescribeTopicPartitionsRequest) -> D
         let more_in_topic = topic.partitions.iter().any(|p| p.index >= next);
         response.topics.push(
             DescribeTopicPartitionsResponseTopic::default()
-                .with_error_code(errors::NONE)
+                .with_error_code(error_code::NONE)
                 .with_name(Some(topic_name(&topic.name)))
                 .with_topic_id(topic.id)
                 .with_partitions(partitions)

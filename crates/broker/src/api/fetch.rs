@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use kafgres_wire::error_code;
 use kafka_protocol::messages::fetch_response::{AbortedTransaction, FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ProducerId};
 
 use super::topic_name;
-use crate::errors;
 use crate::partition::{FetchWaiter, Partition};
 use crate::server::BrokerContext;
 use crate::splice::FileRanges;
@@ -150,9 +150,9 @@ fn read_all(
                 // UNKNOWN_TOPIC_ID only for an id nobody knows; a known topic
                 // without that partition is UNKNOWN_TOPIC_OR_PARTITION.
                 data.error_code = if by_id && !topic_known[w.topic_index] {
-                    errors::UNKNOWN_TOPIC_ID
+                    error_code::UNKNOWN_TOPIC_ID
                 } else {
-                    errors::UNKNOWN_TOPIC_OR_PARTITION
+                    error_code::UNKNOWN_TOPIC_OR_PARTITION
                 };
                 any_error = true;
             }
@@ -201,12 +201,12 @@ fn read_all(
                         data.records = Some(bytes);
                     }
                     Err(LogError::OffsetOutOfRange { .. }) => {
-                        data.error_code = errors::OFFSET_OUT_OF_RANGE;
+                        data.error_code = error_code::OFFSET_OUT_OF_RANGE;
                         any_error = true;
                     }
                     Err(e) => {
                         log::error!("fetch from {}-{} failed: {e}", p.topic, p.index);
-                        data.error_code = errors::KAFKA_STORAGE_ERROR;
+                        data.error_code = error_code::KAFKA_STORAGE_ERROR;
                         any_error = true;
                     }
                 }

@@ -2,6 +2,7 @@
 //! id), ListGroups,
 //! DescribeGroups and DeleteGroups.
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
@@ -12,23 +13,20 @@ use kafka_protocol::messages::{
 };
 
 use super::str_bytes;
-use crate::errors;
 use crate::group_service::durable;
 use crate::server::BrokerContext;
 
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-const INVALID_GROUP_ID: i16 = 24;
 
 /// (error, message) for one coordinator key.
 fn coordinator_for(key_type: i8, key: &str) -> (i16, Option<&'static str>) {
     match key_type {
-        KEY_TYPE_GROUP if key.is_empty() => (INVALID_GROUP_ID, Some("the group id is empty")),
-        KEY_TYPE_GROUP => (errors::NONE, None),
-        KEY_TYPE_TRANSACTION if key.is_empty() => (errors::INVALID_REQUEST, Some("the transactional id is empty")),
-        KEY_TYPE_TRANSACTION => (errors::NONE, None),
-        _ => (errors::INVALID_REQUEST, Some("unknown coordinator key type")),
+        KEY_TYPE_GROUP if key.is_empty() => (error_code::INVALID_GROUP_ID, Some("the group id is empty")),
+        KEY_TYPE_GROUP => (error_code::NONE, None),
+        KEY_TYPE_TRANSACTION if key.is_empty() => (error_code::INVALID_REQUEST, Some("the transactional id is empty")),
+        KEY_TYPE_TRANSACTION => (error_code::NONE, None),
+        _ => (error_code::INVALID_REQUEST, Some("unknown coordinator key type")),
     }
 }
 
@@ -47,7 +45,7 @@ pub fn find_coordinator(ctx: &BrokerContext, version: i16, req: FindCoordinatorR
                 c.key = key.clone();
                 c.error_code = code;
                 c.error_message = message.map(str_bytes);
-                if code == errors::NONE {
+                if code == error_code::NONE {
                     c.error_message = None;
                     c.node_id = node;
                     c.host = host.clone();
@@ -67,7 +65,7 @@ pub fn find_coordinator(ctx: &BrokerContext, version: i16, req: FindCoordinatorR
     if version >= 1 {
         response.error_message = message.map(str_bytes);
     }
-    if code == errors::NONE {
+    if code == error_code::NONE {
         response.node_id = node;
         response.host = host;
         response.port = port;
@@ -120,7 +118,7 @@ pub fn describe_groups(ctx: &BrokerContext, version: i16, req: DescribeGroupsReq
             }
             // Kafka fills them in (v3+) for the groups it describes without an error.
             out.authorized_operations = super::authorized_operations::if_asked(
-                req.include_authorized_operations && g.error_code == 0,
+                req.include_authorized_operations && g.error_code == error_code::NONE,
                 super::authorized_operations::GROUP,
             );
             out.group_id = GroupId(str_bytes(&g.group_id));
@@ -161,7 +159,7 @@ pub async fn delete_groups(ctx: &BrokerContext, _version: i16, req: DeleteGroups
             let mut r = DeletableGroupResult::default();
             r.group_id = GroupId(str_bytes(&group_id));
             r.error_code = match (&stored, code) {
-                (Err(_), errors::NONE) => COORDINATOR_NOT_AVAILABLE,
+                (Err(_), error_code::NONE) => error_code::COORDINATOR_NOT_AVAILABLE,
                 (_, code) => code,
             };
             r

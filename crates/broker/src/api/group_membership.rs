@@ -1,6 +1,7 @@
 //! JoinGroup, SyncGroup, Heartbeat and LeaveGroup: translate between the
 //! wire messages (every version) and the coordinator's plain structs.
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{
@@ -9,7 +10,7 @@ use kafka_protocol::messages::{
 };
 
 use super::str_bytes;
-use crate::group::{self, codes};
+use crate::group;
 use crate::group_service::Pending;
 use crate::server::BrokerContext;
 
@@ -46,7 +47,7 @@ pub async fn join_group(ctx: &BrokerContext, version: i16, req: JoinGroupRequest
     let answer = match ctx.groups.join(|c| c.join_group(now, request)) {
         Pending::Now(r) => r,
         Pending::Later(rx) => {
-            rx.await.unwrap_or_else(|_| group::JoinGroupResponse::error(&member_id, codes::UNKNOWN_SERVER_ERROR))
+            rx.await.unwrap_or_else(|_| group::JoinGroupResponse::error(&member_id, error_code::UNKNOWN_SERVER_ERROR))
         }
     };
     let mut response = JoinGroupResponse::default();
@@ -87,7 +88,9 @@ pub async fn sync_group(ctx: &BrokerContext, version: i16, req: SyncGroupRequest
     let now = crate::now_ms();
     let answer = match ctx.groups.sync(|c| c.sync_group(now, request)) {
         Pending::Now(r) => r,
-        Pending::Later(rx) => rx.await.unwrap_or_else(|_| group::SyncGroupResponse::error(codes::UNKNOWN_SERVER_ERROR)),
+        Pending::Later(rx) => {
+            rx.await.unwrap_or_else(|_| group::SyncGroupResponse::error(error_code::UNKNOWN_SERVER_ERROR))
+        }
     };
     let mut response = SyncGroupResponse::default();
     response.error_code = answer.error_code;

@@ -2,6 +2,7 @@
 //! Postgres has it durably: the coordinator validates and applies it, the
 //! catalog stores it (batched with concurrent commits in one transaction).
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
 use kafka_protocol::messages::offset_delete_response::{OffsetDeleteResponsePartition, OffsetDeleteResponseTopic};
 use kafka_protocol::messages::offset_fetch_response::{
@@ -14,13 +15,9 @@ use kafka_protocol::messages::{
 };
 
 use super::{str_bytes, topic_name};
-use crate::errors;
 use crate::group;
 use crate::group_service::durable;
 use crate::server::BrokerContext;
-
-/// Kafka answers a commit whose write failed with this retriable error.
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 
 pub async fn offset_commit(ctx: &BrokerContext, version: i16, req: OffsetCommitRequest) -> OffsetCommitResponse {
     let group_id = req.group_id.0.to_string();
@@ -67,12 +64,14 @@ pub async fn offset_commit(ctx: &BrokerContext, version: i16, req: OffsetCommitR
             Err(e) => {
                 log::warn!("storing offsets of group {} failed: {e}", request.group_id);
                 reload_group_offsets(ctx, &request.group_id).await;
-                group::OffsetCommitResponse::all(&request, COORDINATOR_NOT_AVAILABLE).topics
+                // Kafka's answer to a commit whose write failed: retriable.
+                group::OffsetCommitResponse::all(&request, error_code::COORDINATOR_NOT_AVAILABLE).topics
             }
         };
     }
     for (name, partitions) in unknown {
-        codes_by_topic.push((name, partitions.into_iter().map(|p| (p, errors::UNKNOWN_TOPIC_OR_PARTITION)).collect()));
+        codes_by_topic
+            .push((name, partitions.into_iter().map(|p| (p, error_code::UNKNOWN_TOPIC_OR_PARTITION)).collect()));
     }
     let mut response = OffsetCommitResponse::default();
     // Answer in request order.
@@ -91,7 +90,7 @@ pub async fn offset_commit(ctx: &BrokerContext, version: i16, req: OffsetCommitR
                 r.error_code = found
                     .iter()
                     .find(|(i, _)| *i == p.partition_index)
-                    .map_or(errors::UNKNOWN_SERVER_ERROR, |(_, c)| *c);
+                    .map_or(error_code::UNKNOWN_SERVER_ERROR, |(_, c)| *c);
                 r
             })
             .collect();
@@ -188,7 +187,7 @@ pub async fn offset_delete(ctx: &BrokerContext, _version: i16, req: OffsetDelete
     let mut response = OffsetDeleteResponse::default();
     if let Err(e) = durable(writes).await {
         log::warn!("deleting offsets of group {} failed: {e}", request.group_id);
-        response.error_code = COORDINATOR_NOT_AVAILABLE;
+        response.error_code = error_code::COORDINATOR_NOT_AVAILABLE;
         return response;
     }
     response.error_code = answer.error_code;

@@ -11,10 +11,10 @@
 //! each initialisation (fencing the previous instance), an open transaction
 //! aborted first.
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
 use crate::catalog::CatalogError;
-use crate::errors;
 use crate::server::BrokerContext;
 
 pub async fn handle(ctx: &BrokerContext, version: i16, request: InitProducerIdRequest) -> InitProducerIdResponse {
@@ -22,7 +22,7 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: InitProducerIdRe
     response.producer_id = ProducerId(-1);
     response.producer_epoch = -1;
     match request.transactional_id.as_ref().map(|t| t.0.as_str()) {
-        Some("") => response.error_code = errors::INVALID_REQUEST,
+        Some("") => response.error_code = error_code::INVALID_REQUEST,
         Some(transactional_id) => {
             let expected = if version >= 3 { (request.producer_id.0, request.producer_epoch) } else { (-1, -1) };
             let timeout_ms = request.transaction_timeout_ms;
@@ -34,8 +34,8 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: InitProducerIdRe
                 Err(code) => {
                     // PRODUCER_FENCED exists from v4 on; older clients get
                     // INVALID_PRODUCER_EPOCH, as Kafka maps it.
-                    response.error_code = if code == crate::txn::rules::codes::PRODUCER_FENCED && version < 4 {
-                        crate::txn::rules::codes::INVALID_PRODUCER_EPOCH
+                    response.error_code = if code == error_code::PRODUCER_FENCED && version < 4 {
+                        error_code::INVALID_PRODUCER_EPOCH
                     } else {
                         code
                     };
@@ -52,8 +52,8 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: InitProducerIdRe
                 // Kafka's producer-id manager answers this while it waits for a
                 // block; clients retry it.
                 response.error_code = match e {
-                    CatalogError::Unavailable(_) => errors::COORDINATOR_LOAD_IN_PROGRESS,
-                    _ => errors::UNKNOWN_SERVER_ERROR,
+                    CatalogError::Unavailable(_) => error_code::COORDINATOR_LOAD_IN_PROGRESS,
+                    _ => error_code::UNKNOWN_SERVER_ERROR,
                 };
             }
         },

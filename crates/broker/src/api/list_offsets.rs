@@ -2,10 +2,10 @@
 //! watermark), the record with the largest timestamp (-3, KIP-734), and by
 //! timestamp the first record at or after it (offset -1 when none is).
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
-use crate::errors;
 use crate::partition::Partition;
 use crate::server::BrokerContext;
 
@@ -35,7 +35,7 @@ pub fn handle(ctx: &BrokerContext, version: i16, request: ListOffsetsRequest) ->
             r.timestamp = -1;
             r.offset = -1;
             match found.as_ref().and_then(|t| t.partition(p.partition_index)) {
-                None => r.error_code = errors::UNKNOWN_TOPIC_OR_PARTITION,
+                None => r.error_code = error_code::UNKNOWN_TOPIC_OR_PARTITION,
                 Some(partition) => match lookup(partition, p.timestamp, committed_only) {
                     Ok(Some((offset, timestamp))) => {
                         r.offset = offset;
@@ -62,7 +62,7 @@ pub fn handle(ctx: &BrokerContext, version: i16, request: ListOffsetsRequest) ->
 fn lookup(partition: &Partition, timestamp: i64, committed_only: bool) -> Result<Option<(i64, i64)>, i16> {
     let storage_error = |e: kafgres_log::LogError| {
         log::error!("ListOffsets on {}-{}: {e}", partition.topic, partition.index);
-        errors::KAFKA_STORAGE_ERROR
+        error_code::KAFKA_STORAGE_ERROR
     };
     match timestamp {
         LATEST_TIMESTAMP if committed_only => Ok(Some((partition.last_stable_offset(), -1))),
@@ -71,6 +71,6 @@ fn lookup(partition: &Partition, timestamp: i64, committed_only: bool) -> Result
         LATEST_TIERED_TIMESTAMP => Ok(None),
         MAX_TIMESTAMP => partition.offset_of_max_timestamp().map_err(storage_error),
         t if t >= 0 => partition.offset_for_timestamp(t).map_err(storage_error),
-        _ => Err(errors::INVALID_REQUEST),
+        _ => Err(error_code::INVALID_REQUEST),
     }
 }

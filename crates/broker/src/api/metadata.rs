@@ -2,6 +2,7 @@
 //! by it. Unknown topics are created when both the client and the broker
 //! allow it (Kafka's `auto.create.topics.enable`).
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
@@ -10,7 +11,6 @@ use uuid::Uuid;
 
 use super::authorized_operations::{self, if_asked};
 use super::{str_bytes, topic_name};
-use crate::errors;
 use crate::server::BrokerContext;
 use crate::topics::Topic;
 
@@ -50,12 +50,12 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: MetadataRequest)
                     .await
                     .or_else(|(code, _)| match code {
                         // Created concurrently by another client: serve it.
-                        errors::TOPIC_ALREADY_EXISTS => ctx.topic(&name.0).ok_or(code),
+                        error_code::TOPIC_ALREADY_EXISTS => ctx.topic(&name.0).ok_or(code),
                         other => Err(other),
                     })
             }
-            (None, Some(_)) => Err(errors::UNKNOWN_TOPIC_OR_PARTITION),
-            (None, None) => Err(errors::UNKNOWN_TOPIC_ID),
+            (None, Some(_)) => Err(error_code::UNKNOWN_TOPIC_OR_PARTITION),
+            (None, None) => Err(error_code::UNKNOWN_TOPIC_ID),
         };
         response.topics.push(match topic {
             Ok(t) => describe(&t, ctx.config.node_id, topic_operations),
@@ -82,7 +82,7 @@ fn describe(topic: &Topic, node_id: i32, authorized_operations: i32) -> Metadata
         .iter()
         .map(|p| {
             let mut mp = MetadataResponsePartition::default();
-            mp.error_code = errors::NONE;
+            mp.error_code = error_code::NONE;
             mp.partition_index = p.index;
             mp.leader_id = BrokerId(node_id);
             mp.leader_epoch = 0;

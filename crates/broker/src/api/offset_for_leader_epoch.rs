@@ -10,10 +10,10 @@
 //! (replica id -1, and every request before v3) get the high watermark as the
 //! log end: they can never have read past it.
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
-use crate::errors;
 use crate::server::BrokerContext;
 
 /// The one leader epoch of every partition.
@@ -35,11 +35,13 @@ pub fn handle(ctx: &BrokerContext, version: i16, request: OffsetForLeaderEpochRe
             result.leader_epoch = UNDEFINED_EPOCH;
             result.end_offset = UNDEFINED_EPOCH_OFFSET;
             match topic.as_ref().and_then(|t| t.partition(p.partition)) {
-                None => result.error_code = errors::UNKNOWN_TOPIC_OR_PARTITION,
+                None => result.error_code = error_code::UNKNOWN_TOPIC_OR_PARTITION,
                 // The client's idea of the current epoch is checked first.
-                Some(_) if p.current_leader_epoch > LEADER_EPOCH => result.error_code = errors::UNKNOWN_LEADER_EPOCH,
+                Some(_) if p.current_leader_epoch > LEADER_EPOCH => {
+                    result.error_code = error_code::UNKNOWN_LEADER_EPOCH
+                }
                 Some(_) if p.current_leader_epoch != UNDEFINED_EPOCH && p.current_leader_epoch < LEADER_EPOCH => {
-                    result.error_code = errors::FENCED_LEADER_EPOCH
+                    result.error_code = error_code::FENCED_LEADER_EPOCH
                 }
                 Some(partition) => {
                     let (epoch, end) = match p.leader_epoch {

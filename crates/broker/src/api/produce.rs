@@ -14,6 +14,7 @@
 //! is answered once the write reached the page cache; `acks=all` (-1), on a
 //! single node, once the records are durable under the flush policy.
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
@@ -21,7 +22,6 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 
 use super::{str_bytes, topic_name};
 use crate::config::FlushPolicy;
-use crate::errors;
 use crate::partition::{AppendOutcome, Partition};
 use crate::server::BrokerContext;
 use crate::topic_config::RecordPolicy;
@@ -51,8 +51,11 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: ProduceRequest) 
         let by_id = version >= TOPIC_ID_VERSION_MIN;
         let topic = if by_id { ctx.topic_by_id(&topic_data.topic_id) } else { ctx.topic(&topic_data.name.0) };
         let name = topic.as_ref().map_or_else(|| topic_data.name.0.to_string(), |t| t.name.clone());
-        let unknown_topic =
-            if by_id && topic.is_none() { errors::UNKNOWN_TOPIC_ID } else { errors::UNKNOWN_TOPIC_OR_PARTITION };
+        let unknown_topic = if by_id && topic.is_none() {
+            error_code::UNKNOWN_TOPIC_ID
+        } else {
+            error_code::UNKNOWN_TOPIC_OR_PARTITION
+        };
         let policy = topic.as_ref().map_or_else(
             || RecordPolicy::from_configs(&Default::default(), ctx.config.message_bytes_max),
             |t| RecordPolicy::from_configs(&t.configs, ctx.config.message_bytes_max),
@@ -67,7 +70,7 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: ProduceRequest) 
             let mut item = Pending { partition: None, end_offset: -1, response };
             let acks_valid = matches!(acks, -1..=1);
             match (acks_valid, topic.as_ref().and_then(|t| t.partition(data.index))) {
-                (false, _) => item.response.error_code = errors::INVALID_REQUIRED_ACKS,
+                (false, _) => item.response.error_code = error_code::INVALID_REQUIRED_ACKS,
                 (true, None) => item.response.error_code = unknown_topic,
                 (true, Some(partition)) => append_one(ctx, partition, &policy, data.records, &mut item),
             }
@@ -87,7 +90,7 @@ pub async fn handle(ctx: &BrokerContext, version: i16, request: ProduceRequest) 
             if let Some(partition) = &item.partition {
                 if acks == -1 && partition.flush_policy() == FlushPolicy::Fsync {
                     if let Err(e) = partition.wait_durable(item.end_offset).await {
-                        item.response.error_code = errors::KAFKA_STORAGE_ERROR;
+                        item.response.error_code = error_code::KAFKA_STORAGE_ERROR;
                         item.response.error_message = Some(str_bytes(&e.to_string()));
                         item.response.base_offset = -1;
                     }
@@ -122,7 +125,7 @@ fn append_one(
     item: &mut Pending,
 ) {
     let Some(records) = records else {
-        item.response.error_code = errors::CORRUPT_MESSAGE;
+        item.response.error_code = error_code::CORRUPT_MESSAGE;
         return;
     };
     let limit = decompress_limit(records.len(), policy, ctx.config.frame_bytes_max);
@@ -130,9 +133,9 @@ fn append_one(
         Ok(v) => v,
         Err(e) => {
             item.response.error_code = match e {
-                BatchError::UnsupportedMagic(_) => errors::UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                ref e if e.is_invalid_record() => errors::INVALID_RECORD,
-                _ => errors::CORRUPT_MESSAGE,
+                BatchError::UnsupportedMagic(_) => error_code::UNSUPPORTED_FOR_MESSAGE_FORMAT,
+                ref e if e.is_invalid_record() => error_code::INVALID_RECORD,
+                _ => error_code::CORRUPT_MESSAGE,
             };
             item.response.error_message = Some(str_bytes(&e.to_string()));
             log::info!("refused produce to {}-{}: {e}", partition.topic, partition.index);
@@ -141,7 +144,7 @@ fn append_one(
     };
     // Kafka's max.message.bytes bounds each batch, not the request.
     if let Some(big) = validated.headers.iter().find(|h| h.total_bytes() > policy.message_bytes_max) {
-        item.response.error_code = errors::MESSAGE_TOO_LARGE;
+        item.response.error_code = error_code::MESSAGE_TOO_LARGE;
         item.response.error_message = Some(str_bytes(&format!(
             "a record batch of {} bytes exceeds the limit of {} bytes",
             big.total_bytes(),
@@ -158,7 +161,7 @@ fn append_one(
             limit,
         );
         if let Some(message) = keyless {
-            item.response.error_code = errors::INVALID_RECORD;
+            item.response.error_code = error_code::INVALID_RECORD;
             item.response.error_message = Some(str_bytes(&message));
             return;
         }
@@ -185,7 +188,7 @@ fn append_one(
     if !policy.log_append_time {
         if let Some(message) = timestamp_refusal(&validated, policy, now_ms) {
             log::info!("refused produce to {}-{}: {message}", partition.topic, partition.index);
-            item.response.error_code = errors::INVALID_TIMESTAMP;
+            item.response.error_code = error_code::INVALID_TIMESTAMP;
             item.response.error_message = Some(str_bytes(INVALID_TIMESTAMP_MESSAGE));
             item.response.record_errors = timestamp_record_errors(&records, limit, policy, now_ms);
             return;
@@ -227,18 +230,18 @@ fn append_one(
         Ok(AppendOutcome::Refused(check)) => {
             let (code, message) = match check {
                 SequenceCheck::InvalidEpoch { current_epoch } => (
-                    errors::INVALID_PRODUCER_EPOCH,
+                    error_code::INVALID_PRODUCER_EPOCH,
                     format!("the producer's epoch is older than its current epoch {current_epoch}"),
                 ),
                 SequenceCheck::OutOfOrder { expected_seq, received_seq } => (
-                    errors::OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    error_code::OUT_OF_ORDER_SEQUENCE_NUMBER,
                     format!("out of order sequence number: expected {expected_seq}, received {received_seq}"),
                 ),
                 SequenceCheck::InvalidTxnState => (
-                    crate::txn::rules::codes::INVALID_TXN_STATE,
+                    error_code::INVALID_TXN_STATE,
                     "a non-transactional batch while the producer's transaction is open".to_string(),
                 ),
-                other => (errors::UNKNOWN_SERVER_ERROR, format!("unexpected sequence check {other:?}")),
+                other => (error_code::UNKNOWN_SERVER_ERROR, format!("unexpected sequence check {other:?}")),
             };
             log::info!("refused produce to {}-{}: {message}", partition.topic, partition.index);
             item.response.error_code = code;
@@ -246,7 +249,7 @@ fn append_one(
         }
         Err(e) => {
             log::error!("append to {}-{} failed: {e}", partition.topic, partition.index);
-            item.response.error_code = errors::KAFKA_STORAGE_ERROR;
+            item.response.error_code = error_code::KAFKA_STORAGE_ERROR;
             item.response.error_message = Some(str_bytes(&e.to_string()));
         }
     }
@@ -329,11 +332,11 @@ fn stamp_log_append_time(bytes: &mut [u8], headers: &mut [BatchHeader], now_ms: 
 /// batches, but sequence checks need one).
 fn producer_refusal(headers: &[BatchHeader]) -> Option<(i16, &'static str)> {
     if headers.iter().any(|h| h.is_control()) {
-        return Some((errors::INVALID_RECORD, "Clients are not allowed to write control records"));
+        return Some((error_code::INVALID_RECORD, "Clients are not allowed to write control records"));
     }
     if headers.len() > 1 && headers.iter().any(|h| h.has_producer_id()) {
         return Some((
-            errors::INVALID_RECORD,
+            error_code::INVALID_RECORD,
             "Produce requests with version 3 and above must contain exactly one record batch per partition",
         ));
     }

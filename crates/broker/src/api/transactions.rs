@@ -4,6 +4,7 @@
 //! (KIP-890 part 2) or broker-to-broker verification begins (see
 //! docs/conformance.md).
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
 };
@@ -17,7 +18,7 @@ use kafka_protocol::messages::{
 
 use super::topic_name;
 use crate::server::BrokerContext;
-use crate::txn::rules::{codes, fenced};
+use crate::txn::rules::fenced;
 
 /// The versions from which each API can carry PRODUCER_FENCED (older ones
 /// get INVALID_PRODUCER_EPOCH, as Kafka maps it).
@@ -61,12 +62,12 @@ pub async fn add_offsets(ctx: &BrokerContext, version: i16, req: AddOffsetsToTxn
     let mut response = AddOffsetsToTxnResponse::default();
     let group_id = req.group_id.0.to_string();
     response.error_code = if group_id.is_empty() {
-        crate::group::codes::INVALID_GROUP_ID
+        error_code::INVALID_GROUP_ID
     } else {
         let producer = (req.producer_id.0, req.producer_epoch);
         let fenced_code = fenced(version, FENCED_SINCE_VERSION);
         match ctx.txns.add_offsets(ctx, &req.transactional_id.0, producer, fenced_code, &group_id).await {
-            Ok(()) => codes::NONE,
+            Ok(()) => error_code::NONE,
             Err(code) => code,
         }
     };
@@ -97,11 +98,11 @@ pub async fn txn_offset_commit(
     let fenced_code = fenced(version, FENCED_SINCE_VERSION);
     let group_id = req.group_id.0.to_string();
     let code = if group_id.is_empty() {
-        crate::group::codes::INVALID_GROUP_ID
+        error_code::INVALID_GROUP_ID
     } else {
         match ctx.txns.txn_offset_commit(ctx, &req.transactional_id.0, producer, fenced_code, &group_id, offsets).await
         {
-            Ok(()) => codes::NONE,
+            Ok(()) => error_code::NONE,
             Err(code) => code,
         }
     };
@@ -136,7 +137,7 @@ pub async fn end_txn(ctx: &BrokerContext, version: i16, req: EndTxnRequest) -> E
     response.producer_epoch = -1;
     response.error_code =
         match ctx.txns.end_txn(ctx, &req.transactional_id.0, producer, fenced_code, req.committed).await {
-            Ok(()) => codes::NONE,
+            Ok(()) => error_code::NONE,
             Err(code) => code,
         };
     response

@@ -30,6 +30,7 @@ use std::net::SocketAddr;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafgres_wire::apis::{served, Served};
+use kafgres_wire::error_code;
 use kafgres_wire::guard::check_request_body;
 use kafgres_wire::header::{peek_fixed_header, put_response_header, response_header_version, split_request};
 use kafka_protocol::messages::{
@@ -37,7 +38,6 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
-use crate::errors;
 use crate::server::BrokerContext;
 use scram::{ClientFirst, ScramCredential, ServerExchange};
 
@@ -203,7 +203,7 @@ impl SaslSession {
         match key {
             Some(ApiKey::SaslHandshake) => match decode::<SaslHandshakeRequest>(ApiKey::SaslHandshake, frame) {
                 Ok((version, correlation_id, _)) => {
-                    let response = SaslHandshakeResponse::default().with_error_code(errors::ILLEGAL_SASL_STATE);
+                    let response = SaslHandshakeResponse::default().with_error_code(error_code::ILLEGAL_SASL_STATE);
                     respond(ApiKey::SaslHandshake, version, correlation_id, &response)
                 }
                 Err(reason) => Gate::Close(reason),
@@ -212,7 +212,7 @@ impl SaslSession {
                 match decode::<SaslAuthenticateRequest>(ApiKey::SaslAuthenticate, frame) {
                     Ok((version, correlation_id, _)) => {
                         let response = SaslAuthenticateResponse::default()
-                            .with_error_code(errors::ILLEGAL_SASL_STATE)
+                            .with_error_code(error_code::ILLEGAL_SASL_STATE)
                             .with_error_message(Some(StrBytes::from_static_str(
                                 "SaslAuthenticate request received after successful authentication",
                             )));
@@ -237,7 +237,7 @@ impl SaslSession {
             respond(ApiKey::SaslHandshake, version, correlation_id, &response)
         } else {
             self.state = State::Failed;
-            let response = response.with_error_code(errors::UNSUPPORTED_SASL_MECHANISM);
+            let response = response.with_error_code(error_code::UNSUPPORTED_SASL_MECHANISM);
             match respond(ApiKey::SaslHandshake, version, correlation_id, &response) {
                 Gate::Respond(bytes) => Gate::RespondAndClose(
                     bytes,
@@ -268,7 +268,7 @@ impl SaslSession {
             }
             Err(reason) => {
                 let response = SaslAuthenticateResponse::default()
-                    .with_error_code(errors::SASL_AUTHENTICATION_FAILED)
+                    .with_error_code(error_code::SASL_AUTHENTICATION_FAILED)
                     .with_error_message(Some(StrBytes::from_static_str(AUTHENTICATION_FAILED_MESSAGE)));
                 match respond(ApiKey::SaslAuthenticate, version, correlation_id, &response) {
                     Gate::Respond(bytes) => Gate::RespondAndClose(bytes, reason),

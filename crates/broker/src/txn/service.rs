@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use kafgres_log::TxnEnd;
+use kafgres_wire::error_code;
 use tokio::sync::Notify;
 
-use super::rules::{self, codes, EndPlan, InitPlan, Partitions, TxnState};
+use super::rules::{self, EndPlan, InitPlan, Partitions, TxnState};
 use crate::catalog::{CommittedOffset, TransactionRecord};
 use crate::partition::AppendOutcome;
 use crate::server::BrokerContext;
@@ -157,7 +158,7 @@ impl TxnService {
         partition: i32,
     ) -> Result<(), i16> {
         if lock(&self.epochs).get(&producer_id).is_some_and(|current| *current > producer_epoch) {
-            return Err(codes::INVALID_PRODUCER_EPOCH);
+            return Err(error_code::INVALID_PRODUCER_EPOCH);
         }
         match lock(&self.open).get(&producer_id) {
             Some((epoch, partitions))
@@ -165,7 +166,7 @@ impl TxnService {
             {
                 Ok(())
             }
-            _ => Err(codes::INVALID_TXN_STATE),
+            _ => Err(error_code::INVALID_TXN_STATE),
         }
     }
 
@@ -173,7 +174,7 @@ impl TxnService {
         let result = ctx.catalog.store_transaction(meta.record(transactional_id)).await;
         result.map_err(|e| {
             log::warn!("transactional id {transactional_id}: storing its state failed: {e}");
-            codes::COORDINATOR_NOT_AVAILABLE
+            error_code::COORDINATOR_NOT_AVAILABLE
         })?;
         self.track(transactional_id, meta);
         Ok(())
@@ -247,7 +248,7 @@ impl TxnService {
     async fn new_producer_id(&self, ctx: &BrokerContext) -> Result<i64, i16> {
         ctx.producer_ids.next(ctx.catalog.as_ref()).await.map_err(|e| {
             log::warn!("InitProducerId: cannot reserve producer ids: {e}");
-            codes::COORDINATOR_NOT_AVAILABLE
+            error_code::COORDINATOR_NOT_AVAILABLE
         })
     }
 
@@ -258,9 +259,9 @@ impl TxnService {
         producer: (i64, i16),
         fenced_code: i16,
     ) -> Result<tokio::sync::OwnedMutexGuard<Option<TxnMeta>>, i16> {
-        let entry = self.existing(transactional_id).ok_or(codes::INVALID_PRODUCER_ID_MAPPING)?;
+        let entry = self.existing(transactional_id).ok_or(error_code::INVALID_PRODUCER_ID_MAPPING)?;
         let guard = entry.lock_owned().await;
-        let meta = guard.as_ref().ok_or(codes::INVALID_PRODUCER_ID_MAPPING)?;
+        let meta = guard.as_ref().ok_or(error_code::INVALID_PRODUCER_ID_MAPPING)?;
         rules::check_producer((meta.producer_id, meta.producer_epoch), producer, fenced_code)?;
         Ok(guard)
     }
@@ -284,14 +285,17 @@ impl TxnService {
                 .iter()
                 .zip(unknown)
                 .map(|(tp, u)| {
-                    (tp.clone(), if u { codes::UNKNOWN_TOPIC_OR_PARTITION } else { codes::OPERATION_NOT_ATTEMPTED })
+                    (
+                        tp.clone(),
+                        if u { error_code::UNKNOWN_TOPIC_OR_PARTITION } else { error_code::OPERATION_NOT_ATTEMPTED },
+                    )
                 })
                 .collect();
         }
         let result = self.add(ctx, transactional_id, producer, fenced_code, |meta| {
             meta.partitions.extend(partitions.iter().cloned());
         });
-        let code = result.await.err().unwrap_or(codes::NONE);
+        let code = result.await.err().unwrap_or(error_code::NONE);
         partitions.iter().map(|tp| (tp.clone(), code)).collect()
     }
 
@@ -319,7 +323,7 @@ impl TxnService {
         change: impl FnOnce(&mut TxnMeta),
     ) -> Result<(), i16> {
         let mut guard = self.checked(transactional_id, producer, fenced_code).await?;
-        let Some(current) = guard.as_ref() else { return Err(codes::INVALID_PRODUCER_ID_MAPPING) };
+        let Some(current) = guard.as_ref() else { return Err(error_code::INVALID_PRODUCER_ID_MAPPING) };
         rules::check_can_add(current.state)?;
         let mut meta = current.clone();
         if meta.state != TxnState::Ongoing {
@@ -351,9 +355,9 @@ impl TxnService {
         offsets: TxnOffsets,
     ) -> Result<(), i16> {
         let mut guard = self.checked(transactional_id, producer, fenced_code).await?;
-        let Some(current) = guard.as_ref() else { return Err(codes::INVALID_PRODUCER_ID_MAPPING) };
+        let Some(current) = guard.as_ref() else { return Err(error_code::INVALID_PRODUCER_ID_MAPPING) };
         if current.state != TxnState::Ongoing || !current.groups.contains(group_id) {
-            return Err(codes::INVALID_TXN_STATE);
+            return Err(error_code::INVALID_TXN_STATE);
         }
         let mut meta = current.clone();
         let now = crate::now_ms();
@@ -384,7 +388,7 @@ impl TxnService {
         commit: bool,
     ) -> Result<(), i16> {
         let mut guard = self.checked(transactional_id, producer, fenced_code).await?;
-        let Some(current) = guard.as_ref() else { return Err(codes::INVALID_PRODUCER_ID_MAPPING) };
+        let Some(current) = guard.as_ref() else { return Err(error_code::INVALID_PRODUCER_ID_MAPPING) };
         match rules::plan_end(current.state, commit)? {
             EndPlan::AlreadyDone => Ok(()),
             EndPlan::End => {
@@ -425,7 +429,7 @@ impl TxnService {
         };
         stored.map_err(|e| {
             log::warn!("transactional id {transactional_id}: completing failed: {e}");
-            codes::COORDINATOR_NOT_AVAILABLE
+            error_code::COORDINATOR_NOT_AVAILABLE
         })?;
         self.track(transactional_id, meta);
         if !offsets.is_empty() {
@@ -450,14 +454,14 @@ impl TxnService {
                 }
                 Err(e) => {
                     log::error!("writing a transaction marker to {topic}-{index} failed: {e}");
-                    return Err(codes::COORDINATOR_NOT_AVAILABLE);
+                    return Err(error_code::COORDINATOR_NOT_AVAILABLE);
                 }
             }
         }
         for (partition, end_offset) in waits {
             if let Err(e) = partition.wait_durable(end_offset).await {
                 log::error!("transaction marker in {}-{} not durable: {e}", partition.topic, partition.index);
-                return Err(codes::COORDINATOR_NOT_AVAILABLE);
+                return Err(error_code::COORDINATOR_NOT_AVAILABLE);
             }
         }
         Ok(())
