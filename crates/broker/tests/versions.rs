@@ -92,6 +92,19 @@ async fn exchange(
                 format!("{r:?}"),
             )
         }
+        ApiKey::DescribeProducers => {
+            use kafka_protocol::messages::describe_producers_request::TopicRequest;
+            let request =
+                kafka_protocol::messages::DescribeProducersRequest::default()
+                    .with_topics(vec![TopicRequest::default()
+                        .with_name(common::name("swept"))
+                        .with_partition_indexes(vec![0])]);
+            let r = client.try_call(version, &request).await?;
+            check(
+                r.topics.len() == 1 && r.topics[0].partitions.len() == 1 && r.topics[0].partitions[0].error_code == 0,
+                format!("{r:?}"),
+            )
+        }
         ApiKey::DescribeCluster => {
             let request = kafka_protocol::messages::DescribeClusterRequest::default().with_endpoint_type(1);
             let r = client.try_call(version, &request).await?;
@@ -518,6 +531,7 @@ async fn every_served_version_answers() {
         DeleteRecords,
         InitProducerId,
         DescribeTopicPartitions,
+        DescribeProducers,
         ConsumerGroupHeartbeat,
         ConsumerGroupDescribe,
         AddPartitionsToTxn,
