@@ -7,6 +7,7 @@ mod common;
 use bytes::{Buf, BytesMut};
 use common::{request_frame, TestBroker};
 use kafgres_wire::apis::SERVED_APIS;
+use kafgres_wire::error_code;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
@@ -72,7 +73,7 @@ async fn advertises_exactly_the_served_table_without_tagged_fields() {
     // v3+: a client software name outside Kafka's pattern is INVALID_REQUEST.
     let bad = request().with_client_software_name(StrBytes::from_static_str("-bad name"));
     let response = client.call(3, &bad).await;
-    assert_eq!((response.error_code, table_of(&response)), (42, served_table()));
+    assert_eq!((response.error_code, table_of(&response)), (error_code::INVALID_REQUEST, served_table()));
     broker.broker.shutdown().await;
 }
 
@@ -87,9 +88,9 @@ async fn unknown_version_is_answered_in_v0_per_kip_511() {
     client.send_raw(&frame).await;
     let mut response_frame = client.read_frame().await;
     assert_eq!(response_frame.get_i32(), 77);
-    assert_eq!(&response_frame[..], &expected_body(0, 35)[..], "v0 layout, UNSUPPORTED_VERSION");
+    assert_eq!(&response_frame[..], &expected_body(0, error_code::UNSUPPORTED_VERSION)[..], "v0 layout");
     let response = ApiVersionsResponse::decode(&mut response_frame, 0).expect("decodes at v0");
-    assert_eq!(response.error_code, 35);
+    assert_eq!(response.error_code, error_code::UNSUPPORTED_VERSION);
     assert_eq!(table_of(&response), served_table());
     // The connection stays usable: the client retries at a served version.
     let again = client.call(3, &request()).await;

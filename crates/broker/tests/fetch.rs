@@ -11,6 +11,7 @@ use common::{
     as_stored, batch, create_topic, decode_records, expected, fetch, fetch_request, produce, records, single_partition,
     TestBroker, TopicRef,
 };
+use kafgres_wire::error_code;
 use uuid::Uuid;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -55,15 +56,15 @@ async fn fetch_returns_exactly_what_was_produced() {
         assert_eq!(at_end.records.unwrap_or_default(), Bytes::new(), "v{version}");
         // Past it: OFFSET_OUT_OF_RANGE.
         let past = fetch(&mut client, version, topic, 0, 6, 1 << 20).await;
-        assert_eq!(past.error_code, 1, "v{version}");
+        assert_eq!(past.error_code, error_code::OFFSET_OUT_OF_RANGE, "v{version}");
         assert!(past.records.unwrap_or_default().is_empty());
     }
 
     let unknown_name = fetch(&mut client, 11, TopicRef::Name("nowhere"), 0, 0, 1 << 20).await;
-    assert_eq!(unknown_name.error_code, 3);
+    assert_eq!(unknown_name.error_code, error_code::UNKNOWN_TOPIC_OR_PARTITION);
     for version in [13i16, 15] {
         let unknown_id = fetch(&mut client, version, TopicRef::Id(Uuid::from_u128(42)), 0, 0, 1 << 20).await;
-        assert_eq!(unknown_id.error_code, 100, "v{version}: UNKNOWN_TOPIC_ID");
+        assert_eq!(unknown_id.error_code, error_code::UNKNOWN_TOPIC_ID, "v{version}: UNKNOWN_TOPIC_ID");
     }
     broker.broker.shutdown().await;
 }
@@ -77,9 +78,9 @@ async fn fetch_by_id_of_a_missing_partition_is_unknown_partition() {
     let mut client = broker.client().await;
     let id = create_topic(&mut client, "one-partition", 1).await;
     let by_name = fetch(&mut client, 11, TopicRef::Name("one-partition"), 7, 0, 1 << 20).await;
-    assert_eq!(by_name.error_code, 3);
+    assert_eq!(by_name.error_code, error_code::UNKNOWN_TOPIC_OR_PARTITION);
     let by_id = fetch(&mut client, 13, TopicRef::Id(id), 7, 0, 1 << 20).await;
-    assert_eq!(by_id.error_code, 3, "known topic id, unknown partition");
+    assert_eq!(by_id.error_code, error_code::UNKNOWN_TOPIC_OR_PARTITION, "known topic id, unknown partition");
     broker.broker.shutdown().await;
 }
 

@@ -10,6 +10,7 @@ use common::{
     Client, TestBroker, TopicRef,
 };
 use kafgres_wire::apis::SERVED_APIS;
+use kafgres_wire::error_code;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, CreateTopicsRequest};
 use kafka_protocol::protocol::StrBytes;
 
@@ -179,7 +180,7 @@ async fn exchange(
             let r = client.try_call(version, &request).await?;
             // Joined but not synced yet: Kafka answers REBALANCE_IN_PROGRESS
             // while the group is completing its rebalance.
-            check(r.error_code == 0 || r.error_code == 27, format!("{r:?}"))
+            check(r.error_code == 0 || r.error_code == error_code::REBALANCE_IN_PROGRESS, format!("{r:?}"))
         }
         ApiKey::LeaveGroup => {
             let group = format!("leaving-v{version}");
@@ -430,13 +431,13 @@ async fn exchange(
             let request = kafka_protocol::messages::SaslHandshakeRequest::default()
                 .with_mechanism(StrBytes::from_static_str("SCRAM-SHA-256"));
             let r = client.try_call(version, &request).await?;
-            check(r.error_code == 34, format!("{r:?}"))
+            check(r.error_code == error_code::ILLEGAL_SASL_STATE, format!("{r:?}"))
         }
         ApiKey::SaslAuthenticate => {
             let request = kafka_protocol::messages::SaslAuthenticateRequest::default()
                 .with_auth_bytes(bytes::Bytes::from_static(b"n,,n=user,r=abc"));
             let r = client.try_call(version, &request).await?;
-            check(r.error_code == 34, format!("{r:?}"))
+            check(r.error_code == error_code::ILLEGAL_SASL_STATE, format!("{r:?}"))
         }
         other => Err(format!("{other:?} has no case in this sweep")),
     }
@@ -484,7 +485,7 @@ async fn group_join(client: &mut Client, version: i16, group: &str) -> Result<(i
                 .with_name(StrBytes::from_static_str("range"))
                 .with_metadata(bytes::Bytes::from_static(b"subscription"))]);
         let r = client.try_call(version, &request).await?;
-        if r.error_code == 79 {
+        if r.error_code == error_code::MEMBER_ID_REQUIRED {
             member = r.member_id.to_string();
             continue;
         }
