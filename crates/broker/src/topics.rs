@@ -1,18 +1,19 @@
 //! The in-memory registry of topics and their open partitions.
 //!
 //! Built at startup from the catalog's topic records; a topic enters it only
-//! after the catalog has stored it durably. The registry lock is never held
-//! across an `.await` or any I/O.
+//! after the catalog has stored it durably ([`crate::topic_admin`] makes every
+//! change). The registry lock is never held across an `.await` or any I/O.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use kafgres_log::{replace_file_atomically, FileStorage, LogConfig, LogError, PartitionLog};
 use uuid::Uuid;
 
 use crate::catalog::TopicRecord;
 use crate::config::BrokerConfig;
+use crate::log_dir::deleted_dir_name;
 use crate::partition::{Housekeeping, Partition};
 
 /// Kafka's limit on topic name length.
@@ -115,8 +116,6 @@ pub fn log_config(configs: &BTreeMap<String, String>, config: &BrokerConfig) -> 
 
 /// The file in each partition directory naming the topic id it belongs to.
 pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
-/// Suffix of partition directories waiting to be removed.
-pub const DELETED_DIR_SUFFIX: &str = "-delete";
 
 /// Makes sure `dir` holds data of topic `topic_id`. A directory left by an
 /// earlier topic of the same name (deleted, then a crash before its
@@ -146,28 +145,6 @@ fn claim_partition_dir(log_dir: &Path, dir: &Path, topic_id: Uuid) -> Result<(),
     kafgres_log::partition::sync_dir(log_dir)
 }
 
-/// `<dir>.<tag>-<random>-delete`: unique, and recognised at startup.
-pub fn deleted_dir_name(dir: &Path, tag: &str) -> PathBuf {
-    let mut name = dir.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-    name.push(format!(".{tag}-{}{DELETED_DIR_SUFFIX}", Uuid::new_v4().simple()));
-    dir.with_file_name(name)
-}
-
-/// Removes partition directories set aside for deletion (after DeleteTopics,
-/// or stale ones found at open). Runs at startup; errors are logged.
-pub fn remove_deleted_dirs(log_dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(log_dir) else { return };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(DELETED_DIR_SUFFIX)) {
-            match std::fs::remove_dir_all(&path) {
-                Ok(()) => log::info!("removed deleted partition directory {}", path.display()),
-                Err(e) => log::warn!("cannot remove {}: {e}", path.display()),
-            }
-        }
-    }
-}
-
 /// Where a partition's segments live: `<log_dir>/<topic>-<partition>`, as in Kafka.
 pub fn partition_dir(log_dir: &Path, topic: &str, index: i32) -> PathBuf {
     log_dir.join(partition_dir_name(topic, index))
@@ -175,6 +152,55 @@ pub fn partition_dir(log_dir: &Path, topic: &str, index: i32) -> PathBuf {
 
 fn partition_dir_name(topic: &str, index: impl std::fmt::Display) -> String {
     format!("{topic}-{index}")
+}
+
+/// The topics every handler reads: the registry behind its lock. Reads clone
+/// an `Arc` out and release the lock at once; only [`crate::topic_admin`]
+/// writes.
+#[derive(Default)]
+pub struct Topics {
+    registry: RwLock<TopicRegistry>,
+}
+
+impl Topics {
+    pub fn new(registry: TopicRegistry) -> Topics {
+        Topics { registry: RwLock::new(registry) }
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<Topic>> {
+        self.read().get(name)
+    }
+
+    pub fn get_by_id(&self, id: &Uuid) -> Option<Arc<Topic>> {
+        self.read().get_by_id(id)
+    }
+
+    /// One partition of a topic, if both exist.
+    pub fn partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
+        self.get(topic).and_then(|t| t.partition(index).cloned())
+    }
+
+    /// All topics, sorted by name.
+    pub fn all(&self) -> Vec<Arc<Topic>> {
+        self.read().all()
+    }
+
+    /// Every partition of every topic (the housekeeping tasks' rounds).
+    pub fn all_partitions(&self) -> Vec<Arc<Partition>> {
+        self.all().iter().flat_map(|t| t.partitions.iter().cloned()).collect()
+    }
+
+    /// The registry itself, for a reader that needs one view across several
+    /// lookups (the group coordinator's [`crate::group::TopicLookup`]).
+    pub fn read(&self) -> RwLockReadGuard<'_, TopicRegistry> {
+        // A panic under the lock cannot leave the maps half-updated: each
+        // change is one insert or remove.
+        self.registry.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, TopicRegistry> {
+        self.registry.write().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 #[derive(Default)]

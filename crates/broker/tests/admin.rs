@@ -298,7 +298,7 @@ async fn retention_by_size_deletes_old_segments_after_rolls() {
     }
     let earliest = earliest_until(&mut client, "bounded", |e| e > 0).await;
     assert!(earliest > 0, "old segments are deleted once the log exceeds retention.bytes");
-    let topic = broker.broker.context().topic("bounded").expect("topic");
+    let topic = broker.broker.context().topics.get("bounded").expect("topic");
     let due = topic.partitions[0].retention_due_at();
     assert!(due.is_none_or(|at| at > kafgres_broker::now_ms()), "nothing is left due");
     assert_eq!(fetch(&mut client, 11, TopicRef::Name("bounded"), 0, earliest, 1 << 20).await.error_code, 0);

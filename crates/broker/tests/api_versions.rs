@@ -6,14 +6,14 @@ mod common;
 
 use bytes::{Buf, BytesMut};
 use common::{request_frame, TestBroker};
-use kafgres_wire::apis::SERVED_APIS;
+use kafgres_broker::api::SERVED_APIS;
 use kafgres_wire::error_code;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 fn served_table() -> Vec<(i16, i16, i16)> {
-    SERVED_APIS.iter().map(|a| (a.key as i16, a.advertised_min, a.max)).collect()
+    SERVED_APIS.iter().map(|a| (a.key as i16, a.versions.advertised_min, a.versions.max)).collect()
 }
 
 fn table_of(response: &ApiVersionsResponse) -> Vec<(i16, i16, i16)> {
@@ -25,7 +25,10 @@ fn expected_body(version: i16, error_code: i16) -> BytesMut {
     let keys = SERVED_APIS
         .iter()
         .map(|a| {
-            ApiVersion::default().with_api_key(a.key as i16).with_min_version(a.advertised_min).with_max_version(a.max)
+            ApiVersion::default()
+                .with_api_key(a.key as i16)
+                .with_min_version(a.versions.advertised_min)
+                .with_max_version(a.versions.max)
         })
         .collect();
     let mut out = BytesMut::new();

@@ -115,7 +115,7 @@ async fn finished_fetch_waiters_are_released() {
     let broker = TestBroker::start().await;
     let mut client = broker.client().await;
     create_topic(&mut client, "idle", 2).await;
-    let topic = broker.broker.context().topic("idle").expect("topic");
+    let topic = broker.broker.context().topics.get("idle").expect("topic");
     // A fetch over both partitions, as fetch.rs registers it, then finished.
     let finished = std::sync::Arc::new(kafgres_broker::partition::FetchWaiter::default());
     for p in &topic.partitions {
@@ -169,7 +169,7 @@ async fn long_poll_without_data_waits_for_max_wait() {
     create_topic(&mut client, "quiet", 1).await;
     for version in [11i16, 15] {
         let topic = if version >= 13 {
-            TopicRef::Id(broker.broker.context().topic("quiet").expect("topic").id)
+            TopicRef::Id(broker.broker.context().topics.get("quiet").expect("topic").id)
         } else {
             TopicRef::Name("quiet")
         };

@@ -142,7 +142,7 @@ async fn metadata_describes_broker_and_topics() {
         assert_eq!((refused.topics[0].error_code, refused.topics[0].name.clone()), (3, Some(name("ghost"))));
         assert!(refused.topics[0].partitions.is_empty());
     }
-    assert!(broker.broker.context().topic("ghost").is_none());
+    assert!(broker.broker.context().topics.get("ghost").is_none());
 
     // Auto-creation allowed (v1 always allows it): created with 1 partition.
     for (version, topic) in [(1i16, "auto-v1"), (9, "auto-v9"), (12, "auto-v12")] {

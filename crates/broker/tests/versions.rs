@@ -9,7 +9,7 @@ use common::{
     batch, creatable, create_topic, fetch_request, list_offset_request, metadata_request, produce_request, records,
     Client, TestBroker, TopicRef,
 };
-use kafgres_wire::apis::SERVED_APIS;
+use kafgres_broker::api::SERVED_APIS;
 use kafgres_wire::error_code;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, CreateTopicsRequest};
 use kafka_protocol::protocol::StrBytes;
@@ -544,7 +544,7 @@ async fn every_served_version_answers() {
     ];
     for key in order {
         let api = SERVED_APIS.iter().find(|a| a.key == key).expect("served");
-        for version in api.accepted_min..=api.max {
+        for version in api.versions.accepted_min..=api.versions.max {
             if let Err(e) = exchange(&mut client, key, version, id, &mut produced).await {
                 failures.push(format!("{key:?} v{version}: {e}"));
                 client = broker.client().await; // the broker may have closed it

@@ -14,7 +14,7 @@
 //! - [`guard`]: a walk of each response body before `kafka-protocol` decodes
 //!   it, because that crate sizes vectors from counts read off the wire;
 //! - [`api`]: the one table of the API versions this client sends, each one
-//!   served by the Kafgres broker (`kafgres_wire::apis`);
+//!   served by the Kafgres broker (`kafgres_broker::api`);
 //! - [`records`]: v2 record batches into [`Record`]s (CRC checked, every codec,
 //!   decompression capped, control batches skipped);
 //! - [`client`]: [`Client`] and its operations, one module per area

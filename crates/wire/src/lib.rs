@@ -7,8 +7,6 @@
 //!   and response headers, with the header version each API/version uses;
 //! - [`error_code`]: every Kafka error code by name, derived from
 //!   `kafka-protocol`'s `ResponseError`, for every crate to import;
-//! - [`apis`]: the one table of served APIs and versions, used both by dispatch
-//!   and by the ApiVersions answer so the two cannot drift;
 //! - [`guard`]: a schema walk of each request body that rejects impossible array
 //!   counts and truncated fields *before* `kafka-protocol` decodes it (its array
 //!   decoders reserve capacity straight from wire lengths).
@@ -18,7 +16,6 @@
 //! opaque bytes here (the guard checks only their length prefix): their
 //! format is the `kafgres-record` crate's, which the broker applies to them.
 
-pub mod apis;
 pub mod error_code;
 pub mod frame;
 pub mod guard;

@@ -15,14 +15,16 @@ use std::collections::{BTreeMap, HashSet};
 
 use kafgres_wire::error_code;
 use kafka_protocol::messages::{
-    AlterConfigsRequest, AlterConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    AlterConfigsRequest, AlterConfigsResponse, ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;
 use crate::catalog::CatalogError;
-use crate::server::BrokerContext;
+use crate::config::BrokerConfig;
+use crate::topic_admin::TopicAdmin;
 use crate::topic_config::{
     list_items, topic_config, validate_topic_config_names, validate_topic_config_value, ConfigType,
 };
@@ -44,64 +46,96 @@ struct Change {
     value: Option<String>,
 }
 
-pub async fn incremental(
-    ctx: &BrokerContext,
-    _version: i16,
-    request: IncrementalAlterConfigsRequest,
-) -> IncrementalAlterConfigsResponse {
-    use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
-    let duplicated = duplicated_resources(request.resources.iter().map(|r| (r.resource_type, &r.resource_name)));
-    let mut response = IncrementalAlterConfigsResponse::default();
-    for resource in request.resources {
-        let changes: Vec<Change> = resource
-            .configs
-            .iter()
-            .map(|c| Change {
-                name: c.name.to_string(),
-                op: c.config_operation,
-                value: c.value.as_ref().map(|v| v.to_string()),
-            })
-            .collect();
-        let outcome = if duplicated.contains(&(resource.resource_type, resource.resource_name.to_string())) {
-            Err(duplicate_resource())
-        } else {
-            alter(ctx, resource.resource_type, &resource.resource_name, changes, false, request.validate_only).await
-        };
-        let (error_code, error_message) = answer(outcome);
-        let mut result = AlterConfigsResourceResponse::default();
-        result.resource_type = resource.resource_type;
-        result.resource_name = resource.resource_name;
-        result.error_code = error_code;
-        result.error_message = error_message;
-        response.responses.push(result);
+pub struct IncrementalAlterConfigs;
+
+impl Handler for IncrementalAlterConfigs {
+    const KEY: ApiKey = ApiKey::IncrementalAlterConfigs;
+    /// v0-v1: Kafka 4.1's range.
+    const VERSIONS: Versions = Versions::new(0, 1);
+    type Request = IncrementalAlterConfigsRequest;
+    type Response = IncrementalAlterConfigsResponse;
+    type Services<'a> = (&'a BrokerConfig, &'a TopicAdmin);
+
+    async fn handle(
+        services: Self::Services<'_>,
+        _: &RequestContext<'_>,
+        request: IncrementalAlterConfigsRequest,
+    ) -> Answer<IncrementalAlterConfigsResponse> {
+        use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+        let duplicated = duplicated_resources(request.resources.iter().map(|r| (r.resource_type, &r.resource_name)));
+        let mut response = IncrementalAlterConfigsResponse::default();
+        for resource in request.resources {
+            let changes: Vec<Change> = resource
+                .configs
+                .iter()
+                .map(|c| Change {
+                    name: c.name.to_string(),
+                    op: c.config_operation,
+                    value: c.value.as_ref().map(|v| v.to_string()),
+                })
+                .collect();
+            let outcome = if duplicated.contains(&(resource.resource_type, resource.resource_name.to_string())) {
+                Err(duplicate_resource())
+            } else {
+                alter(services, resource.resource_type, &resource.resource_name, changes, false, request.validate_only)
+                    .await
+            };
+            let (error_code, error_message) = answer(outcome);
+            let mut result = AlterConfigsResourceResponse::default();
+            result.resource_type = resource.resource_type;
+            result.resource_name = resource.resource_name;
+            result.error_code = error_code;
+            result.error_message = error_message;
+            response.responses.push(result);
+        }
+        response.into()
     }
-    response
 }
 
-pub async fn legacy(ctx: &BrokerContext, _version: i16, request: AlterConfigsRequest) -> AlterConfigsResponse {
-    use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
-    let duplicated = duplicated_resources(request.resources.iter().map(|r| (r.resource_type, &r.resource_name)));
-    let mut response = AlterConfigsResponse::default();
-    for resource in request.resources {
-        let changes: Vec<Change> = resource
-            .configs
-            .iter()
-            .map(|c| Change { name: c.name.to_string(), op: OP_SET, value: c.value.as_ref().map(|v| v.to_string()) })
-            .collect();
-        let outcome = if duplicated.contains(&(resource.resource_type, resource.resource_name.to_string())) {
-            Err(duplicate_resource())
-        } else {
-            alter(ctx, resource.resource_type, &resource.resource_name, changes, true, request.validate_only).await
-        };
-        let (error_code, error_message) = answer(outcome);
-        let mut result = AlterConfigsResourceResponse::default();
-        result.resource_type = resource.resource_type;
-        result.resource_name = resource.resource_name;
-        result.error_code = error_code;
-        result.error_message = error_message;
-        response.responses.push(result);
+pub struct AlterConfigs;
+
+impl Handler for AlterConfigs {
+    const KEY: ApiKey = ApiKey::AlterConfigs;
+    /// v0-v2: Kafka 4.1's range.
+    const VERSIONS: Versions = Versions::new(0, 2);
+    type Request = AlterConfigsRequest;
+    type Response = AlterConfigsResponse;
+    type Services<'a> = (&'a BrokerConfig, &'a TopicAdmin);
+
+    async fn handle(
+        services: Self::Services<'_>,
+        _: &RequestContext<'_>,
+        request: AlterConfigsRequest,
+    ) -> Answer<AlterConfigsResponse> {
+        use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
+        let duplicated = duplicated_resources(request.resources.iter().map(|r| (r.resource_type, &r.resource_name)));
+        let mut response = AlterConfigsResponse::default();
+        for resource in request.resources {
+            let changes: Vec<Change> = resource
+                .configs
+                .iter()
+                .map(|c| Change {
+                    name: c.name.to_string(),
+                    op: OP_SET,
+                    value: c.value.as_ref().map(|v| v.to_string()),
+                })
+                .collect();
+            let outcome = if duplicated.contains(&(resource.resource_type, resource.resource_name.to_string())) {
+                Err(duplicate_resource())
+            } else {
+                alter(services, resource.resource_type, &resource.resource_name, changes, true, request.validate_only)
+                    .await
+            };
+            let (error_code, error_message) = answer(outcome);
+            let mut result = AlterConfigsResourceResponse::default();
+            result.resource_type = resource.resource_type;
+            result.resource_name = resource.resource_name;
+            result.error_code = error_code;
+            result.error_message = error_message;
+            response.responses.push(result);
+        }
+        response.into()
     }
-    response
 }
 
 fn answer(outcome: Result<(), AlterError>) -> (i16, Option<StrBytes>) {
@@ -131,7 +165,7 @@ fn duplicated_resources<'a>(resources: impl Iterator<Item = (i8, &'a StrBytes)>)
 /// One resource's alteration. `replace`: AlterConfigs (the changes are the
 /// whole new set), else IncrementalAlterConfigs.
 async fn alter(
-    ctx: &BrokerContext,
+    (config, admin): (&BrokerConfig, &TopicAdmin),
     resource_type: i8,
     name: &str,
     changes: Vec<Change>,
@@ -149,8 +183,8 @@ async fn alter(
         return Err((error_code::INVALID_REQUEST, format!("Null value not supported for : {}", nulls.join(", "))));
     }
     match resource_type {
-        RESOURCE_TOPIC => alter_topic(ctx, name, &changes, replace, validate_only).await,
-        RESOURCE_BROKER => alter_broker(ctx, name, &changes),
+        RESOURCE_TOPIC => alter_topic(admin, name, &changes, replace, validate_only).await,
+        RESOURCE_BROKER => alter_broker(config, name, &changes),
         other => Err((
             error_code::INVALID_REQUEST,
             format!("Kafgres has no configs to alter for resource type {other} (topics only)"),
@@ -159,7 +193,7 @@ async fn alter(
 }
 
 async fn alter_topic(
-    ctx: &BrokerContext,
+    admin: &TopicAdmin,
     name: &str,
     changes: &[Change],
     replace: bool,
@@ -171,9 +205,10 @@ async fn alter_topic(
     validate_topic_name(name).map_err(|m| (error_code::INVALID_TOPIC_EXCEPTION, m))?;
     // Serialized with creation, deletion and CreatePartitions, which also
     // replace the registry's topic: no alteration is lost to a race.
-    let _serialized = ctx.topic_creation.lock().await;
-    let topic = ctx
-        .topic(name)
+    let change = admin.begin().await;
+    let topic = change
+        .topics()
+        .get(name)
         .ok_or((error_code::UNKNOWN_TOPIC_OR_PARTITION, format!("The topic '{name}' does not exist.")))?;
     let configs = if replace { replaced(changes) } else { incremented(&topic.configs, changes)? };
     let written: Vec<&str> = changes.iter().filter(|c| c.op != OP_DELETE).map(|c| c.name.as_str()).collect();
@@ -186,16 +221,12 @@ async fn alter_topic(
     if validate_only || configs == topic.configs {
         return Ok(());
     }
-    ctx.catalog.set_topic_configs(topic.id, configs.clone()).await.map_err(|e| match e {
+    change.set_configs(&topic, configs).await.map_err(|e| match e {
         CatalogError::UnknownTopic(_) => {
             (error_code::UNKNOWN_TOPIC_OR_PARTITION, format!("The topic '{name}' does not exist."))
         }
         other => (error_code::UNKNOWN_SERVER_ERROR, other.to_string()),
-    })?;
-    let altered = topic.with_configs(configs, &ctx.config);
-    ctx.topics.write().unwrap_or_else(|p| p.into_inner()).replace(altered);
-    log::info!("altered the configs of topic {name}");
-    Ok(())
+    })
 }
 
 /// AlterConfigs: the request's configs are the new override set.
@@ -242,8 +273,8 @@ fn incremented(current: &BTreeMap<String, String>, changes: &[Change]) -> Result
 }
 
 /// The broker's settings are GUCs, read at start: none can change at runtime.
-fn alter_broker(ctx: &BrokerContext, name: &str, changes: &[Change]) -> Result<(), AlterError> {
-    let node_id = ctx.config.node_id.to_string();
+fn alter_broker(config: &BrokerConfig, name: &str, changes: &[Change]) -> Result<(), AlterError> {
+    let node_id = config.node_id.to_string();
     if !name.is_empty() && name != node_id {
         return Err((
             error_code::INVALID_REQUEST,

@@ -4,10 +4,12 @@
 
 use kafgres_wire::error_code;
 use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
-use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
+use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
+
+use super::handler::{Answer, Handler, RequestContext, Versions};
 
 use crate::partition::Partition;
-use crate::server::BrokerContext;
+use crate::topics::Topics;
 
 pub const LATEST_TIMESTAMP: i64 = -1;
 pub const EARLIEST_TIMESTAMP: i64 = -2;
@@ -22,40 +24,56 @@ const LEADER_EPOCH_VERSION_MIN: i16 = 4;
 /// The only epoch a single-node broker has had.
 const LEADER_EPOCH: i32 = 0;
 
-pub fn handle(ctx: &BrokerContext, version: i16, request: ListOffsetsRequest) -> ListOffsetsResponse {
-    let committed_only = request.isolation_level == 1;
-    let mut response = ListOffsetsResponse::default();
-    for topic in request.topics {
-        let found = ctx.topic(&topic.name.0);
-        let mut out = ListOffsetsTopicResponse::default();
-        out.name = topic.name.clone();
-        for p in topic.partitions {
-            let mut r = ListOffsetsPartitionResponse::default();
-            r.partition_index = p.partition_index;
-            r.timestamp = -1;
-            r.offset = -1;
-            match found.as_ref().and_then(|t| t.partition(p.partition_index)) {
-                None => r.error_code = error_code::UNKNOWN_TOPIC_OR_PARTITION,
-                Some(partition) => match lookup(partition, p.timestamp, committed_only) {
-                    Ok(Some((offset, timestamp))) => {
-                        r.offset = offset;
-                        r.timestamp = timestamp;
-                        if version >= LEADER_EPOCH_VERSION_MIN {
-                            r.leader_epoch = LEADER_EPOCH;
+pub struct ListOffsets;
+
+impl Handler for ListOffsets {
+    const KEY: ApiKey = ApiKey::ListOffsets;
+    /// v1-v10; leader epochs are in the response from v4.
+    const VERSIONS: Versions = Versions::new(1, 10);
+    type Request = ListOffsetsRequest;
+    type Response = ListOffsetsResponse;
+    type Services<'a> = &'a Topics;
+
+    async fn handle(
+        topics: Self::Services<'_>,
+        cx: &RequestContext<'_>,
+        request: ListOffsetsRequest,
+    ) -> Answer<ListOffsetsResponse> {
+        let version = cx.api_version;
+        let committed_only = request.isolation_level == 1;
+        let mut response = ListOffsetsResponse::default();
+        for topic in request.topics {
+            let found = topics.get(&topic.name.0);
+            let mut out = ListOffsetsTopicResponse::default();
+            out.name = topic.name.clone();
+            for p in topic.partitions {
+                let mut r = ListOffsetsPartitionResponse::default();
+                r.partition_index = p.partition_index;
+                r.timestamp = -1;
+                r.offset = -1;
+                match found.as_ref().and_then(|t| t.partition(p.partition_index)) {
+                    None => r.error_code = error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                    Some(partition) => match lookup(partition, p.timestamp, committed_only) {
+                        Ok(Some((offset, timestamp))) => {
+                            r.offset = offset;
+                            r.timestamp = timestamp;
+                            if version >= LEADER_EPOCH_VERSION_MIN {
+                                r.leader_epoch = LEADER_EPOCH;
+                            }
                         }
-                    }
-                    Ok(None) => {}
-                    Err(code) => r.error_code = code,
-                },
+                        Ok(None) => {}
+                        Err(code) => r.error_code = code,
+                    },
+                }
+                if version < LEADER_EPOCH_VERSION_MIN {
+                    r.leader_epoch = -1;
+                }
+                out.partitions.push(r);
             }
-            if version < LEADER_EPOCH_VERSION_MIN {
-                r.leader_epoch = -1;
-            }
-            out.partitions.push(r);
+            response.topics.push(out);
         }
-        response.topics.push(out);
+        response.into()
     }
-    response
 }
 
 /// `read_committed` (isolation level 1): the latest offset is the last stable offset.
