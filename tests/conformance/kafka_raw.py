@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 import kafka_wire  # noqa: E402
 
-# The APIs Kafgres serves (crates/wire/src/apis.rs, docs/conformance.md's table).
+# The APIs Kafgres serves (crates/broker/src/api/mod.rs, docs/conformance.md's table).
 API_NAMES = {
     0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
     10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",

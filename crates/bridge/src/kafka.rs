@@ -2,18 +2,9 @@
 //! bridge talks to the broker as any Kafka producer does.
 
 use bytes::Bytes;
-use kafgres_client::{Client, ClientError, PartitionBatch, Wait};
+use kafgres_client::{error_code, Client, ClientError, PartitionBatch, Wait};
 
 use crate::applier::{Broker, BrokerError, OutgoingBatch, ProduceOutcome};
-
-// Kafka error codes the applier tells apart.
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
-const DUPLICATE_SEQUENCE_NUMBER: i16 = 46;
-const INVALID_PRODUCER_EPOCH: i16 = 47;
-const UNKNOWN_PRODUCER_ID: i16 = 59;
-const PRODUCER_FENCED: i16 = 90;
-const UNKNOWN_TOPIC_ID: i16 = 100;
 
 /// The topic config that bounds one batch.
 const MESSAGE_BYTES_MAX_CONFIG: &str = "max.message.bytes";
@@ -66,7 +57,7 @@ impl<W: Wait> Broker for KafkaBroker<W> {
             .map(|answer| match answer {
                 Ok(state) => Ok(state.map(|s| s.last_sequence).filter(|&seq| seq >= 0)),
                 // Gone since: nothing of ours is there, and the produce says so.
-                Err(e) if e.kafka_code() == Some(UNKNOWN_TOPIC_OR_PARTITION) => Ok(None),
+                Err(e) if e.kafka_code() == Some(error_code::UNKNOWN_TOPIC_OR_PARTITION) => Ok(None),
                 Err(e) => Err(broker_error("DescribeProducers", e)),
             })
             .collect()
@@ -85,10 +76,14 @@ impl<W: Wait> Broker for KafkaBroker<W> {
         Ok(answers
             .into_iter()
             .map(|a| match a.error_code {
-                0 | DUPLICATE_SEQUENCE_NUMBER => ProduceOutcome::Acknowledged,
-                UNKNOWN_TOPIC_OR_PARTITION | UNKNOWN_TOPIC_ID => ProduceOutcome::UnknownPartition,
-                OUT_OF_ORDER_SEQUENCE_NUMBER => ProduceOutcome::OutOfOrderSequence,
-                INVALID_PRODUCER_EPOCH | UNKNOWN_PRODUCER_ID | PRODUCER_FENCED => ProduceOutcome::ProducerFenced,
+                error_code::NONE | error_code::DUPLICATE_SEQUENCE_NUMBER => ProduceOutcome::Acknowledged,
+                error_code::UNKNOWN_TOPIC_OR_PARTITION | error_code::UNKNOWN_TOPIC_ID => {
+                    ProduceOutcome::UnknownPartition
+                }
+                error_code::OUT_OF_ORDER_SEQUENCE_NUMBER => ProduceOutcome::OutOfOrderSequence,
+                error_code::INVALID_PRODUCER_EPOCH | error_code::UNKNOWN_PRODUCER_ID | error_code::PRODUCER_FENCED => {
+                    ProduceOutcome::ProducerFenced
+                }
                 code => {
                     log::warn!("the broker refused a batch sent from SQL with error {code}: {}", a.error_message);
                     ProduceOutcome::Failed(code)

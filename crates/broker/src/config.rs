@@ -14,6 +14,39 @@ pub enum FlushPolicy {
     PageCache,
 }
 
+/// How clients must authenticate (`kafgres.authentication`).
+#[derive(Clone, PartialEq, Eq)]
+pub enum Authentication {
+    /// No authentication: every connection may do everything (a PLAINTEXT listener).
+    None,
+    /// SASL/SCRAM-SHA-256 against PostgreSQL login roles (a SASL_PLAINTEXT listener).
+    ScramSha256 {
+        /// Secret from which unknown users' mock salts are derived; stable across
+        /// restarts in production (PostgreSQL's mock authentication nonce), so
+        /// repeated attempts cannot tell a missing role from an existing one.
+        mock_secret: [u8; 32],
+    },
+}
+
+impl Authentication {
+    /// SCRAM-SHA-256 with a random mock secret (tests; hosts without a stable secret).
+    pub fn scram_sha_256_random() -> Authentication {
+        let mut mock_secret = [0u8; 32];
+        mock_secret[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+        mock_secret[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+        Authentication::ScramSha256 { mock_secret }
+    }
+}
+
+impl std::fmt::Debug for Authentication {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Authentication::None => f.write_str("none"),
+            Authentication::ScramSha256 { .. } => f.write_str("scram-sha-256"),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
     pub listen: SocketAddr,
@@ -48,7 +81,7 @@ pub struct BrokerConfig {
     /// `group.consumer.heartbeat.interval.ms` (KIP-848 groups).
     pub group_consumer_heartbeat_interval_ms: i32,
     /// How clients authenticate (`kafgres.authentication`).
-    pub authentication: crate::sasl::Authentication,
+    pub authentication: Authentication,
     /// Where the counters and the connection table live (shared memory in
     /// the extension, so SQL can read them).
     pub metrics: &'static crate::metrics::BrokerMetrics,
@@ -77,7 +110,7 @@ impl BrokerConfig {
             group_initial_rebalance_delay_ms: 0,
             group_consumer_session_timeout_ms: 45_000,
             group_consumer_heartbeat_interval_ms: 5_000,
-            authentication: crate::sasl::Authentication::None,
+            authentication: Authentication::None,
             metrics: crate::metrics::BrokerMetrics::leaked(),
         }
     }

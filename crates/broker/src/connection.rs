@@ -19,10 +19,10 @@ use std::os::fd::AsRawFd;
 use tokio::io::Interest;
 use tokio::net::tcp::OwnedWriteHalf;
 
+use crate::context::BrokerContext;
 use crate::dispatch::{handle_frame, Outcome};
 use crate::metrics::{BrokerMetrics, ConnectionEntry};
 use crate::sasl::{Gate, SaslSession};
-use crate::server::BrokerContext;
 use crate::splice::ResponsePart;
 
 const READ_BUFFER_BYTES: usize = 64 * 1024;
@@ -95,7 +95,7 @@ pub async fn serve_connection(
         let produce_started = (api_key == Some(PRODUCE_KEY)).then(std::time::Instant::now);
         // Authentication first: SASL requests are answered here, and nothing
         // else reaches dispatch before the client has authenticated.
-        let frame = match sasl.gate(&ctx, peer, frame.freeze()).await {
+        let frame = match sasl.gate(ctx.catalog.as_ref(), peer, frame.freeze()).await {
             Gate::Dispatch(frame) => frame,
             Gate::Respond(bytes) => {
                 entry.record_request((FRAME_LEN_BYTES + len) as u64, bytes.len() as u64);
@@ -119,7 +119,7 @@ pub async fn serve_connection(
                 return;
             }
         };
-        match handle_frame(&ctx, peer, frame).await {
+        match handle_frame(&ctx, peer, sasl.principal(), frame).await {
             Outcome::Respond(bytes) => {
                 entry.record_request((FRAME_LEN_BYTES + len) as u64, bytes.len() as u64);
                 if writer.write_all(&bytes).await.is_err() {

@@ -5,18 +5,20 @@
 //! -> full header -> pre-decode guard -> `kafka-protocol` decode -> handler.
 //! A request that fails before its handler closes the connection (as Kafka
 //! does), except an unsupported ApiVersions version, answered per KIP-511.
+//! The routing is one `match` generated from the list of handlers in
+//! [`crate::api`]: each arm calls its handler directly (no boxing, no
+//! dynamic dispatch).
+
+use std::net::SocketAddr;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use kafgres_wire::apis::{served, Served};
 use kafgres_wire::guard::check_request_body;
-use kafgres_wire::header::{
-    peek_fixed_header, put_response_header, response_header_version, split_request, RequestHeader,
-};
-use kafka_protocol::messages::*;
+use kafgres_wire::header::{peek_fixed_header, put_response_header, response_header_version, split_request};
+use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::{Decodable, Encodable};
 
-use crate::api;
-use crate::server::BrokerContext;
+use crate::api::{self, Answer, Handler, RequestContext, Served};
+use crate::context::{BrokerContext, Pick};
 
 /// What the connection does after a request.
 #[derive(Debug)]
@@ -34,11 +36,13 @@ pub enum Outcome {
     Close(String),
 }
 
-pub async fn handle_frame(ctx: &BrokerContext, peer: std::net::SocketAddr, frame: Bytes) -> Outcome {
+/// Answers one request frame from `peer`, whose connection authenticated as
+/// `principal` (if authentication is on).
+pub async fn handle_frame(ctx: &BrokerContext, peer: SocketAddr, principal: Option<&str>, frame: Bytes) -> Outcome {
     let Some((api_key, api_version, correlation_id)) = peek_fixed_header(&frame) else {
         return Outcome::Close("request shorter than a header".into());
     };
-    let key = match served(api_key, api_version) {
+    let key = match api::served(api_key, api_version) {
         Served::Yes(key) => key,
         Served::UnsupportedVersion(ApiKey::ApiVersions) => {
             return respond(ApiKey::ApiVersions, 0, correlation_id, &api::api_versions::unsupported_version_answer());
@@ -57,180 +61,48 @@ pub async fn handle_frame(ctx: &BrokerContext, peer: std::net::SocketAddr, frame
     if let Err(e) = check_request_body(api_key, api_version, &body) {
         return Outcome::Close(format!("malformed {key:?} v{api_version} request: {e}"));
     }
-    route(ctx, peer, key, &header, body).await
+    let cx = RequestContext {
+        api_version,
+        correlation_id,
+        client_id: header.client_id.as_deref().unwrap_or(""),
+        peer,
+        principal,
+    };
+    route(ctx, key, &cx, body).await
 }
 
-async fn route(
-    ctx: &BrokerContext,
-    peer: std::net::SocketAddr,
-    key: ApiKey,
-    header: &RequestHeader,
-    mut body: Bytes,
-) -> Outcome {
-    let v = header.api_version;
-    let c = header.correlation_id;
-    macro_rules! decode {
-        ($ty:ty) => {
-            match <$ty>::decode(&mut body, v) {
-                Ok(req) => req,
-                Err(e) => return Outcome::Close(format!("cannot decode {key:?} v{v}: {e}")),
-            }
-        };
-    }
-    match key {
-        ApiKey::ApiVersions => {
-            let req = decode!(ApiVersionsRequest);
-            respond(key, v, c, &api::api_versions::handle(v, &req))
-        }
-        ApiKey::Metadata => {
-            let req = decode!(MetadataRequest);
-            respond(key, v, c, &api::metadata::handle(ctx, v, req).await)
-        }
-        ApiKey::CreateTopics => {
-            let req = decode!(CreateTopicsRequest);
-            respond(key, v, c, &api::create_topics::handle(ctx, v, req).await)
-        }
-        ApiKey::Produce => {
-            let req = decode!(ProduceRequest);
-            match api::produce::handle(ctx, v, req).await {
-                Some(resp) => respond(key, v, c, &resp),
-                None => Outcome::NoResponse,
+macro_rules! routes {
+    ($($handler:path),* $(,)?) => {
+        async fn route(ctx: &BrokerContext, key: ApiKey, cx: &RequestContext<'_>, body: Bytes) -> Outcome {
+            // Awaited here, in code written out for each handler: from a
+            // generic `async fn` over `Handler`, rustc 1.95 cannot prove the
+            // connection task `Send` (rust-lang/rust#100013).
+            match key {
+                $(<$handler as Handler>::KEY => match decode::<$handler>(body, cx) {
+                    Ok(request) => encode::<$handler>(cx, <$handler>::handle(Pick::pick(ctx), cx, request).await),
+                    Err(closed) => closed,
+                },)*
+                // `served` answers only keys of the same list.
+                other => Outcome::Close(format!("{other:?} is served but not routed")),
             }
         }
-        ApiKey::Fetch => {
-            let req = decode!(FetchRequest);
-            let answer = api::fetch::handle(ctx, v, req).await;
-            respond_spliced(key, v, c, &answer.response, answer.ranges, answer.woken_at)
+    };
+}
+api::served_apis!(routes);
+
+fn decode<H: Handler>(mut body: Bytes, cx: &RequestContext<'_>) -> Result<H::Request, Outcome> {
+    H::Request::decode(&mut body, cx.api_version)
+        .map_err(|e| Outcome::Close(format!("cannot decode {:?} v{}: {e}", H::KEY, cx.api_version)))
+}
+
+fn encode<H: Handler>(cx: &RequestContext<'_>, answer: Answer<H::Response>) -> Outcome {
+    let (key, version, correlation_id) = (H::KEY, cx.api_version, cx.correlation_id);
+    match answer {
+        Answer::Respond(response) => respond(key, version, correlation_id, &response),
+        Answer::Spliced { response, ranges, woken_at } => {
+            respond_spliced(key, version, correlation_id, &response, ranges, woken_at)
         }
-        ApiKey::ListOffsets => {
-            let req = decode!(ListOffsetsRequest);
-            respond(key, v, c, &api::list_offsets::handle(ctx, v, req))
-        }
-        ApiKey::DeleteTopics => {
-            let req = decode!(DeleteTopicsRequest);
-            respond(key, v, c, &api::delete_topics::handle(ctx, v, req).await)
-        }
-        ApiKey::CreatePartitions => {
-            let req = decode!(CreatePartitionsRequest);
-            respond(key, v, c, &api::create_partitions::handle(ctx, v, req).await)
-        }
-        ApiKey::DeleteRecords => {
-            let req = decode!(DeleteRecordsRequest);
-            respond(key, v, c, &api::delete_records::handle(ctx, v, req).await)
-        }
-        ApiKey::DescribeCluster => {
-            let req = decode!(DescribeClusterRequest);
-            respond(key, v, c, &api::describe_cluster::handle(ctx, v, &req))
-        }
-        ApiKey::DescribeConfigs => {
-            let req = decode!(DescribeConfigsRequest);
-            respond(key, v, c, &api::describe_configs::handle(ctx, v, req))
-        }
-        ApiKey::IncrementalAlterConfigs => {
-            let req = decode!(IncrementalAlterConfigsRequest);
-            respond(key, v, c, &api::alter_configs::incremental(ctx, v, req).await)
-        }
-        ApiKey::AlterConfigs => {
-            let req = decode!(AlterConfigsRequest);
-            respond(key, v, c, &api::alter_configs::legacy(ctx, v, req).await)
-        }
-        ApiKey::DescribeLogDirs => {
-            let req = decode!(DescribeLogDirsRequest);
-            respond(key, v, c, &api::describe_log_dirs::handle(ctx, v, req).await)
-        }
-        ApiKey::DescribeProducers => {
-            let req = decode!(DescribeProducersRequest);
-            respond(key, v, c, &api::describe_producers::handle(ctx, v, req))
-        }
-        ApiKey::DescribeTopicPartitions => {
-            let req = decode!(DescribeTopicPartitionsRequest);
-            respond(key, v, c, &api::describe_topic_partitions::handle(ctx, req))
-        }
-        ApiKey::OffsetForLeaderEpoch => {
-            let req = decode!(OffsetForLeaderEpochRequest);
-            respond(key, v, c, &api::offset_for_leader_epoch::handle(ctx, v, req))
-        }
-        ApiKey::InitProducerId => {
-            let req = decode!(InitProducerIdRequest);
-            respond(key, v, c, &api::init_producer_id::handle(ctx, v, req).await)
-        }
-        ApiKey::FindCoordinator => {
-            let req = decode!(FindCoordinatorRequest);
-            respond(key, v, c, &api::group_admin::find_coordinator(ctx, v, req))
-        }
-        ApiKey::JoinGroup => {
-            let req = decode!(JoinGroupRequest);
-            let client = api::group_membership::Client {
-                id: header.client_id.clone().unwrap_or_default(),
-                host: format!("/{}", peer.ip()),
-            };
-            respond(key, v, c, &api::group_membership::join_group(ctx, v, req, client).await)
-        }
-        ApiKey::SyncGroup => {
-            let req = decode!(SyncGroupRequest);
-            respond(key, v, c, &api::group_membership::sync_group(ctx, v, req).await)
-        }
-        ApiKey::Heartbeat => {
-            let req = decode!(HeartbeatRequest);
-            respond(key, v, c, &api::group_membership::heartbeat(ctx, v, req))
-        }
-        ApiKey::LeaveGroup => {
-            let req = decode!(LeaveGroupRequest);
-            respond(key, v, c, &api::group_membership::leave_group(ctx, v, req))
-        }
-        ApiKey::OffsetCommit => {
-            let req = decode!(OffsetCommitRequest);
-            respond(key, v, c, &api::group_offsets::offset_commit(ctx, v, req).await)
-        }
-        ApiKey::OffsetFetch => {
-            let req = decode!(OffsetFetchRequest);
-            respond(key, v, c, &api::group_offsets::offset_fetch(ctx, v, req))
-        }
-        ApiKey::OffsetDelete => {
-            let req = decode!(OffsetDeleteRequest);
-            respond(key, v, c, &api::group_offsets::offset_delete(ctx, v, req).await)
-        }
-        ApiKey::ListGroups => {
-            let req = decode!(ListGroupsRequest);
-            respond(key, v, c, &api::group_admin::list_groups(ctx, v, req))
-        }
-        ApiKey::DescribeGroups => {
-            let req = decode!(DescribeGroupsRequest);
-            respond(key, v, c, &api::group_admin::describe_groups(ctx, v, req))
-        }
-        ApiKey::ConsumerGroupHeartbeat => {
-            let req = decode!(ConsumerGroupHeartbeatRequest);
-            let client = api::group_membership::Client {
-                id: header.client_id.clone().unwrap_or_default(),
-                host: format!("/{}", peer.ip()),
-            };
-            respond(key, v, c, &api::consumer_group::heartbeat(ctx, v, req, client))
-        }
-        ApiKey::ConsumerGroupDescribe => {
-            let req = decode!(ConsumerGroupDescribeRequest);
-            respond(key, v, c, &api::consumer_group::describe(ctx, v, req))
-        }
-        ApiKey::AddPartitionsToTxn => {
-            let req = decode!(AddPartitionsToTxnRequest);
-            respond(key, v, c, &api::transactions::add_partitions(ctx, v, req).await)
-        }
-        ApiKey::AddOffsetsToTxn => {
-            let req = decode!(AddOffsetsToTxnRequest);
-            respond(key, v, c, &api::transactions::add_offsets(ctx, v, req).await)
-        }
-        ApiKey::TxnOffsetCommit => {
-            let req = decode!(TxnOffsetCommitRequest);
-            respond(key, v, c, &api::transactions::txn_offset_commit(ctx, v, req).await)
-        }
-        ApiKey::EndTxn => {
-            let req = decode!(EndTxnRequest);
-            respond(key, v, c, &api::transactions::end_txn(ctx, v, req).await)
-        }
-        ApiKey::DeleteGroups => {
-            let req = decode!(DeleteGroupsRequest);
-            respond(key, v, c, &api::group_admin::delete_groups(ctx, v, req).await)
-        }
-        other => Outcome::Close(format!("{other:?} is in the served table but has no handler")),
+        Answer::Silent => Outcome::NoResponse,
     }
 }
 

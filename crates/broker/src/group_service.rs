@@ -135,6 +135,20 @@ impl GroupService {
         self.lock().coordinator.replace_group_offsets(crate::now_ms(), group_id, rows);
     }
 
+    /// After a failed write the coordinator's view holds offsets the catalog
+    /// does not: reads the group's rows back so OffsetFetch answers what is
+    /// durable. If that read fails too, the view stays ahead until the
+    /// broker restarts (and says so in the log).
+    pub async fn reload_group_offsets(&self, group_id: &str) {
+        match self.catalog.load_group_offsets(group_id.to_string()).await {
+            Ok(rows) => self.replace_group_offsets(group_id, rows),
+            Err(e) => log::error!(
+                "reloading the offsets of group {group_id} failed too ({e}); OffsetFetch may answer offsets \
+                 that are not stored until the broker restarts"
+            ),
+        }
+    }
+
     /// Read-only access (OffsetFetch, ListGroups, DescribeGroups).
     pub fn read<R>(&self, f: impl FnOnce(&GroupCoordinator) -> R) -> R {
         f(&self.lock().coordinator)

@@ -4,18 +4,32 @@
 //! - [`server`]: the listener and the connection limit; [`connection`]: one
 //!   client's read-dispatch-write loop with the frame limit;
 //! - [`dispatch`]: header, served-version check, pre-decode guard, decode,
-//!   handler, encode; [`api`]: one module per Kafka API;
+//!   handler, encode; [`api`]: one module per Kafka API, each declaring its
+//!   key, versions, the services it uses and its handler, and the one list of
+//!   served APIs;
+//! - [`context`]: the services a broker is made of ([`BrokerContext`]) and how
+//!   a handler is given the ones it declares;
 //! - [`topics`] and [`partition`]: the in-memory registry of topics and, per
 //!   partition, its log, high watermark, group-commit flusher and the waiters
-//!   woken when data becomes visible;
+//!   woken when data becomes visible; [`topic_admin`]: topic creation,
+//!   growth, reconfiguration and deletion, catalog first;
 //! - [`producer_ids`]: producer ids for InitProducerId, reserved from the
 //!   catalog in blocks (the sequence state itself lives in each partition's log);
 //! - [`sasl`]: SASL/SCRAM-SHA-256 authentication of connections against the
 //!   catalog's credentials (PostgreSQL roles), before dispatch;
 //! - [`log_dir`]: which database the log directory belongs to, and the
 //!   partition directories no topic claims (removed at startup);
+//! - [`group`] (pure) and [`group_service`], [`txn`]: the group and
+//!   transaction coordinators;
 //! - [`catalog`]: the narrow port to persistent metadata (Postgres tables in
 //!   production, memory in tests).
+//!
+//! Each layer uses only the ones below it: `server` → `connection` (→ `sasl`)
+//! → `dispatch` → `api` → the services (`topics`, `topic_admin`,
+//! `group_service`, `txn`, `producer_ids`, `config`) → `partition`, `group`,
+//! `catalog`. Handlers never see the whole broker: they get the services they
+//! declare, and only `server`, `connection` and `dispatch` hold the
+//! [`BrokerContext`].
 //!
 //! It must never call into Postgres, block on SQL, or install signal handlers:
 //! the host (the `kafgres` extension's background worker) gives it a
@@ -25,8 +39,8 @@ pub mod api;
 pub mod catalog;
 pub mod config;
 pub mod connection;
+pub mod context;
 pub mod dispatch;
-pub mod errors;
 pub mod group;
 pub mod group_service;
 pub mod log_dir;
@@ -36,13 +50,15 @@ pub mod producer_ids;
 pub mod sasl;
 pub mod server;
 pub mod splice;
+pub mod topic_admin;
 pub mod topic_config;
 pub mod topics;
 pub mod txn;
 
 pub use catalog::{Catalog, CatalogError, MemoryCatalog, TopicRecord};
 pub use config::{BrokerConfig, FlushPolicy};
-pub use server::{Broker, BrokerContext};
+pub use context::BrokerContext;
+pub use server::Broker;
 
 /// Wall-clock milliseconds since the Unix epoch (record timestamps, segment ages).
 pub fn now_ms() -> i64 {

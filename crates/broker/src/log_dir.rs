@@ -16,9 +16,9 @@
 //!   aside and removed, as Kafka deletes stray replicas at startup; without
 //!   this its disk space would never come back.
 //!
-//! It owns only these two decisions; partition directories themselves are
-//! opened by [`crate::topics`], and removal of set-aside directories is
-//! [`crate::topics::remove_deleted_dirs`].
+//! It owns these two decisions and the naming and removal of directories set
+//! aside ([`deleted_dir_name`], [`remove_deleted_dirs`]); partition
+//! directories themselves are opened by [`crate::topics`].
 
 use std::collections::HashSet;
 use std::fmt;
@@ -26,8 +26,7 @@ use std::path::{Path, PathBuf};
 
 use kafgres_log::storage::{replace_file_atomically, FileStorage};
 use kafgres_log::LogError;
-
-use crate::topics::{deleted_dir_name, DELETED_DIR_SUFFIX};
+use uuid::Uuid;
 
 /// Name of the owner file in the log directory.
 pub const OWNER_FILE: &str = "kafgres.owner";
@@ -145,7 +144,7 @@ pub fn claim_owner(dir: &Path, owner: &LogDirOwner) -> Result<(), LogDirError> {
         .map_err(|source| LogDirError::Io { dir: dir.to_path_buf(), source })
 }
 
-/// Renames aside (for [`crate::topics::remove_deleted_dirs`]) every partition
+/// Renames aside (for [`remove_deleted_dirs`]) every partition
 /// directory of `dir` whose name is not in `claimed`, and returns the new
 /// paths. Only `<name>-<partition number>` directories are touched: files
 /// and other directories (an operator's notes, the SQL applier's checkpoint)
@@ -189,6 +188,35 @@ fn is_partition_dir_name(name: &str) -> bool {
     name.rsplit_once('-').is_some_and(|(topic, index)| {
         !topic.is_empty() && !index.is_empty() && index.parse::<i32>().is_ok_and(|i| i >= 0)
     })
+}
+
+/// Suffix of partition directories waiting to be removed.
+pub const DELETED_DIR_SUFFIX: &str = "-delete";
+
+/// `<dir>.<tag>-<random>-delete`: unique, and recognised at startup. The
+/// directory's own name is cut so the whole fits NAME_MAX (as Kafka cuts the
+/// topic in its `-delete` names): a 249-character topic can still be deleted.
+pub fn deleted_dir_name(dir: &Path, tag: &str) -> PathBuf {
+    use crate::topics::{prefix_of, NAME_BYTES_MAX};
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let suffix = format!(".{tag}-{}{DELETED_DIR_SUFFIX}", Uuid::new_v4().simple());
+    let keep = NAME_BYTES_MAX.saturating_sub(suffix.len());
+    dir.with_file_name(format!("{}{suffix}", prefix_of(&name, keep)))
+}
+
+/// Removes partition directories set aside for deletion (after DeleteTopics,
+/// or stale ones found at open). Runs at startup; errors are logged.
+pub fn remove_deleted_dirs(log_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(log_dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(DELETED_DIR_SUFFIX)) {
+            match std::fs::remove_dir_all(&path) {
+                Ok(()) => log::info!("removed deleted partition directory {}", path.display()),
+                Err(e) => log::warn!("cannot remove {}: {e}", path.display()),
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! let connections go and flush every log.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
@@ -11,37 +11,13 @@ use tokio::sync::{watch, Semaphore};
 use crate::catalog::{Catalog, CatalogSnapshot};
 use crate::config::BrokerConfig;
 use crate::connection::serve_connection;
-use crate::topics::{Topic, TopicRegistry};
-
-/// Everything a request handler can reach.
-pub struct BrokerContext {
-    pub config: BrokerConfig,
-    pub catalog: Arc<dyn Catalog>,
-    pub topics: RwLock<TopicRegistry>,
-    /// Serializes topic creation so two CreateTopics for one name cannot both
-    /// pass the existence check (the catalog's unique name is the backstop).
-    pub topic_creation: tokio::sync::Mutex<()>,
-    /// The advertised port, resolved after binding (tests bind port 0).
-    pub advertised_port: u16,
-    /// The retention service every partition reports rolls to.
-    pub housekeeping: crate::partition::Housekeeping,
-    /// The consumer-group coordinator (this broker coordinates every group).
-    pub groups: Arc<crate::group_service::GroupService>,
-    /// Producer ids for InitProducerId, reserved from the catalog in blocks.
-    pub producer_ids: crate::producer_ids::ProducerIdAllocator,
-    /// The transaction coordinator.
-    pub txns: Arc<crate::txn::TxnService>,
-}
-
-impl BrokerContext {
-    pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
-        self.topics.read().unwrap_or_else(|p| p.into_inner()).get(name)
-    }
-
-    pub fn topic_by_id(&self, id: &uuid::Uuid) -> Option<Arc<Topic>> {
-        self.topics.read().unwrap_or_else(|p| p.into_inner()).get_by_id(id)
-    }
-}
+use crate::context::BrokerContext;
+use crate::group_service::GroupService;
+use crate::partition::Partition;
+use crate::producer_ids::ProducerIds;
+use crate::topic_admin::TopicAdmin;
+use crate::topics::{Topic, TopicRegistry, Topics};
+use crate::txn::{TxnService, TxnServiceConfig};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -64,11 +40,11 @@ pub struct Broker {
 impl Broker {
     /// Opens the logs of `topics` and starts serving. Must run on a tokio runtime.
     pub async fn start(
-        config: BrokerConfig,
+        mut config: BrokerConfig,
         catalog: Arc<dyn Catalog>,
         snapshot: impl Into<CatalogSnapshot>,
     ) -> Result<Broker, StartError> {
-        let CatalogSnapshot { topics, offsets, transactions } = snapshot.into();
+        let CatalogSnapshot { topics: records, offsets, transactions } = snapshot.into();
         let mut registry = TopicRegistry::default();
         let housekeeping = crate::partition::Housekeeping::default();
         let now = crate::now_ms();
@@ -77,7 +53,7 @@ impl Broker {
             source: kafgres_log::LogError::Io { path: config.log_dir.clone(), source },
         })?;
         crate::log_dir::claim_owner(&config.log_dir, &config.log_dir_owner)?;
-        for record in &topics {
+        for record in &records {
             let topic = Topic::open(record, &config, &housekeeping, now)
                 .map_err(|source| StartError::Log { topic: record.name.clone(), source })?;
             registry.insert(topic);
@@ -85,14 +61,17 @@ impl Broker {
         // Only once every topic of the catalog has claimed its directories:
         // what is left unclaimed then is unreachable.
         crate::log_dir::set_strays_aside(&config.log_dir, &registry.partition_dir_names());
-        crate::topics::remove_deleted_dirs(&config.log_dir);
+        crate::log_dir::remove_deleted_dirs(&config.log_dir);
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|source| StartError::Bind { addr: config.listen, source })?;
         let local_addr = listener.local_addr().map_err(|source| StartError::Bind { addr: config.listen, source })?;
-        let advertised_port = if config.advertised_port == 0 { local_addr.port() } else { config.advertised_port };
+        if config.advertised_port == 0 {
+            config.advertised_port = local_addr.port();
+        }
+        let config = Arc::new(config);
         let connections = Arc::new(Semaphore::new(config.connections_max));
-        let groups = crate::group_service::GroupService::start(
+        let groups = GroupService::start(
             crate::group::GroupConfig {
                 initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
                 consumer_session_timeout_ms: config.group_consumer_session_timeout_ms,
@@ -102,31 +81,38 @@ impl Broker {
             Arc::clone(&catalog),
             offsets,
         );
-        let ctx = Arc::new(BrokerContext {
-            housekeeping: housekeeping.clone(),
-            groups,
-            config,
-            catalog,
-            topics: RwLock::new(registry),
-            topic_creation: tokio::sync::Mutex::new(()),
-            advertised_port,
-            producer_ids: crate::producer_ids::ProducerIdAllocator::default(),
-            txns: Arc::new(crate::txn::TxnService::new(crate::txn::TxnServiceConfig::default(), &transactions)),
-        });
-        tokio::spawn(crate::partition::run_cleaner(Arc::downgrade(&ctx), housekeeping.clone()));
-        tokio::spawn(crate::partition::run_retention(Arc::downgrade(&ctx), housekeeping));
-        tokio::spawn(Arc::clone(&ctx.txns).run_timeouts(Arc::downgrade(&ctx)));
+        let topics = Arc::new(Topics::new(registry));
+        let producer_ids = Arc::new(ProducerIds::new(Arc::clone(&catalog)));
+        let txns = Arc::new(TxnService::new(
+            TxnServiceConfig::default(),
+            &transactions,
+            Arc::clone(&catalog),
+            Arc::clone(&producer_ids),
+            Arc::clone(&topics),
+            Arc::clone(&groups),
+        ));
+        let topic_admin = TopicAdmin::new(
+            Arc::clone(&topics),
+            Arc::clone(&catalog),
+            Arc::clone(&config),
+            housekeeping.clone(),
+            Arc::clone(&groups),
+        );
+        let ctx = Arc::new(BrokerContext { config, catalog, topics, topic_admin, groups, producer_ids, txns });
+        tokio::spawn(crate::partition::run_cleaner(partitions_of(&ctx.topics), housekeeping.clone()));
+        tokio::spawn(crate::partition::run_retention(partitions_of(&ctx.topics), housekeeping));
+        tokio::spawn(TxnService::run_timeouts(Arc::downgrade(&ctx.txns)));
         {
             // Transactions a crash left half-ended are finished before long;
             // their ids answer CONCURRENT_TRANSACTIONS-free once done.
-            let ctx = Arc::clone(&ctx);
-            tokio::spawn(async move { ctx.txns.recover(&ctx).await });
+            let txns = Arc::clone(&ctx.txns);
+            tokio::spawn(async move { txns.recover().await });
         }
         let (shutdown, shutdown_rx) = watch::channel(false);
         let accept_loop = tokio::spawn(accept_loop(listener, Arc::clone(&ctx), connections, shutdown_rx));
         log::info!(
             "listening for Kafka clients on {local_addr} ({} topics, log directory {})",
-            topics.len(),
+            records.len(),
             ctx.config.log_dir.display()
         );
         Ok(Broker { ctx, local_addr, shutdown, accept_loop })
@@ -144,8 +130,7 @@ impl Broker {
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
         let _ = self.accept_loop.await;
-        let topics = self.ctx.topics.read().unwrap_or_else(|p| p.into_inner()).all();
-        for topic in topics {
+        for topic in self.ctx.topics.all() {
             for p in &topic.partitions {
                 if let Err(e) = p.close() {
                     log::error!("flushing {}-{} at shutdown failed: {e}", p.topic, p.index);
@@ -190,4 +175,11 @@ async fn accept_loop(
             drop(permit);
         });
     }
+}
+
+/// The partitions for the housekeeping tasks: `None` once the broker is gone,
+/// which ends them.
+fn partitions_of(topics: &Arc<Topics>) -> impl Fn() -> Option<Vec<Arc<Partition>>> + Send + 'static {
+    let topics = Arc::downgrade(topics);
+    move || topics.upgrade().map(|t| t.all_partitions())
 }

@@ -1,18 +1,19 @@
 //! The in-memory registry of topics and their open partitions.
 //!
 //! Built at startup from the catalog's topic records; a topic enters it only
-//! after the catalog has stored it durably. The registry lock is never held
-//! across an `.await` or any I/O.
+//! after the catalog has stored it durably ([`crate::topic_admin`] makes every
+//! change). The registry lock is never held across an `.await` or any I/O.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use kafgres_log::{replace_file_atomically, FileStorage, LogConfig, LogError, PartitionLog};
 use uuid::Uuid;
 
 use crate::catalog::TopicRecord;
 use crate::config::BrokerConfig;
+use crate::log_dir::deleted_dir_name;
 use crate::partition::{Housekeeping, Partition};
 
 /// Kafka's limit on topic name length.
@@ -115,8 +116,6 @@ pub fn log_config(configs: &BTreeMap<String, String>, config: &BrokerConfig) -> 
 
 /// The file in each partition directory naming the topic id it belongs to.
 pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
-/// Suffix of partition directories waiting to be removed.
-pub const DELETED_DIR_SUFFIX: &str = "-delete";
 
 /// Makes sure `dir` holds data of topic `topic_id`. A directory left by an
 /// earlier topic of the same name (deleted, then a crash before its
@@ -147,40 +146,15 @@ fn claim_partition_dir(log_dir: &Path, dir: &Path, topic_id: Uuid) -> Result<(),
 }
 
 /// The longest file name Linux file systems take (NAME_MAX).
-const NAME_BYTES_MAX: usize = 255;
-
-/// `<dir>.<tag>-<random>-delete`: unique, and recognised at startup. The
-/// directory's own name is cut so the whole fits NAME_MAX (as Kafka cuts the
-/// topic in its `-delete` names): a 249-character topic can still be deleted.
-pub fn deleted_dir_name(dir: &Path, tag: &str) -> PathBuf {
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let suffix = format!(".{tag}-{}{DELETED_DIR_SUFFIX}", Uuid::new_v4().simple());
-    let keep = NAME_BYTES_MAX.saturating_sub(suffix.len());
-    dir.with_file_name(format!("{}{suffix}", prefix_of(&name, keep)))
-}
+pub const NAME_BYTES_MAX: usize = 255;
 
 /// The longest prefix of `name` of at most `bytes` bytes, cut at a character boundary.
-fn prefix_of(name: &str, bytes: usize) -> &str {
+pub fn prefix_of(name: &str, bytes: usize) -> &str {
     let mut end = name.len().min(bytes);
     while !name.is_char_boundary(end) {
         end -= 1;
     }
     &name[..end]
-}
-
-/// Removes partition directories set aside for deletion (after DeleteTopics,
-/// or stale ones found at open). Runs at startup; errors are logged.
-pub fn remove_deleted_dirs(log_dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(log_dir) else { return };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(DELETED_DIR_SUFFIX)) {
-            match std::fs::remove_dir_all(&path) {
-                Ok(()) => log::info!("removed deleted partition directory {}", path.display()),
-                Err(e) => log::warn!("cannot remove {}: {e}", path.display()),
-            }
-        }
-    }
 }
 
 /// Where a partition's segments live: `<log_dir>/<topic>-<partition>`, as in Kafka.
@@ -208,6 +182,55 @@ fn partition_dir_name(topic: &str, index: impl std::fmt::Display) -> String {
 /// between releases or restarts, which rules out std's randomised hasher).
 fn fnv1a_64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// The topics every handler reads: the registry behind its lock. Reads clone
+/// an `Arc` out and release the lock at once; only [`crate::topic_admin`]
+/// writes.
+#[derive(Default)]
+pub struct Topics {
+    registry: RwLock<TopicRegistry>,
+}
+
+impl Topics {
+    pub fn new(registry: TopicRegistry) -> Topics {
+        Topics { registry: RwLock::new(registry) }
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<Topic>> {
+        self.read().get(name)
+    }
+
+    pub fn get_by_id(&self, id: &Uuid) -> Option<Arc<Topic>> {
+        self.read().get_by_id(id)
+    }
+
+    /// One partition of a topic, if both exist.
+    pub fn partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
+        self.get(topic).and_then(|t| t.partition(index).cloned())
+    }
+
+    /// All topics, sorted by name.
+    pub fn all(&self) -> Vec<Arc<Topic>> {
+        self.read().all()
+    }
+
+    /// Every partition of every topic (the housekeeping tasks' rounds).
+    pub fn all_partitions(&self) -> Vec<Arc<Partition>> {
+        self.all().iter().flat_map(|t| t.partitions.iter().cloned()).collect()
+    }
+
+    /// The registry itself, for a reader that needs one view across several
+    /// lookups (the group coordinator's [`crate::group::TopicLookup`]).
+    pub fn read(&self) -> RwLockReadGuard<'_, TopicRegistry> {
+        // A panic under the lock cannot leave the maps half-updated: each
+        // change is one insert or remove.
+        self.registry.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, TopicRegistry> {
+        self.registry.write().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 #[derive(Default)]
@@ -335,9 +358,12 @@ mod tests {
                 assert!(dir.len() <= NAME_BYTES_MAX, "{len}-character topic, partition {index}: {}", dir.len());
                 assert!(dir.ends_with(&format!("-{index}")));
                 for tag in ["deleted", "stale", "stray"] {
-                    let aside = deleted_dir_name(&Path::new("/logs").join(&dir), tag);
+                    let aside = crate::log_dir::deleted_dir_name(&Path::new("/logs").join(&dir), tag);
                     let name = aside.file_name().expect("a name").to_string_lossy().into_owned();
-                    assert!(name.len() <= NAME_BYTES_MAX && name.ends_with(DELETED_DIR_SUFFIX), "{name}");
+                    assert!(
+                        name.len() <= NAME_BYTES_MAX && name.ends_with(crate::log_dir::DELETED_DIR_SUFFIX),
+                        "{name}"
+                    );
                 }
             }
         }

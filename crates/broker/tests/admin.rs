@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use kafgres_wire::error_code;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::{CreatePartitionsRequest, DeleteTopicsRequest, DescribeClusterRequest};
@@ -25,7 +26,7 @@ async fn deleted_topics_are_gone_and_a_recreated_topic_starts_empty() {
     assert!(broker.catalog.topics().is_empty(), "the catalog row is gone");
     assert_eq!(delete_by_name(&mut client, 5, "doomed").await, 3, "UNKNOWN_TOPIC_OR_PARTITION the second time");
     let p = produce(&mut client, 9, "doomed", 0, -1, batch(&records("late", 1))).await;
-    assert_eq!(p.error_code, 3, "produce to a deleted topic");
+    assert_eq!(p.error_code, error_code::UNKNOWN_TOPIC_OR_PARTITION, "produce to a deleted topic");
 
     let new_id = create_topic(&mut client, "doomed", 1).await;
     assert_ne!(new_id, old_id);
@@ -147,7 +148,7 @@ async fn describe_cluster_names_this_broker() {
     let not_asked = DescribeClusterRequest::default().with_endpoint_type(1);
     assert_eq!(client.call(1, &not_asked).await.cluster_authorized_operations, i32::MIN);
     let response = client.call(1, &DescribeClusterRequest::default().with_endpoint_type(2)).await;
-    assert_eq!(response.error_code, 115, "UNSUPPORTED_ENDPOINT_TYPE for controllers");
+    assert_eq!(response.error_code, error_code::UNSUPPORTED_ENDPOINT_TYPE, "UNSUPPORTED_ENDPOINT_TYPE for controllers");
     broker.broker.shutdown().await;
 }
 
@@ -200,7 +201,7 @@ async fn describe_configs_reports_overrides_and_defaults_with_sources() {
     assert_eq!(synonyms(&picked.configs[0]), vec![("retention.ms".into(), 1)]);
     assert_eq!(synonyms(&picked.configs[1]), vec![("log.segment.bytes".into(), 5)]);
     assert_eq!(all.configs.len(), kafgres_broker::topic_config::TOPIC_CONFIGS.len());
-    assert_eq!(absent.error_code, 3);
+    assert_eq!(absent.error_code, error_code::UNKNOWN_TOPIC_OR_PARTITION);
     assert_eq!(broker_cfg.configs.len(), 1);
     assert_eq!(broker_cfg.configs[0].value.as_ref().map(|v| v.to_string()), Some("1".into()));
     assert!(broker_cfg.configs[0].read_only);
@@ -212,7 +213,7 @@ async fn describe_configs_reports_overrides_and_defaults_with_sources() {
         .with_name(StrBytes::from_static_str("no.such.config"))
         .with_value(Some(StrBytes::from_static_str("1")))]);
     let refused = client.call(7, &CreateTopicsRequest::default().with_topics(vec![bad])).await;
-    assert_eq!(refused.topics[0].error_code, 40);
+    assert_eq!(refused.topics[0].error_code, error_code::INVALID_CONFIG);
     broker.broker.shutdown().await;
 }
 
@@ -241,7 +242,7 @@ async fn delete_records_moves_the_log_start() {
     assert_eq!(list_offset(&mut client, 7, "trimmed", 0, -2).await.offset, 4, "earliest is the new log start");
     assert_eq!(
         fetch(&mut client, 11, TopicRef::Name("trimmed"), 0, 2, 1 << 20).await.error_code,
-        1,
+        error_code::OFFSET_OUT_OF_RANGE,
         "reads below it are out of range"
     );
     let from4 = fetch(&mut client, 11, TopicRef::Name("trimmed"), 0, 4, 1 << 20).await;
@@ -297,7 +298,7 @@ async fn retention_by_size_deletes_old_segments_after_rolls() {
     }
     let earliest = earliest_until(&mut client, "bounded", |e| e > 0).await;
     assert!(earliest > 0, "old segments are deleted once the log exceeds retention.bytes");
-    let topic = broker.broker.context().topic("bounded").expect("topic");
+    let topic = broker.broker.context().topics.get("bounded").expect("topic");
     let due = topic.partitions[0].retention_due_at();
     assert!(due.is_none_or(|at| at > kafgres_broker::now_ms()), "nothing is left due");
     assert_eq!(fetch(&mut client, 11, TopicRef::Name("bounded"), 0, earliest, 1 << 20).await.error_code, 0);

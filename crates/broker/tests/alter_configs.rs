@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use kafgres_wire::error_code;
 use kafka_protocol::messages::{
     AlterConfigsRequest, DescribeLogDirsRequest, IncrementalAlterConfigsRequest, OffsetForLeaderEpochRequest,
 };
@@ -120,8 +121,8 @@ async fn bad_alterations_get_kafkas_error_codes() {
         ],
     )
     .await;
-    assert_eq!(answers[0], (3, Some("The topic 'absent' does not exist.".into())));
-    assert_eq!(answers[1], (40, Some("Unknown topic config name: no.such.config".into())));
+    assert_eq!(answers[0], (error_code::UNKNOWN_TOPIC_OR_PARTITION, Some("The topic 'absent' does not exist.".into())));
+    assert_eq!(answers[1], (error_code::INVALID_CONFIG, Some("Unknown topic config name: no.such.config".into())));
 
     // (changes, expected code, expected message)
     type Case = (Vec<(&'static str, i8, Option<&'static str>)>, i16, &'static str);
@@ -199,12 +200,12 @@ async fn alter_configs_replaces_the_whole_override_set() {
 
     // The new max.message.bytes applies to the next produce.
     let p = produce(&mut client, 9, "replaced", 0, -1, batch(&records("big", 20))).await;
-    assert_eq!(p.error_code, 10, "MESSAGE_TOO_LARGE under the altered limit");
+    assert_eq!(p.error_code, error_code::MESSAGE_TOO_LARGE, "MESSAGE_TOO_LARGE under the altered limit");
 
     let r = client.call(0, &call(vec![resource(&[("segment.ms", None)])], false)).await;
-    assert_eq!(r.responses[0].error_code, 42, "a null value");
+    assert_eq!(r.responses[0].error_code, error_code::INVALID_REQUEST, "a null value");
     let r = client.call(1, &call(vec![resource(&[("retention.ms", Some("-5"))])], false)).await;
-    assert_eq!(r.responses[0].error_code, 40, "below retention.ms's minimum");
+    assert_eq!(r.responses[0].error_code, error_code::INVALID_CONFIG, "below retention.ms's minimum");
     let r = client.call(1, &call(vec![resource(&[])], true)).await;
     assert_eq!(r.responses[0].error_code, 0);
     assert_eq!(topic_configs(&mut client, "replaced").await.len(), 1, "validate_only changed nothing");

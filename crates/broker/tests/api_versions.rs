@@ -6,13 +6,14 @@ mod common;
 
 use bytes::{Buf, BytesMut};
 use common::{request_frame, TestBroker};
-use kafgres_wire::apis::SERVED_APIS;
+use kafgres_broker::api::SERVED_APIS;
+use kafgres_wire::error_code;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 fn served_table() -> Vec<(i16, i16, i16)> {
-    SERVED_APIS.iter().map(|a| (a.key as i16, a.advertised_min, a.max)).collect()
+    SERVED_APIS.iter().map(|a| (a.key as i16, a.versions.advertised_min, a.versions.max)).collect()
 }
 
 fn table_of(response: &ApiVersionsResponse) -> Vec<(i16, i16, i16)> {
@@ -24,7 +25,10 @@ fn expected_body(version: i16, error_code: i16) -> BytesMut {
     let keys = SERVED_APIS
         .iter()
         .map(|a| {
-            ApiVersion::default().with_api_key(a.key as i16).with_min_version(a.advertised_min).with_max_version(a.max)
+            ApiVersion::default()
+                .with_api_key(a.key as i16)
+                .with_min_version(a.versions.advertised_min)
+                .with_max_version(a.versions.max)
         })
         .collect();
     let mut out = BytesMut::new();
@@ -72,7 +76,7 @@ async fn advertises_exactly_the_served_table_without_tagged_fields() {
     // v3+: a client software name outside Kafka's pattern is INVALID_REQUEST.
     let bad = request().with_client_software_name(StrBytes::from_static_str("-bad name"));
     let response = client.call(3, &bad).await;
-    assert_eq!((response.error_code, table_of(&response)), (42, served_table()));
+    assert_eq!((response.error_code, table_of(&response)), (error_code::INVALID_REQUEST, served_table()));
     broker.broker.shutdown().await;
 }
 
@@ -87,9 +91,9 @@ async fn unknown_version_is_answered_in_v0_per_kip_511() {
     client.send_raw(&frame).await;
     let mut response_frame = client.read_frame().await;
     assert_eq!(response_frame.get_i32(), 77);
-    assert_eq!(&response_frame[..], &expected_body(0, 35)[..], "v0 layout, UNSUPPORTED_VERSION");
+    assert_eq!(&response_frame[..], &expected_body(0, error_code::UNSUPPORTED_VERSION)[..], "v0 layout");
     let response = ApiVersionsResponse::decode(&mut response_frame, 0).expect("decodes at v0");
-    assert_eq!(response.error_code, 35);
+    assert_eq!(response.error_code, error_code::UNSUPPORTED_VERSION);
     assert_eq!(table_of(&response), served_table());
     // The connection stays usable: the client retries at a served version.
     let again = client.call(3, &request()).await;

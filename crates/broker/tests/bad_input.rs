@@ -12,7 +12,7 @@ use common::{
     batch, create_topic, fetch_request, metadata_request, produce_request, raw_frame, records, request_frame, Client,
     TestBroker, TopicRef, IO_TIMEOUT,
 };
-use kafgres_wire::apis::SERVED_APIS;
+use kafgres_broker::api::SERVED_APIS;
 use kafka_protocol::messages::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -127,7 +127,8 @@ async fn bad_input_keeps_the_broker_up() {
             }
             1 => {
                 let api = SERVED_APIS[rng.below(SERVED_APIS.len() as u64) as usize];
-                let version = api.accepted_min + rng.below((api.max - api.accepted_min + 1) as u64) as i16;
+                let v = api.versions;
+                let version = v.accepted_min + rng.below((v.max - v.accepted_min + 1) as u64) as i16;
                 let body_len = rng.below(200) as usize;
                 frame_with_body(api.key as i16, version, &rng.bytes(body_len))
             }

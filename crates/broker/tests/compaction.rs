@@ -70,7 +70,7 @@ async fn a_compacted_topic_keeps_the_latest_value_of_each_key() {
         assert_eq!(answer.error_code, 0, "{:?}", answer.error_message);
     }
     let end = updates * keys as i64;
-    let partition = broker.broker.context().topic("latest").unwrap().partition(0).unwrap().clone();
+    let partition = broker.broker.context().topics.get("latest").unwrap().partition(0).unwrap().clone();
     let written: usize =
         (0..updates).map(|round| (0..keys).map(|k| format!("value-{round}-{k}").len()).sum::<usize>()).sum();
     // The cleaner runs on its own after the rolls; wait (bounded) for it.

@@ -11,6 +11,7 @@ use common::{
     as_stored, batch, create_topic, decode_records, expected, fetch, fetch_request, produce, records, single_partition,
     TestBroker, TopicRef,
 };
+use kafgres_wire::error_code;
 use uuid::Uuid;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -55,15 +56,15 @@ async fn fetch_returns_exactly_what_was_produced() {
         assert_eq!(at_end.records.unwrap_or_default(), Bytes::new(), "v{version}");
         // Past it: OFFSET_OUT_OF_RANGE.
         let past = fetch(&mut client, version, topic, 0, 6, 1 << 20).await;
-        assert_eq!(past.error_code, 1, "v{version}");
+        assert_eq!(past.error_code, error_code::OFFSET_OUT_OF_RANGE, "v{version}");
         assert!(past.records.unwrap_or_default().is_empty());
     }
 
     let unknown_name = fetch(&mut client, 11, TopicRef::Name("nowhere"), 0, 0, 1 << 20).await;
-    assert_eq!(unknown_name.error_code, 3);
+    assert_eq!(unknown_name.error_code, error_code::UNKNOWN_TOPIC_OR_PARTITION);
     for version in [13i16, 15] {
         let unknown_id = fetch(&mut client, version, TopicRef::Id(Uuid::from_u128(42)), 0, 0, 1 << 20).await;
-        assert_eq!(unknown_id.error_code, 100, "v{version}: UNKNOWN_TOPIC_ID");
+        assert_eq!(unknown_id.error_code, error_code::UNKNOWN_TOPIC_ID, "v{version}: UNKNOWN_TOPIC_ID");
     }
     broker.broker.shutdown().await;
 }
@@ -77,9 +78,9 @@ async fn fetch_by_id_of_a_missing_partition_is_unknown_partition() {
     let mut client = broker.client().await;
     let id = create_topic(&mut client, "one-partition", 1).await;
     let by_name = fetch(&mut client, 11, TopicRef::Name("one-partition"), 7, 0, 1 << 20).await;
-    assert_eq!(by_name.error_code, 3);
+    assert_eq!(by_name.error_code, error_code::UNKNOWN_TOPIC_OR_PARTITION);
     let by_id = fetch(&mut client, 13, TopicRef::Id(id), 7, 0, 1 << 20).await;
-    assert_eq!(by_id.error_code, 3, "known topic id, unknown partition");
+    assert_eq!(by_id.error_code, error_code::UNKNOWN_TOPIC_OR_PARTITION, "known topic id, unknown partition");
     broker.broker.shutdown().await;
 }
 
@@ -114,7 +115,7 @@ async fn finished_fetch_waiters_are_released() {
     let broker = TestBroker::start().await;
     let mut client = broker.client().await;
     create_topic(&mut client, "idle", 2).await;
-    let topic = broker.broker.context().topic("idle").expect("topic");
+    let topic = broker.broker.context().topics.get("idle").expect("topic");
     // A fetch over both partitions, as fetch.rs registers it, then finished.
     let finished = std::sync::Arc::new(kafgres_broker::partition::FetchWaiter::default());
     for p in &topic.partitions {
@@ -168,7 +169,7 @@ async fn long_poll_without_data_waits_for_max_wait() {
     create_topic(&mut client, "quiet", 1).await;
     for version in [11i16, 15] {
         let topic = if version >= 13 {
-            TopicRef::Id(broker.broker.context().topic("quiet").expect("topic").id)
+            TopicRef::Id(broker.broker.context().topics.get("quiet").expect("topic").id)
         } else {
             TopicRef::Name("quiet")
         };

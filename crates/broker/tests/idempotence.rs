@@ -2,7 +2,7 @@
 //! restarts; Produce checks each producer batch against the partition's
 //! producer state atomically with the append: a retried batch is answered
 //! with its original offsets and not written again, a gap is
-//! OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch INVALID_PRODUCER_EPOCH, and a
+//! error_code::OUT_OF_ORDER_SEQUENCE_NUMBER, an older epoch error_code::INVALID_PRODUCER_EPOCH, and a
 //! client-side epoch bump (KIP-360) restarts sequences at 0. The state
 //! survives a restart (from the snapshot, or rebuilt from batch headers).
 
@@ -11,15 +11,10 @@ mod common;
 use common::{create_topic, decode_records, fetch, produce, records, Client, TestBroker, TopicRef};
 use kafgres_record::build::{encode_batch, ProducerStamp};
 use kafgres_record::rewrite_crc;
+use kafgres_wire::error_code;
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId, TransactionalId};
 use kafka_protocol::protocol::StrBytes;
-
-const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
-const INVALID_PRODUCER_EPOCH: i16 = 47;
-const INVALID_TXN_STATE: i16 = 48;
-const INVALID_REQUEST: i16 = 42;
-const INVALID_RECORD: i16 = 87;
 
 async fn init_producer_id(
     client: &mut Client,
@@ -71,7 +66,7 @@ async fn init_producer_id_hands_out_fresh_ids() {
     assert_eq!((r.error_code, r.producer_epoch), (0, 0));
     assert!(!seen.contains(&r.producer_id.0));
     let r = init_producer_id(&mut client, 4, Some(""), (-1, -1)).await;
-    assert_eq!(r.error_code, INVALID_REQUEST);
+    assert_eq!(r.error_code, error_code::INVALID_REQUEST);
     drop(client);
 
     // A restarted broker never hands out an id again.
@@ -108,20 +103,20 @@ async fn sequences_duplicates_and_epochs() {
     // A gap (sequence 6 instead of 5), and a batch overlapping the last one.
     for seq in [6, 4] {
         let gap = send(&mut client, topic, producer_batch("gap", 1, id, 0, seq)).await;
-        assert_eq!((gap.error_code, gap.base_offset), (OUT_OF_ORDER_SEQUENCE_NUMBER, -1), "seq {seq}");
+        assert_eq!((gap.error_code, gap.base_offset), (error_code::OUT_OF_ORDER_SEQUENCE_NUMBER, -1), "seq {seq}");
     }
     assert_eq!(broker.log_end(topic, 0), 5);
 
     // KIP-360: the client bumps its epoch and restarts at sequence 0; a new
     // epoch must start at 0.
     let bad_bump = send(&mut client, topic, producer_batch("c", 1, id, 1, 5)).await;
-    assert_eq!(bad_bump.error_code, OUT_OF_ORDER_SEQUENCE_NUMBER);
+    assert_eq!(bad_bump.error_code, error_code::OUT_OF_ORDER_SEQUENCE_NUMBER);
     let bumped = send(&mut client, topic, producer_batch("c", 1, id, 1, 0)).await;
     assert_eq!((bumped.error_code, bumped.base_offset), (0, 5));
     // The old epoch is fenced, even for a retry of one of its batches.
     for (batch, what) in [(producer_batch("b", 2, id, 0, 3), "retry"), (producer_batch("d", 1, id, 0, 5), "next")] {
         let stale = send(&mut client, topic, batch).await;
-        assert_eq!((stale.error_code, stale.base_offset), (INVALID_PRODUCER_EPOCH, -1), "{what}");
+        assert_eq!((stale.error_code, stale.base_offset), (error_code::INVALID_PRODUCER_EPOCH, -1), "{what}");
     }
     assert_eq!(broker.log_end(topic, 0), 6);
 
@@ -136,10 +131,10 @@ async fn sequences_duplicates_and_epochs() {
     let mut transactional = producer_batch("t", 1, id, 1, 1);
     transactional[21..23].copy_from_slice(&0x10i16.to_be_bytes());
     rewrite_crc(&mut transactional);
-    assert_eq!(send(&mut client, topic, transactional).await.error_code, INVALID_TXN_STATE);
+    assert_eq!(send(&mut client, topic, transactional).await.error_code, error_code::INVALID_TXN_STATE);
     let mut two = producer_batch("f", 1, id, 1, 1);
     two.extend(producer_batch("g", 1, id, 1, 2));
-    assert_eq!(send(&mut client, topic, two).await.error_code, INVALID_RECORD);
+    assert_eq!(send(&mut client, topic, two).await.error_code, error_code::INVALID_RECORD);
     assert_eq!(broker.log_end(topic, 0), 7);
 
     let fetched = fetch(&mut client, 11, TopicRef::Name(topic), 0, 0, 1 << 20).await;
@@ -181,7 +176,7 @@ async fn producer_state_survives_a_restart() {
         assert_eq!((retry.error_code, retry.base_offset), (0, 2), "snapshots kept: {keep_snapshots}");
         assert_eq!(broker.log_end(topic, 0), 5, "the retry was written again");
         let gap = send(&mut client, topic, producer_batch("c", 1, id, 0, 6)).await;
-        assert_eq!(gap.error_code, OUT_OF_ORDER_SEQUENCE_NUMBER);
+        assert_eq!(gap.error_code, error_code::OUT_OF_ORDER_SEQUENCE_NUMBER);
         let next = send(&mut client, topic, producer_batch("c", 1, id, 0, 5)).await;
         assert_eq!((next.error_code, next.base_offset), (0, 5));
         let after = send(&mut client, topic, producer_batch("d", 1, id, 0, 6)).await;

@@ -4,6 +4,7 @@
 mod common;
 
 use common::{batch, create_topic, list_offset, produce, records, TestBroker, TIMESTAMP_BASE_MS};
+use kafgres_wire::error_code;
 
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
@@ -31,7 +32,7 @@ async fn earliest_and_latest_follow_the_log(version: i16) {
     let unknown_topic = list_offset(&mut client, version, "nowhere", 0, LATEST).await;
     assert_eq!((unknown_topic.error_code, unknown_topic.offset), (3, -1));
     let unknown_partition = list_offset(&mut client, version, "offsets", 2, EARLIEST).await;
-    assert_eq!(unknown_partition.error_code, 3);
+    assert_eq!(unknown_partition.error_code, error_code::UNKNOWN_TOPIC_OR_PARTITION);
     broker.broker.shutdown().await;
 }
 

@@ -7,6 +7,7 @@ mod common;
 use common::{batch, create_topic, produce, produce_request, records, TestBroker};
 use kafgres_record::build::NewRecord;
 use kafgres_record::rewrite_crc;
+use kafgres_wire::error_code;
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
 use kafka_protocol::messages::ApiVersionsRequest;
 
@@ -137,10 +138,10 @@ async fn v13_names_topics_by_id() {
     // UNKNOWN_TOPIC_OR_PARTITION, as in Kafka.
     request.topic_data[0].topic_id = uuid::Uuid::from_u128(7);
     let r = client.call(13, &request).await;
-    assert_eq!(r.responses[0].partition_responses[0].error_code, 100);
+    assert_eq!(r.responses[0].partition_responses[0].error_code, error_code::UNKNOWN_TOPIC_ID);
     let mut request = produce_request("", 5, -1, batch(&records("b", 1)));
     request.topic_data[0].topic_id = id;
     let r = client.call(13, &request).await;
-    assert_eq!(r.responses[0].partition_responses[0].error_code, 3);
+    assert_eq!(r.responses[0].partition_responses[0].error_code, error_code::UNKNOWN_TOPIC_OR_PARTITION);
     broker.broker.shutdown().await;
 }

@@ -9,6 +9,7 @@ use kafgres_record::build::{assemble_batch, encode_compressed_batch, NewRecord, 
 use kafgres_record::compression::encode::{compress, raw_snappy};
 use kafgres_record::compression::{CODEC_LZ4, CODEC_SNAPPY, CODEC_ZSTD};
 use kafgres_record::BatchHeader;
+use kafgres_wire::error_code;
 use kafka_protocol::messages::create_topics_request::CreatableTopicConfig;
 use kafka_protocol::messages::CreateTopicsRequest;
 use kafka_protocol::protocol::StrBytes;
@@ -69,14 +70,14 @@ async fn a_decompression_bomb_is_refused_and_nothing_written() {
         let one = vec![NewRecord { key: None, value: Some(vec![0]), headers: vec![], timestamp_ms: 1 }];
         let b = assemble_batch(&one, ProducerStamp::NONE, codec, &payload);
         let r = produce(&mut client, 9, "bomb", 0, -1, b).await;
-        assert_eq!((r.error_code, r.base_offset), (2, -1), "codec {codec}");
+        assert_eq!((r.error_code, r.base_offset), (error_code::CORRUPT_MESSAGE, -1), "codec {codec}");
         let message = r.error_message.map(|m| m.to_string()).unwrap_or_default();
         assert!(message.contains("decompresses to more than"), "{message}");
     }
     // Corrupt compressed payload (CRC valid): also CORRUPT_MESSAGE.
     let recs = records("x", 2);
     let b = assemble_batch(&recs, ProducerStamp::NONE, CODEC_ZSTD, b"definitely not zstd");
-    assert_eq!(produce(&mut client, 9, "bomb", 0, -1, b).await.error_code, 2);
+    assert_eq!(produce(&mut client, 9, "bomb", 0, -1, b).await.error_code, error_code::CORRUPT_MESSAGE);
     assert_eq!(broker.log_end("bomb", 0), 0);
     assert!(fetched(&mut client, "bomb").await.is_empty());
     broker.broker.shutdown().await;
@@ -113,14 +114,14 @@ async fn create_time_outside_the_window_is_invalid_timestamp() {
     let now = kafgres_broker::now_ms();
     let at = |ts: i64| vec![NewRecord { key: None, value: Some(b"v".to_vec()), headers: vec![], timestamp_ms: ts }];
     let old = produce(&mut client, 9, "window", 0, -1, batch(&at(now - 3_600_000))).await;
-    assert_eq!((old.error_code, old.base_offset), (32, -1), "{:?}", old.error_message);
+    assert_eq!((old.error_code, old.base_offset), (error_code::INVALID_TIMESTAMP, -1), "{:?}", old.error_message);
     assert_eq!(old.error_message.as_deref(), Some("One or more records have been rejected due to invalid timestamp"));
     // The default after.max.ms (one hour) applies too, compressed or not;
     // v8+ lists each refused record (KIP-467) by its index in the batch.
     let mixed = [at(now), at(now + 2 * 3_600_000), at(-1), at(now + 3 * 3_600_000)].concat();
     let future = encode_compressed_batch(&mixed, ProducerStamp::NONE, CODEC_ZSTD);
     let refused = produce(&mut client, 9, "window", 0, -1, future.clone()).await;
-    assert_eq!(refused.error_code, 32);
+    assert_eq!(refused.error_code, error_code::INVALID_TIMESTAMP);
     let listed: Vec<(i32, String)> = refused
         .record_errors
         .iter()
@@ -132,7 +133,7 @@ async fn create_time_outside_the_window_is_invalid_timestamp() {
     assert!(listed[0].1.contains("The timestamp should be within ["), "{listed:?}");
     // v7 has no per-record errors.
     let v7 = produce(&mut client, 7, "window", 0, -1, future).await;
-    assert_eq!((v7.error_code, v7.record_errors.len()), (32, 0));
+    assert_eq!((v7.error_code, v7.record_errors.len()), (error_code::INVALID_TIMESTAMP, 0));
     assert_eq!(broker.log_end("window", 0), 0);
     let fine = produce(&mut client, 9, "window", 0, -1, batch(&at(now))).await;
     assert_eq!((fine.error_code, fine.base_offset), (0, 0));
@@ -145,7 +146,7 @@ async fn max_message_bytes_is_per_topic() {
     let mut client = broker.client().await;
     create_with(&mut client, "small", &[("max.message.bytes", "200")]).await;
     let big = vec![NewRecord { key: None, value: Some(vec![7; 300]), headers: vec![], timestamp_ms: 1 }];
-    assert_eq!(produce(&mut client, 9, "small", 0, -1, batch(&big)).await.error_code, 10);
+    assert_eq!(produce(&mut client, 9, "small", 0, -1, batch(&big)).await.error_code, error_code::MESSAGE_TOO_LARGE);
     let tiny = vec![NewRecord { key: None, value: Some(vec![7; 10]), headers: vec![], timestamp_ms: 1 }];
     assert_eq!(produce(&mut client, 9, "small", 0, -1, batch(&tiny)).await.error_code, 0);
     broker.broker.shutdown().await;

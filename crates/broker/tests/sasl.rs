@@ -15,13 +15,11 @@ use hmac::{Hmac, KeyInit, Mac};
 use kafgres_broker::sasl::scram::ScramCredential;
 use kafgres_broker::sasl::{Authentication, AUTHENTICATION_FAILED_MESSAGE};
 use kafgres_broker::{Broker, BrokerConfig, MemoryCatalog};
+use kafgres_wire::error_code;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use sha2::{Digest, Sha256};
 
-const ILLEGAL_SASL_STATE: i16 = 34;
-const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
-const SASL_AUTHENTICATION_FAILED: i16 = 58;
 const ITERATIONS: u32 = 4096;
 
 // ---------------------------------------------------------------- SCRAM client
@@ -178,9 +176,9 @@ async fn a_role_logs_in_with_its_password_and_then_is_served() {
     assert!(listed.iter().any(|c| c.principal.as_deref() == Some("alice")), "{listed:?}");
 
     // Once authenticated, SASL requests are out of place (Kafka's answer).
-    assert_eq!(handshake(&mut client, 1, "SCRAM-SHA-256").await.error_code, ILLEGAL_SASL_STATE);
+    assert_eq!(handshake(&mut client, 1, "SCRAM-SHA-256").await.error_code, error_code::ILLEGAL_SASL_STATE);
     let again = authenticate(&mut client, 2, "n,,n=alice,r=x").await;
-    assert_eq!(again.error_code, ILLEGAL_SASL_STATE);
+    assert_eq!(again.error_code, error_code::ILLEGAL_SASL_STATE);
     metadata_works(&mut client).await;
 }
 
@@ -202,7 +200,7 @@ async fn a_wrong_password_and_an_unknown_user_fail_alike() {
     for (user, password) in [("alice", "pencil2"), ("mallory", "pencil")] {
         let mut client = broker.client().await;
         let failed = login(&mut client, 2, user, password).await;
-        assert_eq!(failed.error_code, SASL_AUTHENTICATION_FAILED, "{user}");
+        assert_eq!(failed.error_code, error_code::SASL_AUTHENTICATION_FAILED, "{user}");
         assert_eq!(failed.error_message.as_deref(), Some(AUTHENTICATION_FAILED_MESSAGE), "{user}");
         assert!(failed.auth_bytes.is_empty());
         client.expect_closed().await;
@@ -233,7 +231,7 @@ async fn a_password_change_applies_to_the_next_connection() {
     assert_eq!(login(&mut before, 2, "alice", "pencil").await.error_code, 0);
     broker.catalog.set_scram_credential("alice", Some(credential("new-pencil", b"another salt 123")));
     let mut old = broker.client().await;
-    assert_eq!(login(&mut old, 2, "alice", "pencil").await.error_code, SASL_AUTHENTICATION_FAILED);
+    assert_eq!(login(&mut old, 2, "alice", "pencil").await.error_code, error_code::SASL_AUTHENTICATION_FAILED);
     let mut new = broker.client().await;
     assert_eq!(login(&mut new, 2, "alice", "new-pencil").await.error_code, 0);
     // A connection authenticated before the change stays (no re-authentication).
@@ -241,7 +239,7 @@ async fn a_password_change_applies_to_the_next_connection() {
     // A dropped role (or one that lost LOGIN) cannot authenticate.
     broker.catalog.set_scram_credential("alice", None);
     let mut dropped = broker.client().await;
-    assert_eq!(login(&mut dropped, 2, "alice", "new-pencil").await.error_code, SASL_AUTHENTICATION_FAILED);
+    assert_eq!(login(&mut dropped, 2, "alice", "new-pencil").await.error_code, error_code::SASL_AUTHENTICATION_FAILED);
 }
 
 #[tokio::test]
@@ -279,7 +277,7 @@ async fn an_unsupported_mechanism_is_refused_with_the_enabled_ones() {
     for mechanism in ["PLAIN", "SCRAM-SHA-512", "scram-sha-256", ""] {
         let mut client = broker.client().await;
         let response = handshake(&mut client, 1, mechanism).await;
-        assert_eq!(response.error_code, UNSUPPORTED_SASL_MECHANISM, "{mechanism}");
+        assert_eq!(response.error_code, error_code::UNSUPPORTED_SASL_MECHANISM, "{mechanism}");
         assert_eq!(response.mechanisms, vec![StrBytes::from_static_str("SCRAM-SHA-256")]);
         client.expect_closed().await;
     }
@@ -293,7 +291,7 @@ async fn hostile_tokens_fail_authentication_and_close() {
         let mut client = broker.client().await;
         assert_eq!(handshake(&mut client, 1, "SCRAM-SHA-256").await.error_code, 0);
         let failed = authenticate(&mut client, 2, first).await;
-        assert_eq!(failed.error_code, SASL_AUTHENTICATION_FAILED, "{first:.40}");
+        assert_eq!(failed.error_code, error_code::SASL_AUTHENTICATION_FAILED, "{first:.40}");
         assert_eq!(failed.error_message.as_deref(), Some(AUTHENTICATION_FAILED_MESSAGE));
         client.expect_closed().await;
     }
@@ -307,7 +305,7 @@ async fn hostile_tokens_fail_authentication_and_close() {
         let server_first = authenticate(&mut client, 2, &first).await;
         let (_, _, last) = scram.respond(std::str::from_utf8(&server_first.auth_bytes).expect("utf-8"));
         let failed = authenticate(&mut client, 2, &tamper(last)).await;
-        assert_eq!(failed.error_code, SASL_AUTHENTICATION_FAILED);
+        assert_eq!(failed.error_code, error_code::SASL_AUTHENTICATION_FAILED);
         client.expect_closed().await;
     }
 }
@@ -352,10 +350,10 @@ async fn without_authentication_sasl_requests_are_in_an_illegal_state() {
     let broker = TestBroker::start().await;
     let mut client = broker.client().await;
     let response = handshake(&mut client, 1, "SCRAM-SHA-256").await;
-    assert_eq!(response.error_code, ILLEGAL_SASL_STATE);
+    assert_eq!(response.error_code, error_code::ILLEGAL_SASL_STATE);
     assert!(response.mechanisms.is_empty());
     let response = authenticate(&mut client, 1, "n,,n=alice,r=abc").await;
-    assert_eq!(response.error_code, ILLEGAL_SASL_STATE);
+    assert_eq!(response.error_code, error_code::ILLEGAL_SASL_STATE);
     metadata_works(&mut client).await;
     // Nothing gates the first request.
     let mut client = broker.client().await;

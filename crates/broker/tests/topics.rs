@@ -5,6 +5,7 @@
 mod common;
 
 use common::{creatable, create_topic, metadata_request, name, Client, TestBroker};
+use kafgres_wire::error_code;
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::metadata_response::MetadataResponseTopic;
@@ -48,15 +49,23 @@ async fn create_topics_follows_kafka_rules() {
         ("orders", created.topic_id, 3)
     );
 
-    assert_eq!(create(&mut client, "orders", 3, 1, false).await.error_code, 36, "TOPIC_ALREADY_EXISTS");
-    assert_eq!(create(&mut client, "rf3", 1, 3, false).await.error_code, 38, "INVALID_REPLICATION_FACTOR");
-    assert_eq!(create(&mut client, "zero", 0, 1, false).await.error_code, 37, "INVALID_PARTITIONS");
+    assert_eq!(create(&mut client, "orders", 3, 1, false).await.error_code, error_code::TOPIC_ALREADY_EXISTS);
+    assert_eq!(create(&mut client, "rf3", 1, 3, false).await.error_code, error_code::INVALID_REPLICATION_FACTOR);
+    assert_eq!(create(&mut client, "zero", 0, 1, false).await.error_code, error_code::INVALID_PARTITIONS);
     for bad in ["bad name", "", ".", "..", &"a".repeat(250)] {
-        assert_eq!(create(&mut client, bad, 1, 1, false).await.error_code, 17, "INVALID_TOPIC_EXCEPTION for {bad:?}");
+        assert_eq!(
+            create(&mut client, bad, 1, 1, false).await.error_code,
+            error_code::INVALID_TOPIC_EXCEPTION,
+            "INVALID_TOPIC_EXCEPTION for {bad:?}"
+        );
     }
     // '.' and '_' collide in Kafka's metric names: "a.b" then "a_b" is refused.
     assert_eq!(create(&mut client, "a.b", 1, 1, false).await.error_code, 0);
-    assert_eq!(create(&mut client, "a_b", 1, 1, false).await.error_code, 17, "collides with a.b");
+    assert_eq!(
+        create(&mut client, "a_b", 1, 1, false).await.error_code,
+        error_code::INVALID_TOPIC_EXCEPTION,
+        "collides with a.b"
+    );
     // -1 partitions and -1 replication factor mean the broker defaults (KIP-464).
     let defaults = create(&mut client, "defaults", -1, -1, false).await;
     assert_eq!((defaults.error_code, defaults.num_partitions, defaults.replication_factor), (0, 1, 1));
@@ -68,7 +77,7 @@ async fn create_topics_follows_kafka_rules() {
     let validated = create(&mut client, "only-validated", 2, 1, true).await;
     assert_eq!((validated.error_code, validated.num_partitions), (0, 2));
     let listed = client.call(12, &metadata_request(Some(&["only-validated"]), false)).await;
-    assert_eq!(listed.topics[0].error_code, 3, "validate_only created nothing");
+    assert_eq!(listed.topics[0].error_code, error_code::UNKNOWN_TOPIC_OR_PARTITION, "validate_only created nothing");
     assert!(!broker.catalog.topics().iter().any(|t| t.name == "only-validated"));
     broker.broker.shutdown().await;
 }
@@ -133,7 +142,7 @@ async fn metadata_describes_broker_and_topics() {
         assert_eq!((refused.topics[0].error_code, refused.topics[0].name.clone()), (3, Some(name("ghost"))));
         assert!(refused.topics[0].partitions.is_empty());
     }
-    assert!(broker.broker.context().topic("ghost").is_none());
+    assert!(broker.broker.context().topics.get("ghost").is_none());
 
     // Auto-creation allowed (v1 always allows it): created with 1 partition.
     for (version, topic) in [(1i16, "auto-v1"), (9, "auto-v9"), (12, "auto-v12")] {
@@ -144,7 +153,7 @@ async fn metadata_describes_broker_and_topics() {
 
     // Auto-creation of an invalid name: INVALID_TOPIC_EXCEPTION, nothing created.
     let invalid = client.call(12, &metadata_request(Some(&["bad name"]), true)).await;
-    assert_eq!(invalid.topics[0].error_code, 17);
+    assert_eq!(invalid.topics[0].error_code, error_code::INVALID_TOPIC_EXCEPTION);
 
     // v12 by topic id: a known id is described, an unknown one is UNKNOWN_TOPIC_ID.
     let by_id = |id| MetadataRequestTopic::default().with_topic_id(id).with_name(None);
@@ -168,7 +177,7 @@ async fn unknown_topic_config_is_invalid_config() {
         .with_value(Some(StrBytes::from_static_str("1")));
     let topic = creatable("configured", 1, 1).with_configs(vec![config]);
     let response = client.call(7, &CreateTopicsRequest::default().with_topics(vec![topic])).await;
-    assert_eq!(response.topics[0].error_code, 40, "{:?}", response.topics[0].error_message);
+    assert_eq!(response.topics[0].error_code, error_code::INVALID_CONFIG, "{:?}", response.topics[0].error_message);
     assert!(broker.catalog.topics().is_empty());
     broker.broker.shutdown().await;
 }

@@ -11,17 +11,13 @@ use std::time::Duration;
 use common::{create_topic, fetch_request, name, single_partition, Client, TestBroker, TopicRef};
 use kafgres_record::build::{encode_batch, NewRecord, ProducerStamp};
 use kafgres_record::rewrite_crc;
+use kafgres_wire::error_code;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-
-const FENCED: i16 = 90;
-const INVALID_PRODUCER_EPOCH: i16 = 47;
-const INVALID_TXN_STATE: i16 = 48;
-const INVALID_TRANSACTION_TIMEOUT: i16 = 50;
 
 fn txn_id(s: &str) -> TransactionalId {
     TransactionalId(StrBytes::from_string(s.to_string()))
@@ -134,7 +130,7 @@ async fn commit_abort_and_the_last_stable_offset() {
         .await;
     assert_eq!(found.coordinators[0].error_code, 0);
 
-    assert_eq!(init(&mut client, "t1", 900_001).await.2, INVALID_TRANSACTION_TIMEOUT);
+    assert_eq!(init(&mut client, "t1", 900_001).await.2, error_code::INVALID_TRANSACTION_TIMEOUT);
     let (pid, epoch, code) = init(&mut client, "t1", 60_000).await;
     assert_eq!((epoch, code), (0, 0));
     assert!(pid >= 0);
@@ -142,7 +138,10 @@ async fn commit_abort_and_the_last_stable_offset() {
     // A transaction that aborts: nothing of it is read_committed-visible.
     assert_eq!(add_partitions(&mut client, "t1", pid, epoch, "tx", &[0]).await, vec![0]);
     assert_eq!(produce_txn(&mut client, "t1", "tx", 0, txn_batch(pid, epoch, 0, 2, "aborted")).await, 0);
-    assert_eq!(produce_txn(&mut client, "t1", "tx", 1, txn_batch(pid, epoch, 0, 1, "x")).await, INVALID_TXN_STATE);
+    assert_eq!(
+        produce_txn(&mut client, "t1", "tx", 1, txn_batch(pid, epoch, 0, 1, "x")).await,
+        error_code::INVALID_TXN_STATE
+    );
     let open = fetch(&mut client, "tx", 0, 0, true).await;
     assert_eq!((open.high_watermark, open.last_stable_offset, record_count(&open)), (2, 0, 0));
     assert_eq!(record_count(&fetch(&mut client, "tx", 0, 0, false).await), 2, "read_uncommitted sees it");
@@ -153,7 +152,7 @@ async fn commit_abort_and_the_last_stable_offset() {
     assert_eq!(list.iter().map(|a| (a.producer_id.0, a.first_offset)).collect::<Vec<_>>(), vec![(pid, 0)]);
     // A retried abort is answered; a commit now is not.
     assert_eq!(end(&mut client, 3, "t1", pid, epoch, false).await, 0);
-    assert_eq!(end(&mut client, 3, "t1", pid, epoch, true).await, INVALID_TXN_STATE);
+    assert_eq!(end(&mut client, 3, "t1", pid, epoch, true).await, error_code::INVALID_TXN_STATE);
 
     // A transaction that commits, with the group's offsets.
     assert_eq!(add_partitions(&mut client, "t1", pid, epoch, "tx", &[0, 1]).await, vec![0, 0]);
@@ -198,9 +197,9 @@ async fn commit_abort_and_the_last_stable_offset() {
     // A new instance fences the old: its EndTxn is refused.
     let (pid2, epoch2, _) = init(&mut client, "t1", 60_000).await;
     assert_eq!((pid2, epoch2), (pid, 1));
-    assert_eq!(add_partitions(&mut client, "t1", pid, epoch, "tx", &[0]).await, vec![FENCED]);
-    assert_eq!(end(&mut client, 1, "t1", pid, epoch, true).await, INVALID_PRODUCER_EPOCH);
-    assert_eq!(end(&mut client, 3, "t1", pid, epoch, true).await, FENCED);
+    assert_eq!(add_partitions(&mut client, "t1", pid, epoch, "tx", &[0]).await, vec![error_code::PRODUCER_FENCED]);
+    assert_eq!(end(&mut client, 1, "t1", pid, epoch, true).await, error_code::INVALID_PRODUCER_EPOCH);
+    assert_eq!(end(&mut client, 3, "t1", pid, epoch, true).await, error_code::PRODUCER_FENCED);
 
     // The state outlives a restart.
     let (dir, catalog) = broker.shutdown().await;
@@ -242,7 +241,11 @@ async fn an_open_transaction_is_aborted_at_its_timeout_or_by_a_new_instance() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(lso, 2, "the timeout wrote an abort marker");
-    assert_eq!(end(&mut client, 3, "t-slow", pid, epoch, true).await, FENCED, "the abort bumped the epoch");
+    assert_eq!(
+        end(&mut client, 3, "t-slow", pid, epoch, true).await,
+        error_code::PRODUCER_FENCED,
+        "the abort bumped the epoch"
+    );
     let data = fetch(&mut client, "slow", 0, 0, true).await;
     assert_eq!(data.aborted_transactions.unwrap_or_default().len(), 1);
 
@@ -256,7 +259,7 @@ async fn an_open_transaction_is_aborted_at_its_timeout_or_by_a_new_instance() {
     assert_eq!(after.last_stable_offset, after.high_watermark);
     assert_eq!(
         produce_txn(&mut client, "t-new", "slow", 0, txn_batch(pid, epoch, 1, 1, "zombie")).await,
-        INVALID_PRODUCER_EPOCH
+        error_code::INVALID_PRODUCER_EPOCH
     );
     broker.broker.shutdown().await;
 }

@@ -9,7 +9,8 @@ use common::{
     batch, creatable, create_topic, fetch_request, list_offset_request, metadata_request, produce_request, records,
     Client, TestBroker, TopicRef,
 };
-use kafgres_wire::apis::SERVED_APIS;
+use kafgres_broker::api::SERVED_APIS;
+use kafgres_wire::error_code;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, CreateTopicsRequest};
 use kafka_protocol::protocol::StrBytes;
 
@@ -92,6 +93,19 @@ async fn exchange(
                 format!("{r:?}"),
             )
         }
+        ApiKey::DescribeProducers => {
+            use kafka_protocol::messages::describe_producers_request::TopicRequest;
+            let request =
+                kafka_protocol::messages::DescribeProducersRequest::default()
+                    .with_topics(vec![TopicRequest::default()
+                        .with_name(common::name("swept"))
+                        .with_partition_indexes(vec![0])]);
+            let r = client.try_call(version, &request).await?;
+            check(
+                r.topics.len() == 1 && r.topics[0].partitions.len() == 1 && r.topics[0].partitions[0].error_code == 0,
+                format!("{r:?}"),
+            )
+        }
         ApiKey::DescribeCluster => {
             let request = kafka_protocol::messages::DescribeClusterRequest::default().with_endpoint_type(1);
             let r = client.try_call(version, &request).await?;
@@ -166,7 +180,7 @@ async fn exchange(
             let r = client.try_call(version, &request).await?;
             // Joined but not synced yet: Kafka answers REBALANCE_IN_PROGRESS
             // while the group is completing its rebalance.
-            check(r.error_code == 0 || r.error_code == 27, format!("{r:?}"))
+            check(r.error_code == 0 || r.error_code == error_code::REBALANCE_IN_PROGRESS, format!("{r:?}"))
         }
         ApiKey::LeaveGroup => {
             let group = format!("leaving-v{version}");
@@ -429,13 +443,13 @@ async fn exchange(
             let request = kafka_protocol::messages::SaslHandshakeRequest::default()
                 .with_mechanism(StrBytes::from_static_str("SCRAM-SHA-256"));
             let r = client.try_call(version, &request).await?;
-            check(r.error_code == 34, format!("{r:?}"))
+            check(r.error_code == error_code::ILLEGAL_SASL_STATE, format!("{r:?}"))
         }
         ApiKey::SaslAuthenticate => {
             let request = kafka_protocol::messages::SaslAuthenticateRequest::default()
                 .with_auth_bytes(bytes::Bytes::from_static(b"n,,n=user,r=abc"));
             let r = client.try_call(version, &request).await?;
-            check(r.error_code == 34, format!("{r:?}"))
+            check(r.error_code == error_code::ILLEGAL_SASL_STATE, format!("{r:?}"))
         }
         other => Err(format!("{other:?} has no case in this sweep")),
     }
@@ -483,7 +497,7 @@ async fn group_join(client: &mut Client, version: i16, group: &str) -> Result<(i
                 .with_name(StrBytes::from_static_str("range"))
                 .with_metadata(bytes::Bytes::from_static(b"subscription"))]);
         let r = client.try_call(version, &request).await?;
-        if r.error_code == 79 {
+        if r.error_code == error_code::MEMBER_ID_REQUIRED {
             member = r.member_id.to_string();
             continue;
         }
@@ -542,7 +556,7 @@ async fn every_served_version_answers() {
     ];
     for key in order {
         let api = SERVED_APIS.iter().find(|a| a.key == key).expect("served");
-        for version in api.accepted_min..=api.max {
+        for version in api.versions.accepted_min..=api.versions.max {
             if let Err(e) = exchange(&mut client, key, version, id, &mut produced).await {
                 failures.push(format!("{key:?} v{version}: {e}"));
                 client = broker.client().await; // the broker may have closed it

@@ -1,6 +1,6 @@
 //! The one table of what this client sends: each request type at one pinned
 //! version, the name used in errors, and the schema its response is guarded
-//! with. Every version is one the Kafgres broker serves (`kafgres_wire::apis`,
+//! with. Every version is one the Kafgres broker serves (`kafgres_broker::api`,
 //! checked by a test) and flexible, which is all [`crate::guard`] knows.
 
 use kafka_protocol::messages::{
@@ -55,7 +55,7 @@ pinned! {
 
 #[cfg(test)]
 mod tests {
-    use kafgres_wire::apis::{served, Served};
+    use kafgres_broker::api::{served, Served};
     use kafka_protocol::messages::ApiKey;
 
     use super::*;

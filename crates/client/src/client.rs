@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;
 
@@ -120,7 +121,7 @@ pub(crate) fn check_code(
     message: Option<&StrBytes>,
     what: &str,
 ) -> Result<(), ClientError> {
-    if code == 0 {
+    if code == error_code::NONE {
         return Ok(());
     }
     let message = match message {

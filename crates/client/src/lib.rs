@@ -14,7 +14,7 @@
 //! - [`guard`]: a walk of each response body before `kafka-protocol` decodes
 //!   it, because that crate sizes vectors from counts read off the wire;
 //! - [`api`]: the one table of the API versions this client sends, each one
-//!   served by the Kafgres broker (`kafgres_wire::apis`);
+//!   served by the Kafgres broker (`kafgres_broker::api`);
 //! - [`records`]: v2 record batches into [`Record`]s (CRC checked, every codec,
 //!   decompression capped, control batches skipped);
 //! - [`client`]: [`Client`] and its operations, one module per area
@@ -37,8 +37,10 @@ pub use client::{
     Client, ClientConfig, FetchResult, GroupInfo, ListedGroup, LogBounds, OffsetSpec, PartitionAnswer, PartitionBatch,
     PartitionInfo, PartitionOffset, ProducerState, TopicInfo,
 };
-pub use error::{error_name, ClientError};
+pub use error::ClientError;
 pub use kafgres_record::build::NewRecord;
+/// The codes [`ClientError::Kafka`] carries, by name.
+pub use kafgres_wire::error_code;
 pub use records::{Record, TimestampType};
 pub use uuid::Uuid;
 pub use wait::{Interest, PollWait, Ready, Wait};

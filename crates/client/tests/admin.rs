@@ -4,6 +4,7 @@ mod common;
 
 use common::TestBroker;
 use kafgres_client::ClientError;
+use kafgres_wire::error_code;
 
 #[test]
 fn create_describe_grow_and_delete_a_topic() {
@@ -20,28 +21,33 @@ fn create_describe_grow_and_delete_a_topic() {
     assert_eq!(orders.partitions.iter().map(|p| (p.index, p.error_code)).collect::<Vec<_>>(), [(0, 0), (1, 0), (2, 0)]);
     assert!(orders.partitions.iter().all(|p| p.leader >= 0));
     let unknown = topics.iter().find(|t| t.name == "unknown").unwrap();
-    assert_eq!(unknown.error_code, 3);
+    assert_eq!(unknown.error_code, error_code::UNKNOWN_TOPIC_OR_PARTITION);
     assert!(unknown.partitions.is_empty());
     // Metadata does not create topics.
-    assert_eq!(client.metadata(Some(&["unknown"])).unwrap()[0].error_code, 3);
+    assert_eq!(client.metadata(Some(&["unknown"])).unwrap()[0].error_code, error_code::UNKNOWN_TOPIC_OR_PARTITION);
 
     match client.create_topic("orders", 1, &[]).unwrap_err() {
-        ClientError::Kafka { api: "CreateTopics", code: 36, name: "TOPIC_ALREADY_EXISTS", .. } => {}
+        ClientError::Kafka {
+            api: "CreateTopics",
+            code: error_code::TOPIC_ALREADY_EXISTS,
+            name: "TOPIC_ALREADY_EXISTS",
+            ..
+        } => {}
         other => panic!("{other}"),
     }
     client.create_partitions("orders", 5).unwrap();
     assert_eq!(client.metadata(Some(&["orders"])).unwrap()[0].partitions.len(), 5);
     match client.create_partitions("orders", 2).unwrap_err() {
-        ClientError::Kafka { api: "CreatePartitions", code: 37, .. } => {}
+        ClientError::Kafka { api: "CreatePartitions", code: error_code::INVALID_PARTITIONS, .. } => {}
         other => panic!("{other}"),
     }
 
     let all = client.metadata(None).unwrap();
     assert!(all.iter().any(|t| t.name == "orders"));
     client.delete_topic("orders").unwrap();
-    assert_eq!(client.metadata(Some(&["orders"])).unwrap()[0].error_code, 3);
+    assert_eq!(client.metadata(Some(&["orders"])).unwrap()[0].error_code, error_code::UNKNOWN_TOPIC_OR_PARTITION);
     match client.delete_topic("orders").unwrap_err() {
-        ClientError::Kafka { api: "DeleteTopics", code: 3, .. } => {}
+        ClientError::Kafka { api: "DeleteTopics", code: error_code::UNKNOWN_TOPIC_OR_PARTITION, .. } => {}
         other => panic!("{other}"),
     }
 }
@@ -77,18 +83,18 @@ fn alter_topic_configs_sets_and_deletes_overrides() {
     let big = common::records("big", 20);
     client.alter_topic_configs("tuned", &[("max.message.bytes".into(), Some("100".into()))]).unwrap();
     match client.produce("tuned", 0, &big).unwrap_err() {
-        ClientError::Kafka { api: "Produce", code: 10, .. } => {}
+        ClientError::Kafka { api: "Produce", code: error_code::MESSAGE_TOO_LARGE, .. } => {}
         other => panic!("{other}"),
     }
     // A null value deletes the override: back to the broker's limit.
     client.alter_topic_configs("tuned", &[("max.message.bytes".into(), None)]).unwrap();
     assert_eq!(client.produce("tuned", 0, &big).unwrap(), 0);
     match client.alter_topic_configs("tuned", &[("no.such.config".into(), Some("1".into()))]).unwrap_err() {
-        ClientError::Kafka { api: "IncrementalAlterConfigs", code: 40, .. } => {}
+        ClientError::Kafka { api: "IncrementalAlterConfigs", code: error_code::INVALID_CONFIG, .. } => {}
         other => panic!("{other}"),
     }
     match client.alter_topic_configs("absent", &[("retention.ms".into(), Some("1".into()))]).unwrap_err() {
-        ClientError::Kafka { api: "IncrementalAlterConfigs", code: 3, .. } => {}
+        ClientError::Kafka { api: "IncrementalAlterConfigs", code: error_code::UNKNOWN_TOPIC_OR_PARTITION, .. } => {}
         other => panic!("{other}"),
     }
 }

@@ -9,6 +9,7 @@ use common::{assert_records, records, TestBroker, TIMESTAMP_BASE_MS};
 use kafgres_client::{ClientError, LogBounds, OffsetSpec, TimestampType};
 use kafgres_record::build::{encode_compressed_batch, ProducerStamp};
 use kafgres_record::compression::{CODEC_GZIP, CODEC_LZ4, CODEC_SNAPPY, CODEC_ZSTD};
+use kafgres_wire::error_code;
 
 const MAX_BYTES: i32 = 1 << 20;
 
@@ -75,7 +76,7 @@ fn an_offset_outside_the_log_is_a_typed_error() {
         }
         other => panic!("expected OffsetOutOfRange, got {other}"),
     }
-    assert_eq!(err.kafka_code(), Some(1));
+    assert_eq!(err.kafka_code(), Some(error_code::OFFSET_OUT_OF_RANGE));
     // The connection stays usable after a Kafka error.
     assert_eq!(client.fetch("oor", 0, 0, MAX_BYTES, Duration::ZERO).unwrap().records.len(), 3);
 }
@@ -85,16 +86,21 @@ fn unknown_topics_and_partitions_are_kafka_errors() {
     let broker = TestBroker::start();
     let mut client = broker.client();
     match client.fetch("missing", 0, 0, MAX_BYTES, Duration::ZERO).unwrap_err() {
-        ClientError::Kafka { api: "Fetch", code: 3, name: "UNKNOWN_TOPIC_OR_PARTITION", .. } => {}
+        ClientError::Kafka {
+            api: "Fetch",
+            code: error_code::UNKNOWN_TOPIC_OR_PARTITION,
+            name: "UNKNOWN_TOPIC_OR_PARTITION",
+            ..
+        } => {}
         other => panic!("{other}"),
     }
     match client.list_offsets("missing", 0, OffsetSpec::Latest).unwrap_err() {
-        ClientError::Kafka { api: "ListOffsets", code: 3, .. } => {}
+        ClientError::Kafka { api: "ListOffsets", code: error_code::UNKNOWN_TOPIC_OR_PARTITION, .. } => {}
         other => panic!("{other}"),
     }
     client.create_topic("one", 1, &[]).unwrap();
     match client.produce("one", 5, &records("p", 1)).unwrap_err() {
-        ClientError::Kafka { api: "Produce", code: 3, .. } => {}
+        ClientError::Kafka { api: "Produce", code: error_code::UNKNOWN_TOPIC_OR_PARTITION, .. } => {}
         other => panic!("{other}"),
     }
     assert!(!client.is_broken());

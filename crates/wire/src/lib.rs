@@ -5,8 +5,8 @@
 //!   allocation;
 //! - [`header`]: request headers (API key, version, correlation id, client id)
 //!   and response headers, with the header version each API/version uses;
-//! - [`apis`]: the one table of served APIs and versions, used both by dispatch
-//!   and by the ApiVersions answer so the two cannot drift;
+//! - [`error_code`]: every Kafka error code by name, derived from
+//!   `kafka-protocol`'s `ResponseError`, for every crate to import;
 //! - [`guard`]: a schema walk of each request body that rejects impossible array
 //!   counts and truncated fields *before* `kafka-protocol` decodes it (its array
 //!   decoders reserve capacity straight from wire lengths).
@@ -16,7 +16,7 @@
 //! opaque bytes here (the guard checks only their length prefix): their
 //! format is the `kafgres-record` crate's, which the broker applies to them.
 
-pub mod apis;
+pub mod error_code;
 pub mod frame;
 pub mod guard;
 pub mod header;

@@ -13,16 +13,18 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::{
-    AlterConfigsRequest, AlterConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    AlterConfigsRequest, AlterConfigsResponse, ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;
 use crate::catalog::CatalogError;
-use crate::errors;
-use crate::server::BrokerContext;
+use crate::config::BrokerConfig;
+use crate::topic_admin::TopicAdmin;
 use crate::topic_config::{
     list_items, topic_config, validate_topic_config_names, validate_topic_config_value, ConfigType,
 };
@@ -44,75 +46,107 @@ struct Change {
     value: Option<String>,
 }
 
-pub async fn incremental(
-    ctx: &BrokerContext,
-    _version: i16,
-    request: IncrementalAlterConfigsRequest,
-) -> IncrementalAlterConfigsResponse {
-    use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
-    let duplicated = duplicated_resources(request.resources.iter().map(|r| (r.resource_type, &r.resource_name)));
-    let mut response = IncrementalAlterConfigsResponse::default();
-    for resource in request.resources {
-        let changes: Vec<Change> = resource
-            .configs
-            .iter()
-            .map(|c| Change {
-                name: c.name.to_string(),
-                op: c.config_operation,
-                value: c.value.as_ref().map(|v| v.to_string()),
-            })
-            .collect();
-        let outcome = if duplicated.contains(&(resource.resource_type, resource.resource_name.to_string())) {
-            Err(duplicate_resource())
-        } else {
-            alter(ctx, resource.resource_type, &resource.resource_name, changes, false, request.validate_only).await
-        };
-        let (error_code, error_message) = answer(outcome);
-        let mut result = AlterConfigsResourceResponse::default();
-        result.resource_type = resource.resource_type;
-        result.resource_name = resource.resource_name;
-        result.error_code = error_code;
-        result.error_message = error_message;
-        response.responses.push(result);
+pub struct IncrementalAlterConfigs;
+
+impl Handler for IncrementalAlterConfigs {
+    const KEY: ApiKey = ApiKey::IncrementalAlterConfigs;
+    /// v0-v1: Kafka 4.1's range.
+    const VERSIONS: Versions = Versions::new(0, 1);
+    type Request = IncrementalAlterConfigsRequest;
+    type Response = IncrementalAlterConfigsResponse;
+    type Services<'a> = (&'a BrokerConfig, &'a TopicAdmin);
+
+    async fn handle(
+        services: Self::Services<'_>,
+        _: &RequestContext<'_>,
+        request: IncrementalAlterConfigsRequest,
+    ) -> Answer<IncrementalAlterConfigsResponse> {
+        use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+        let duplicated = duplicated_resources(request.resources.iter().map(|r| (r.resource_type, &r.resource_name)));
+        let mut response = IncrementalAlterConfigsResponse::default();
+        for resource in request.resources {
+            let changes: Vec<Change> = resource
+                .configs
+                .iter()
+                .map(|c| Change {
+                    name: c.name.to_string(),
+                    op: c.config_operation,
+                    value: c.value.as_ref().map(|v| v.to_string()),
+                })
+                .collect();
+            let outcome = if duplicated.contains(&(resource.resource_type, resource.resource_name.to_string())) {
+                Err(duplicate_resource())
+            } else {
+                alter(services, resource.resource_type, &resource.resource_name, changes, false, request.validate_only)
+                    .await
+            };
+            let (error_code, error_message) = answer(outcome);
+            let mut result = AlterConfigsResourceResponse::default();
+            result.resource_type = resource.resource_type;
+            result.resource_name = resource.resource_name;
+            result.error_code = error_code;
+            result.error_message = error_message;
+            response.responses.push(result);
+        }
+        response.into()
     }
-    response
 }
 
-pub async fn legacy(ctx: &BrokerContext, _version: i16, request: AlterConfigsRequest) -> AlterConfigsResponse {
-    use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
-    let duplicated = duplicated_resources(request.resources.iter().map(|r| (r.resource_type, &r.resource_name)));
-    let mut response = AlterConfigsResponse::default();
-    for resource in request.resources {
-        let changes: Vec<Change> = resource
-            .configs
-            .iter()
-            .map(|c| Change { name: c.name.to_string(), op: OP_SET, value: c.value.as_ref().map(|v| v.to_string()) })
-            .collect();
-        let outcome = if duplicated.contains(&(resource.resource_type, resource.resource_name.to_string())) {
-            Err(duplicate_resource())
-        } else {
-            alter(ctx, resource.resource_type, &resource.resource_name, changes, true, request.validate_only).await
-        };
-        let (error_code, error_message) = answer(outcome);
-        let mut result = AlterConfigsResourceResponse::default();
-        result.resource_type = resource.resource_type;
-        result.resource_name = resource.resource_name;
-        result.error_code = error_code;
-        result.error_message = error_message;
-        response.responses.push(result);
+pub struct AlterConfigs;
+
+impl Handler for AlterConfigs {
+    const KEY: ApiKey = ApiKey::AlterConfigs;
+    /// v0-v2: Kafka 4.1's range.
+    const VERSIONS: Versions = Versions::new(0, 2);
+    type Request = AlterConfigsRequest;
+    type Response = AlterConfigsResponse;
+    type Services<'a> = (&'a BrokerConfig, &'a TopicAdmin);
+
+    async fn handle(
+        services: Self::Services<'_>,
+        _: &RequestContext<'_>,
+        request: AlterConfigsRequest,
+    ) -> Answer<AlterConfigsResponse> {
+        use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
+        let duplicated = duplicated_resources(request.resources.iter().map(|r| (r.resource_type, &r.resource_name)));
+        let mut response = AlterConfigsResponse::default();
+        for resource in request.resources {
+            let changes: Vec<Change> = resource
+                .configs
+                .iter()
+                .map(|c| Change {
+                    name: c.name.to_string(),
+                    op: OP_SET,
+                    value: c.value.as_ref().map(|v| v.to_string()),
+                })
+                .collect();
+            let outcome = if duplicated.contains(&(resource.resource_type, resource.resource_name.to_string())) {
+                Err(duplicate_resource())
+            } else {
+                alter(services, resource.resource_type, &resource.resource_name, changes, true, request.validate_only)
+                    .await
+            };
+            let (error_code, error_message) = answer(outcome);
+            let mut result = AlterConfigsResourceResponse::default();
+            result.resource_type = resource.resource_type;
+            result.resource_name = resource.resource_name;
+            result.error_code = error_code;
+            result.error_message = error_message;
+            response.responses.push(result);
+        }
+        response.into()
     }
-    response
 }
 
 fn answer(outcome: Result<(), AlterError>) -> (i16, Option<StrBytes>) {
     match outcome {
-        Ok(()) => (errors::NONE, None),
+        Ok(()) => (error_code::NONE, None),
         Err((code, message)) => (code, Some(str_bytes(&message))),
     }
 }
 
 fn duplicate_resource() -> AlterError {
-    (errors::INVALID_REQUEST, "Each resource must appear at most once.".into())
+    (error_code::INVALID_REQUEST, "Each resource must appear at most once.".into())
 }
 
 /// Resources named more than once in one request (each of them is refused).
@@ -131,7 +165,7 @@ fn duplicated_resources<'a>(resources: impl Iterator<Item = (i8, &'a StrBytes)>)
 /// One resource's alteration. `replace`: AlterConfigs (the changes are the
 /// whole new set), else IncrementalAlterConfigs.
 async fn alter(
-    ctx: &BrokerContext,
+    (config, admin): (&BrokerConfig, &TopicAdmin),
     resource_type: i8,
     name: &str,
     changes: Vec<Change>,
@@ -141,60 +175,58 @@ async fn alter(
     // Checked before the resource, as Kafka's ConfigAdminManager does.
     let mut names = HashSet::new();
     if !changes.iter().all(|c| names.insert(c.name.as_str())) {
-        return Err((errors::INVALID_REQUEST, "Error due to duplicate config keys".into()));
+        return Err((error_code::INVALID_REQUEST, "Error due to duplicate config keys".into()));
     }
     let nulls: Vec<&str> =
         changes.iter().filter(|c| c.op != OP_DELETE && c.value.is_none()).map(|c| c.name.as_str()).collect();
     if !nulls.is_empty() {
-        return Err((errors::INVALID_REQUEST, format!("Null value not supported for : {}", nulls.join(", "))));
+        return Err((error_code::INVALID_REQUEST, format!("Null value not supported for : {}", nulls.join(", "))));
     }
     match resource_type {
-        RESOURCE_TOPIC => alter_topic(ctx, name, &changes, replace, validate_only).await,
-        RESOURCE_BROKER => alter_broker(ctx, name, &changes),
+        RESOURCE_TOPIC => alter_topic(admin, name, &changes, replace, validate_only).await,
+        RESOURCE_BROKER => alter_broker(config, name, &changes),
         other => Err((
-            errors::INVALID_REQUEST,
+            error_code::INVALID_REQUEST,
             format!("Kafgres has no configs to alter for resource type {other} (topics only)"),
         )),
     }
 }
 
 async fn alter_topic(
-    ctx: &BrokerContext,
+    admin: &TopicAdmin,
     name: &str,
     changes: &[Change],
     replace: bool,
     validate_only: bool,
 ) -> Result<(), AlterError> {
     if name.is_empty() {
-        return Err((errors::INVALID_REQUEST, "Default topic resources are not allowed.".into()));
+        return Err((error_code::INVALID_REQUEST, "Default topic resources are not allowed.".into()));
     }
-    validate_topic_name(name).map_err(|m| (errors::INVALID_TOPIC_EXCEPTION, m))?;
+    validate_topic_name(name).map_err(|m| (error_code::INVALID_TOPIC_EXCEPTION, m))?;
     // Serialized with creation, deletion and CreatePartitions, which also
     // replace the registry's topic: no alteration is lost to a race.
-    let _serialized = ctx.topic_creation.lock().await;
-    let topic =
-        ctx.topic(name).ok_or((errors::UNKNOWN_TOPIC_OR_PARTITION, format!("The topic '{name}' does not exist.")))?;
+    let change = admin.begin().await;
+    let topic = change
+        .topics()
+        .get(name)
+        .ok_or((error_code::UNKNOWN_TOPIC_OR_PARTITION, format!("The topic '{name}' does not exist.")))?;
     let configs = if replace { replaced(changes) } else { incremented(&topic.configs, changes)? };
     let written: Vec<&str> = changes.iter().filter(|c| c.op != OP_DELETE).map(|c| c.name.as_str()).collect();
-    validate_topic_config_names(written.iter().copied()).map_err(|m| (errors::INVALID_CONFIG, m))?;
+    validate_topic_config_names(written.iter().copied()).map_err(|m| (error_code::INVALID_CONFIG, m))?;
     for name in written {
         if let Some(value) = configs.get(name) {
-            validate_topic_config_value(name, value).map_err(|m| (errors::INVALID_CONFIG, m))?;
+            validate_topic_config_value(name, value).map_err(|m| (error_code::INVALID_CONFIG, m))?;
         }
     }
     if validate_only || configs == topic.configs {
         return Ok(());
     }
-    ctx.catalog.set_topic_configs(topic.id, configs.clone()).await.map_err(|e| match e {
+    change.set_configs(&topic, configs).await.map_err(|e| match e {
         CatalogError::UnknownTopic(_) => {
-            (errors::UNKNOWN_TOPIC_OR_PARTITION, format!("The topic '{name}' does not exist."))
+            (error_code::UNKNOWN_TOPIC_OR_PARTITION, format!("The topic '{name}' does not exist."))
         }
-        other => (errors::UNKNOWN_SERVER_ERROR, other.to_string()),
-    })?;
-    let altered = topic.with_configs(configs, &ctx.config);
-    ctx.topics.write().unwrap_or_else(|p| p.into_inner()).replace(altered);
-    log::info!("altered the configs of topic {name}");
-    Ok(())
+        other => (error_code::UNKNOWN_SERVER_ERROR, other.to_string()),
+    })
 }
 
 /// AlterConfigs: the request's configs are the new override set.
@@ -218,7 +250,7 @@ fn incremented(current: &BTreeMap<String, String>, changes: &[Change]) -> Result
                 let op = if c.op == OP_APPEND { "APPEND" } else { "SUBTRACT" };
                 let Some(def) = topic_config(&c.name).filter(|d| d.kind == ConfigType::List) else {
                     return Err((
-                        errors::INVALID_CONFIG,
+                        error_code::INVALID_CONFIG,
                         format!("Can't {op} to key {} because its type is not LIST.", c.name),
                     ));
                 };
@@ -233,7 +265,7 @@ fn incremented(current: &BTreeMap<String, String>, changes: &[Change]) -> Result
                 configs.insert(c.name.clone(), items.join(","));
             }
             other => {
-                return Err((errors::INVALID_REQUEST, format!("Unknown alter config operation type {other}")));
+                return Err((error_code::INVALID_REQUEST, format!("Unknown alter config operation type {other}")));
             }
         }
     }
@@ -241,11 +273,11 @@ fn incremented(current: &BTreeMap<String, String>, changes: &[Change]) -> Result
 }
 
 /// The broker's settings are GUCs, read at start: none can change at runtime.
-fn alter_broker(ctx: &BrokerContext, name: &str, changes: &[Change]) -> Result<(), AlterError> {
-    let node_id = ctx.config.node_id.to_string();
+fn alter_broker(config: &BrokerConfig, name: &str, changes: &[Change]) -> Result<(), AlterError> {
+    let node_id = config.node_id.to_string();
     if !name.is_empty() && name != node_id {
         return Err((
-            errors::INVALID_REQUEST,
+            error_code::INVALID_REQUEST,
             format!("Unexpected broker id, expected {node_id} or empty string, but received {name}"),
         ));
     }
@@ -254,7 +286,7 @@ fn alter_broker(ctx: &BrokerContext, name: &str, changes: &[Change]) -> Result<(
     }
     // Kafka's answer for its static broker configs (a Scala `Set`).
     let names: Vec<&str> = changes.iter().map(|c| c.name.as_str()).collect();
-    Err((errors::INVALID_REQUEST, format!("Cannot update these configs dynamically: Set({})", names.join(", "))))
+    Err((error_code::INVALID_REQUEST, format!("Cannot update these configs dynamically: Set({})", names.join(", "))))
 }
 
 #[cfg(test)]
@@ -296,9 +328,9 @@ mod tests {
         let e = incremented(&current, &[change("retention.ms", OP_APPEND, Some("1"))]).unwrap_err();
         assert_eq!(
             e,
-            (errors::INVALID_CONFIG, "Can't APPEND to key retention.ms because its type is not LIST.".into())
+            (error_code::INVALID_CONFIG, "Can't APPEND to key retention.ms because its type is not LIST.".into())
         );
         let e = incremented(&current, &[change("retention.ms", 9, Some("1"))]).unwrap_err();
-        assert_eq!(e.0, errors::INVALID_REQUEST);
+        assert_eq!(e.0, error_code::INVALID_REQUEST);
     }
 }

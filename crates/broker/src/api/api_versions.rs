@@ -4,11 +4,40 @@
 //! fields that `kafka-protocol` omits at their defaults, which librdkafka
 //! before 2.2 needs (it fails on a FinalizedFeaturesEpoch it does not expect).
 
-use kafgres_wire::apis::SERVED_APIS;
+use kafgres_wire::error_code;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
-use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 
-use crate::errors;
+use super::handler::{Answer, Handler, RequestContext, Versions};
+use super::SERVED_APIS;
+
+pub struct ApiVersions;
+
+impl Handler for ApiVersions {
+    const KEY: ApiKey = ApiKey::ApiVersions;
+    /// v0-v4; a version above is answered per KIP-511 (see
+    /// [`unsupported_version_answer`]) rather than by closing the connection.
+    const VERSIONS: Versions = Versions::new(0, 4);
+    type Request = ApiVersionsRequest;
+    type Response = ApiVersionsResponse;
+    type Services<'a> = ();
+
+    async fn handle(
+        _: Self::Services<'_>,
+        cx: &RequestContext<'_>,
+        request: ApiVersionsRequest,
+    ) -> Answer<ApiVersionsResponse> {
+        let mut response = ApiVersionsResponse::default();
+        response.api_keys = served_versions();
+        if cx.api_version >= 3
+            && !(valid_software_field(&request.client_software_name)
+                && valid_software_field(&request.client_software_version))
+        {
+            response.error_code = error_code::INVALID_REQUEST;
+        }
+        response.into()
+    }
+}
 
 fn served_versions() -> Vec<ApiVersion> {
     SERVED_APIS
@@ -16,23 +45,11 @@ fn served_versions() -> Vec<ApiVersion> {
         .map(|a| {
             let mut v = ApiVersion::default();
             v.api_key = a.key as i16;
-            v.min_version = a.advertised_min;
-            v.max_version = a.max;
+            v.min_version = a.versions.advertised_min;
+            v.max_version = a.versions.max;
             v
         })
         .collect()
-}
-
-pub fn handle(version: i16, request: &ApiVersionsRequest) -> ApiVersionsResponse {
-    let mut response = ApiVersionsResponse::default();
-    response.api_keys = served_versions();
-    if version >= 3
-        && !(valid_software_field(&request.client_software_name)
-            && valid_software_field(&request.client_software_version))
-    {
-        response.error_code = errors::INVALID_REQUEST;
-    }
-    response
 }
 
 /// The KIP-511 answer to an ApiVersions version this broker does not know:
@@ -40,7 +57,7 @@ pub fn handle(version: i16, request: &ApiVersionsRequest) -> ApiVersionsResponse
 /// retry at a version both sides support.
 pub fn unsupported_version_answer() -> ApiVersionsResponse {
     let mut response = ApiVersionsResponse::default();
-    response.error_code = errors::UNSUPPORTED_VERSION;
+    response.error_code = error_code::UNSUPPORTED_VERSION;
     response.api_keys = served_versions();
     response
 }

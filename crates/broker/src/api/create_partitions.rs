@@ -1,80 +1,92 @@
 //! CreatePartitions: raise a topic's partition count. The catalog is updated
 //! first; the new partitions' logs are created after, as for CreateTopics.
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
-use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
+use kafka_protocol::messages::{ApiKey, CreatePartitionsRequest, CreatePartitionsResponse};
 
 use super::create_topics::PARTITIONS_PER_TOPIC_MAX;
+use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;
-use crate::errors;
-use crate::server::BrokerContext;
+use crate::config::BrokerConfig;
+use crate::topic_admin::{TopicAdmin, TopicChangeError};
 
-pub async fn handle(ctx: &BrokerContext, _version: i16, request: CreatePartitionsRequest) -> CreatePartitionsResponse {
-    let mut response = CreatePartitionsResponse::default();
-    let mut seen = std::collections::HashSet::new();
-    for t in request.topics {
-        let mut result = CreatePartitionsTopicResult::default();
-        result.name = t.name.clone();
-        let name = t.name.0.to_string();
-        let outcome = if !seen.insert(name.clone()) {
-            Err((errors::INVALID_REQUEST, Some(format!("topic {name} appears more than once in the request"))))
-        } else {
-            let single_node = t
-                .assignments
-                .as_ref()
-                .is_none_or(|a| a.iter().all(|r| r.broker_ids.iter().all(|b| b.0 == ctx.config.node_id)));
-            if single_node {
-                add_partitions(ctx, &name, t.count, request.validate_only).await
+pub struct CreatePartitions;
+
+impl Handler for CreatePartitions {
+    const KEY: ApiKey = ApiKey::CreatePartitions;
+    const VERSIONS: Versions = Versions::new(0, 3);
+    type Request = CreatePartitionsRequest;
+    type Response = CreatePartitionsResponse;
+    type Services<'a> = (&'a BrokerConfig, &'a TopicAdmin);
+
+    async fn handle(
+        (config, admin): Self::Services<'_>,
+        _: &RequestContext<'_>,
+        request: CreatePartitionsRequest,
+    ) -> Answer<CreatePartitionsResponse> {
+        let mut response = CreatePartitionsResponse::default();
+        let mut seen = std::collections::HashSet::new();
+        for t in request.topics {
+            let mut result = CreatePartitionsTopicResult::default();
+            result.name = t.name.clone();
+            let name = t.name.0.to_string();
+            let outcome = if !seen.insert(name.clone()) {
+                Err((error_code::INVALID_REQUEST, Some(format!("topic {name} appears more than once in the request"))))
             } else {
-                Err((errors::INVALID_REPLICA_ASSIGNMENT, Some(format!("only broker {} exists", ctx.config.node_id))))
+                let single_node = t
+                    .assignments
+                    .as_ref()
+                    .is_none_or(|a| a.iter().all(|r| r.broker_ids.iter().all(|b| b.0 == config.node_id)));
+                if single_node {
+                    add_partitions(admin, &name, t.count, request.validate_only).await
+                } else {
+                    Err((
+                        error_code::INVALID_REPLICA_ASSIGNMENT,
+                        Some(format!("only broker {} exists", config.node_id)),
+                    ))
+                }
+            };
+            if let Err((code, message)) = outcome {
+                result.error_code = code;
+                result.error_message = message.as_deref().map(str_bytes);
             }
-        };
-        if let Err((code, message)) = outcome {
-            result.error_code = code;
-            result.error_message = message.as_deref().map(str_bytes);
+            response.results.push(result);
         }
-        response.results.push(result);
+        response.into()
     }
-    response
 }
 
 async fn add_partitions(
-    ctx: &BrokerContext,
+    admin: &TopicAdmin,
     name: &str,
     count: i32,
     validate_only: bool,
 ) -> Result<(), (i16, Option<String>)> {
-    let _serialized = ctx.topic_creation.lock().await;
+    let change = admin.begin().await;
     // Kafka's messages (an unknown topic has none).
-    let topic = ctx.topic(name).ok_or((errors::UNKNOWN_TOPIC_OR_PARTITION, None))?;
+    let topic = change.topics().get(name).ok_or((error_code::UNKNOWN_TOPIC_OR_PARTITION, None))?;
     let current = topic.partitions.len() as i32;
     if count == current {
-        return Err((errors::INVALID_PARTITIONS, Some(format!("Topic already has {current} partition(s)."))));
+        return Err((error_code::INVALID_PARTITIONS, Some(format!("Topic already has {current} partition(s)."))));
     }
     if count < current {
         return Err((
-            errors::INVALID_PARTITIONS,
+            error_code::INVALID_PARTITIONS,
             Some(format!("The topic {name} currently has {current} partition(s); {count} would not be an increase.")),
         ));
     }
     if count > PARTITIONS_PER_TOPIC_MAX {
         return Err((
-            errors::INVALID_PARTITIONS,
+            error_code::INVALID_PARTITIONS,
             Some(format!("at most {PARTITIONS_PER_TOPIC_MAX} partitions per topic")),
         ));
     }
     if validate_only {
         return Ok(());
     }
-    ctx.catalog
-        .set_partition_count(topic.id, count)
-        .await
-        .map_err(|e| (errors::UNKNOWN_SERVER_ERROR, Some(e.to_string())))?;
-    let grown = topic.with_partitions(count, &ctx.config, &ctx.housekeeping, crate::now_ms()).map_err(|e| {
-        log::error!("topic {name}: the catalog has {count} partitions but their logs could not be created: {e}");
-        (errors::KAFKA_STORAGE_ERROR, Some(e.to_string()))
-    })?;
-    ctx.topics.write().unwrap_or_else(|p| p.into_inner()).replace(grown);
-    log::info!("topic {name} now has {count} partitions (was {current})");
-    Ok(())
+    change.set_partition_count(&topic, count).await.map_err(|e| match e {
+        TopicChangeError::Catalog(e) => (error_code::UNKNOWN_SERVER_ERROR, Some(e.to_string())),
+        TopicChangeError::Log(e) => (error_code::KAFKA_STORAGE_ERROR, Some(e.to_string())),
+    })
 }

@@ -1,35 +1,52 @@
 //! DescribeCluster: this one broker, which is also the controller.
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
-use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
+use kafka_protocol::messages::{ApiKey, BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 
+use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;
-use crate::errors;
-use crate::server::BrokerContext;
+use crate::config::BrokerConfig;
 
 /// Endpoint type 1 is "brokers"; 2 ("controllers", KIP-919) has no endpoint here.
 const ENDPOINT_TYPE_BROKERS: i8 = 1;
 
-pub fn handle(ctx: &BrokerContext, version: i16, request: &DescribeClusterRequest) -> DescribeClusterResponse {
-    let mut response = DescribeClusterResponse::default();
-    response.cluster_id = str_bytes(&ctx.config.cluster_id);
-    response.controller_id = BrokerId(ctx.config.node_id);
-    response.cluster_authorized_operations = super::authorized_operations::if_asked(
-        request.include_cluster_authorized_operations,
-        super::authorized_operations::CLUSTER,
-    );
-    if version >= 1 {
-        response.endpoint_type = request.endpoint_type;
-        if request.endpoint_type != ENDPOINT_TYPE_BROKERS {
-            response.error_code = errors::UNSUPPORTED_ENDPOINT_TYPE;
-            response.error_message = Some(str_bytes("only the brokers endpoint type is served"));
-            return response;
+pub struct DescribeCluster;
+
+impl Handler for DescribeCluster {
+    const KEY: ApiKey = ApiKey::DescribeCluster;
+    /// v0-v2; v1 adds the endpoint type (KIP-919), of which only brokers are served.
+    const VERSIONS: Versions = Versions::new(0, 2);
+    type Request = DescribeClusterRequest;
+    type Response = DescribeClusterResponse;
+    type Services<'a> = &'a BrokerConfig;
+
+    async fn handle(
+        config: Self::Services<'_>,
+        cx: &RequestContext<'_>,
+        request: DescribeClusterRequest,
+    ) -> Answer<DescribeClusterResponse> {
+        let version = cx.api_version;
+        let mut response = DescribeClusterResponse::default();
+        response.cluster_id = str_bytes(&config.cluster_id);
+        response.controller_id = BrokerId(config.node_id);
+        response.cluster_authorized_operations = super::authorized_operations::if_asked(
+            request.include_cluster_authorized_operations,
+            super::authorized_operations::CLUSTER,
+        );
+        if version >= 1 {
+            response.endpoint_type = request.endpoint_type;
+            if request.endpoint_type != ENDPOINT_TYPE_BROKERS {
+                response.error_code = error_code::UNSUPPORTED_ENDPOINT_TYPE;
+                response.error_message = Some(str_bytes("only the brokers endpoint type is served"));
+                return response.into();
+            }
         }
+        let mut broker = DescribeClusterBroker::default();
+        broker.broker_id = BrokerId(config.node_id);
+        broker.host = str_bytes(&config.advertised_host);
+        broker.port = i32::from(config.advertised_port);
+        response.brokers = vec![broker];
+        response.into()
     }
-    let mut broker = DescribeClusterBroker::default();
-    broker.broker_id = BrokerId(ctx.config.node_id);
-    broker.host = str_bytes(&ctx.config.advertised_host);
-    broker.port = i32::from(ctx.advertised_port);
-    response.brokers = vec![broker];
-    response
 }

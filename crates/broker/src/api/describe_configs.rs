@@ -1,15 +1,17 @@
 //! DescribeConfigs for topics (every topic config with its value and source)
 //! and for this broker (the settings that correspond to Kafka broker configs).
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
-use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
+use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
 
+use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;
-use crate::errors;
-use crate::server::BrokerContext;
+use crate::config::BrokerConfig;
 use crate::topic_config::{broker_config_default, broker_topic_default, source, ConfigType, TOPIC_CONFIGS};
+use crate::topics::Topics;
 
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
@@ -25,43 +27,59 @@ struct Entry {
     synonyms: Vec<(String, String, i8)>,
 }
 
-pub fn handle(ctx: &BrokerContext, version: i16, request: DescribeConfigsRequest) -> DescribeConfigsResponse {
-    let mut response = DescribeConfigsResponse::default();
-    for resource in request.resources {
-        let mut result = DescribeConfigsResult::default();
-        result.resource_type = resource.resource_type;
-        result.resource_name = resource.resource_name.clone();
-        let entries = match resource.resource_type {
-            RESOURCE_TOPIC => topic_entries(ctx, &resource.resource_name),
-            RESOURCE_BROKER => broker_entries(ctx, &resource.resource_name),
-            other => Err((errors::INVALID_REQUEST, Some(format!("resource type {other} has no configs here")))),
-        };
-        match entries {
-            Ok(entries) => {
-                result.error_message = None;
-                // Null asks for every config; so does an empty list (what
-                // kafka-protocol's default encodes), rather than for none.
-                let keys = resource.configuration_keys.as_ref().filter(|k| !k.is_empty());
-                result.configs = entries
-                    .into_iter()
-                    .filter(|e| keys.is_none_or(|k| k.iter().any(|k| k.as_str() == e.name)))
-                    .map(|e| encode(e, version, request.include_synonyms))
-                    .collect();
+pub struct DescribeConfigs;
+
+impl Handler for DescribeConfigs {
+    const KEY: ApiKey = ApiKey::DescribeConfigs;
+    /// v1-v4; config types and documentation are in the response from v3.
+    const VERSIONS: Versions = Versions::new(1, 4);
+    type Request = DescribeConfigsRequest;
+    type Response = DescribeConfigsResponse;
+    type Services<'a> = (&'a BrokerConfig, &'a Topics);
+
+    async fn handle(
+        (config, topics): Self::Services<'_>,
+        cx: &RequestContext<'_>,
+        request: DescribeConfigsRequest,
+    ) -> Answer<DescribeConfigsResponse> {
+        let version = cx.api_version;
+        let mut response = DescribeConfigsResponse::default();
+        for resource in request.resources {
+            let mut result = DescribeConfigsResult::default();
+            result.resource_type = resource.resource_type;
+            result.resource_name = resource.resource_name.clone();
+            let entries = match resource.resource_type {
+                RESOURCE_TOPIC => topic_entries(config, topics, &resource.resource_name),
+                RESOURCE_BROKER => broker_entries(config, &resource.resource_name),
+                other => Err((error_code::INVALID_REQUEST, Some(format!("resource type {other} has no configs here")))),
+            };
+            match entries {
+                Ok(entries) => {
+                    result.error_message = None;
+                    // Null asks for every config; so does an empty list (what
+                    // kafka-protocol's default encodes), rather than for none.
+                    let keys = resource.configuration_keys.as_ref().filter(|k| !k.is_empty());
+                    result.configs = entries
+                        .into_iter()
+                        .filter(|e| keys.is_none_or(|k| k.iter().any(|k| k.as_str() == e.name)))
+                        .map(|e| encode(e, version, request.include_synonyms))
+                        .collect();
+                }
+                Err((code, message)) => {
+                    result.error_code = code;
+                    result.error_message = message.as_deref().map(str_bytes);
+                }
             }
-            Err((code, message)) => {
-                result.error_code = code;
-                result.error_message = message.as_deref().map(str_bytes);
-            }
+            response.results.push(result);
         }
-        response.results.push(result);
+        response.into()
     }
-    response
 }
 
-fn topic_entries(ctx: &BrokerContext, name: &str) -> Result<Vec<Entry>, (i16, Option<String>)> {
+fn topic_entries(config: &BrokerConfig, topics: &Topics, name: &str) -> Result<Vec<Entry>, (i16, Option<String>)> {
     // Kafka answers an unknown topic without a message.
-    let topic = ctx.topic(name).ok_or((errors::UNKNOWN_TOPIC_OR_PARTITION, None))?;
-    let broker_value = |b: &str| broker_topic_default(&ctx.config, b);
+    let topic = topics.get(name).ok_or((error_code::UNKNOWN_TOPIC_OR_PARTITION, None))?;
+    let broker_value = |b: &str| broker_topic_default(config, b);
     Ok(TOPIC_CONFIGS
         .iter()
         .map(|d| {
@@ -77,12 +95,11 @@ fn topic_entries(ctx: &BrokerContext, name: &str) -> Result<Vec<Entry>, (i16, Op
 /// one that differs a STATIC_BROKER_CONFIG (listed before the default among
 /// its synonyms); the broker cannot tell a GUC set to the default from one
 /// left alone, so both read as the default.
-fn broker_entries(ctx: &BrokerContext, name: &str) -> Result<Vec<Entry>, (i16, Option<String>)> {
-    if !name.is_empty() && name != ctx.config.node_id.to_string() {
-        return Err((errors::INVALID_REQUEST, Some(format!("this is broker {}, not {name}", ctx.config.node_id))));
+fn broker_entries(c: &BrokerConfig, name: &str) -> Result<Vec<Entry>, (i16, Option<String>)> {
+    if !name.is_empty() && name != c.node_id.to_string() {
+        return Err((error_code::INVALID_REQUEST, Some(format!("this is broker {}, not {name}", c.node_id))));
     }
-    let c = &ctx.config;
-    let listener = format!("PLAINTEXT://{}:{}", c.advertised_host, ctx.advertised_port);
+    let listener = format!("PLAINTEXT://{}:{}", c.advertised_host, c.advertised_port);
     // (name, value, type, Kafka 4.x's default)
     let values: Vec<(&str, String, ConfigType, Option<&str>)> = vec![
         ("advertised.listeners", listener, ConfigType::List, None),

@@ -5,93 +5,107 @@
 
 use std::path::Path;
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
-use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
+use kafka_protocol::messages::{ApiKey, DescribeLogDirsRequest, DescribeLogDirsResponse};
 
+use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::{str_bytes, topic_name};
-use crate::errors;
-use crate::server::BrokerContext;
-use crate::topics::partition_dir;
+use crate::config::BrokerConfig;
+use crate::topics::{partition_dir, Topics};
 
 /// Total and usable bytes are in the response from v4 (KIP-827).
 const SPACE_VERSION_MIN: i16 = 4;
 
-pub async fn handle(ctx: &BrokerContext, version: i16, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
-    // (topic, partitions) to describe: null asks for every partition of every
-    // topic; partitions that do not exist are left out, as in Kafka.
-    let wanted: Vec<(String, Vec<i32>)> = match request.topics {
-        None => ctx
-            .topics
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .all()
-            .iter()
-            .map(|t| (t.name.clone(), (0..t.partitions.len() as i32).collect()))
-            .collect(),
-        Some(topics) => topics
-            .into_iter()
-            .filter_map(|t| {
-                let topic = ctx.topic(&t.topic.0)?;
-                let partitions: Vec<i32> = t.partitions.into_iter().filter(|p| topic.partition(*p).is_some()).collect();
-                Some((topic.name.clone(), partitions))
-            })
-            .collect(),
-    };
-    let log_dir = ctx.config.log_dir.clone();
-    // Sizes and space come from the file system: off the async workers.
-    let measured = tokio::task::spawn_blocking(move || {
-        let sizes: Vec<(String, Vec<(i32, i64)>)> = wanted
-            .into_iter()
-            .map(|(topic, partitions)| {
-                let sizes =
-                    partitions.iter().map(|p| (*p, directory_bytes(&partition_dir(&log_dir, &topic, *p)))).collect();
-                (topic, sizes)
-            })
-            .collect();
-        (sizes, disk_space(&log_dir))
-    })
-    .await;
-    let mut response = DescribeLogDirsResponse::default();
-    let mut result = DescribeLogDirsResult::default();
-    result.log_dir = str_bytes(&ctx.config.log_dir.display().to_string());
-    match measured {
-        Ok((sizes, space)) => {
-            result.topics = sizes
+pub struct DescribeLogDirs;
+
+impl Handler for DescribeLogDirs {
+    const KEY: ApiKey = ApiKey::DescribeLogDirs;
+    /// v1-v4: Kafka 4.1's range (KIP-896 removed v0); v4 adds the
+    /// directory's total and usable bytes (KIP-827).
+    const VERSIONS: Versions = Versions::new(1, 4);
+    type Request = DescribeLogDirsRequest;
+    type Response = DescribeLogDirsResponse;
+    type Services<'a> = (&'a BrokerConfig, &'a Topics);
+
+    async fn handle(
+        (config, topics): Self::Services<'_>,
+        cx: &RequestContext<'_>,
+        request: DescribeLogDirsRequest,
+    ) -> Answer<DescribeLogDirsResponse> {
+        let version = cx.api_version;
+        // (topic, partitions) to describe: null asks for every partition of every
+        // topic; partitions that do not exist are left out, as in Kafka.
+        let wanted: Vec<(String, Vec<i32>)> = match request.topics {
+            None => topics.all().iter().map(|t| (t.name.clone(), (0..t.partitions.len() as i32).collect())).collect(),
+            Some(asked) => asked
                 .into_iter()
-                .filter(|(_, partitions)| !partitions.is_empty())
+                .filter_map(|t| {
+                    let topic = topics.get(&t.topic.0)?;
+                    let partitions: Vec<i32> =
+                        t.partitions.into_iter().filter(|p| topic.partition(*p).is_some()).collect();
+                    Some((topic.name.clone(), partitions))
+                })
+                .collect(),
+        };
+        let log_dir = config.log_dir.clone();
+        // Sizes and space come from the file system: off the async workers.
+        let measured = tokio::task::spawn_blocking(move || {
+            let sizes: Vec<(String, Vec<(i32, i64)>)> = wanted
+                .into_iter()
                 .map(|(topic, partitions)| {
-                    let mut t = DescribeLogDirsTopic::default();
-                    t.name = topic_name(&topic);
-                    t.partitions = partitions
-                        .into_iter()
-                        .map(|(index, size)| {
-                            let mut p = DescribeLogDirsPartition::default();
-                            p.partition_index = index;
-                            p.partition_size = size;
-                            p.offset_lag = 0;
-                            p.is_future_key = false;
-                            p
-                        })
+                    let sizes = partitions
+                        .iter()
+                        .map(|p| (*p, directory_bytes(&partition_dir(&log_dir, &topic, *p))))
                         .collect();
-                    t
+                    (topic, sizes)
                 })
                 .collect();
-            if version >= SPACE_VERSION_MIN {
-                if let Some((total, usable)) = space {
-                    result.total_bytes = total;
-                    result.usable_bytes = usable;
+            (sizes, disk_space(&log_dir))
+        })
+        .await;
+        let mut response = DescribeLogDirsResponse::default();
+        let mut result = DescribeLogDirsResult::default();
+        result.log_dir = str_bytes(&config.log_dir.display().to_string());
+        match measured {
+            Ok((sizes, space)) => {
+                result.topics = sizes
+                    .into_iter()
+                    .filter(|(_, partitions)| !partitions.is_empty())
+                    .map(|(topic, partitions)| {
+                        let mut t = DescribeLogDirsTopic::default();
+                        t.name = topic_name(&topic);
+                        t.partitions = partitions
+                            .into_iter()
+                            .map(|(index, size)| {
+                                let mut p = DescribeLogDirsPartition::default();
+                                p.partition_index = index;
+                                p.partition_size = size;
+                                p.offset_lag = 0;
+                                p.is_future_key = false;
+                                p
+                            })
+                            .collect();
+                        t
+                    })
+                    .collect();
+                if version >= SPACE_VERSION_MIN {
+                    if let Some((total, usable)) = space {
+                        result.total_bytes = total;
+                        result.usable_bytes = usable;
+                    }
                 }
             }
+            Err(e) => {
+                log::error!("DescribeLogDirs task failed: {e}");
+                result.error_code = error_code::KAFKA_STORAGE_ERROR;
+            }
         }
-        Err(e) => {
-            log::error!("DescribeLogDirs task failed: {e}");
-            result.error_code = errors::KAFKA_STORAGE_ERROR;
-        }
+        response.results.push(result);
+        response.into()
     }
-    response.results.push(result);
-    response
 }
 
 /// The bytes of the files directly in `dir` (a partition directory has no

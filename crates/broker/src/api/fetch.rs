@@ -12,14 +12,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use kafgres_wire::error_code;
 use kafka_protocol::messages::fetch_response::{AbortedTransaction, FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ProducerId};
+use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse, ProducerId};
 
+use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::topic_name;
-use crate::errors;
 use crate::partition::{FetchWaiter, Partition};
-use crate::server::BrokerContext;
 use crate::splice::FileRanges;
+use crate::topics::Topics;
 use kafgres_log::LogError;
 
 /// Fetch's isolation level of `read_committed` consumers: records up to the
@@ -37,81 +38,89 @@ struct Wanted {
     partition_bytes_max: i32,
 }
 
-/// A fetch's answer: the response and the file ranges its placeholders stand
-/// for (see [`crate::splice`]; encode it with `SpliceBuf`).
-pub struct FetchAnswer {
-    pub response: FetchResponse,
-    pub ranges: FileRanges,
-    /// When the append that ended this fetch's long poll published its data;
-    /// `None` when the fetch answered without waiting, or at its deadline.
-    pub woken_at: Option<std::time::Instant>,
-}
+pub struct Fetch;
 
-pub async fn handle(ctx: &BrokerContext, version: i16, request: FetchRequest) -> FetchAnswer {
-    let by_id = version >= 13;
-    let mut response = FetchResponse::default();
-    let mut wanted = Vec::new();
-    let mut topic_known = Vec::new();
-    for topic in &request.topics {
-        let found = if by_id { ctx.topic_by_id(&topic.topic_id) } else { ctx.topic(&topic.topic.0) };
-        let mut out = FetchableTopicResponse::default();
-        if by_id {
-            out.topic_id = topic.topic_id;
-        } else {
-            out.topic = topic.topic.clone();
-        }
-        let topic_index = response.responses.len();
-        response.responses.push(out);
-        for p in &topic.partitions {
-            wanted.push(Wanted {
-                topic_index,
-                partition: found.as_ref().and_then(|t| t.partition(p.partition).cloned()),
-                partition_index: p.partition,
-                fetch_offset: p.fetch_offset,
-                partition_bytes_max: p.partition_max_bytes,
-            });
-        }
-        if let (false, Some(t)) = (by_id, &found) {
-            response.responses[topic_index].topic = topic_name(&t.name);
-        }
-        topic_known.push(found.is_some());
-    }
+impl Handler for Fetch {
+    const KEY: ApiKey = ApiKey::Fetch;
+    /// v4-v18: Kafka 4.1's range. v13+ names topics by id, which Metadata
+    /// returns from v10; v18 only adds the high watermark a follower knows
+    /// (KIP-1166, a tagged field consumers do not send), ignored here.
+    const VERSIONS: Versions = Versions::new(4, 18);
+    type Request = FetchRequest;
+    type Response = FetchResponse;
+    type Services<'a> = &'a Topics;
 
-    let waiter = Arc::new(FetchWaiter::default());
-    let _finish = FinishOnDrop(&waiter);
-    for w in &wanted {
-        if let Some(p) = &w.partition {
-            p.register_fetch_waiter(&waiter);
-        }
-    }
-    let wait_ms = request.max_wait_ms.clamp(0, FETCH_WAIT_MS_MAX) as u64;
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
-    let min_bytes = request.min_bytes.max(0) as usize;
-    let max_bytes = if request.max_bytes <= 0 { i32::MAX as usize } else { request.max_bytes as usize };
-    let mut ranges = FileRanges::default();
-    let committed_only = request.isolation_level == READ_COMMITTED;
-    let mut woken_at = None;
-    loop {
-        let (partitions, total, any_error) =
-            read_all(&wanted, &topic_known, max_bytes, by_id, committed_only, &mut ranges);
-        let timed_out = tokio::time::Instant::now() >= deadline;
-        if total >= min_bytes.max(1) || any_error || timed_out || wait_ms == 0 {
-            for (topic_index, data) in partitions {
-                response.responses[topic_index].partitions.push(data);
+    async fn handle(
+        topics: Self::Services<'_>,
+        cx: &RequestContext<'_>,
+        request: FetchRequest,
+    ) -> Answer<FetchResponse> {
+        let version = cx.api_version;
+        let by_id = version >= 13;
+        let mut response = FetchResponse::default();
+        let mut wanted = Vec::new();
+        let mut topic_known = Vec::new();
+        for topic in &request.topics {
+            let found = if by_id { topics.get_by_id(&topic.topic_id) } else { topics.get(&topic.topic.0) };
+            let mut out = FetchableTopicResponse::default();
+            if by_id {
+                out.topic_id = topic.topic_id;
+            } else {
+                out.topic = topic.topic.clone();
             }
-            return FetchAnswer { response, ranges, woken_at: woken_at.filter(|_| total > 0) };
-        }
-        if tokio::time::timeout_at(deadline, waiter.notified()).await.is_err() {
-            // Deadline: answer with whatever is there now (usually nothing).
-            let (partitions, _, _) = read_all(&wanted, &topic_known, max_bytes, by_id, committed_only, &mut ranges);
-            for (topic_index, data) in partitions {
-                response.responses[topic_index].partitions.push(data);
+            let topic_index = response.responses.len();
+            response.responses.push(out);
+            for p in &topic.partitions {
+                wanted.push(Wanted {
+                    topic_index,
+                    partition: found.as_ref().and_then(|t| t.partition(p.partition).cloned()),
+                    partition_index: p.partition,
+                    fetch_offset: p.fetch_offset,
+                    partition_bytes_max: p.partition_max_bytes,
+                });
             }
-            return FetchAnswer { response, ranges, woken_at: None };
+            if let (false, Some(t)) = (by_id, &found) {
+                response.responses[topic_index].topic = topic_name(&t.name);
+            }
+            topic_known.push(found.is_some());
         }
-        // The latest wake counts: with fetch.min.bytes above one record, the
-        // publish that completed the answer is where the broker's part starts.
-        woken_at = waiter.take_woken_at().or(woken_at);
+
+        let waiter = Arc::new(FetchWaiter::default());
+        let _finish = FinishOnDrop(&waiter);
+        for w in &wanted {
+            if let Some(p) = &w.partition {
+                p.register_fetch_waiter(&waiter);
+            }
+        }
+        let wait_ms = request.max_wait_ms.clamp(0, FETCH_WAIT_MS_MAX) as u64;
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
+        let min_bytes = request.min_bytes.max(0) as usize;
+        let max_bytes = if request.max_bytes <= 0 { i32::MAX as usize } else { request.max_bytes as usize };
+        let mut ranges = FileRanges::default();
+        let committed_only = request.isolation_level == READ_COMMITTED;
+        let mut woken_at = None;
+        loop {
+            let (partitions, total, any_error) =
+                read_all(&wanted, &topic_known, max_bytes, by_id, committed_only, &mut ranges);
+            let timed_out = tokio::time::Instant::now() >= deadline;
+            if total >= min_bytes.max(1) || any_error || timed_out || wait_ms == 0 {
+                for (topic_index, data) in partitions {
+                    response.responses[topic_index].partitions.push(data);
+                }
+                return Answer::Spliced { response, ranges, woken_at: woken_at.filter(|_| total > 0) };
+            }
+            if tokio::time::timeout_at(deadline, waiter.notified()).await.is_err() {
+                // Deadline: answer with whatever is there now (usually nothing).
+                let (partitions, _, _) = read_all(&wanted, &topic_known, max_bytes, by_id, committed_only, &mut ranges);
+                for (topic_index, data) in partitions {
+                    response.responses[topic_index].partitions.push(data);
+                }
+                return Answer::Spliced { response, ranges, woken_at: None };
+            }
+            // The latest wake counts: with fetch.min.bytes above one record, the
+            // publish that completed the answer is where the broker's part starts.
+            woken_at = waiter.take_woken_at().or(woken_at);
+        }
     }
 }
 
@@ -150,9 +159,9 @@ fn read_all(
                 // UNKNOWN_TOPIC_ID only for an id nobody knows; a known topic
                 // without that partition is UNKNOWN_TOPIC_OR_PARTITION.
                 data.error_code = if by_id && !topic_known[w.topic_index] {
-                    errors::UNKNOWN_TOPIC_ID
+                    error_code::UNKNOWN_TOPIC_ID
                 } else {
-                    errors::UNKNOWN_TOPIC_OR_PARTITION
+                    error_code::UNKNOWN_TOPIC_OR_PARTITION
                 };
                 any_error = true;
             }
@@ -201,12 +210,12 @@ fn read_all(
                         data.records = Some(bytes);
                     }
                     Err(LogError::OffsetOutOfRange { .. }) => {
-                        data.error_code = errors::OFFSET_OUT_OF_RANGE;
+                        data.error_code = error_code::OFFSET_OUT_OF_RANGE;
                         any_error = true;
                     }
                     Err(e) => {
                         log::error!("fetch from {}-{} failed: {e}", p.topic, p.index);
-                        data.error_code = errors::KAFKA_STORAGE_ERROR;
+                        data.error_code = error_code::KAFKA_STORAGE_ERROR;
                         any_error = true;
                     }
                 }

@@ -11,52 +11,72 @@
 //! each initialisation (fencing the previous instance), an open transaction
 //! aborted first.
 
-use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+use kafgres_wire::error_code;
+use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+
+use super::handler::{Answer, Handler, RequestContext, Versions};
 
 use crate::catalog::CatalogError;
-use crate::errors;
-use crate::server::BrokerContext;
+use crate::producer_ids::ProducerIds;
+use crate::txn::TxnService;
 
-pub async fn handle(ctx: &BrokerContext, version: i16, request: InitProducerIdRequest) -> InitProducerIdResponse {
-    let mut response = InitProducerIdResponse::default();
-    response.producer_id = ProducerId(-1);
-    response.producer_epoch = -1;
-    match request.transactional_id.as_ref().map(|t| t.0.as_str()) {
-        Some("") => response.error_code = errors::INVALID_REQUEST,
-        Some(transactional_id) => {
-            let expected = if version >= 3 { (request.producer_id.0, request.producer_epoch) } else { (-1, -1) };
-            let timeout_ms = request.transaction_timeout_ms;
-            match ctx.txns.init_producer_id(ctx, transactional_id, timeout_ms, expected).await {
-                Ok((id, epoch)) => {
-                    response.producer_id = ProducerId(id);
-                    response.producer_epoch = epoch;
+pub struct InitProducerId;
+
+impl Handler for InitProducerId {
+    const KEY: ApiKey = ApiKey::InitProducerId;
+    /// v0-v5; PRODUCER_FENCED exists from v4. Kafka 4.x's v6 adds two-phase
+    /// commit (KIP-939), not served.
+    const VERSIONS: Versions = Versions::new(0, 5);
+    type Request = InitProducerIdRequest;
+    type Response = InitProducerIdResponse;
+    type Services<'a> = (&'a TxnService, &'a ProducerIds);
+
+    async fn handle(
+        (txns, producer_ids): Self::Services<'_>,
+        cx: &RequestContext<'_>,
+        request: InitProducerIdRequest,
+    ) -> Answer<InitProducerIdResponse> {
+        let version = cx.api_version;
+        let mut response = InitProducerIdResponse::default();
+        response.producer_id = ProducerId(-1);
+        response.producer_epoch = -1;
+        match request.transactional_id.as_ref().map(|t| t.0.as_str()) {
+            Some("") => response.error_code = error_code::INVALID_REQUEST,
+            Some(transactional_id) => {
+                let expected = if version >= 3 { (request.producer_id.0, request.producer_epoch) } else { (-1, -1) };
+                let timeout_ms = request.transaction_timeout_ms;
+                match txns.init_producer_id(transactional_id, timeout_ms, expected).await {
+                    Ok((id, epoch)) => {
+                        response.producer_id = ProducerId(id);
+                        response.producer_epoch = epoch;
+                    }
+                    Err(code) => {
+                        // PRODUCER_FENCED exists from v4 on; older clients get
+                        // INVALID_PRODUCER_EPOCH, as Kafka maps it.
+                        response.error_code = if code == error_code::PRODUCER_FENCED && version < 4 {
+                            error_code::INVALID_PRODUCER_EPOCH
+                        } else {
+                            code
+                        };
+                    }
                 }
-                Err(code) => {
-                    // PRODUCER_FENCED exists from v4 on; older clients get
-                    // INVALID_PRODUCER_EPOCH, as Kafka maps it.
-                    response.error_code = if code == crate::txn::rules::codes::PRODUCER_FENCED && version < 4 {
-                        crate::txn::rules::codes::INVALID_PRODUCER_EPOCH
-                    } else {
-                        code
+            }
+            None => match producer_ids.next().await {
+                Ok(id) => {
+                    response.producer_id = ProducerId(id);
+                    response.producer_epoch = 0;
+                }
+                Err(e) => {
+                    log::warn!("InitProducerId: cannot reserve producer ids: {e}");
+                    // Kafka's producer-id manager answers this while it waits for a
+                    // block; clients retry it.
+                    response.error_code = match e {
+                        CatalogError::Unavailable(_) => error_code::COORDINATOR_LOAD_IN_PROGRESS,
+                        _ => error_code::UNKNOWN_SERVER_ERROR,
                     };
                 }
-            }
+            },
         }
-        None => match ctx.producer_ids.next(ctx.catalog.as_ref()).await {
-            Ok(id) => {
-                response.producer_id = ProducerId(id);
-                response.producer_epoch = 0;
-            }
-            Err(e) => {
-                log::warn!("InitProducerId: cannot reserve producer ids: {e}");
-                // Kafka's producer-id manager answers this while it waits for a
-                // block; clients retry it.
-                response.error_code = match e {
-                    CatalogError::Unavailable(_) => errors::COORDINATOR_LOAD_IN_PROGRESS,
-                    _ => errors::UNKNOWN_SERVER_ERROR,
-                };
-            }
-        },
+        response.into()
     }
-    response
 }

@@ -2,12 +2,14 @@
 //! watermark), the record with the largest timestamp (-3, KIP-734), and by
 //! timestamp the first record at or after it (offset -1 when none is).
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
-use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
+use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
 
-use crate::errors;
+use super::handler::{Answer, Handler, RequestContext, Versions};
+
 use crate::partition::Partition;
-use crate::server::BrokerContext;
+use crate::topics::Topics;
 
 pub const LATEST_TIMESTAMP: i64 = -1;
 pub const EARLIEST_TIMESTAMP: i64 = -2;
@@ -22,47 +24,63 @@ const LEADER_EPOCH_VERSION_MIN: i16 = 4;
 /// The only epoch a single-node broker has had.
 const LEADER_EPOCH: i32 = 0;
 
-pub fn handle(ctx: &BrokerContext, version: i16, request: ListOffsetsRequest) -> ListOffsetsResponse {
-    let committed_only = request.isolation_level == 1;
-    let mut response = ListOffsetsResponse::default();
-    for topic in request.topics {
-        let found = ctx.topic(&topic.name.0);
-        let mut out = ListOffsetsTopicResponse::default();
-        out.name = topic.name.clone();
-        for p in topic.partitions {
-            let mut r = ListOffsetsPartitionResponse::default();
-            r.partition_index = p.partition_index;
-            r.timestamp = -1;
-            r.offset = -1;
-            match found.as_ref().and_then(|t| t.partition(p.partition_index)) {
-                None => r.error_code = errors::UNKNOWN_TOPIC_OR_PARTITION,
-                Some(partition) => match lookup(partition, p.timestamp, committed_only) {
-                    Ok(Some((offset, timestamp))) => {
-                        r.offset = offset;
-                        r.timestamp = timestamp;
-                        if version >= LEADER_EPOCH_VERSION_MIN {
-                            r.leader_epoch = LEADER_EPOCH;
+pub struct ListOffsets;
+
+impl Handler for ListOffsets {
+    const KEY: ApiKey = ApiKey::ListOffsets;
+    /// v1-v10; leader epochs are in the response from v4.
+    const VERSIONS: Versions = Versions::new(1, 10);
+    type Request = ListOffsetsRequest;
+    type Response = ListOffsetsResponse;
+    type Services<'a> = &'a Topics;
+
+    async fn handle(
+        topics: Self::Services<'_>,
+        cx: &RequestContext<'_>,
+        request: ListOffsetsRequest,
+    ) -> Answer<ListOffsetsResponse> {
+        let version = cx.api_version;
+        let committed_only = request.isolation_level == 1;
+        let mut response = ListOffsetsResponse::default();
+        for topic in request.topics {
+            let found = topics.get(&topic.name.0);
+            let mut out = ListOffsetsTopicResponse::default();
+            out.name = topic.name.clone();
+            for p in topic.partitions {
+                let mut r = ListOffsetsPartitionResponse::default();
+                r.partition_index = p.partition_index;
+                r.timestamp = -1;
+                r.offset = -1;
+                match found.as_ref().and_then(|t| t.partition(p.partition_index)) {
+                    None => r.error_code = error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                    Some(partition) => match lookup(partition, p.timestamp, committed_only) {
+                        Ok(Some((offset, timestamp))) => {
+                            r.offset = offset;
+                            r.timestamp = timestamp;
+                            if version >= LEADER_EPOCH_VERSION_MIN {
+                                r.leader_epoch = LEADER_EPOCH;
+                            }
                         }
-                    }
-                    Ok(None) => {}
-                    Err(code) => r.error_code = code,
-                },
+                        Ok(None) => {}
+                        Err(code) => r.error_code = code,
+                    },
+                }
+                if version < LEADER_EPOCH_VERSION_MIN {
+                    r.leader_epoch = -1;
+                }
+                out.partitions.push(r);
             }
-            if version < LEADER_EPOCH_VERSION_MIN {
-                r.leader_epoch = -1;
-            }
-            out.partitions.push(r);
+            response.topics.push(out);
         }
-        response.topics.push(out);
+        response.into()
     }
-    response
 }
 
 /// `read_committed` (isolation level 1): the latest offset is the last stable offset.
 fn lookup(partition: &Partition, timestamp: i64, committed_only: bool) -> Result<Option<(i64, i64)>, i16> {
     let storage_error = |e: kafgres_log::LogError| {
         log::error!("ListOffsets on {}-{}: {e}", partition.topic, partition.index);
-        errors::KAFKA_STORAGE_ERROR
+        error_code::KAFKA_STORAGE_ERROR
     };
     match timestamp {
         LATEST_TIMESTAMP if committed_only => Ok(Some((partition.last_stable_offset(), -1))),
@@ -71,6 +89,6 @@ fn lookup(partition: &Partition, timestamp: i64, committed_only: bool) -> Result
         LATEST_TIERED_TIMESTAMP => Ok(None),
         MAX_TIMESTAMP => partition.offset_of_max_timestamp().map_err(storage_error),
         t if t >= 0 => partition.offset_for_timestamp(t).map_err(storage_error),
-        _ => Err(errors::INVALID_REQUEST),
+        _ => Err(error_code::INVALID_REQUEST),
     }
 }

@@ -1,5 +1,13 @@
-//! One module per Kafka API. Each takes the decoded request and returns the
-//! response to encode; per-partition failures are Kafka error codes inside it.
+//! One module per Kafka API (or per family of a few), each declaring a
+//! [`Handler`]: its key, the versions it serves with why, the services it
+//! uses, and the function that turns the decoded request into the response.
+//! Per-partition failures are Kafka error codes inside the response.
+//!
+//! `served_apis!` is the one list of handlers. The served table
+//! ([`SERVED_APIS`]: what ApiVersions advertises and what dispatch accepts)
+//! and dispatch's routing are both generated from it, so an API cannot be
+//! advertised without being handled. Adding an API is its module and one line
+//! in the list (docs/architecture.md, "How to add an API").
 
 pub mod alter_configs;
 pub mod api_versions;
@@ -18,15 +26,103 @@ pub mod fetch;
 pub mod group_admin;
 pub mod group_membership;
 pub mod group_offsets;
+pub mod handler;
 pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod sasl;
 pub mod transactions;
+
+pub use handler::{Answer, Handler, RequestContext, Served, ServedApi, Versions};
 
 use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;
+
+/// Every served API, by its handler, in the order ApiVersions lists them.
+/// Expands to `$then! { handler, ... }`: [`SERVED_APIS`] below, and the
+/// routing in `crate::dispatch`.
+macro_rules! served_apis {
+    ($then:ident) => {
+        $then! {
+            $crate::api::produce::Produce,
+            $crate::api::fetch::Fetch,
+            $crate::api::list_offsets::ListOffsets,
+            $crate::api::metadata::Metadata,
+            $crate::api::api_versions::ApiVersions,
+            $crate::api::create_topics::CreateTopics,
+            $crate::api::delete_topics::DeleteTopics,
+            $crate::api::describe_configs::DescribeConfigs,
+            $crate::api::create_partitions::CreatePartitions,
+            $crate::api::describe_cluster::DescribeCluster,
+            $crate::api::delete_records::DeleteRecords,
+            $crate::api::group_admin::FindCoordinator,
+            $crate::api::group_membership::JoinGroup,
+            $crate::api::group_membership::SyncGroup,
+            $crate::api::group_membership::Heartbeat,
+            $crate::api::group_membership::LeaveGroup,
+            $crate::api::group_offsets::OffsetCommit,
+            $crate::api::group_offsets::OffsetFetch,
+            $crate::api::group_admin::ListGroups,
+            $crate::api::group_admin::DescribeGroups,
+            $crate::api::group_admin::DeleteGroups,
+            $crate::api::consumer_group::ConsumerGroupHeartbeat,
+            $crate::api::consumer_group::ConsumerGroupDescribe,
+            $crate::api::group_offsets::OffsetDelete,
+            $crate::api::init_producer_id::InitProducerId,
+            $crate::api::transactions::AddPartitionsToTxn,
+            $crate::api::transactions::AddOffsetsToTxn,
+            $crate::api::transactions::EndTxn,
+            $crate::api::transactions::TxnOffsetCommit,
+            $crate::api::alter_configs::IncrementalAlterConfigs,
+            $crate::api::alter_configs::AlterConfigs,
+            $crate::api::describe_log_dirs::DescribeLogDirs,
+            $crate::api::offset_for_leader_epoch::OffsetForLeaderEpoch,
+            $crate::api::describe_topic_partitions::DescribeTopicPartitions,
+            $crate::api::describe_producers::DescribeProducers,
+            $crate::api::sasl::SaslHandshake,
+            $crate::api::sasl::SaslAuthenticate,
+        }
+    };
+}
+pub(crate) use served_apis;
+
+macro_rules! served_table {
+    ($($handler:path),* $(,)?) => {
+        /// Every API the broker answers, with its versions (ApiVersions
+        /// advertises exactly this, in this order).
+        pub const SERVED_APIS: &[ServedApi] = &[$(ServedApi::of::<$handler>()),*];
+    };
+}
+served_apis!(served_table);
+
+// Two handlers for one key would leave the second unreachable.
+const _: () = assert!(keys_are_distinct(SERVED_APIS), "two handlers in the list serve the same API key");
+
+const fn keys_are_distinct(apis: &[ServedApi]) -> bool {
+    let mut i = 0;
+    while i < apis.len() {
+        let mut j = i + 1;
+        while j < apis.len() {
+            if apis[i].key as i16 == apis[j].key as i16 {
+                return false;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Looks up an API key and version in [`SERVED_APIS`].
+pub fn served(api_key: i16, api_version: i16) -> Served {
+    match SERVED_APIS.iter().find(|a| a.key as i16 == api_key) {
+        None => Served::Unknown,
+        Some(a) if a.versions.accepts(api_version) => Served::Yes(a.key),
+        Some(a) => Served::UnsupportedVersion(a.key),
+    }
+}
 
 pub(crate) fn topic_name(name: &str) -> TopicName {
     TopicName(StrBytes::from_string(name.to_owned()))
@@ -34,4 +130,41 @@ pub(crate) fn topic_name(name: &str) -> TopicName {
 
 pub(crate) fn str_bytes(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::messages::ApiKey;
+
+    use super::*;
+
+    #[test]
+    fn dispatch_and_advertisement_agree() {
+        for a in SERVED_APIS {
+            let v = a.versions;
+            assert!(v.advertised_min <= v.accepted_min && v.accepted_min <= v.max, "{a:?}");
+            for version in v.accepted_min..=v.max {
+                assert_eq!(served(a.key as i16, version), Served::Yes(a.key));
+            }
+            assert_eq!(served(a.key as i16, v.max + 1), Served::UnsupportedVersion(a.key));
+        }
+        assert_eq!(served(ApiKey::Produce as i16, 2), Served::UnsupportedVersion(ApiKey::Produce));
+        assert_eq!(served(999, 0), Served::Unknown);
+    }
+
+    #[test]
+    fn the_guard_knows_every_served_version() {
+        // The guard answers UnknownApi for a schema it lacks; an empty body is
+        // otherwise either accepted or refused for being short, never unknown.
+        for a in SERVED_APIS {
+            for version in a.versions.accepted_min..=a.versions.max {
+                let r = kafgres_wire::guard::check_request_body(a.key as i16, version, &[]);
+                assert!(
+                    !matches!(r, Err(kafgres_wire::guard::GuardError::UnknownApi { .. })),
+                    "guard has no schema for {:?} v{version}",
+                    a.key
+                );
+            }
+        }
+    }
 }

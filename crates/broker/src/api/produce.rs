@@ -14,17 +14,19 @@
 //! is answered once the write reached the page cache; `acks=all` (-1), on a
 //! single node, once the records are durable under the flush policy.
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
 
+use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::{str_bytes, topic_name};
-use crate::config::FlushPolicy;
-use crate::errors;
+use crate::config::{BrokerConfig, FlushPolicy};
 use crate::partition::{AppendOutcome, Partition};
-use crate::server::BrokerContext;
 use crate::topic_config::RecordPolicy;
+use crate::topics::Topics;
+use crate::txn::TxnService;
 use kafgres_log::SequenceCheck;
 use kafgres_record::{
     peek_offset_and_size, record_timestamps_decompressing, set_log_append_time, validate_produced_batches, BatchError,
@@ -44,63 +46,87 @@ const RECORD_ERRORS_VERSION_MIN: i16 = 8;
 /// Produce v13 names topics by id (KIP-516); an unknown id is UNKNOWN_TOPIC_ID.
 const TOPIC_ID_VERSION_MIN: i16 = 13;
 
-pub async fn handle(ctx: &BrokerContext, version: i16, request: ProduceRequest) -> Option<ProduceResponse> {
-    let acks = request.acks;
-    let mut topics = Vec::with_capacity(request.topic_data.len());
-    for topic_data in request.topic_data {
-        let by_id = version >= TOPIC_ID_VERSION_MIN;
-        let topic = if by_id { ctx.topic_by_id(&topic_data.topic_id) } else { ctx.topic(&topic_data.name.0) };
-        let name = topic.as_ref().map_or_else(|| topic_data.name.0.to_string(), |t| t.name.clone());
-        let unknown_topic =
-            if by_id && topic.is_none() { errors::UNKNOWN_TOPIC_ID } else { errors::UNKNOWN_TOPIC_OR_PARTITION };
-        let policy = topic.as_ref().map_or_else(
-            || RecordPolicy::from_configs(&Default::default(), ctx.config.message_bytes_max),
-            |t| RecordPolicy::from_configs(&t.configs, ctx.config.message_bytes_max),
-        );
-        let mut pending = Vec::with_capacity(topic_data.partition_data.len());
-        for data in topic_data.partition_data {
-            let mut response = PartitionProduceResponse::default();
-            response.index = data.index;
-            response.base_offset = -1;
-            response.log_append_time_ms = -1;
-            response.log_start_offset = -1;
-            let mut item = Pending { partition: None, end_offset: -1, response };
-            let acks_valid = matches!(acks, -1..=1);
-            match (acks_valid, topic.as_ref().and_then(|t| t.partition(data.index))) {
-                (false, _) => item.response.error_code = errors::INVALID_REQUIRED_ACKS,
-                (true, None) => item.response.error_code = unknown_topic,
-                (true, Some(partition)) => append_one(ctx, partition, &policy, data.records, &mut item),
+pub struct Produce;
+
+impl Handler for Produce {
+    const KEY: ApiKey = ApiKey::Produce;
+    /// - v0-v2 are advertised but not accepted (only v3+ carries magic v2
+    ///   batches): Kafka 4.x does the same because librdkafka disables
+    ///   compression when Produce's minimum version is above 0 (KAFKA-18659,
+    ///   librdkafka #4956).
+    /// - v3-v13: Kafka 4.1's range; v8 adds per-record errors (KIP-467); v13
+    ///   addresses topics by id (KIP-516), an unknown id is UNKNOWN_TOPIC_ID.
+    const VERSIONS: Versions = Versions::new(3, 13).advertised_from(0);
+    type Request = ProduceRequest;
+    type Response = ProduceResponse;
+    type Services<'a> = (&'a BrokerConfig, &'a Topics, &'a TxnService);
+
+    async fn handle(
+        (config, topics, txns): Self::Services<'_>,
+        cx: &RequestContext<'_>,
+        request: ProduceRequest,
+    ) -> Answer<ProduceResponse> {
+        let version = cx.api_version;
+        let acks = request.acks;
+        let mut answers = Vec::with_capacity(request.topic_data.len());
+        for topic_data in request.topic_data {
+            let by_id = version >= TOPIC_ID_VERSION_MIN;
+            let topic = if by_id { topics.get_by_id(&topic_data.topic_id) } else { topics.get(&topic_data.name.0) };
+            let name = topic.as_ref().map_or_else(|| topic_data.name.0.to_string(), |t| t.name.clone());
+            let unknown_topic = if by_id && topic.is_none() {
+                error_code::UNKNOWN_TOPIC_ID
+            } else {
+                error_code::UNKNOWN_TOPIC_OR_PARTITION
+            };
+            let policy = topic.as_ref().map_or_else(
+                || RecordPolicy::from_configs(&Default::default(), config.message_bytes_max),
+                |t| RecordPolicy::from_configs(&t.configs, config.message_bytes_max),
+            );
+            let mut pending = Vec::with_capacity(topic_data.partition_data.len());
+            for data in topic_data.partition_data {
+                let mut response = PartitionProduceResponse::default();
+                response.index = data.index;
+                response.base_offset = -1;
+                response.log_append_time_ms = -1;
+                response.log_start_offset = -1;
+                let mut item = Pending { partition: None, end_offset: -1, response };
+                let acks_valid = matches!(acks, -1..=1);
+                match (acks_valid, topic.as_ref().and_then(|t| t.partition(data.index))) {
+                    (false, _) => item.response.error_code = error_code::INVALID_REQUIRED_ACKS,
+                    (true, None) => item.response.error_code = unknown_topic,
+                    (true, Some(partition)) => append_one(config, txns, partition, &policy, data.records, &mut item),
+                }
+                pending.push(item);
             }
-            pending.push(item);
+            answers.push((name, topic_data.topic_id, pending));
         }
-        topics.push((name, topic_data.topic_id, pending));
-    }
-    if acks == 0 {
-        return None;
-    }
-    let mut response = ProduceResponse::default();
-    for (name, topic_id, pending) in topics {
-        let mut topic_response = TopicProduceResponse::default();
-        topic_response.name = topic_name(&name);
-        topic_response.topic_id = topic_id;
-        for mut item in pending {
-            if let Some(partition) = &item.partition {
-                if acks == -1 && partition.flush_policy() == FlushPolicy::Fsync {
-                    if let Err(e) = partition.wait_durable(item.end_offset).await {
-                        item.response.error_code = errors::KAFKA_STORAGE_ERROR;
-                        item.response.error_message = Some(str_bytes(&e.to_string()));
-                        item.response.base_offset = -1;
+        if acks == 0 {
+            return Answer::Silent;
+        }
+        let mut response = ProduceResponse::default();
+        for (name, topic_id, pending) in answers {
+            let mut topic_response = TopicProduceResponse::default();
+            topic_response.name = topic_name(&name);
+            topic_response.topic_id = topic_id;
+            for mut item in pending {
+                if let Some(partition) = &item.partition {
+                    if acks == -1 && partition.flush_policy() == FlushPolicy::Fsync {
+                        if let Err(e) = partition.wait_durable(item.end_offset).await {
+                            item.response.error_code = error_code::KAFKA_STORAGE_ERROR;
+                            item.response.error_message = Some(str_bytes(&e.to_string()));
+                            item.response.base_offset = -1;
+                        }
                     }
                 }
+                if version < RECORD_ERRORS_VERSION_MIN {
+                    item.response.record_errors.clear();
+                }
+                topic_response.partition_responses.push(item.response);
             }
-            if version < RECORD_ERRORS_VERSION_MIN {
-                item.response.record_errors.clear();
-            }
-            topic_response.partition_responses.push(item.response);
+            response.responses.push(topic_response);
         }
-        response.responses.push(topic_response);
+        response.into()
     }
-    Some(response)
 }
 
 /// How much one partition's records may decompress to: 16 times their
@@ -115,24 +141,25 @@ pub fn decompress_limit(records_bytes: usize, policy: &RecordPolicy, frame_bytes
 }
 
 fn append_one(
-    ctx: &BrokerContext,
+    config: &BrokerConfig,
+    txns: &TxnService,
     partition: &Arc<Partition>,
     policy: &RecordPolicy,
     records: Option<bytes::Bytes>,
     item: &mut Pending,
 ) {
     let Some(records) = records else {
-        item.response.error_code = errors::CORRUPT_MESSAGE;
+        item.response.error_code = error_code::CORRUPT_MESSAGE;
         return;
     };
-    let limit = decompress_limit(records.len(), policy, ctx.config.frame_bytes_max);
+    let limit = decompress_limit(records.len(), policy, config.frame_bytes_max);
     let validated = match validate_produced_batches(&records, limit) {
         Ok(v) => v,
         Err(e) => {
             item.response.error_code = match e {
-                BatchError::UnsupportedMagic(_) => errors::UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                ref e if e.is_invalid_record() => errors::INVALID_RECORD,
-                _ => errors::CORRUPT_MESSAGE,
+                BatchError::UnsupportedMagic(_) => error_code::UNSUPPORTED_FOR_MESSAGE_FORMAT,
+                ref e if e.is_invalid_record() => error_code::INVALID_RECORD,
+                _ => error_code::CORRUPT_MESSAGE,
             };
             item.response.error_message = Some(str_bytes(&e.to_string()));
             log::info!("refused produce to {}-{}: {e}", partition.topic, partition.index);
@@ -141,7 +168,7 @@ fn append_one(
     };
     // Kafka's max.message.bytes bounds each batch, not the request.
     if let Some(big) = validated.headers.iter().find(|h| h.total_bytes() > policy.message_bytes_max) {
-        item.response.error_code = errors::MESSAGE_TOO_LARGE;
+        item.response.error_code = error_code::MESSAGE_TOO_LARGE;
         item.response.error_message = Some(str_bytes(&format!(
             "a record batch of {} bytes exceeds the limit of {} bytes",
             big.total_bytes(),
@@ -158,7 +185,7 @@ fn append_one(
             limit,
         );
         if let Some(message) = keyless {
-            item.response.error_code = errors::INVALID_RECORD;
+            item.response.error_code = error_code::INVALID_RECORD;
             item.response.error_message = Some(str_bytes(&message));
             return;
         }
@@ -171,8 +198,7 @@ fn append_one(
     // A transactional batch goes only to a partition its transaction added
     // (AddPartitionsToTxn), at the transaction's epoch.
     if let Some(h) = validated.headers.iter().find(|h| h.is_transactional()) {
-        if let Err(code) = ctx.txns.verify_partition(h.producer_id, h.producer_epoch, &partition.topic, partition.index)
-        {
+        if let Err(code) = txns.verify_partition(h.producer_id, h.producer_epoch, &partition.topic, partition.index) {
             item.response.error_code = code;
             item.response.error_message = Some(str_bytes(&format!(
                 "producer {} epoch {} has no open transaction with {}-{}",
@@ -185,7 +211,7 @@ fn append_one(
     if !policy.log_append_time {
         if let Some(message) = timestamp_refusal(&validated, policy, now_ms) {
             log::info!("refused produce to {}-{}: {message}", partition.topic, partition.index);
-            item.response.error_code = errors::INVALID_TIMESTAMP;
+            item.response.error_code = error_code::INVALID_TIMESTAMP;
             item.response.error_message = Some(str_bytes(INVALID_TIMESTAMP_MESSAGE));
             item.response.record_errors = timestamp_record_errors(&records, limit, policy, now_ms);
             return;
@@ -227,18 +253,18 @@ fn append_one(
         Ok(AppendOutcome::Refused(check)) => {
             let (code, message) = match check {
                 SequenceCheck::InvalidEpoch { current_epoch } => (
-                    errors::INVALID_PRODUCER_EPOCH,
+                    error_code::INVALID_PRODUCER_EPOCH,
                     format!("the producer's epoch is older than its current epoch {current_epoch}"),
                 ),
                 SequenceCheck::OutOfOrder { expected_seq, received_seq } => (
-                    errors::OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    error_code::OUT_OF_ORDER_SEQUENCE_NUMBER,
                     format!("out of order sequence number: expected {expected_seq}, received {received_seq}"),
                 ),
                 SequenceCheck::InvalidTxnState => (
-                    crate::txn::rules::codes::INVALID_TXN_STATE,
+                    error_code::INVALID_TXN_STATE,
                     "a non-transactional batch while the producer's transaction is open".to_string(),
                 ),
-                other => (errors::UNKNOWN_SERVER_ERROR, format!("unexpected sequence check {other:?}")),
+                other => (error_code::UNKNOWN_SERVER_ERROR, format!("unexpected sequence check {other:?}")),
             };
             log::info!("refused produce to {}-{}: {message}", partition.topic, partition.index);
             item.response.error_code = code;
@@ -246,7 +272,7 @@ fn append_one(
         }
         Err(e) => {
             log::error!("append to {}-{} failed: {e}", partition.topic, partition.index);
-            item.response.error_code = errors::KAFKA_STORAGE_ERROR;
+            item.response.error_code = error_code::KAFKA_STORAGE_ERROR;
             item.response.error_message = Some(str_bytes(&e.to_string()));
         }
     }
@@ -329,11 +355,11 @@ fn stamp_log_append_time(bytes: &mut [u8], headers: &mut [BatchHeader], now_ms: 
 /// batches, but sequence checks need one).
 fn producer_refusal(headers: &[BatchHeader]) -> Option<(i16, &'static str)> {
     if headers.iter().any(|h| h.is_control()) {
-        return Some((errors::INVALID_RECORD, "Clients are not allowed to write control records"));
+        return Some((error_code::INVALID_RECORD, "Clients are not allowed to write control records"));
     }
     if headers.len() > 1 && headers.iter().any(|h| h.has_producer_id()) {
         return Some((
-            errors::INVALID_RECORD,
+            error_code::INVALID_RECORD,
             "Produce requests with version 3 and above must contain exactly one record batch per partition",
         ));
     }

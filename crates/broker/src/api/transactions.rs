@@ -4,6 +4,7 @@
 //! (KIP-890 part 2) or broker-to-broker verification begins (see
 //! docs/conformance.md).
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
 };
@@ -11,133 +12,186 @@ use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
 use kafka_protocol::messages::{
-    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
+    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey,
     EndTxnRequest, EndTxnResponse, ProducerId, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 
+use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::topic_name;
-use crate::server::BrokerContext;
-use crate::txn::rules::{codes, fenced};
+use crate::txn::rules::fenced;
+use crate::txn::TxnService;
 
 /// The versions from which each API can carry PRODUCER_FENCED (older ones
 /// get INVALID_PRODUCER_EPOCH, as Kafka maps it).
 const FENCED_SINCE_VERSION: i16 = 2;
 
-pub async fn add_partitions(
-    ctx: &BrokerContext,
-    version: i16,
-    req: AddPartitionsToTxnRequest,
-) -> AddPartitionsToTxnResponse {
-    let transactional_id = req.v3_and_below_transactional_id.0.to_string();
-    let producer = (req.v3_and_below_producer_id.0, req.v3_and_below_producer_epoch);
-    let partitions: Vec<(String, i32)> = req
-        .v3_and_below_topics
-        .iter()
-        .flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), *p)))
-        .collect();
-    let fenced_code = fenced(version, FENCED_SINCE_VERSION);
-    let results = ctx.txns.add_partitions(ctx, &transactional_id, producer, fenced_code, &partitions).await;
-    let mut response = AddPartitionsToTxnResponse::default();
-    let mut by_topic: Vec<AddPartitionsToTxnTopicResult> = Vec::new();
-    for ((topic, partition), code) in results {
-        let mut result = AddPartitionsToTxnPartitionResult::default();
-        result.partition_index = partition;
-        result.partition_error_code = code;
-        match by_topic.iter_mut().find(|t| t.name.0.as_str() == topic) {
-            Some(t) => t.results_by_partition.push(result),
-            None => {
-                let mut t = AddPartitionsToTxnTopicResult::default();
-                t.name = topic_name(&topic);
-                t.results_by_partition.push(result);
-                by_topic.push(t);
+pub struct AddPartitionsToTxn;
+
+impl Handler for AddPartitionsToTxn {
+    const KEY: ApiKey = ApiKey::AddPartitionsToTxn;
+    /// v0-v3: v4+ is the brokers' verification call and v5 transaction
+    /// version 2 (KIP-890), which ApiVersions does not offer as a feature.
+    const VERSIONS: Versions = Versions::new(0, 3);
+    type Request = AddPartitionsToTxnRequest;
+    type Response = AddPartitionsToTxnResponse;
+    type Services<'a> = &'a TxnService;
+
+    async fn handle(
+        txns: Self::Services<'_>,
+        cx: &RequestContext<'_>,
+        req: AddPartitionsToTxnRequest,
+    ) -> Answer<AddPartitionsToTxnResponse> {
+        let version = cx.api_version;
+        let transactional_id = req.v3_and_below_transactional_id.0.to_string();
+        let producer = (req.v3_and_below_producer_id.0, req.v3_and_below_producer_epoch);
+        let partitions: Vec<(String, i32)> = req
+            .v3_and_below_topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), *p)))
+            .collect();
+        let fenced_code = fenced(version, FENCED_SINCE_VERSION);
+        let results = txns.add_partitions(&transactional_id, producer, fenced_code, &partitions).await;
+        let mut response = AddPartitionsToTxnResponse::default();
+        let mut by_topic: Vec<AddPartitionsToTxnTopicResult> = Vec::new();
+        for ((topic, partition), code) in results {
+            let mut result = AddPartitionsToTxnPartitionResult::default();
+            result.partition_index = partition;
+            result.partition_error_code = code;
+            match by_topic.iter_mut().find(|t| t.name.0.as_str() == topic) {
+                Some(t) => t.results_by_partition.push(result),
+                None => {
+                    let mut t = AddPartitionsToTxnTopicResult::default();
+                    t.name = topic_name(&topic);
+                    t.results_by_partition.push(result);
+                    by_topic.push(t);
+                }
             }
         }
+        response.results_by_topic_v3_and_below = by_topic;
+        response.into()
     }
-    response.results_by_topic_v3_and_below = by_topic;
-    response
 }
 
-pub async fn add_offsets(ctx: &BrokerContext, version: i16, req: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse {
-    let mut response = AddOffsetsToTxnResponse::default();
-    let group_id = req.group_id.0.to_string();
-    response.error_code = if group_id.is_empty() {
-        crate::group::codes::INVALID_GROUP_ID
-    } else {
+pub struct AddOffsetsToTxn;
+
+impl Handler for AddOffsetsToTxn {
+    const KEY: ApiKey = ApiKey::AddOffsetsToTxn;
+    const VERSIONS: Versions = Versions::new(0, 4);
+    type Request = AddOffsetsToTxnRequest;
+    type Response = AddOffsetsToTxnResponse;
+    type Services<'a> = &'a TxnService;
+
+    async fn handle(
+        txns: Self::Services<'_>,
+        cx: &RequestContext<'_>,
+        req: AddOffsetsToTxnRequest,
+    ) -> Answer<AddOffsetsToTxnResponse> {
+        let version = cx.api_version;
+        let mut response = AddOffsetsToTxnResponse::default();
+        let group_id = req.group_id.0.to_string();
+        response.error_code = if group_id.is_empty() {
+            error_code::INVALID_GROUP_ID
+        } else {
+            let producer = (req.producer_id.0, req.producer_epoch);
+            let fenced_code = fenced(version, FENCED_SINCE_VERSION);
+            match txns.add_offsets(&req.transactional_id.0, producer, fenced_code, &group_id).await {
+                Ok(()) => error_code::NONE,
+                Err(code) => code,
+            }
+        };
+        response.into()
+    }
+}
+
+pub struct TxnOffsetCommit;
+
+impl Handler for TxnOffsetCommit {
+    const KEY: ApiKey = ApiKey::TxnOffsetCommit;
+    /// v0-v4: v5 is transaction version 2 (KIP-890), which ApiVersions does
+    /// not offer as a feature.
+    const VERSIONS: Versions = Versions::new(0, 4);
+    type Request = TxnOffsetCommitRequest;
+    type Response = TxnOffsetCommitResponse;
+    type Services<'a> = &'a TxnService;
+
+    async fn handle(
+        txns: Self::Services<'_>,
+        cx: &RequestContext<'_>,
+        req: TxnOffsetCommitRequest,
+    ) -> Answer<TxnOffsetCommitResponse> {
+        let version = cx.api_version;
+        let offsets = req
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions.iter().map(move |p| {
+                    (
+                        t.name.0.to_string(),
+                        p.partition_index,
+                        p.committed_offset,
+                        p.committed_leader_epoch,
+                        p.committed_metadata.as_ref().map(|m| m.to_string()),
+                    )
+                })
+            })
+            .collect();
         let producer = (req.producer_id.0, req.producer_epoch);
         let fenced_code = fenced(version, FENCED_SINCE_VERSION);
-        match ctx.txns.add_offsets(ctx, &req.transactional_id.0, producer, fenced_code, &group_id).await {
-            Ok(()) => codes::NONE,
-            Err(code) => code,
-        }
-    };
-    response
-}
-
-pub async fn txn_offset_commit(
-    ctx: &BrokerContext,
-    version: i16,
-    req: TxnOffsetCommitRequest,
-) -> TxnOffsetCommitResponse {
-    let offsets = req
-        .topics
-        .iter()
-        .flat_map(|t| {
-            t.partitions.iter().map(move |p| {
-                (
-                    t.name.0.to_string(),
-                    p.partition_index,
-                    p.committed_offset,
-                    p.committed_leader_epoch,
-                    p.committed_metadata.as_ref().map(|m| m.to_string()),
-                )
+        let group_id = req.group_id.0.to_string();
+        let code = if group_id.is_empty() {
+            error_code::INVALID_GROUP_ID
+        } else {
+            match txns.txn_offset_commit(&req.transactional_id.0, producer, fenced_code, &group_id, offsets).await {
+                Ok(()) => error_code::NONE,
+                Err(code) => code,
+            }
+        };
+        let mut response = TxnOffsetCommitResponse::default();
+        response.topics = req
+            .topics
+            .iter()
+            .map(|t| {
+                let mut out = TxnOffsetCommitResponseTopic::default();
+                out.name = t.name.clone();
+                out.partitions = t
+                    .partitions
+                    .iter()
+                    .map(|p| {
+                        let mut r = TxnOffsetCommitResponsePartition::default();
+                        r.partition_index = p.partition_index;
+                        r.error_code = code;
+                        r
+                    })
+                    .collect();
+                out
             })
-        })
-        .collect();
-    let producer = (req.producer_id.0, req.producer_epoch);
-    let fenced_code = fenced(version, FENCED_SINCE_VERSION);
-    let group_id = req.group_id.0.to_string();
-    let code = if group_id.is_empty() {
-        crate::group::codes::INVALID_GROUP_ID
-    } else {
-        match ctx.txns.txn_offset_commit(ctx, &req.transactional_id.0, producer, fenced_code, &group_id, offsets).await
-        {
-            Ok(()) => codes::NONE,
-            Err(code) => code,
-        }
-    };
-    let mut response = TxnOffsetCommitResponse::default();
-    response.topics = req
-        .topics
-        .iter()
-        .map(|t| {
-            let mut out = TxnOffsetCommitResponseTopic::default();
-            out.name = t.name.clone();
-            out.partitions = t
-                .partitions
-                .iter()
-                .map(|p| {
-                    let mut r = TxnOffsetCommitResponsePartition::default();
-                    r.partition_index = p.partition_index;
-                    r.error_code = code;
-                    r
-                })
-                .collect();
-            out
-        })
-        .collect();
-    response
+            .collect();
+        response.into()
+    }
 }
 
-pub async fn end_txn(ctx: &BrokerContext, version: i16, req: EndTxnRequest) -> EndTxnResponse {
-    let producer = (req.producer_id.0, req.producer_epoch);
-    let fenced_code = fenced(version, FENCED_SINCE_VERSION);
-    let mut response = EndTxnResponse::default();
-    response.producer_id = ProducerId(-1);
-    response.producer_epoch = -1;
-    response.error_code =
-        match ctx.txns.end_txn(ctx, &req.transactional_id.0, producer, fenced_code, req.committed).await {
-            Ok(()) => codes::NONE,
+pub struct EndTxn;
+
+impl Handler for EndTxn {
+    const KEY: ApiKey = ApiKey::EndTxn;
+    /// v0-v4: v5 is transaction version 2 (KIP-890), which ApiVersions does
+    /// not offer as a feature.
+    const VERSIONS: Versions = Versions::new(0, 4);
+    type Request = EndTxnRequest;
+    type Response = EndTxnResponse;
+    type Services<'a> = &'a TxnService;
+
+    async fn handle(txns: Self::Services<'_>, cx: &RequestContext<'_>, req: EndTxnRequest) -> Answer<EndTxnResponse> {
+        let version = cx.api_version;
+        let producer = (req.producer_id.0, req.producer_epoch);
+        let fenced_code = fenced(version, FENCED_SINCE_VERSION);
+        let mut response = EndTxnResponse::default();
+        response.producer_id = ProducerId(-1);
+        response.producer_epoch = -1;
+        response.error_code = match txns.end_txn(&req.transactional_id.0, producer, fenced_code, req.committed).await {
+            Ok(()) => error_code::NONE,
             Err(code) => code,
         };
-    response
+        response.into()
+    }
 }

@@ -1,6 +1,7 @@
 //! ListGroups, DescribeGroups and DeleteGroups.
 
-use super::codes;
+use kafgres_wire::error_code;
+
 use super::coordinator::GroupCoordinator;
 use super::model::Group;
 use super::types::{DescribedGroup, DescribedMember, Effect, GroupState, ListedGroup};
@@ -41,9 +42,9 @@ impl GroupCoordinator {
                 Some(group) if group.consumer.is_none() => describe(group),
                 other => DescribedGroup {
                     error_code: if api_version >= GROUP_ID_NOT_FOUND_VERSION_MIN {
-                        codes::GROUP_ID_NOT_FOUND
+                        error_code::GROUP_ID_NOT_FOUND
                     } else {
-                        codes::NONE
+                        error_code::NONE
                     },
                     // Kafka's messages (`GroupMetadataManager.classicGroup`).
                     error_message: (api_version >= GROUP_ID_NOT_FOUND_VERSION_MIN).then(|| match other {
@@ -68,14 +69,14 @@ impl GroupCoordinator {
         let mut results = Vec::with_capacity(group_ids.len());
         for group_id in group_ids {
             let error_code = match self.groups.get(group_id).map(|g| g.state) {
-                None | Some(GroupState::Dead) => codes::GROUP_ID_NOT_FOUND,
+                None | Some(GroupState::Dead) => error_code::GROUP_ID_NOT_FOUND,
                 Some(GroupState::Empty) => {
                     self.groups.remove(group_id);
                     self.timers.cancel_group(group_id);
                     effects.push(Effect::DeleteGroup { group_id: group_id.clone() });
-                    codes::NONE
+                    error_code::NONE
                 }
-                Some(_) => codes::NON_EMPTY_GROUP,
+                Some(_) => error_code::NON_EMPTY_GROUP,
             };
             results.push((group_id.clone(), error_code));
             self.touch(now_ms, group_id);
@@ -104,7 +105,7 @@ fn describe(group: &Group) -> DescribedGroup {
         .collect();
     DescribedGroup {
         error_message: None,
-        error_code: codes::NONE,
+        error_code: error_code::NONE,
         group_id: group.group_id.clone(),
         state: group.state,
         protocol_type: group.protocol_type.clone().unwrap_or_default(),

@@ -1,7 +1,8 @@
 //! JoinGroup: new dynamic members (KIP-394's MEMBER_ID_REQUIRED round trip),
 //! new and restarting static members (KIP-345), and known members rejoining.
 
-use super::codes;
+use kafgres_wire::error_code;
+
 use super::coordinator::{take_join, Ctx, GroupCoordinator};
 use super::model::{Group, Member};
 use super::rebalance::{maybe_complete_join_phase, maybe_prepare_rebalance_or_complete_join, prepare_rebalance};
@@ -35,17 +36,17 @@ impl GroupCoordinator {
         effects: &mut Vec<Effect>,
     ) -> Option<JoinGroupResponse> {
         if request.group_id.is_empty() {
-            return Some(JoinGroupResponse::error(&request.member_id, codes::INVALID_GROUP_ID));
+            return Some(JoinGroupResponse::error(&request.member_id, error_code::INVALID_GROUP_ID));
         }
         if request.session_timeout_ms < self.config.session_timeout_ms_min
             || request.session_timeout_ms > self.config.session_timeout_ms_max
         {
-            return Some(JoinGroupResponse::error(&request.member_id, codes::INVALID_SESSION_TIMEOUT));
+            return Some(JoinGroupResponse::error(&request.member_id, error_code::INVALID_SESSION_TIMEOUT));
         }
         let is_unknown_member = request.member_id.is_empty();
         if !self.groups.contains_key(&request.group_id) {
             if !is_unknown_member {
-                return Some(JoinGroupResponse::error(&request.member_id, codes::UNKNOWN_MEMBER_ID));
+                return Some(JoinGroupResponse::error(&request.member_id, error_code::UNKNOWN_MEMBER_ID));
             }
             self.groups.insert(request.group_id.clone(), Group::new(&request.group_id, now_ms));
         }
@@ -54,7 +55,7 @@ impl GroupCoordinator {
                 // No mixed groups: a classic member cannot join a consumer
                 // group that has members (Kafka can migrate online).
                 Some(cg) if !cg.members.is_empty() => {
-                    return Some(JoinGroupResponse::error(&request.member_id, codes::INCONSISTENT_GROUP_PROTOCOL));
+                    return Some(JoinGroupResponse::error(&request.member_id, error_code::INCONSISTENT_GROUP_PROTOCOL));
                 }
                 Some(_) => group.become_classic_group(now_ms),
                 None => {}
@@ -62,13 +63,13 @@ impl GroupCoordinator {
         }
         let (mut ctx, groups) = self.split(now_ms, effects);
         let Some(group) = groups.get_mut(&request.group_id) else {
-            return Some(JoinGroupResponse::error(&request.member_id, codes::UNKNOWN_SERVER_ERROR));
+            return Some(JoinGroupResponse::error(&request.member_id, error_code::UNKNOWN_SERVER_ERROR));
         };
 
         if !accepts_joining_member(group, &request.member_id, ctx.config.group_members_max) {
             // Kafka drops a known member that no longer fits.
             super::rebalance::remove_member(&mut ctx, group, &request.member_id);
-            return Some(JoinGroupResponse::error("", codes::GROUP_MAX_SIZE_REACHED));
+            return Some(JoinGroupResponse::error("", error_code::GROUP_MAX_SIZE_REACHED));
         }
         if is_unknown_member {
             join_new_member(&mut ctx, group, request, ticket)
@@ -100,7 +101,7 @@ fn join_new_member(
     ticket: Ticket,
 ) -> Option<JoinGroupResponse> {
     if !group.supports_protocols(&request.protocol_type, &request.protocols) {
-        return Some(JoinGroupResponse::error(&request.member_id, codes::INCONSISTENT_GROUP_PROTOCOL));
+        return Some(JoinGroupResponse::error(&request.member_id, error_code::INCONSISTENT_GROUP_PROTOCOL));
     }
     let prefix = request.group_instance_id.as_deref().unwrap_or(&request.client_id);
     let member_id = ctx.ids.next(prefix);
@@ -113,7 +114,7 @@ fn join_new_member(
             // KIP-394: remember the id, expect the member back within its session.
             group.pending_join.insert(member_id.clone());
             ctx.schedule_session(&group.group_id, &member_id, request.session_timeout_ms);
-            Some(JoinGroupResponse::error(&member_id, codes::MEMBER_ID_REQUIRED))
+            Some(JoinGroupResponse::error(&member_id, error_code::MEMBER_ID_REQUIRED))
         }
         None => add_member(ctx, group, request, member_id, ticket),
     }
@@ -127,12 +128,12 @@ fn join_existing_member(
 ) -> Option<JoinGroupResponse> {
     let member_id = request.member_id.as_str();
     if !group.supports_protocols(&request.protocol_type, &request.protocols) {
-        return Some(JoinGroupResponse::error(member_id, codes::INCONSISTENT_GROUP_PROTOCOL));
+        return Some(JoinGroupResponse::error(member_id, error_code::INCONSISTENT_GROUP_PROTOCOL));
     }
     if group.pending_join.contains(member_id) {
         if request.group_instance_id.is_some() {
             // Pending ids are only handed to dynamic members (Kafka: IllegalStateException).
-            return Some(JoinGroupResponse::error(member_id, codes::UNKNOWN_SERVER_ERROR));
+            return Some(JoinGroupResponse::error(member_id, error_code::UNKNOWN_SERVER_ERROR));
         }
         return add_member(ctx, group, request, member_id.to_string(), ticket);
     }
@@ -152,7 +153,7 @@ fn join_existing_member(
         // New metadata, or the leader asking for a rebalance (e.g. topic changes).
         GroupState::CompletingRebalance | GroupState::Stable => update_member(ctx, group, request, ticket),
         GroupState::Empty | GroupState::Dead | GroupState::Assigning | GroupState::Reconciling => {
-            Some(JoinGroupResponse::error(member_id, codes::UNKNOWN_MEMBER_ID))
+            Some(JoinGroupResponse::error(member_id, error_code::UNKNOWN_MEMBER_ID))
         }
     }
 }
@@ -160,7 +161,7 @@ fn join_existing_member(
 /// The current generation as a join response.
 fn current_generation(group: &Group, member_id: &str, with_members: bool) -> JoinGroupResponse {
     JoinGroupResponse {
-        error_code: codes::NONE,
+        error_code: error_code::NONE,
         generation_id: group.generation_id,
         protocol_type: group.protocol_type.clone(),
         protocol_name: group.protocol_name.clone(),
@@ -210,7 +211,7 @@ fn update_member(
     ticket: Ticket,
 ) -> Option<JoinGroupResponse> {
     let Some(member) = group.member_mut(&request.member_id) else {
-        return Some(JoinGroupResponse::error(&request.member_id, codes::UNKNOWN_MEMBER_ID));
+        return Some(JoinGroupResponse::error(&request.member_id, error_code::UNKNOWN_MEMBER_ID));
     };
     member.protocols = request.protocols.clone();
     member.rebalance_timeout_ms = request.rebalance_timeout_ms;
@@ -235,11 +236,11 @@ fn replace_static_member(
     let old_leader = group.leader_or_empty();
     let group_id = group.group_id.clone();
     let Some(member) = group.member_mut(old_member_id) else {
-        return Some(JoinGroupResponse::error("", codes::UNKNOWN_MEMBER_ID));
+        return Some(JoinGroupResponse::error("", error_code::UNKNOWN_MEMBER_ID));
     };
-    let fenced_join = JoinGroupResponse::error(old_member_id, codes::FENCED_INSTANCE_ID);
+    let fenced_join = JoinGroupResponse::error(old_member_id, error_code::FENCED_INSTANCE_ID);
     ctx.complete_join(member, &fenced_join);
-    ctx.complete_sync(member, &super::types::SyncGroupResponse::error(codes::FENCED_INSTANCE_ID));
+    ctx.complete_sync(member, &super::types::SyncGroupResponse::error(error_code::FENCED_INSTANCE_ID));
     member.member_id = new_member_id.clone();
     member.protocols = request.protocols.clone();
     member.rebalance_timeout_ms = request.rebalance_timeout_ms;

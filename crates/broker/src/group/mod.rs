@@ -89,33 +89,6 @@ pub use consumer::types::*;
 pub use coordinator::GroupCoordinator;
 pub use types::*;
 
-/// Kafka error codes returned by the coordinator, by name
-/// (`org.apache.kafka.common.protocol.Errors`).
-pub mod codes {
-    pub const NONE: i16 = 0;
-    pub const UNKNOWN_SERVER_ERROR: i16 = -1;
-    pub const OFFSET_METADATA_TOO_LARGE: i16 = 12;
-    pub const ILLEGAL_GENERATION: i16 = 22;
-    pub const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
-    pub const INVALID_GROUP_ID: i16 = 24;
-    pub const UNKNOWN_MEMBER_ID: i16 = 25;
-    pub const UNSUPPORTED_VERSION: i16 = 35;
-    pub const INVALID_REQUEST: i16 = 42;
-    pub const INVALID_SESSION_TIMEOUT: i16 = 26;
-    pub const REBALANCE_IN_PROGRESS: i16 = 27;
-    pub const NON_EMPTY_GROUP: i16 = 68;
-    pub const GROUP_ID_NOT_FOUND: i16 = 69;
-    pub const MEMBER_ID_REQUIRED: i16 = 79;
-    pub const GROUP_MAX_SIZE_REACHED: i16 = 81;
-    pub const FENCED_INSTANCE_ID: i16 = 82;
-    pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
-    pub const FENCED_MEMBER_EPOCH: i16 = 110;
-    pub const UNRELEASED_INSTANCE_ID: i16 = 111;
-    pub const UNSUPPORTED_ASSIGNOR: i16 = 112;
-    pub const STALE_MEMBER_EPOCH: i16 = 113;
-    pub const INVALID_REGULAR_EXPRESSION: i16 = 128;
-}
-
 /// Coordinator settings, named after Kafka's broker configs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupConfig {

@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
+use kafgres_wire::error_code;
 
-use super::codes;
 use super::consumer::model::ConsumerGroup;
 use super::types::{GroupState, JoinGroupMember, Protocol, Ticket, TopicPartition};
 
@@ -270,15 +270,15 @@ impl Group {
     pub fn validate_member(&self, member_id: &str, group_instance_id: Option<&str>) -> Result<(), i16> {
         if let Some(instance_id) = group_instance_id {
             match self.static_members.get(instance_id) {
-                None => return Err(codes::UNKNOWN_MEMBER_ID),
-                Some(existing) if existing != member_id => return Err(codes::FENCED_INSTANCE_ID),
+                None => return Err(error_code::UNKNOWN_MEMBER_ID),
+                Some(existing) if existing != member_id => return Err(error_code::FENCED_INSTANCE_ID),
                 Some(_) => {}
             }
         }
         if self.has_member(member_id) {
             Ok(())
         } else {
-            Err(codes::UNKNOWN_MEMBER_ID)
+            Err(error_code::UNKNOWN_MEMBER_ID)
         }
     }
 

@@ -5,7 +5,8 @@
 //! `DeleteOffsets` effects are the write-ahead list the broker makes durable,
 //! in order, before answering (see the module documentation).
 
-use super::codes;
+use kafgres_wire::error_code;
+
 use super::consumer::model::ConsumerGroup;
 use super::coordinator::GroupCoordinator;
 use super::model::{Group, OffsetValue};
@@ -46,15 +47,15 @@ impl GroupCoordinator {
         if !self.groups.contains_key(&request.group_id) {
             if request.generation_id >= 0 {
                 return Err(if request.api_version >= GROUP_ID_NOT_FOUND_VERSION_MIN {
-                    codes::GROUP_ID_NOT_FOUND
+                    error_code::GROUP_ID_NOT_FOUND
                 } else {
-                    codes::ILLEGAL_GENERATION
+                    error_code::ILLEGAL_GENERATION
                 });
             }
             self.groups.insert(request.group_id.clone(), Group::new(&request.group_id, now_ms));
         }
         let (mut ctx, groups) = self.split(now_ms, effects);
-        let group = groups.get_mut(&request.group_id).ok_or(codes::UNKNOWN_SERVER_ERROR)?;
+        let group = groups.get_mut(&request.group_id).ok_or(error_code::UNKNOWN_SERVER_ERROR)?;
         if let Some(cg) = group.consumer.as_deref() {
             return validate_consumer_commit(cg, request);
         }
@@ -64,13 +65,13 @@ impl GroupCoordinator {
         if request.generation_id >= 0 || !request.member_id.is_empty() || request.group_instance_id.is_some() {
             group.validate_member(&request.member_id, request.group_instance_id.as_deref())?;
             if request.generation_id != group.generation_id {
-                return Err(codes::ILLEGAL_GENERATION);
+                return Err(error_code::ILLEGAL_GENERATION);
             }
         } else if group.state != GroupState::Empty {
-            return Err(codes::UNKNOWN_MEMBER_ID);
+            return Err(error_code::UNKNOWN_MEMBER_ID);
         }
         match group.state {
-            GroupState::CompletingRebalance => Err(codes::REBALANCE_IN_PROGRESS),
+            GroupState::CompletingRebalance => Err(error_code::REBALANCE_IN_PROGRESS),
             GroupState::Stable | GroupState::PreparingRebalance => {
                 // A commit from a member keeps its session alive.
                 if let Some(member) = group.member(&request.member_id) {
@@ -91,7 +92,7 @@ impl GroupCoordinator {
     ) -> OffsetCommitResponse {
         let metadata_max = self.config.offset_metadata_max_bytes;
         let Some(group) = self.groups.get_mut(&request.group_id) else {
-            return OffsetCommitResponse::all(request, codes::UNKNOWN_SERVER_ERROR);
+            return OffsetCommitResponse::all(request, error_code::UNKNOWN_SERVER_ERROR);
         };
         let mut persisted = Vec::new();
         let mut topics = Vec::with_capacity(request.topics.len());
@@ -101,7 +102,7 @@ impl GroupCoordinator {
                 let metadata = p.metadata.clone().unwrap_or_default();
                 // Java's String.length(): UTF-16 units.
                 if metadata.encode_utf16().count() > metadata_max {
-                    partitions.push((p.partition, codes::OFFSET_METADATA_TOO_LARGE));
+                    partitions.push((p.partition, error_code::OFFSET_METADATA_TOO_LARGE));
                     continue;
                 }
                 let value = OffsetValue {
@@ -112,7 +113,7 @@ impl GroupCoordinator {
                 };
                 persisted.push(committed(&topic.name, p.partition, &value));
                 group.offsets.entry(topic.name.clone()).or_default().insert(p.partition, value);
-                partitions.push((p.partition, codes::NONE));
+                partitions.push((p.partition, error_code::NONE));
             }
             topics.push((topic.name.clone(), partitions));
         }
@@ -149,7 +150,7 @@ impl GroupCoordinator {
                 })
                 .unwrap_or_default(),
         };
-        OffsetFetchResponse { group_id: request.group_id.clone(), error_code: codes::NONE, topics }
+        OffsetFetchResponse { group_id: request.group_id.clone(), error_code: error_code::NONE, topics }
     }
 
     /// Deletes committed offsets of topics the group does not consume.
@@ -157,10 +158,10 @@ impl GroupCoordinator {
         let before = self.next_deadline();
         let mut effects = Vec::new();
         let response = match self.groups.get_mut(&request.group_id) {
-            _ if request.group_id.is_empty() => error_response(codes::INVALID_GROUP_ID),
-            None => error_response(codes::GROUP_ID_NOT_FOUND),
+            _ if request.group_id.is_empty() => error_response(error_code::INVALID_GROUP_ID),
+            None => error_response(error_code::GROUP_ID_NOT_FOUND),
             Some(group) if group.state != GroupState::Empty && !group.uses_consumer_protocol() => {
-                error_response(codes::NON_EMPTY_GROUP)
+                error_response(error_code::NON_EMPTY_GROUP)
             }
             Some(group) => {
                 let mut deleted = Vec::new();
@@ -169,7 +170,7 @@ impl GroupCoordinator {
                     if group.is_subscribed_to_topic(name) {
                         topics.push((
                             name.clone(),
-                            partitions.iter().map(|&p| (p, codes::GROUP_SUBSCRIBED_TO_TOPIC)).collect(),
+                            partitions.iter().map(|&p| (p, error_code::GROUP_SUBSCRIBED_TO_TOPIC)).collect(),
                         ));
                         continue;
                     }
@@ -178,12 +179,12 @@ impl GroupCoordinator {
                             deleted.push(TopicPartition { topic: name.clone(), partition });
                         }
                     }
-                    topics.push((name.clone(), partitions.iter().map(|&p| (p, codes::NONE)).collect()));
+                    topics.push((name.clone(), partitions.iter().map(|&p| (p, error_code::NONE)).collect()));
                 }
                 if !deleted.is_empty() {
                     effects.push(Effect::DeleteOffsets { group_id: request.group_id.clone(), partitions: deleted });
                 }
-                OffsetDeleteResponse { error_code: codes::NONE, topics }
+                OffsetDeleteResponse { error_code: error_code::NONE, topics }
             }
         };
         self.touch(now_ms, &request.group_id);
@@ -246,12 +247,12 @@ fn validate_consumer_commit(cg: &ConsumerGroup, request: &OffsetCommitRequest) -
     if request.generation_id < 0 && cg.members.is_empty() {
         return Ok(());
     }
-    let member = cg.members.get(&request.member_id).ok_or(codes::UNKNOWN_MEMBER_ID)?;
+    let member = cg.members.get(&request.member_id).ok_or(error_code::UNKNOWN_MEMBER_ID)?;
     if request.api_version < CONSUMER_PROTOCOL_COMMIT_VERSION_MIN {
-        return Err(codes::UNSUPPORTED_VERSION);
+        return Err(error_code::UNSUPPORTED_VERSION);
     }
     if request.generation_id != member.member_epoch {
-        return Err(codes::STALE_MEMBER_EPOCH);
+        return Err(error_code::STALE_MEMBER_EPOCH);
     }
     Ok(())
 }
@@ -288,6 +289,6 @@ fn fetched(partition: i32, value: &OffsetValue) -> FetchedOffset {
         offset: value.offset,
         leader_epoch: value.leader_epoch,
         metadata: value.metadata.clone(),
-        error_code: codes::NONE,
+        error_code: error_code::NONE,
     }
 }

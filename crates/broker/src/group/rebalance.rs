@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 
 use bytes::Bytes;
+use kafgres_wire::error_code;
 
-use super::codes;
 use super::coordinator::Ctx;
 use super::model::Group;
 use super::timers::{TimerAction, TimerKind};
@@ -34,8 +34,8 @@ pub(super) fn on_timer(ctx: &mut Ctx, group: &mut Group, kind: &TimerKind, actio
 pub(super) fn remove_member(ctx: &mut Ctx, group: &mut Group, member_id: &str) {
     ctx.cancel_session(&group.group_id, member_id);
     if let Some(member) = group.member_mut(member_id) {
-        ctx.complete_join(member, &JoinGroupResponse::error("", codes::UNKNOWN_MEMBER_ID));
-        ctx.complete_sync(member, &SyncGroupResponse::error(codes::UNKNOWN_MEMBER_ID));
+        ctx.complete_join(member, &JoinGroupResponse::error("", error_code::UNKNOWN_MEMBER_ID));
+        ctx.complete_sync(member, &SyncGroupResponse::error(error_code::UNKNOWN_MEMBER_ID));
     }
     group.remove(member_id);
 }
@@ -49,7 +49,7 @@ pub(super) fn maybe_prepare_rebalance_or_complete_join(ctx: &mut Ctx, group: &mu
 
 pub(super) fn prepare_rebalance(ctx: &mut Ctx, group: &mut Group) {
     if group.state == GroupState::CompletingRebalance {
-        reset_and_propagate_assignment_with_error(ctx, group, codes::REBALANCE_IN_PROGRESS);
+        reset_and_propagate_assignment_with_error(ctx, group, error_code::REBALANCE_IN_PROGRESS);
     }
     group.pending_sync.clear();
     ctx.cancel(&group.group_id, TimerKind::Sync);
@@ -130,7 +130,7 @@ pub(super) fn complete_join(ctx: &mut Ctx, group: &mut Group) {
     let leader_members = group.join_members();
     for member in group.members.iter_mut() {
         let response = JoinGroupResponse {
-            error_code: codes::NONE,
+            error_code: error_code::NONE,
             generation_id: group.generation_id,
             protocol_type: group.protocol_type.clone(),
             protocol_name: group.protocol_name.clone(),
@@ -154,7 +154,7 @@ pub(super) fn set_and_propagate_assignment(ctx: &mut Ctx, group: &mut Group, ass
     for member in group.members.iter_mut() {
         member.assignment = assignments.get(&member.member_id).cloned().unwrap_or_default();
     }
-    propagate_assignment(ctx, group, codes::NONE);
+    propagate_assignment(ctx, group, error_code::NONE);
     group.transition(GroupState::Stable, ctx.now_ms);
 }
 
@@ -167,7 +167,7 @@ fn reset_and_propagate_assignment_with_error(ctx: &mut Ctx, group: &mut Group, e
 
 /// Answers parked SyncGroups; a member answered starts a fresh session.
 fn propagate_assignment(ctx: &mut Ctx, group: &mut Group, error_code: i16) {
-    let (protocol_type, protocol_name) = if error_code == codes::NONE {
+    let (protocol_type, protocol_name) = if error_code == error_code::NONE {
         (group.protocol_type.clone(), group.protocol_name.clone())
     } else {
         (None, None)

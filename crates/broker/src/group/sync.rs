@@ -2,7 +2,8 @@
 
 use std::collections::HashMap;
 
-use super::codes;
+use kafgres_wire::error_code;
+
 use super::coordinator::{take_sync, Ctx, GroupCoordinator};
 use super::model::Group;
 use super::rebalance::{
@@ -39,21 +40,21 @@ impl GroupCoordinator {
         effects: &mut Vec<Effect>,
     ) -> Option<SyncGroupResponse> {
         if request.group_id.is_empty() {
-            return Some(SyncGroupResponse::error(codes::INVALID_GROUP_ID));
+            return Some(SyncGroupResponse::error(error_code::INVALID_GROUP_ID));
         }
         let (mut ctx, groups) = self.split(now_ms, effects);
         let Some(group) = groups.get_mut(&request.group_id) else {
-            return Some(SyncGroupResponse::error(codes::UNKNOWN_MEMBER_ID));
+            return Some(SyncGroupResponse::error(error_code::UNKNOWN_MEMBER_ID));
         };
         if let Err(code) = validate_sync(group, &request) {
             return Some(SyncGroupResponse::error(code));
         }
         let member_id = request.member_id.as_str();
         match group.state {
-            GroupState::PreparingRebalance => Some(SyncGroupResponse::error(codes::REBALANCE_IN_PROGRESS)),
+            GroupState::PreparingRebalance => Some(SyncGroupResponse::error(error_code::REBALANCE_IN_PROGRESS)),
             GroupState::CompletingRebalance => {
                 let Some(member) = group.member_mut(member_id) else {
-                    return Some(SyncGroupResponse::error(codes::UNKNOWN_MEMBER_ID));
+                    return Some(SyncGroupResponse::error(error_code::UNKNOWN_MEMBER_ID));
                 };
                 member.sync_tickets.push(ticket);
                 remove_pending_sync_member(&mut ctx, group, member_id);
@@ -66,17 +67,17 @@ impl GroupCoordinator {
             GroupState::Stable => {
                 remove_pending_sync_member(&mut ctx, group, member_id);
                 let Some(member) = group.member(member_id) else {
-                    return Some(SyncGroupResponse::error(codes::UNKNOWN_MEMBER_ID));
+                    return Some(SyncGroupResponse::error(error_code::UNKNOWN_MEMBER_ID));
                 };
                 Some(SyncGroupResponse {
-                    error_code: codes::NONE,
+                    error_code: error_code::NONE,
                     protocol_type: group.protocol_type.clone(),
                     protocol_name: group.protocol_name.clone(),
                     assignment: member.assignment.clone(),
                 })
             }
             GroupState::Empty | GroupState::Dead | GroupState::Assigning | GroupState::Reconciling => {
-                Some(SyncGroupResponse::error(codes::UNKNOWN_MEMBER_ID))
+                Some(SyncGroupResponse::error(error_code::UNKNOWN_MEMBER_ID))
             }
         }
     }
@@ -87,25 +88,25 @@ impl GroupCoordinator {
         let mut effects = Vec::new();
         let (mut ctx, groups) = self.split(now_ms, &mut effects);
         let error_code = if request.group_id.is_empty() {
-            codes::INVALID_GROUP_ID
+            error_code::INVALID_GROUP_ID
         } else if let Some(group) = groups.get_mut(&request.group_id) {
             match group.validate_member(&request.member_id, request.group_instance_id.as_deref()) {
                 Err(code) => code,
-                Ok(()) if request.generation_id != group.generation_id => codes::ILLEGAL_GENERATION,
+                Ok(()) if request.generation_id != group.generation_id => error_code::ILLEGAL_GENERATION,
                 Ok(()) => {
                     let timeout_ms = group.member(&request.member_id).map_or(0, |m| m.session_timeout_ms);
                     ctx.schedule_session(&group.group_id, &request.member_id, timeout_ms);
                     match group.state {
-                        GroupState::PreparingRebalance => codes::REBALANCE_IN_PROGRESS,
-                        GroupState::CompletingRebalance | GroupState::Stable => codes::NONE,
+                        GroupState::PreparingRebalance => error_code::REBALANCE_IN_PROGRESS,
+                        GroupState::CompletingRebalance | GroupState::Stable => error_code::NONE,
                         GroupState::Empty | GroupState::Dead | GroupState::Assigning | GroupState::Reconciling => {
-                            codes::UNKNOWN_MEMBER_ID
+                            error_code::UNKNOWN_MEMBER_ID
                         }
                     }
                 }
             }
         } else {
-            codes::UNKNOWN_MEMBER_ID
+            error_code::UNKNOWN_MEMBER_ID
         };
         self.finish(before, &mut effects);
         (error_code, effects)
@@ -117,7 +118,7 @@ impl GroupCoordinator {
         let mut effects = Vec::new();
         let (mut ctx, groups) = self.split(now_ms, &mut effects);
         let response = if request.group_id.is_empty() {
-            LeaveGroupResponse { error_code: codes::INVALID_GROUP_ID, members: Vec::new() }
+            LeaveGroupResponse { error_code: error_code::INVALID_GROUP_ID, members: Vec::new() }
         } else if let Some(group) = groups.get_mut(&request.group_id) {
             let mut results = Vec::with_capacity(request.members.len());
             for leaving in &request.members {
@@ -125,19 +126,19 @@ impl GroupCoordinator {
                     match leaving.group_instance_id.as_ref().and_then(|i| group.static_members.get(i)).cloned() {
                         Some(member_id) => {
                             remove_member(&mut ctx, group, &member_id);
-                            codes::NONE
+                            error_code::NONE
                         }
-                        None => codes::UNKNOWN_MEMBER_ID,
+                        None => error_code::UNKNOWN_MEMBER_ID,
                     }
                 } else if group.pending_join.contains(&leaving.member_id) {
                     group.remove(&leaving.member_id);
                     ctx.cancel_session(&request.group_id, &leaving.member_id);
-                    codes::NONE
+                    error_code::NONE
                 } else {
                     match group.validate_member(&leaving.member_id, leaving.group_instance_id.as_deref()) {
                         Ok(()) => {
                             remove_member(&mut ctx, group, &leaving.member_id);
-                            codes::NONE
+                            error_code::NONE
                         }
                         Err(code) => code,
                     }
@@ -148,7 +149,7 @@ impl GroupCoordinator {
                     error_code,
                 });
             }
-            if results.iter().any(|r| r.error_code == codes::NONE) {
+            if results.iter().any(|r| r.error_code == error_code::NONE) {
                 match group.state {
                     GroupState::Stable | GroupState::CompletingRebalance => {
                         maybe_prepare_rebalance_or_complete_join(&mut ctx, group)
@@ -157,9 +158,9 @@ impl GroupCoordinator {
                     _ => {}
                 }
             }
-            LeaveGroupResponse { error_code: codes::NONE, members: results }
+            LeaveGroupResponse { error_code: error_code::NONE, members: results }
         } else {
-            LeaveGroupResponse { error_code: codes::UNKNOWN_MEMBER_ID, members: Vec::new() }
+            LeaveGroupResponse { error_code: error_code::UNKNOWN_MEMBER_ID, members: Vec::new() }
         };
         self.touch(now_ms, &request.group_id);
         self.finish(before, &mut effects);
@@ -171,14 +172,14 @@ impl GroupCoordinator {
 fn validate_sync(group: &Group, request: &SyncGroupRequest) -> Result<(), i16> {
     group.validate_member(&request.member_id, request.group_instance_id.as_deref())?;
     if request.generation_id != group.generation_id {
-        return Err(codes::ILLEGAL_GENERATION);
+        return Err(error_code::ILLEGAL_GENERATION);
     }
     let inconsistent =
         |asked: &Option<String>, actual: &Option<String>| matches!((asked, actual), (Some(a), Some(b)) if a != b);
     if inconsistent(&request.protocol_type, &group.protocol_type)
         || inconsistent(&request.protocol_name, &group.protocol_name)
     {
-        return Err(codes::INCONSISTENT_GROUP_PROTOCOL);
+        return Err(error_code::INCONSISTENT_GROUP_PROTOCOL);
     }
     Ok(())
 }

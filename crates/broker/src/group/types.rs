@@ -4,8 +4,7 @@
 //! top-level error of OffsetFetch v0–7) and fills `client_id`/`client_host`.
 
 use bytes::Bytes;
-
-use super::codes;
+use kafgres_wire::error_code;
 
 /// Identifies a parked JoinGroup or SyncGroup until its answer is ready.
 pub type Ticket = u64;
@@ -282,7 +281,7 @@ pub struct FetchedOffset {
 
 impl FetchedOffset {
     pub(super) fn none(partition: i32) -> FetchedOffset {
-        FetchedOffset { partition, offset: -1, leader_epoch: -1, metadata: String::new(), error_code: codes::NONE }
+        FetchedOffset { partition, offset: -1, leader_epoch: -1, metadata: String::new(), error_code: error_code::NONE }
     }
 }
 

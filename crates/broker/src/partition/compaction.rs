@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kafgres_log::{CleanReport, CleanerConfig, LogError};
@@ -23,7 +23,6 @@ use kafgres_record::records::{parse_records, records_section};
 use kafgres_record::{BatchHeader, DecompressLimit};
 
 use super::{Housekeeping, Partition};
-use crate::server::BrokerContext;
 
 /// A topic's `cleanup.policy`: `delete` (the default), `compact`, or both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,44 +133,41 @@ impl Partition {
     }
 }
 
-/// The broker's cleaner task. Holds only a weak reference, so it ends with
-/// the broker.
-pub async fn run_cleaner(ctx: Weak<BrokerContext>, housekeeping: Housekeeping) {
+/// The broker's cleaner task. `partitions` lists the broker's partitions, or
+/// `None` once the broker is gone, which ends the task.
+pub async fn run_cleaner(partitions: impl Fn() -> Option<Vec<Arc<Partition>>>, housekeeping: Housekeeping) {
     loop {
         let next = {
-            let Some(ctx) = ctx.upgrade() else { return };
+            let Some(partitions) = partitions() else { return };
             let mut next: Option<i64> = None;
-            let topics = ctx.topics.read().unwrap_or_else(|p| p.into_inner()).all();
-            for topic in topics {
-                for partition in &topic.partitions {
-                    let now = crate::now_ms();
-                    match partition.cleaning_due_at(now) {
-                        Some(at) if at <= now => {
-                            let p = Arc::clone(partition);
-                            match tokio::task::spawn_blocking(move || p.clean(crate::now_ms())).await {
-                                Ok(Ok(report)) if report.segments_written > 0 => log::info!(
-                                    "compacted {}-{} below offset {}: {} → {} bytes, {} records removed",
-                                    partition.topic,
-                                    partition.index,
-                                    report.end_offset,
-                                    report.bytes_before,
-                                    report.bytes_after,
-                                    report.records_removed
-                                ),
-                                Ok(Ok(_)) => {}
-                                Ok(Err(e)) => log::error!(
-                                    "compacting {}-{} failed: {e}; not retried until the broker restarts",
-                                    partition.topic,
-                                    partition.index
-                                ),
-                                Err(e) => log::error!("cleaner task failed: {e}"),
-                            }
-                            // Its next deadline is computed on the next pass.
-                            next = Some(next.map_or(now, |n| n.min(now)));
+            for partition in &partitions {
+                let now = crate::now_ms();
+                match partition.cleaning_due_at(now) {
+                    Some(at) if at <= now => {
+                        let p = Arc::clone(partition);
+                        match tokio::task::spawn_blocking(move || p.clean(crate::now_ms())).await {
+                            Ok(Ok(report)) if report.segments_written > 0 => log::info!(
+                                "compacted {}-{} below offset {}: {} → {} bytes, {} records removed",
+                                partition.topic,
+                                partition.index,
+                                report.end_offset,
+                                report.bytes_before,
+                                report.bytes_after,
+                                report.records_removed
+                            ),
+                            Ok(Ok(_)) => {}
+                            Ok(Err(e)) => log::error!(
+                                "compacting {}-{} failed: {e}; not retried until the broker restarts",
+                                partition.topic,
+                                partition.index
+                            ),
+                            Err(e) => log::error!("cleaner task failed: {e}"),
                         }
-                        Some(at) => next = Some(next.map_or(at, |n| n.min(at))),
-                        None => {}
+                        // Its next deadline is computed on the next pass.
+                        next = Some(next.map_or(now, |n| n.min(now)));
                     }
+                    Some(at) => next = Some(next.map_or(at, |n| n.min(at))),
+                    None => {}
                 }
             }
             next

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kafgres_log::retention::{RetentionConfig, RetentionReport};
@@ -23,7 +23,6 @@ use kafgres_log::{CleanerConfig, LogError};
 use tokio::sync::Notify;
 
 use super::Partition;
-use crate::server::BrokerContext;
 
 /// Bytes flushed past the recovery point before it is moved forward.
 pub const RECOVERY_CHECKPOINT_BYTES: u64 = 64 << 20;
@@ -166,41 +165,38 @@ impl Partition {
     }
 }
 
-/// The broker's retention task. Holds only a weak reference, so it ends with
-/// the broker.
-pub async fn run_retention(ctx: Weak<BrokerContext>, housekeeping: Housekeeping) {
+/// The broker's retention task. `partitions` lists the broker's partitions, or
+/// `None` once the broker is gone, which ends the task.
+pub async fn run_retention(partitions: impl Fn() -> Option<Vec<Arc<Partition>>>, housekeeping: Housekeeping) {
     loop {
         let next = {
-            let Some(ctx) = ctx.upgrade() else { return };
+            let Some(partitions) = partitions() else { return };
             let now = crate::now_ms();
             let mut next: Option<i64> = None;
-            let topics = ctx.topics.read().unwrap_or_else(|p| p.into_inner()).all();
-            for topic in topics {
-                for partition in &topic.partitions {
-                    match partition.retention_due_at() {
-                        Some(at) if at <= now => {
-                            let p = Arc::clone(partition);
-                            match tokio::task::spawn_blocking(move || p.apply_retention(crate::now_ms())).await {
-                                Ok(Ok(report)) if !report.deleted.is_empty() => log::info!(
-                                    "retention deleted {} segments ({} bytes) of {}-{}; log start is now {}",
-                                    report.deleted.len(),
-                                    report.deleted_bytes(),
-                                    partition.topic,
-                                    partition.index,
-                                    report.log_start_offset
-                                ),
-                                Ok(Ok(_)) => {}
-                                Ok(Err(e)) => {
-                                    log::error!("retention on {}-{} failed: {e}", partition.topic, partition.index)
-                                }
-                                Err(e) => log::error!("retention task failed: {e}"),
+            for partition in &partitions {
+                match partition.retention_due_at() {
+                    Some(at) if at <= now => {
+                        let p = Arc::clone(partition);
+                        match tokio::task::spawn_blocking(move || p.apply_retention(crate::now_ms())).await {
+                            Ok(Ok(report)) if !report.deleted.is_empty() => log::info!(
+                                "retention deleted {} segments ({} bytes) of {}-{}; log start is now {}",
+                                report.deleted.len(),
+                                report.deleted_bytes(),
+                                partition.topic,
+                                partition.index,
+                                report.log_start_offset
+                            ),
+                            Ok(Ok(_)) => {}
+                            Ok(Err(e)) => {
+                                log::error!("retention on {}-{} failed: {e}", partition.topic, partition.index)
                             }
-                            // Its next deadline is computed on the next pass.
-                            next = Some(next.map_or(now, |n| n.min(now)));
+                            Err(e) => log::error!("retention task failed: {e}"),
                         }
-                        Some(at) => next = Some(next.map_or(at, |n| n.min(at))),
-                        None => {}
+                        // Its next deadline is computed on the next pass.
+                        next = Some(next.map_or(now, |n| n.min(now)));
                     }
+                    Some(at) => next = Some(next.map_or(at, |n| n.min(at))),
+                    None => {}
                 }
             }
             next

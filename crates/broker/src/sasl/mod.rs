@@ -2,9 +2,10 @@
 //!
 //! Each connection holds a [`SaslSession`], consulted for every request frame
 //! before dispatch ([`SaslSession::gate`]). With `kafgres.authentication =
-//! none` it lets everything through and answers SaslHandshake and
-//! SaslAuthenticate with ILLEGAL_SASL_STATE, as a Kafka PLAINTEXT listener
-//! does. With `scram-sha-256`, as Kafka's `SaslServerAuthenticator`:
+//! none` it lets everything through, and dispatch answers SaslHandshake and
+//! SaslAuthenticate with ILLEGAL_SASL_STATE (`crate::api::sasl`), as a Kafka
+//! PLAINTEXT listener does. With `scram-sha-256`, as Kafka's
+//! `SaslServerAuthenticator`:
 //!
 //! ```text
 //! AwaitingHandshake ──SaslHandshake v1 "SCRAM-SHA-256"──▶ AwaitingClientFirst{framed}
@@ -14,6 +15,8 @@
 //!                       (the role's verifier read through the catalog)
 //! AwaitingClientFinal ──SaslAuthenticate(client-final)──▶ Open{principal}
 //! ```
+//! Once open, every frame is dispatched (SASL requests too, answered
+//! ILLEGAL_SASL_STATE there).
 //! Any failure answers SASL_AUTHENTICATION_FAILED (or UNSUPPORTED_SASL_MECHANISM
 //! at the handshake) and closes the connection. Frames before authentication
 //! are capped at [`UNAUTHENTICATED_FRAME_BYTES_MAX`] (Kafka's
@@ -29,16 +32,16 @@ pub mod scram;
 use std::net::SocketAddr;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use kafgres_wire::apis::{served, Served};
+use kafgres_wire::error_code;
 use kafgres_wire::guard::check_request_body;
 use kafgres_wire::header::{peek_fixed_header, put_response_header, response_header_version, split_request};
-use kafka_protocol::messages::{
-    ApiKey, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
-};
+use kafka_protocol::messages::{ApiKey, SaslAuthenticateResponse, SaslHandshakeResponse};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
-use crate::errors;
-use crate::server::BrokerContext;
+use crate::api::handler::Handler;
+use crate::api::sasl::{SaslAuthenticate, SaslHandshake};
+use crate::catalog::Catalog;
+pub use crate::config::Authentication;
 use scram::{ClientFirst, ScramCredential, ServerExchange};
 
 /// Largest request accepted before a connection is authenticated: Kafka's
@@ -49,39 +52,6 @@ pub const UNAUTHENTICATED_FRAME_BYTES_MAX: usize = 512 * 1024;
 /// user exists, may log in, or typed the wrong password is for the server log.
 pub const AUTHENTICATION_FAILED_MESSAGE: &str =
     "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256";
-
-/// How clients must authenticate (`kafgres.authentication`).
-#[derive(Clone, PartialEq, Eq)]
-pub enum Authentication {
-    /// No authentication: every connection may do everything (a PLAINTEXT listener).
-    None,
-    /// SASL/SCRAM-SHA-256 against PostgreSQL login roles (a SASL_PLAINTEXT listener).
-    ScramSha256 {
-        /// Secret from which unknown users' mock salts are derived; stable across
-        /// restarts in production (PostgreSQL's mock authentication nonce), so
-        /// repeated attempts cannot tell a missing role from an existing one.
-        mock_secret: [u8; 32],
-    },
-}
-
-impl Authentication {
-    /// SCRAM-SHA-256 with a random mock secret (tests; hosts without a stable secret).
-    pub fn scram_sha_256_random() -> Authentication {
-        let mut mock_secret = [0u8; 32];
-        mock_secret[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
-        mock_secret[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
-        Authentication::ScramSha256 { mock_secret }
-    }
-}
-
-impl std::fmt::Debug for Authentication {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Authentication::None => f.write_str("none"),
-            Authentication::ScramSha256 { .. } => f.write_str("scram-sha-256"),
-        }
-    }
-}
 
 /// What the connection does with a frame after the gate.
 #[derive(Debug)]
@@ -99,6 +69,7 @@ pub enum Gate {
 /// One connection's authentication state.
 #[derive(Debug)]
 pub struct SaslSession {
+    authentication: Authentication,
     state: State,
 }
 
@@ -129,7 +100,7 @@ impl SaslSession {
             Authentication::None => State::Open { principal: None },
             Authentication::ScramSha256 { .. } => State::AwaitingHandshake,
         };
-        SaslSession { state }
+        SaslSession { authentication: authentication.clone(), state }
     }
 
     /// The authenticated role, once authenticated.
@@ -155,11 +126,11 @@ impl SaslSession {
     }
 
     /// Decides what happens to a request frame (without its length prefix).
-    pub async fn gate(&mut self, ctx: &BrokerContext, peer: SocketAddr, frame: Bytes) -> Gate {
+    pub async fn gate(&mut self, catalog: &dyn Catalog, peer: SocketAddr, frame: Bytes) -> Gate {
         match self.state {
-            State::Open { .. } => return self.open_gate(frame),
+            State::Open { .. } => return Gate::Dispatch(frame),
             State::AwaitingClientFirst { framed: false } | State::AwaitingClientFinal { framed: false, .. } => {
-                return match self.step(ctx, peer, &frame).await {
+                return match self.step(catalog, peer, &frame).await {
                     Ok(token) => {
                         let mut out = BytesMut::with_capacity(4 + token.len());
                         out.put_u32(token.len() as u32);
@@ -180,7 +151,7 @@ impl SaslSession {
             (State::AwaitingHandshake, Some(ApiKey::ApiVersions)) => Gate::Dispatch(frame),
             (State::AwaitingHandshake, Some(ApiKey::SaslHandshake)) => self.handshake(frame),
             (State::AwaitingClientFirst { .. } | State::AwaitingClientFinal { .. }, Some(ApiKey::SaslAuthenticate)) => {
-                self.authenticate(ctx, peer, frame).await
+                self.authenticate(catalog, peer, frame).await
             }
             (state, _) => {
                 let name = key.map_or_else(|| format!("API key {api_key}"), |k| format!("{k:?}"));
@@ -196,37 +167,8 @@ impl SaslSession {
         }
     }
 
-    /// After authentication (or without it): SASL requests are out of place,
-    /// answered as Kafka's request handler answers them.
-    fn open_gate(&self, frame: Bytes) -> Gate {
-        let key = peek_fixed_header(&frame).and_then(|(k, _, _)| ApiKey::try_from(k).ok());
-        match key {
-            Some(ApiKey::SaslHandshake) => match decode::<SaslHandshakeRequest>(ApiKey::SaslHandshake, frame) {
-                Ok((version, correlation_id, _)) => {
-                    let response = SaslHandshakeResponse::default().with_error_code(errors::ILLEGAL_SASL_STATE);
-                    respond(ApiKey::SaslHandshake, version, correlation_id, &response)
-                }
-                Err(reason) => Gate::Close(reason),
-            },
-            Some(ApiKey::SaslAuthenticate) => {
-                match decode::<SaslAuthenticateRequest>(ApiKey::SaslAuthenticate, frame) {
-                    Ok((version, correlation_id, _)) => {
-                        let response = SaslAuthenticateResponse::default()
-                            .with_error_code(errors::ILLEGAL_SASL_STATE)
-                            .with_error_message(Some(StrBytes::from_static_str(
-                                "SaslAuthenticate request received after successful authentication",
-                            )));
-                        respond(ApiKey::SaslAuthenticate, version, correlation_id, &response)
-                    }
-                    Err(reason) => Gate::Close(reason),
-                }
-            }
-            _ => Gate::Dispatch(frame),
-        }
-    }
-
     fn handshake(&mut self, frame: Bytes) -> Gate {
-        let (version, correlation_id, request) = match decode::<SaslHandshakeRequest>(ApiKey::SaslHandshake, frame) {
+        let (version, correlation_id, request) = match decode::<SaslHandshake>(frame) {
             Ok(decoded) => decoded,
             Err(reason) => return Gate::Close(reason),
         };
@@ -237,7 +179,7 @@ impl SaslSession {
             respond(ApiKey::SaslHandshake, version, correlation_id, &response)
         } else {
             self.state = State::Failed;
-            let response = response.with_error_code(errors::UNSUPPORTED_SASL_MECHANISM);
+            let response = response.with_error_code(error_code::UNSUPPORTED_SASL_MECHANISM);
             match respond(ApiKey::SaslHandshake, version, correlation_id, &response) {
                 Gate::Respond(bytes) => Gate::RespondAndClose(
                     bytes,
@@ -252,13 +194,12 @@ impl SaslSession {
         }
     }
 
-    async fn authenticate(&mut self, ctx: &BrokerContext, peer: SocketAddr, frame: Bytes) -> Gate {
-        let (version, correlation_id, request) =
-            match decode::<SaslAuthenticateRequest>(ApiKey::SaslAuthenticate, frame) {
-                Ok(decoded) => decoded,
-                Err(reason) => return Gate::Close(reason),
-            };
-        match self.step(ctx, peer, &request.auth_bytes).await {
+    async fn authenticate(&mut self, catalog: &dyn Catalog, peer: SocketAddr, frame: Bytes) -> Gate {
+        let (version, correlation_id, request) = match decode::<SaslAuthenticate>(frame) {
+            Ok(decoded) => decoded,
+            Err(reason) => return Gate::Close(reason),
+        };
+        match self.step(catalog, peer, &request.auth_bytes).await {
             Ok(token) => {
                 let response = SaslAuthenticateResponse::default()
                     .with_error_message(None)
@@ -268,7 +209,7 @@ impl SaslSession {
             }
             Err(reason) => {
                 let response = SaslAuthenticateResponse::default()
-                    .with_error_code(errors::SASL_AUTHENTICATION_FAILED)
+                    .with_error_code(error_code::SASL_AUTHENTICATION_FAILED)
                     .with_error_message(Some(StrBytes::from_static_str(AUTHENTICATION_FAILED_MESSAGE)));
                 match respond(ApiKey::SaslAuthenticate, version, correlation_id, &response) {
                     Gate::Respond(bytes) => Gate::RespondAndClose(bytes, reason),
@@ -280,20 +221,19 @@ impl SaslSession {
 
     /// One SCRAM step: the client's token in, the server's token out. An
     /// error (the reason, for the log) leaves the session failed.
-    async fn step(&mut self, ctx: &BrokerContext, peer: SocketAddr, token: &[u8]) -> Result<Bytes, String> {
+    async fn step(&mut self, catalog: &dyn Catalog, peer: SocketAddr, token: &[u8]) -> Result<Bytes, String> {
         let state = std::mem::replace(&mut self.state, State::Failed);
         let fail = |e: &dyn std::fmt::Display| format!("SASL/SCRAM-SHA-256 authentication of {peer} failed: {e}");
         match state {
             State::AwaitingClientFirst { framed } => {
                 let client = ClientFirst::parse(token).map_err(|e| fail(&e))?;
-                let Authentication::ScramSha256 { mock_secret } = &ctx.config.authentication else {
+                let Authentication::ScramSha256 { mock_secret } = &self.authentication else {
                     return Err(fail(&"authentication is off"));
                 };
-                let credential: Option<ScramCredential> =
-                    ctx.catalog
-                        .scram_credential(client.username.clone())
-                        .await
-                        .map_err(|e| fail(&format_args!("credentials could not be obtained: {e}")))?;
+                let credential: Option<ScramCredential> = catalog
+                    .scram_credential(client.username.clone())
+                    .await
+                    .map_err(|e| fail(&format_args!("credentials could not be obtained: {e}")))?;
                 let exchange = ServerExchange::start(client, credential, mock_secret, &server_nonce());
                 let reply = Bytes::copy_from_slice(exchange.server_first().as_bytes());
                 self.state = State::AwaitingClientFinal { framed, exchange: Box::new(exchange) };
@@ -328,19 +268,21 @@ fn truncated(s: &str) -> String {
 }
 
 /// The served-version check, header, guard and decode of dispatch, for the
-/// two SASL requests: (version, correlation id, request) or why the
-/// connection closes.
-fn decode<R: Decodable>(key: ApiKey, frame: Bytes) -> Result<(i16, i32, R), String> {
+/// two SASL requests (their versions are their handlers'): (version,
+/// correlation id, request) or why the connection closes.
+fn decode<H: Handler>(frame: Bytes) -> Result<(i16, i32, H::Request), String> {
+    let key = H::KEY;
     let Some((_, version, correlation_id)) = peek_fixed_header(&frame) else {
         return Err("request shorter than a header".into());
     };
-    if !matches!(served(key as i16, version), Served::Yes(_)) {
+    if !H::VERSIONS.accepts(version) {
         return Err(format!("{key:?} v{version} is not supported (correlation id {correlation_id})"));
     }
     let (_, mut body) = split_request(frame, key.request_header_version(version))
         .map_err(|e| format!("bad {key:?} request header: {e}"))?;
     check_request_body(key as i16, version, &body).map_err(|e| format!("malformed {key:?} v{version} request: {e}"))?;
-    let request = R::decode(&mut body, version).map_err(|e| format!("cannot decode {key:?} v{version}: {e}"))?;
+    let request =
+        H::Request::decode(&mut body, version).map_err(|e| format!("cannot decode {key:?} v{version}: {e}"))?;
     Ok((version, correlation_id, request))
 }
 

@@ -2,20 +2,7 @@
 
 use std::collections::BTreeSet;
 
-/// Kafka error codes the coordinator answers, by name.
-pub mod codes {
-    pub const NONE: i16 = 0;
-    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-    pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-    pub const INVALID_PRODUCER_EPOCH: i16 = 47;
-    pub const INVALID_TXN_STATE: i16 = 48;
-    pub const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
-    pub const INVALID_TRANSACTION_TIMEOUT: i16 = 50;
-    pub const CONCURRENT_TRANSACTIONS: i16 = 51;
-    pub const OPERATION_NOT_ATTEMPTED: i16 = 55;
-    pub const PRODUCER_FENCED: i16 = 90;
-    pub const INVALID_REQUEST: i16 = 42;
-}
+use kafgres_wire::error_code;
 
 /// A transactional id's state (Kafka's `TransactionState`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,16 +52,16 @@ impl TxnState {
 /// as Kafka maps it).
 pub fn fenced(api_version: i16, fenced_since_version: i16) -> i16 {
     if api_version >= fenced_since_version {
-        codes::PRODUCER_FENCED
+        error_code::PRODUCER_FENCED
     } else {
-        codes::INVALID_PRODUCER_EPOCH
+        error_code::INVALID_PRODUCER_EPOCH
     }
 }
 
 /// The producer id and epoch of a request against the id's current ones.
 pub fn check_producer(current: (i64, i16), request: (i64, i16), fenced_code: i16) -> Result<(), i16> {
     if request.0 != current.0 {
-        return Err(codes::INVALID_PRODUCER_ID_MAPPING);
+        return Err(error_code::INVALID_PRODUCER_ID_MAPPING);
     }
     if request.1 != current.1 {
         return Err(fenced_code);
@@ -102,13 +89,13 @@ pub enum InitPlan {
 pub fn plan_init(state: Option<(TxnState, i64, i16)>, expected: (i64, i16)) -> Result<InitPlan, i16> {
     let Some((state, producer_id, epoch)) = state else { return Ok(InitPlan::Fresh) };
     if expected != (-1, -1) && expected.0 != producer_id {
-        return Err(codes::INVALID_PRODUCER_ID_MAPPING);
+        return Err(error_code::INVALID_PRODUCER_ID_MAPPING);
     }
     if expected != (-1, -1) && expected.1 != epoch {
-        return Err(codes::PRODUCER_FENCED);
+        return Err(error_code::PRODUCER_FENCED);
     }
     match state {
-        TxnState::PrepareCommit | TxnState::PrepareAbort => Err(codes::CONCURRENT_TRANSACTIONS),
+        TxnState::PrepareCommit | TxnState::PrepareAbort => Err(error_code::CONCURRENT_TRANSACTIONS),
         TxnState::Ongoing => Ok(InitPlan::AbortOpenThenBump),
         _ if epoch >= i16::MAX - 1 => Ok(InitPlan::NewProducerId),
         _ => Ok(InitPlan::BumpEpoch),
@@ -118,7 +105,7 @@ pub fn plan_init(state: Option<(TxnState, i64, i16)>, expected: (i64, i16)) -> R
 /// Whether a transaction may take partitions or groups now.
 pub fn check_can_add(state: TxnState) -> Result<(), i16> {
     match state {
-        TxnState::PrepareCommit | TxnState::PrepareAbort => Err(codes::CONCURRENT_TRANSACTIONS),
+        TxnState::PrepareCommit | TxnState::PrepareAbort => Err(error_code::CONCURRENT_TRANSACTIONS),
         _ => Ok(()),
     }
 }
@@ -137,15 +124,15 @@ pub fn plan_end(state: TxnState, commit: bool) -> Result<EndPlan, i16> {
     match (state, commit) {
         (TxnState::Ongoing, _) => Ok(EndPlan::End),
         (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => Ok(EndPlan::AlreadyDone),
-        (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => Err(codes::CONCURRENT_TRANSACTIONS),
-        _ => Err(codes::INVALID_TXN_STATE),
+        (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => Err(error_code::CONCURRENT_TRANSACTIONS),
+        _ => Err(error_code::INVALID_TXN_STATE),
     }
 }
 
 /// Kafka's bound on `transaction.timeout.ms` (`transaction.max.timeout.ms`).
 pub fn check_timeout(timeout_ms: i32, max_ms: i32) -> Result<(), i16> {
     if timeout_ms <= 0 || timeout_ms > max_ms {
-        return Err(codes::INVALID_TRANSACTION_TIMEOUT);
+        return Err(error_code::INVALID_TRANSACTION_TIMEOUT);
     }
     Ok(())
 }
@@ -163,10 +150,10 @@ mod tests {
         assert_eq!(plan_init(Some((TxnState::Empty, 5, 0)), (-1, -1)), Ok(InitPlan::BumpEpoch));
         assert_eq!(plan_init(Some((TxnState::CompleteCommit, 5, 3)), (5, 3)), Ok(InitPlan::BumpEpoch));
         assert_eq!(plan_init(Some((TxnState::Ongoing, 5, 3)), (-1, -1)), Ok(InitPlan::AbortOpenThenBump));
-        assert_eq!(plan_init(Some((TxnState::PrepareAbort, 5, 3)), (-1, -1)), Err(codes::CONCURRENT_TRANSACTIONS));
+        assert_eq!(plan_init(Some((TxnState::PrepareAbort, 5, 3)), (-1, -1)), Err(error_code::CONCURRENT_TRANSACTIONS));
         assert_eq!(plan_init(Some((TxnState::Empty, 5, i16::MAX - 1)), (-1, -1)), Ok(InitPlan::NewProducerId));
-        assert_eq!(plan_init(Some((TxnState::Empty, 5, 3)), (6, 3)), Err(codes::INVALID_PRODUCER_ID_MAPPING));
-        assert_eq!(plan_init(Some((TxnState::Empty, 5, 3)), (5, 2)), Err(codes::PRODUCER_FENCED));
+        assert_eq!(plan_init(Some((TxnState::Empty, 5, 3)), (6, 3)), Err(error_code::INVALID_PRODUCER_ID_MAPPING));
+        assert_eq!(plan_init(Some((TxnState::Empty, 5, 3)), (5, 2)), Err(error_code::PRODUCER_FENCED));
     }
 
     #[test]
@@ -175,22 +162,22 @@ mod tests {
         assert_eq!(plan_end(TxnState::Ongoing, false), Ok(EndPlan::End));
         assert_eq!(plan_end(TxnState::CompleteCommit, true), Ok(EndPlan::AlreadyDone));
         assert_eq!(plan_end(TxnState::CompleteAbort, false), Ok(EndPlan::AlreadyDone));
-        assert_eq!(plan_end(TxnState::CompleteCommit, false), Err(codes::INVALID_TXN_STATE));
-        assert_eq!(plan_end(TxnState::Empty, true), Err(codes::INVALID_TXN_STATE));
-        assert_eq!(plan_end(TxnState::PrepareCommit, true), Err(codes::CONCURRENT_TRANSACTIONS));
-        assert_eq!(plan_end(TxnState::PrepareCommit, false), Err(codes::INVALID_TXN_STATE));
+        assert_eq!(plan_end(TxnState::CompleteCommit, false), Err(error_code::INVALID_TXN_STATE));
+        assert_eq!(plan_end(TxnState::Empty, true), Err(error_code::INVALID_TXN_STATE));
+        assert_eq!(plan_end(TxnState::PrepareCommit, true), Err(error_code::CONCURRENT_TRANSACTIONS));
+        assert_eq!(plan_end(TxnState::PrepareCommit, false), Err(error_code::INVALID_TXN_STATE));
     }
 
     #[test]
     fn producer_checks_map_stale_epochs_by_version() {
         assert_eq!(check_producer((5, 2), (5, 2), fenced(2, 2)), Ok(()));
-        assert_eq!(check_producer((5, 2), (6, 2), fenced(2, 2)), Err(codes::INVALID_PRODUCER_ID_MAPPING));
-        assert_eq!(check_producer((5, 2), (5, 1), fenced(2, 2)), Err(codes::PRODUCER_FENCED));
-        assert_eq!(check_producer((5, 2), (5, 1), fenced(1, 2)), Err(codes::INVALID_PRODUCER_EPOCH));
+        assert_eq!(check_producer((5, 2), (6, 2), fenced(2, 2)), Err(error_code::INVALID_PRODUCER_ID_MAPPING));
+        assert_eq!(check_producer((5, 2), (5, 1), fenced(2, 2)), Err(error_code::PRODUCER_FENCED));
+        assert_eq!(check_producer((5, 2), (5, 1), fenced(1, 2)), Err(error_code::INVALID_PRODUCER_EPOCH));
         assert_eq!(check_timeout(60_000, 900_000), Ok(()));
-        assert_eq!(check_timeout(900_001, 900_000), Err(codes::INVALID_TRANSACTION_TIMEOUT));
-        assert_eq!(check_timeout(0, 900_000), Err(codes::INVALID_TRANSACTION_TIMEOUT));
-        assert_eq!(check_can_add(TxnState::PrepareCommit), Err(codes::CONCURRENT_TRANSACTIONS));
+        assert_eq!(check_timeout(900_001, 900_000), Err(error_code::INVALID_TRANSACTION_TIMEOUT));
+        assert_eq!(check_timeout(0, 900_000), Err(error_code::INVALID_TRANSACTION_TIMEOUT));
+        assert_eq!(check_can_add(TxnState::PrepareCommit), Err(error_code::CONCURRENT_TRANSACTIONS));
         assert_eq!(check_can_add(TxnState::CompleteAbort), Ok(()));
     }
 }

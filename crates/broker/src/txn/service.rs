@@ -7,12 +7,15 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use kafgres_log::TxnEnd;
+use kafgres_wire::error_code;
 use tokio::sync::Notify;
 
-use super::rules::{self, codes, EndPlan, InitPlan, Partitions, TxnState};
-use crate::catalog::{CommittedOffset, TransactionRecord};
+use super::rules::{self, EndPlan, InitPlan, Partitions, TxnState};
+use crate::catalog::{Catalog, CommittedOffset, TransactionRecord};
+use crate::group_service::GroupService;
 use crate::partition::AppendOutcome;
-use crate::server::BrokerContext;
+use crate::producer_ids::ProducerIds;
+use crate::topics::Topics;
 
 /// Coordinator settings, named after Kafka's broker configs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +86,13 @@ pub type TxnOffsets = Vec<(String, i32, i64, i32, Option<String>)>;
 
 pub struct TxnService {
     config: TxnServiceConfig,
+    /// Where each state change is stored before it is answered.
+    catalog: Arc<dyn Catalog>,
+    producer_ids: Arc<ProducerIds>,
+    /// The partitions markers are written to.
+    topics: Arc<Topics>,
+    /// Told the offsets a commit made durable, for OffsetFetch.
+    groups: Arc<GroupService>,
     entries: Mutex<HashMap<String, Entry>>,
     /// Producer id → (epoch, partitions of its open transaction): what
     /// Produce checks transactional batches against, without awaiting.
@@ -92,7 +102,9 @@ pub struct TxnService {
     epochs: Mutex<HashMap<i64, i16>>,
     /// (deadline, transactional id) of open transactions.
     deadlines: Mutex<BTreeSet<(i64, String)>>,
-    deadline_moved: Notify,
+    /// Shared with the timeout task, which waits on it without keeping the
+    /// service alive.
+    deadline_moved: Arc<Notify>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -102,14 +114,25 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl TxnService {
     /// Loads the stored states. Transactions left in Prepare* are finished by
     /// [`TxnService::recover`] once the broker serves.
-    pub fn new(config: TxnServiceConfig, records: &[TransactionRecord]) -> TxnService {
+    pub fn new(
+        config: TxnServiceConfig,
+        records: &[TransactionRecord],
+        catalog: Arc<dyn Catalog>,
+        producer_ids: Arc<ProducerIds>,
+        topics: Arc<Topics>,
+        groups: Arc<GroupService>,
+    ) -> TxnService {
         let service = TxnService {
             config,
+            catalog,
+            producer_ids,
+            topics,
+            groups,
             entries: Mutex::new(HashMap::new()),
             open: Mutex::new(HashMap::new()),
             epochs: Mutex::new(HashMap::new()),
             deadlines: Mutex::new(BTreeSet::new()),
-            deadline_moved: Notify::new(),
+            deadline_moved: Arc::new(Notify::new()),
         };
         for r in records {
             let Some(meta) = TxnMeta::from_record(r) else {
@@ -157,7 +180,7 @@ impl TxnService {
         partition: i32,
     ) -> Result<(), i16> {
         if lock(&self.epochs).get(&producer_id).is_some_and(|current| *current > producer_epoch) {
-            return Err(codes::INVALID_PRODUCER_EPOCH);
+            return Err(error_code::INVALID_PRODUCER_EPOCH);
         }
         match lock(&self.open).get(&producer_id) {
             Some((epoch, partitions))
@@ -165,15 +188,15 @@ impl TxnService {
             {
                 Ok(())
             }
-            _ => Err(codes::INVALID_TXN_STATE),
+            _ => Err(error_code::INVALID_TXN_STATE),
         }
     }
 
-    async fn store(&self, ctx: &BrokerContext, transactional_id: &str, meta: &TxnMeta) -> Result<(), i16> {
-        let result = ctx.catalog.store_transaction(meta.record(transactional_id)).await;
+    async fn store(&self, transactional_id: &str, meta: &TxnMeta) -> Result<(), i16> {
+        let result = self.catalog.store_transaction(meta.record(transactional_id)).await;
         result.map_err(|e| {
             log::warn!("transactional id {transactional_id}: storing its state failed: {e}");
-            codes::COORDINATOR_NOT_AVAILABLE
+            error_code::COORDINATOR_NOT_AVAILABLE
         })?;
         self.track(transactional_id, meta);
         Ok(())
@@ -182,7 +205,6 @@ impl TxnService {
     /// InitProducerId with a transactional id: the producer id and epoch to use.
     pub async fn init_producer_id(
         &self,
-        ctx: &BrokerContext,
         transactional_id: &str,
         timeout_ms: i32,
         expected: (i64, i16),
@@ -195,7 +217,7 @@ impl TxnService {
         let now = crate::now_ms();
         let mut meta = match (plan, guard.clone()) {
             (InitPlan::Fresh, _) | (_, None) => {
-                let producer_id = self.new_producer_id(ctx).await?;
+                let producer_id = self.new_producer_id().await?;
                 TxnMeta {
                     producer_id,
                     producer_epoch: 0,
@@ -211,21 +233,21 @@ impl TxnService {
                 // Fence the old producer first: the abort markers carry the
                 // new epoch, so its late batches and its EndTxn are refused.
                 meta.producer_epoch += 1;
-                self.finish(ctx, transactional_id, &mut meta, false).await?;
+                self.finish(transactional_id, &mut meta, false).await?;
                 meta
             }
             (_, Some(meta)) => meta,
         };
         match plan {
             InitPlan::NewProducerId => {
-                meta.producer_id = self.new_producer_id(ctx).await?;
+                meta.producer_id = self.new_producer_id().await?;
                 meta.producer_epoch = 0;
             }
             InitPlan::BumpEpoch | InitPlan::AbortOpenThenBump => meta.producer_epoch += 1,
             InitPlan::Fresh => {}
         }
         if meta.producer_epoch == i16::MAX {
-            meta.producer_id = self.new_producer_id(ctx).await?;
+            meta.producer_id = self.new_producer_id().await?;
             meta.producer_epoch = 0;
         }
         let previous_producer = guard.as_ref().map(|m| m.producer_id);
@@ -234,7 +256,7 @@ impl TxnService {
         meta.partitions.clear();
         meta.groups.clear();
         meta.pending.clear();
-        self.store(ctx, transactional_id, &meta).await?;
+        self.store(transactional_id, &meta).await?;
         if let Some(old) = previous_producer.filter(|old| *old != meta.producer_id) {
             lock(&self.open).remove(&old);
             lock(&self.epochs).remove(&old);
@@ -244,10 +266,10 @@ impl TxnService {
         Ok(answer)
     }
 
-    async fn new_producer_id(&self, ctx: &BrokerContext) -> Result<i64, i16> {
-        ctx.producer_ids.next(ctx.catalog.as_ref()).await.map_err(|e| {
+    async fn new_producer_id(&self) -> Result<i64, i16> {
+        self.producer_ids.next().await.map_err(|e| {
             log::warn!("InitProducerId: cannot reserve producer ids: {e}");
-            codes::COORDINATOR_NOT_AVAILABLE
+            error_code::COORDINATOR_NOT_AVAILABLE
         })
     }
 
@@ -258,9 +280,9 @@ impl TxnService {
         producer: (i64, i16),
         fenced_code: i16,
     ) -> Result<tokio::sync::OwnedMutexGuard<Option<TxnMeta>>, i16> {
-        let entry = self.existing(transactional_id).ok_or(codes::INVALID_PRODUCER_ID_MAPPING)?;
+        let entry = self.existing(transactional_id).ok_or(error_code::INVALID_PRODUCER_ID_MAPPING)?;
         let guard = entry.lock_owned().await;
-        let meta = guard.as_ref().ok_or(codes::INVALID_PRODUCER_ID_MAPPING)?;
+        let meta = guard.as_ref().ok_or(error_code::INVALID_PRODUCER_ID_MAPPING)?;
         rules::check_producer((meta.producer_id, meta.producer_epoch), producer, fenced_code)?;
         Ok(guard)
     }
@@ -269,42 +291,40 @@ impl TxnService {
     /// one fails the request: the others are OPERATION_NOT_ATTEMPTED).
     pub async fn add_partitions(
         &self,
-        ctx: &BrokerContext,
         transactional_id: &str,
         producer: (i64, i16),
         fenced_code: i16,
         partitions: &[(String, i32)],
     ) -> Vec<((String, i32), i16)> {
-        let unknown: Vec<bool> = partitions
-            .iter()
-            .map(|(t, p)| ctx.topic(t).and_then(|topic| topic.partition(*p).cloned()).is_none())
-            .collect();
+        let unknown: Vec<bool> = partitions.iter().map(|(t, p)| self.topics.partition(t, *p).is_none()).collect();
         if unknown.iter().any(|u| *u) {
             return partitions
                 .iter()
                 .zip(unknown)
                 .map(|(tp, u)| {
-                    (tp.clone(), if u { codes::UNKNOWN_TOPIC_OR_PARTITION } else { codes::OPERATION_NOT_ATTEMPTED })
+                    (
+                        tp.clone(),
+                        if u { error_code::UNKNOWN_TOPIC_OR_PARTITION } else { error_code::OPERATION_NOT_ATTEMPTED },
+                    )
                 })
                 .collect();
         }
-        let result = self.add(ctx, transactional_id, producer, fenced_code, |meta| {
+        let result = self.add(transactional_id, producer, fenced_code, |meta| {
             meta.partitions.extend(partitions.iter().cloned());
         });
-        let code = result.await.err().unwrap_or(codes::NONE);
+        let code = result.await.err().unwrap_or(error_code::NONE);
         partitions.iter().map(|tp| (tp.clone(), code)).collect()
     }
 
     /// AddOffsetsToTxn: the group's offsets will be committed with the transaction.
     pub async fn add_offsets(
         &self,
-        ctx: &BrokerContext,
         transactional_id: &str,
         producer: (i64, i16),
         fenced_code: i16,
         group_id: &str,
     ) -> Result<(), i16> {
-        self.add(ctx, transactional_id, producer, fenced_code, |meta| {
+        self.add(transactional_id, producer, fenced_code, |meta| {
             meta.groups.insert(group_id.to_string());
         })
         .await
@@ -312,14 +332,13 @@ impl TxnService {
 
     async fn add(
         &self,
-        ctx: &BrokerContext,
         transactional_id: &str,
         producer: (i64, i16),
         fenced_code: i16,
         change: impl FnOnce(&mut TxnMeta),
     ) -> Result<(), i16> {
         let mut guard = self.checked(transactional_id, producer, fenced_code).await?;
-        let Some(current) = guard.as_ref() else { return Err(codes::INVALID_PRODUCER_ID_MAPPING) };
+        let Some(current) = guard.as_ref() else { return Err(error_code::INVALID_PRODUCER_ID_MAPPING) };
         rules::check_can_add(current.state)?;
         let mut meta = current.clone();
         if meta.state != TxnState::Ongoing {
@@ -333,7 +352,7 @@ impl TxnService {
         change(&mut meta);
         let unchanged = current.state == TxnState::Ongoing && before == (meta.partitions.len(), meta.groups.len());
         if !unchanged {
-            self.store(ctx, transactional_id, &meta).await?;
+            self.store(transactional_id, &meta).await?;
         }
         *guard = Some(meta);
         Ok(())
@@ -343,7 +362,6 @@ impl TxnService {
     /// stored with the transaction's state before the answer.
     pub async fn txn_offset_commit(
         &self,
-        ctx: &BrokerContext,
         transactional_id: &str,
         producer: (i64, i16),
         fenced_code: i16,
@@ -351,9 +369,9 @@ impl TxnService {
         offsets: TxnOffsets,
     ) -> Result<(), i16> {
         let mut guard = self.checked(transactional_id, producer, fenced_code).await?;
-        let Some(current) = guard.as_ref() else { return Err(codes::INVALID_PRODUCER_ID_MAPPING) };
+        let Some(current) = guard.as_ref() else { return Err(error_code::INVALID_PRODUCER_ID_MAPPING) };
         if current.state != TxnState::Ongoing || !current.groups.contains(group_id) {
-            return Err(codes::INVALID_TXN_STATE);
+            return Err(error_code::INVALID_TXN_STATE);
         }
         let mut meta = current.clone();
         let now = crate::now_ms();
@@ -369,7 +387,7 @@ impl TxnService {
             };
             meta.pending.insert((group_id.to_string(), topic, partition), committed);
         }
-        self.store(ctx, transactional_id, &meta).await?;
+        self.store(transactional_id, &meta).await?;
         *guard = Some(meta);
         Ok(())
     }
@@ -377,19 +395,18 @@ impl TxnService {
     /// EndTxn: commit or abort the open transaction; answered when complete.
     pub async fn end_txn(
         &self,
-        ctx: &BrokerContext,
         transactional_id: &str,
         producer: (i64, i16),
         fenced_code: i16,
         commit: bool,
     ) -> Result<(), i16> {
         let mut guard = self.checked(transactional_id, producer, fenced_code).await?;
-        let Some(current) = guard.as_ref() else { return Err(codes::INVALID_PRODUCER_ID_MAPPING) };
+        let Some(current) = guard.as_ref() else { return Err(error_code::INVALID_PRODUCER_ID_MAPPING) };
         match rules::plan_end(current.state, commit)? {
             EndPlan::AlreadyDone => Ok(()),
             EndPlan::End => {
                 let mut meta = current.clone();
-                let result = self.finish(ctx, transactional_id, &mut meta, commit).await;
+                let result = self.finish(transactional_id, &mut meta, commit).await;
                 *guard = Some(meta);
                 result
             }
@@ -399,19 +416,13 @@ impl TxnService {
     /// Prepare (stored), markers (durable), complete (stored, with the offsets
     /// of a commit). On failure the state stays Prepare*, which the next
     /// start (or the id's next InitProducerId after a retry) finishes.
-    async fn finish(
-        &self,
-        ctx: &BrokerContext,
-        transactional_id: &str,
-        meta: &mut TxnMeta,
-        commit: bool,
-    ) -> Result<(), i16> {
+    async fn finish(&self, transactional_id: &str, meta: &mut TxnMeta, commit: bool) -> Result<(), i16> {
         meta.state = if commit { TxnState::PrepareCommit } else { TxnState::PrepareAbort };
         if !commit {
             meta.pending.clear();
         }
-        self.store(ctx, transactional_id, meta).await?;
-        self.write_markers(ctx, meta, commit).await?;
+        self.store(transactional_id, meta).await?;
+        self.write_markers(meta, commit).await?;
         let offsets: Vec<CommittedOffset> = meta.pending.values().cloned().collect();
         meta.state = if commit { TxnState::CompleteCommit } else { TxnState::CompleteAbort };
         meta.partitions.clear();
@@ -419,28 +430,28 @@ impl TxnService {
         meta.pending.clear();
         let record = meta.record(transactional_id);
         let stored = if commit && !offsets.is_empty() {
-            ctx.catalog.complete_transaction(record, offsets.clone()).await
+            self.catalog.complete_transaction(record, offsets.clone()).await
         } else {
-            ctx.catalog.store_transaction(record).await
+            self.catalog.store_transaction(record).await
         };
         stored.map_err(|e| {
             log::warn!("transactional id {transactional_id}: completing failed: {e}");
-            codes::COORDINATOR_NOT_AVAILABLE
+            error_code::COORDINATOR_NOT_AVAILABLE
         })?;
         self.track(transactional_id, meta);
         if !offsets.is_empty() {
-            ctx.groups.load_committed_offsets(offsets);
+            self.groups.load_committed_offsets(offsets);
         }
         Ok(())
     }
 
-    async fn write_markers(&self, ctx: &BrokerContext, meta: &TxnMeta, commit: bool) -> Result<(), i16> {
+    async fn write_markers(&self, meta: &TxnMeta, commit: bool) -> Result<(), i16> {
         let end = if commit { TxnEnd::Commit } else { TxnEnd::Abort };
         let now = crate::now_ms();
         let mut waits = Vec::new();
         for (topic, index) in &meta.partitions {
             // A partition deleted since has nothing left to mark.
-            let Some(partition) = ctx.topic(topic).and_then(|t| t.partition(*index).cloned()) else { continue };
+            let Some(partition) = self.topics.partition(topic, *index) else { continue };
             match partition.append_marker(meta.producer_id, meta.producer_epoch, end, COORDINATOR_EPOCH, now) {
                 Ok(AppendOutcome::Appended(appended)) => waits.push((partition, appended.last_offset + 1)),
                 Ok(other) => {
@@ -450,21 +461,21 @@ impl TxnService {
                 }
                 Err(e) => {
                     log::error!("writing a transaction marker to {topic}-{index} failed: {e}");
-                    return Err(codes::COORDINATOR_NOT_AVAILABLE);
+                    return Err(error_code::COORDINATOR_NOT_AVAILABLE);
                 }
             }
         }
         for (partition, end_offset) in waits {
             if let Err(e) = partition.wait_durable(end_offset).await {
                 log::error!("transaction marker in {}-{} not durable: {e}", partition.topic, partition.index);
-                return Err(codes::COORDINATOR_NOT_AVAILABLE);
+                return Err(error_code::COORDINATOR_NOT_AVAILABLE);
             }
         }
         Ok(())
     }
 
     /// Finishes the transactions a crash left in Prepare*.
-    pub async fn recover(&self, ctx: &BrokerContext) {
+    pub async fn recover(&self) {
         let ids: Vec<String> = lock(&self.entries).keys().cloned().collect();
         for id in ids {
             let Some(entry) = self.existing(&id) else { continue };
@@ -479,7 +490,7 @@ impl TxnService {
                 "transactional id {id}: finishing its {} after a restart",
                 if commit { "commit" } else { "abort" }
             );
-            if let Err(code) = self.finish(ctx, &id, &mut meta, commit).await {
+            if let Err(code) = self.finish(&id, &mut meta, commit).await {
                 log::warn!("transactional id {id}: finishing failed (error {code}); retried at its next request");
             }
             *guard = Some(meta);
@@ -488,27 +499,32 @@ impl TxnService {
 
     /// Aborts open transactions past their timeout, fencing their producer
     /// (the epoch is bumped, as Kafka does), sleeping until the next deadline.
-    pub async fn run_timeouts(self: Arc<Self>, ctx: Weak<BrokerContext>) {
+    /// Holds the service only while it acts, so it ends with the broker.
+    pub async fn run_timeouts(service: Weak<TxnService>) {
         loop {
-            let next = lock(&self.deadlines).iter().next().cloned();
+            let Some((next, moved)) =
+                service.upgrade().map(|s| (lock(&s.deadlines).iter().next().cloned(), Arc::clone(&s.deadline_moved)))
+            else {
+                return;
+            };
             match next {
-                None => self.deadline_moved.notified().await,
+                None => moved.notified().await,
                 Some((at_ms, id)) => {
                     let wait = Duration::from_millis((at_ms - crate::now_ms()).max(0) as u64);
                     tokio::select! {
                         _ = tokio::time::sleep(wait) => {
-                            let Some(ctx) = ctx.upgrade() else { return };
-                            lock(&self.deadlines).remove(&(at_ms, id.clone()));
-                            self.abort_timed_out(&ctx, &id).await;
+                            let Some(service) = service.upgrade() else { return };
+                            lock(&service.deadlines).remove(&(at_ms, id.clone()));
+                            service.abort_timed_out(&id).await;
                         }
-                        _ = self.deadline_moved.notified() => {}
+                        _ = moved.notified() => {}
                     }
                 }
             }
         }
     }
 
-    async fn abort_timed_out(&self, ctx: &BrokerContext, transactional_id: &str) {
+    async fn abort_timed_out(&self, transactional_id: &str) {
         let Some(entry) = self.existing(transactional_id) else { return };
         let mut guard = entry.lock().await;
         let Some(mut meta) = guard.clone() else { return };
@@ -521,7 +537,7 @@ impl TxnService {
             meta.timeout_ms
         );
         meta.producer_epoch = meta.producer_epoch.saturating_add(1);
-        if let Err(code) = self.finish(ctx, transactional_id, &mut meta, false).await {
+        if let Err(code) = self.finish(transactional_id, &mut meta, false).await {
             log::warn!("transactional id {transactional_id}: aborting failed (error {code})");
         }
         *guard = Some(meta);

@@ -72,7 +72,7 @@ impl TestBroker {
     /// The partition's log end offset, read inside the broker (it includes
     /// records not yet flushed, unlike the high watermark).
     pub fn log_end(&self, topic: &str, partition: i32) -> i64 {
-        let t = self.broker.context().topic(topic).expect("topic exists");
+        let t = self.broker.context().topics.get(topic).expect("topic exists");
         t.partition(partition).expect("partition exists").log_end_offset()
     }
 

@@ -4,12 +4,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafgres_record::build::{encode_batch, NewRecord, ProducerStamp};
+use kafgres_wire::error_code;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{BrokerId, FetchRequest, ProduceRequest};
 
 use super::{topic_name, unexpected, Client};
-use crate::error::{ClientError, OFFSET_OUT_OF_RANGE};
+use crate::error::ClientError;
 use crate::records::{decode_batches, Record};
 use crate::wait::Wait;
 
@@ -83,7 +84,7 @@ impl<W: Wait> Client<W> {
             .with_topics(vec![FetchTopic::default().with_topic(topic_name(topic)).with_partitions(requested)]);
         let deadline = self.deadline(max_wait);
         let response = self.conn.call(&request, deadline)?;
-        if response.error_code != 0 {
+        if response.error_code != error_code::NONE {
             return Err(ClientError::kafka(API, response.error_code, topic.to_owned()));
         }
         let mut results = Vec::with_capacity(partitions.len());
@@ -99,7 +100,7 @@ impl<W: Wait> Client<W> {
                 continue;
             };
             let result = match data.error_code {
-                0 => {
+                error_code::NONE => {
                     let empty = Bytes::new();
                     decode_batches(data.records.as_ref().unwrap_or(&empty), offset, self.config.decompressed_bytes_max)
                         .map(|decoded| FetchResult {
@@ -109,7 +110,7 @@ impl<W: Wait> Client<W> {
                             next_offset: decoded.next_offset.map_or(offset, |next| next.max(offset)),
                         })
                 }
-                OFFSET_OUT_OF_RANGE => Err(ClientError::OffsetOutOfRange {
+                error_code::OFFSET_OUT_OF_RANGE => Err(ClientError::OffsetOutOfRange {
                     topic: topic.to_owned(),
                     partition,
                     offset,
@@ -149,7 +150,7 @@ impl<W: Wait> Client<W> {
             .flat_map(|t| t.partition_responses.iter())
             .find(|p| p.index == partition)
             .ok_or_else(|| unexpected(API, format_args!("has no answer for {topic}-{partition}")))?;
-        if answer.error_code != 0 {
+        if answer.error_code != error_code::NONE {
             let mut message = format!("{topic}-{partition}");
             if let Some(m) = answer.error_message.as_ref().filter(|m| !m.is_empty()) {
                 message = format!("{message}: {m}");

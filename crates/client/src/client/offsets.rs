@@ -1,6 +1,7 @@
 //! ListOffsets: one partition, many partitions in one request, and the log
 //! bounds of many partitions (two requests pipelined, one round trip).
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, ListOffsetsResponse};
 
@@ -60,7 +61,7 @@ impl<W: Wait> Client<W> {
     pub fn list_offsets(&mut self, topic: &str, partition: i32, spec: OffsetSpec) -> Result<(i64, i64), ClientError> {
         let [p] = <[PartitionOffset; 1]>::try_from(self.list_offsets_many(&[(topic, partition)], spec)?)
             .map_err(|v| unexpected(API, format_args!("has {} partitions, not 1", v.len())))?;
-        if p.error_code != 0 {
+        if p.error_code != error_code::NONE {
             return Err(ClientError::kafka(API, p.error_code, format!("{topic}-{partition}")));
         }
         Ok((p.offset, p.timestamp))
@@ -89,12 +90,12 @@ impl<W: Wait> Client<W> {
         let starts = answers(partitions, &self.conn.receive::<ListOffsetsRequest>(first, deadline)?)?;
         let ends = answers(partitions, &self.conn.receive::<ListOffsetsRequest>(second, deadline)?)?;
         let bounds = starts.into_iter().zip(ends).map(|(start, end)| {
-            let error_code = if start.error_code != 0 { start.error_code } else { end.error_code };
-            let ok = error_code == 0;
+            let code = if start.error_code != error_code::NONE { start.error_code } else { end.error_code };
+            let ok = code == error_code::NONE;
             LogBounds {
                 topic: start.topic,
                 partition: start.partition,
-                error_code,
+                error_code: code,
                 log_start_offset: if ok { start.offset } else { -1 },
                 log_end_offset: if ok { end.offset } else { -1 },
             }
@@ -136,7 +137,7 @@ fn answers(partitions: &[(&str, i32)], response: &ListOffsetsResponse) -> Result
                 .flat_map(|t| t.partitions.iter())
                 .find(|p| p.partition_index == partition)
                 .ok_or_else(|| unexpected(API, format_args!("has no answer for {topic}-{partition}")))?;
-            let ok = answer.error_code == 0;
+            let ok = answer.error_code == error_code::NONE;
             Ok(PartitionOffset {
                 topic: topic.to_owned(),
                 partition,

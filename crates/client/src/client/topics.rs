@@ -1,5 +1,6 @@
 //! Metadata and topic administration.
 
+use kafgres_wire::error_code;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
@@ -18,7 +19,7 @@ use crate::error::ClientError;
 use crate::wait::Wait;
 
 /// One topic as Metadata describes it; a topic that does not exist comes
-/// back with `error_code` 3 (UNKNOWN_TOPIC_OR_PARTITION) and no partitions.
+/// back with `error_code` UNKNOWN_TOPIC_OR_PARTITION and no partitions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicInfo {
     pub name: String,
@@ -44,7 +45,6 @@ impl<W: Wait> Client<W> {
     /// broker's default); `Ok(None)` when the topic does not exist.
     pub fn topic_config(&mut self, topic: &str, key: &str) -> Result<Option<String>, ClientError> {
         const API: &str = "DescribeConfigs";
-        const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
         let resource = DescribeConfigsResource::default()
             .with_resource_type(RESOURCE_TOPIC)
             .with_resource_name(StrBytes::from_string(topic.to_owned()))
@@ -55,7 +55,7 @@ impl<W: Wait> Client<W> {
             .iter()
             .find(|r| r.resource_name.as_str() == topic)
             .ok_or_else(|| unexpected(API, format_args!("has no answer for topic {topic}")))?;
-        if result.error_code == UNKNOWN_TOPIC_OR_PARTITION {
+        if result.error_code == error_code::UNKNOWN_TOPIC_OR_PARTITION {
             return Ok(None);
         }
         check_code(API, result.error_code, result.error_message.as_ref(), topic)?;

@@ -13,7 +13,7 @@ use std::cell::RefCell;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Instant;
 
-use kafgres_client::{Client, ClientConfig, ClientError, Interest, Ready, Wait};
+use kafgres_client::{error_code, Client, ClientConfig, ClientError, Interest, Ready, Wait};
 use pgrx::prelude::*;
 use pgrx::{pg_sys, PgSqlErrorCode};
 
@@ -136,10 +136,12 @@ pub fn raise(what: &str, e: ClientError) -> ! {
             PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
             "is the broker running? see the server log and kafgres.port / kafgres.listen_address",
         ),
-        ClientError::Kafka { code: 3, .. } => {
+        ClientError::Kafka { code: error_code::UNKNOWN_TOPIC_OR_PARTITION, .. } => {
             (PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT, "list topics with SELECT name FROM kafgres.topics")
         }
-        ClientError::Kafka { code: 36, .. } => (PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT, "choose another name"),
+        ClientError::Kafka { code: error_code::TOPIC_ALREADY_EXISTS, .. } => {
+            (PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT, "choose another name")
+        }
         ClientError::Kafka { .. } | ClientError::InvalidArgument(_) => {
             (PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "the Kafka error name says why")
         }

@@ -1,8 +1,9 @@
 //! ConsumerGroupDescribe.
 
+use kafgres_wire::error_code;
+
 use super::model::ConsumerMember;
 use super::types::{Assignment, DescribedConsumerGroup, DescribedConsumerMember, NamedPartitions, TopicLookup};
-use crate::group::codes;
 use crate::group::coordinator::GroupCoordinator;
 
 impl GroupCoordinator {
@@ -17,7 +18,7 @@ impl GroupCoordinator {
             .iter()
             .map(|group_id| {
                 let not_found = |message: String| DescribedConsumerGroup {
-                    error_code: codes::GROUP_ID_NOT_FOUND,
+                    error_code: error_code::GROUP_ID_NOT_FOUND,
                     error_message: Some(message),
                     group_id: group_id.clone(),
                     group_state: String::new(),
@@ -35,7 +36,7 @@ impl GroupCoordinator {
                 let members =
                     cg.members.values().map(|m| describe_member(m, cg.target.get(&m.member_id), topics)).collect();
                 DescribedConsumerGroup {
-                    error_code: codes::NONE,
+                    error_code: error_code::NONE,
                     error_message: None,
                     group_id: group_id.clone(),
                     group_state: cg.state().as_str().to_string(),

@@ -3,13 +3,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use kafgres_wire::error_code;
 use uuid::Uuid;
 
 use super::assignor::{assign, AssignmentSpec};
 use super::model::{is_subset, ConsumerGroup, ConsumerMember, MemberState, ASSIGNORS};
 use super::reconcile::reconcile;
 use super::types::*;
-use crate::group::codes;
 use crate::group::coordinator::{Ctx, GroupCoordinator};
 use crate::group::model::{Group, CONSUMER_PROTOCOL_TYPE};
 use crate::group::timers::{TimerAction, TimerKind};
@@ -25,43 +25,43 @@ fn refuse<T>(code: i16, message: impl Into<String>) -> Result<T, Refusal> {
 fn validate(request: &ConsumerHeartbeatRequest) -> Result<(), Refusal> {
     let empty = |s: &Option<String>| s.as_deref().is_some_and(|s| s.trim().is_empty());
     if request.group_id.trim().is_empty() {
-        return refuse(codes::INVALID_REQUEST, "GroupId can't be empty.");
+        return refuse(error_code::INVALID_REQUEST, "GroupId can't be empty.");
     }
     if empty(&request.instance_id) {
-        return refuse(codes::INVALID_REQUEST, "InstanceId can't be empty.");
+        return refuse(error_code::INVALID_REQUEST, "InstanceId can't be empty.");
     }
     if empty(&request.rack_id) {
-        return refuse(codes::INVALID_REQUEST, "RackId can't be empty.");
+        return refuse(error_code::INVALID_REQUEST, "RackId can't be empty.");
     }
     let member_id_required = request.api_version >= 1 || request.member_epoch != JOIN_MEMBER_EPOCH;
     if member_id_required && request.member_id.trim().is_empty() {
-        return refuse(codes::INVALID_REQUEST, "MemberId can't be empty.");
+        return refuse(error_code::INVALID_REQUEST, "MemberId can't be empty.");
     }
     match request.member_epoch {
         JOIN_MEMBER_EPOCH => {
             if request.rebalance_timeout_ms == -1 {
-                return refuse(codes::INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.");
+                return refuse(error_code::INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.");
             }
             if request.owned_partitions.as_ref().is_none_or(|owned| owned.values().any(|p| !p.is_empty())) {
-                return refuse(codes::INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.");
+                return refuse(error_code::INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.");
             }
             if request.subscribed_topic_names.is_none() && request.subscribed_topic_regex.is_none() {
                 return refuse(
-                    codes::INVALID_REQUEST,
+                    error_code::INVALID_REQUEST,
                     "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
                 );
             }
         }
         LEAVE_STATIC_MEMBER_EPOCH if request.instance_id.is_none() => {
-            return refuse(codes::INVALID_REQUEST, "InstanceId can't be null.");
+            return refuse(error_code::INVALID_REQUEST, "InstanceId can't be null.");
         }
         epoch if epoch > 0 || epoch == LEAVE_MEMBER_EPOCH || epoch == LEAVE_STATIC_MEMBER_EPOCH => {}
-        _ => return refuse(codes::INVALID_REQUEST, "MemberEpoch is invalid."),
+        _ => return refuse(error_code::INVALID_REQUEST, "MemberEpoch is invalid."),
     }
     if let Some(assignor) = &request.server_assignor {
         if !ASSIGNORS.contains(&assignor.as_str()) {
             return refuse(
-                codes::UNSUPPORTED_ASSIGNOR,
+                error_code::UNSUPPORTED_ASSIGNOR,
                 format!("ServerAssignor {assignor} is not supported. Supported assignors: {}.", ASSIGNORS.join(", ")),
             );
         }
@@ -69,7 +69,7 @@ fn validate(request: &ConsumerHeartbeatRequest) -> Result<(), Refusal> {
     if let Some(regex) = &request.subscribed_topic_regex {
         compile(regex).map_err(|e| {
             (
-                codes::INVALID_REGULAR_EXPRESSION,
+                error_code::INVALID_REGULAR_EXPRESSION,
                 format!("SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}."),
             )
         })?;
@@ -114,16 +114,16 @@ impl GroupCoordinator {
     fn consumer_group_mut(&mut self, now_ms: i64, group_id: &str, create: bool) -> Result<&mut Group, Refusal> {
         if !self.groups.contains_key(group_id) {
             if !create {
-                return refuse(codes::GROUP_ID_NOT_FOUND, format!("Group {group_id} not found."));
+                return refuse(error_code::GROUP_ID_NOT_FOUND, format!("Group {group_id} not found."));
             }
             self.groups.insert(group_id.to_string(), Group::new(group_id, now_ms));
         }
-        let group = self.groups.get_mut(group_id).ok_or((codes::UNKNOWN_SERVER_ERROR, String::new()))?;
+        let group = self.groups.get_mut(group_id).ok_or((error_code::UNKNOWN_SERVER_ERROR, String::new()))?;
         if group.consumer.is_none() {
             let empty_classic =
                 group.state == GroupState::Empty && group.members.is_empty() && group.pending_join.is_empty();
             if !(create && empty_classic) {
-                return refuse(codes::GROUP_ID_NOT_FOUND, format!("Group {group_id} is not a consumer group."));
+                return refuse(error_code::GROUP_ID_NOT_FOUND, format!("Group {group_id} is not a consumer group."));
             }
             group.become_consumer_group(now_ms);
         }
@@ -146,8 +146,8 @@ impl GroupCoordinator {
         let heartbeat_interval_ms = self.config.consumer_heartbeat_interval_ms;
         self.consumer_group_mut(now_ms, &request.group_id, joining)?;
         let (mut ctx, groups) = self.split(now_ms, effects);
-        let group = groups.get_mut(&request.group_id).ok_or((codes::UNKNOWN_SERVER_ERROR, String::new()))?;
-        let cg = group.consumer.as_deref_mut().ok_or((codes::UNKNOWN_SERVER_ERROR, String::new()))?;
+        let group = groups.get_mut(&request.group_id).ok_or((error_code::UNKNOWN_SERVER_ERROR, String::new()))?;
+        let cg = group.consumer.as_deref_mut().ok_or((error_code::UNKNOWN_SERVER_ERROR, String::new()))?;
 
         let (member, is_new) = find_or_create_member(cg, &request, members_max)?;
         let mut updated = member.clone();
@@ -214,7 +214,7 @@ impl GroupCoordinator {
             && request.owned_partitions.is_some();
         let send_assignment = joining || full_request || reconciled.assigned != member.assigned || is_new;
         let response = ConsumerHeartbeatResponse {
-            error_code: codes::NONE,
+            error_code: error_code::NONE,
             error_message: None,
             member_id: Some(member_id),
             member_epoch: reconciled.member_epoch,
@@ -235,16 +235,16 @@ impl GroupCoordinator {
     ) -> Result<ConsumerHeartbeatResponse, Refusal> {
         self.consumer_group_mut(now_ms, &request.group_id, false)?;
         let (mut ctx, groups) = self.split(now_ms, effects);
-        let group = groups.get_mut(&request.group_id).ok_or((codes::UNKNOWN_SERVER_ERROR, String::new()))?;
-        let cg = group.consumer.as_deref_mut().ok_or((codes::UNKNOWN_SERVER_ERROR, String::new()))?;
+        let group = groups.get_mut(&request.group_id).ok_or((error_code::UNKNOWN_SERVER_ERROR, String::new()))?;
+        let cg = group.consumer.as_deref_mut().ok_or((error_code::UNKNOWN_SERVER_ERROR, String::new()))?;
         let member_id = match &request.instance_id {
             Some(instance_id) => {
                 let Some(current) = cg.static_members.get(instance_id) else {
-                    return refuse(codes::UNKNOWN_MEMBER_ID, format!("Instance id {instance_id} is unknown."));
+                    return refuse(error_code::UNKNOWN_MEMBER_ID, format!("Instance id {instance_id} is unknown."));
                 };
                 if *current != request.member_id {
                     return refuse(
-                        codes::FENCED_INSTANCE_ID,
+                        error_code::FENCED_INSTANCE_ID,
                         format!(
                             "Static member {} with instance id {instance_id} was fenced by member {current}.",
                             request.member_id
@@ -256,7 +256,7 @@ impl GroupCoordinator {
             None if cg.members.contains_key(&request.member_id) => request.member_id.clone(),
             None => {
                 return refuse(
-                    codes::UNKNOWN_MEMBER_ID,
+                    error_code::UNKNOWN_MEMBER_ID,
                     format!("Member {} is not a member of group {}.", request.member_id, request.group_id),
                 )
             }
@@ -277,7 +277,7 @@ impl GroupCoordinator {
             update_state(group, state, now_ms);
         }
         Ok(ConsumerHeartbeatResponse {
-            error_code: codes::NONE,
+            error_code: error_code::NONE,
             error_message: None,
             member_id: Some(member_id),
             member_epoch: request.member_epoch,
@@ -332,7 +332,7 @@ fn find_or_create_member(
     let full = |cg: &ConsumerGroup| -> Result<(), Refusal> {
         if cg.members.len() >= members_max {
             return refuse(
-                codes::GROUP_MAX_SIZE_REACHED,
+                error_code::GROUP_MAX_SIZE_REACHED,
                 format!("The consumer group has reached its maximum capacity of {members_max} members."),
             );
         }
@@ -350,7 +350,7 @@ fn find_or_create_member(
                     }
                 },
                 Some(old) if old.member_epoch != LEAVE_STATIC_MEMBER_EPOCH => refuse(
-                    codes::UNRELEASED_INSTANCE_ID,
+                    error_code::UNRELEASED_INSTANCE_ID,
                     format!("Static member {} with instance id {instance_id} is not released yet.", old.member_id),
                 ),
                 Some(old) => {
@@ -371,11 +371,11 @@ fn find_or_create_member(
             };
         }
         let Some(existing) = existing else {
-            return refuse(codes::UNKNOWN_MEMBER_ID, format!("Instance id {instance_id} is unknown."));
+            return refuse(error_code::UNKNOWN_MEMBER_ID, format!("Instance id {instance_id} is unknown."));
         };
         if existing.member_id != request.member_id {
             return refuse(
-                codes::FENCED_INSTANCE_ID,
+                error_code::FENCED_INSTANCE_ID,
                 format!(
                     "Static member {} with instance id {instance_id} was fenced by member {}.",
                     request.member_id, existing.member_id
@@ -396,7 +396,7 @@ fn find_or_create_member(
             Ok((ConsumerMember::new(&request.member_id), true))
         }
         None => refuse(
-            codes::UNKNOWN_MEMBER_ID,
+            error_code::UNKNOWN_MEMBER_ID,
             format!("Member {} is not a member of group {}.", request.member_id, request.group_id),
         ),
     }
@@ -413,7 +413,7 @@ fn check_epoch(member: &ConsumerMember, request: &ConsumerHeartbeatRequest) -> R
                 || !request.owned_partitions.as_ref().is_some_and(|owned| is_subset(owned, &member.assigned))));
     if fenced {
         return refuse(
-            codes::FENCED_MEMBER_EPOCH,
+            error_code::FENCED_MEMBER_EPOCH,
             format!(
                 "The consumer group member has a member epoch ({received}) that does not match the coordinator's ({}).",
                 member.member_epoch

@@ -1,5 +1,7 @@
 //! ListGroups, DescribeGroups, DeleteGroups.
 
+use kafgres_wire::error_code;
+
 use super::*;
 
 fn simple_commit(h: &mut H, group_id: &str) {
@@ -43,7 +45,7 @@ fn describe_shows_metadata_and_assignments_only_when_stable() {
     let stable = h.c.describe_groups(5, &[GROUP.to_string()]).remove(0);
     assert_eq!(
         (stable.error_code, stable.state, stable.protocol_type.as_str()),
-        (codes::NONE, GroupState::Stable, "consumer")
+        (error_code::NONE, GroupState::Stable, "consumer")
     );
     assert_eq!(stable.protocol_data, "range");
     assert_eq!(stable.members.len(), 2);
@@ -63,9 +65,9 @@ fn describe_shows_metadata_and_assignments_only_when_stable() {
 fn describe_unknown_groups_as_dead() {
     let h = H::new();
     let old = h.c.describe_groups(5, &["nope".to_string()]).remove(0);
-    assert_eq!((old.error_code, old.state, old.group_id.as_str()), (codes::NONE, GroupState::Dead, "nope"));
+    assert_eq!((old.error_code, old.state, old.group_id.as_str()), (error_code::NONE, GroupState::Dead, "nope"));
     let new = h.c.describe_groups(6, &["nope".to_string()]).remove(0);
-    assert_eq!((new.error_code, new.state), (codes::GROUP_ID_NOT_FOUND, GroupState::Dead));
+    assert_eq!((new.error_code, new.state), (error_code::GROUP_ID_NOT_FOUND, GroupState::Dead));
 }
 
 #[test]
@@ -77,9 +79,9 @@ fn delete_groups_rules() {
     assert_eq!(
         results,
         [
-            (GROUP.to_string(), codes::NON_EMPTY_GROUP),
-            ("offsets-only".to_string(), codes::NONE),
-            ("nope".to_string(), codes::GROUP_ID_NOT_FOUND),
+            (GROUP.to_string(), error_code::NON_EMPTY_GROUP),
+            ("offsets-only".to_string(), error_code::NONE),
+            ("nope".to_string(), error_code::GROUP_ID_NOT_FOUND),
         ]
     );
     assert_eq!(effects, [Effect::DeleteGroup { group_id: "offsets-only".into() }]);
@@ -90,7 +92,7 @@ fn delete_groups_rules() {
     // Once its last member has left, the group can go.
     h.leave(&[(&members[0], None)]);
     let (results, _) = h.c.delete_groups(h.now, &[GROUP.into()]);
-    assert_eq!(results, [(GROUP.to_string(), codes::NONE)]);
+    assert_eq!(results, [(GROUP.to_string(), error_code::NONE)]);
     assert_eq!(h.c.group_count(), 0);
     assert_eq!(h.c.next_deadline(), None);
 }

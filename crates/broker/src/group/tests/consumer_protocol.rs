@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use kafgres_wire::error_code;
 use uuid::Uuid;
 
 use super::*;
@@ -100,7 +101,7 @@ impl C {
 
     fn ok(&mut self, request: ConsumerHeartbeatRequest) -> ConsumerHeartbeatResponse {
         let response = self.send(request);
-        assert_eq!(response.error_code, codes::NONE, "{response:?}");
+        assert_eq!(response.error_code, error_code::NONE, "{response:?}");
         response
     }
 
@@ -143,28 +144,31 @@ fn intersects(a: &Assignment, b: &Assignment) -> bool {
 fn invalid_requests_are_refused_with_kafkas_codes() {
     let mut c = C::new(&[(TOPIC, 6)]);
     let cases: Vec<(ConsumerHeartbeatRequest, i16)> = vec![
-        (ConsumerHeartbeatRequest { group_id: String::new(), ..join("a", &[TOPIC]) }, codes::INVALID_REQUEST),
-        (ConsumerHeartbeatRequest { member_id: String::new(), ..join("a", &[TOPIC]) }, codes::INVALID_REQUEST),
-        (ConsumerHeartbeatRequest { rebalance_timeout_ms: -1, ..join("a", &[TOPIC]) }, codes::INVALID_REQUEST),
-        (ConsumerHeartbeatRequest { owned_partitions: None, ..join("a", &[TOPIC]) }, codes::INVALID_REQUEST),
+        (ConsumerHeartbeatRequest { group_id: String::new(), ..join("a", &[TOPIC]) }, error_code::INVALID_REQUEST),
+        (ConsumerHeartbeatRequest { member_id: String::new(), ..join("a", &[TOPIC]) }, error_code::INVALID_REQUEST),
+        (ConsumerHeartbeatRequest { rebalance_timeout_ms: -1, ..join("a", &[TOPIC]) }, error_code::INVALID_REQUEST),
+        (ConsumerHeartbeatRequest { owned_partitions: None, ..join("a", &[TOPIC]) }, error_code::INVALID_REQUEST),
         (
             ConsumerHeartbeatRequest { owned_partitions: Some(parts(Uuid::from_u128(1), &[0])), ..join("a", &[TOPIC]) },
-            codes::INVALID_REQUEST,
+            error_code::INVALID_REQUEST,
         ),
-        (ConsumerHeartbeatRequest { subscribed_topic_names: None, ..join("a", &[TOPIC]) }, codes::INVALID_REQUEST),
-        (ConsumerHeartbeatRequest { member_epoch: -3, ..join("a", &[TOPIC]) }, codes::INVALID_REQUEST),
-        (ConsumerHeartbeatRequest { member_epoch: -2, ..join("a", &[TOPIC]) }, codes::INVALID_REQUEST),
-        (ConsumerHeartbeatRequest { instance_id: Some(" ".into()), ..join("a", &[TOPIC]) }, codes::INVALID_REQUEST),
+        (ConsumerHeartbeatRequest { subscribed_topic_names: None, ..join("a", &[TOPIC]) }, error_code::INVALID_REQUEST),
+        (ConsumerHeartbeatRequest { member_epoch: -3, ..join("a", &[TOPIC]) }, error_code::INVALID_REQUEST),
+        (ConsumerHeartbeatRequest { member_epoch: -2, ..join("a", &[TOPIC]) }, error_code::INVALID_REQUEST),
+        (
+            ConsumerHeartbeatRequest { instance_id: Some(" ".into()), ..join("a", &[TOPIC]) },
+            error_code::INVALID_REQUEST,
+        ),
         (
             ConsumerHeartbeatRequest { server_assignor: Some("sticky".into()), ..join("a", &[TOPIC]) },
-            codes::UNSUPPORTED_ASSIGNOR,
+            error_code::UNSUPPORTED_ASSIGNOR,
         ),
         (
             ConsumerHeartbeatRequest { subscribed_topic_regex: Some("t(".into()), ..join("a", &[]) },
-            codes::INVALID_REGULAR_EXPRESSION,
+            error_code::INVALID_REGULAR_EXPRESSION,
         ),
-        (beat("a", 5, None), codes::GROUP_ID_NOT_FOUND),
-        (beat("a", -1, None), codes::GROUP_ID_NOT_FOUND),
+        (beat("a", 5, None), error_code::GROUP_ID_NOT_FOUND),
+        (beat("a", -1, None), error_code::GROUP_ID_NOT_FOUND),
     ];
     for (request, code) in cases {
         let response = c.send(request.clone());
@@ -215,8 +219,8 @@ fn a_leaving_member_hands_its_partitions_to_the_others() {
     assert_eq!(b.assignment, Some(parts(c.topics.id(TOPIC), &[0, 1, 2, 3, 4, 5])));
     assert_eq!(c.h.state(), Some(GroupState::Stable));
     // The one who left is gone.
-    assert_eq!(c.send(beat("a", 2, None)).error_code, codes::UNKNOWN_MEMBER_ID);
-    assert_eq!(c.send(beat("a", -1, None)).error_code, codes::UNKNOWN_MEMBER_ID);
+    assert_eq!(c.send(beat("a", 2, None)).error_code, error_code::UNKNOWN_MEMBER_ID);
+    assert_eq!(c.send(beat("a", -1, None)).error_code, error_code::UNKNOWN_MEMBER_ID);
     // The last one leaving empties the group.
     c.ok(beat("b", -1, None));
     assert_eq!(c.h.state(), Some(GroupState::Empty));
@@ -232,7 +236,7 @@ fn a_silent_member_is_fenced_after_the_session_timeout() {
     assert_eq!(c.ok(beat("a", 1, Some(kept))).member_epoch, 2);
     c.h.advance(6_000); // b: 46 s of silence
     assert_eq!(c.describe().members.len(), 1);
-    assert_eq!(c.send(beat("b", 2, None)).error_code, codes::UNKNOWN_MEMBER_ID);
+    assert_eq!(c.send(beat("b", 2, None)).error_code, error_code::UNKNOWN_MEMBER_ID);
     // a, kept alive by its heartbeats, ends with every partition.
     let a = c.ok(beat("a", 2, None));
     assert_eq!((a.member_epoch, a.assignment.map(|x| count(&x))), (3, Some(4)));
@@ -252,7 +256,7 @@ fn a_member_that_never_revokes_is_fenced_after_its_rebalance_timeout() {
         c.ok(beat("a", 1, None)); // keeps heartbeating, never revokes
     }
     c.h.advance(3_000); // 21 s since the revocation was asked
-    assert_eq!(c.send(beat("a", 1, None)).error_code, codes::UNKNOWN_MEMBER_ID);
+    assert_eq!(c.send(beat("a", 1, None)).error_code, error_code::UNKNOWN_MEMBER_ID);
     let b = c.ok(beat("b", 2, None));
     assert_eq!(b.assignment.map(|x| count(&x)), Some(6));
 }
@@ -262,11 +266,11 @@ fn member_epochs_ahead_or_behind_are_fenced_except_the_lost_answer_case() {
     let mut c = C::new(&[(TOPIC, 6)]);
     let (kept, _) = c.two_members();
     let t = c.topics.id(TOPIC);
-    assert_eq!(c.send(beat("a", 3, None)).error_code, codes::FENCED_MEMBER_EPOCH);
+    assert_eq!(c.send(beat("a", 3, None)).error_code, error_code::FENCED_MEMBER_EPOCH);
     // Epoch 1 is a's previous epoch: accepted if it owns no more than it has.
-    assert_eq!(c.send(beat("a", 1, Some(kept.clone()))).error_code, codes::NONE);
-    assert_eq!(c.send(beat("a", 1, None)).error_code, codes::FENCED_MEMBER_EPOCH);
-    assert_eq!(c.send(beat("a", 1, Some(parts(t, &[0, 1, 2, 3, 4, 5])))).error_code, codes::FENCED_MEMBER_EPOCH);
+    assert_eq!(c.send(beat("a", 1, Some(kept.clone()))).error_code, error_code::NONE);
+    assert_eq!(c.send(beat("a", 1, None)).error_code, error_code::FENCED_MEMBER_EPOCH);
+    assert_eq!(c.send(beat("a", 1, Some(parts(t, &[0, 1, 2, 3, 4, 5])))).error_code, error_code::FENCED_MEMBER_EPOCH);
     // A fenced member rejoins with epoch 0 and the same id.
     let again = c.ok(join("a", &[TOPIC]));
     assert_eq!(again.member_epoch, 2);
@@ -287,7 +291,7 @@ fn a_static_member_returns_without_a_rebalance() {
     let epoch = c.describe().group_epoch;
 
     // Another process with the same instance id while s1 is active.
-    assert_eq!(c.send(stat("s2")).error_code, codes::UNRELEASED_INSTANCE_ID);
+    assert_eq!(c.send(stat("s2")).error_code, error_code::UNRELEASED_INSTANCE_ID);
     // s1 leaves temporarily, s2 takes its place and its partitions.
     let left = c.ok(ConsumerHeartbeatRequest { instance_id: Some("i1".into()), ..beat("s1", -2, None) });
     assert_eq!(left.member_epoch, -2);
@@ -296,7 +300,7 @@ fn a_static_member_returns_without_a_rebalance() {
     assert_eq!(c.describe().group_epoch, epoch, "no rebalance");
     // The old member id is fenced.
     let old = c.send(ConsumerHeartbeatRequest { instance_id: Some("i1".into()), ..beat("s1", 2, None) });
-    assert_eq!(old.error_code, codes::FENCED_INSTANCE_ID);
+    assert_eq!(old.error_code, error_code::FENCED_INSTANCE_ID);
 }
 
 #[test]
@@ -379,14 +383,14 @@ fn offset_commits_are_checked_against_the_member_epoch() {
         let (response, _) = c.h.c.offset_commit(c.h.now, &request);
         response.topics[0].1[0].1
     };
-    assert_eq!(code(&mut c, commit(9, 2, "a")), codes::NONE);
-    assert_eq!(code(&mut c, commit(9, 1, "a")), codes::STALE_MEMBER_EPOCH);
-    assert_eq!(code(&mut c, commit(9, 2, "zz")), codes::UNKNOWN_MEMBER_ID);
-    assert_eq!(code(&mut c, commit(8, 2, "a")), codes::UNSUPPORTED_VERSION);
-    assert_eq!(code(&mut c, commit(9, -1, "")), codes::UNKNOWN_MEMBER_ID, "members are in");
+    assert_eq!(code(&mut c, commit(9, 2, "a")), error_code::NONE);
+    assert_eq!(code(&mut c, commit(9, 1, "a")), error_code::STALE_MEMBER_EPOCH);
+    assert_eq!(code(&mut c, commit(9, 2, "zz")), error_code::UNKNOWN_MEMBER_ID);
+    assert_eq!(code(&mut c, commit(8, 2, "a")), error_code::UNSUPPORTED_VERSION);
+    assert_eq!(code(&mut c, commit(9, -1, "")), error_code::UNKNOWN_MEMBER_ID, "members are in");
     c.ok(beat("a", -1, None));
     c.ok(beat("b", -1, None));
-    assert_eq!(code(&mut c, commit(9, -1, "")), codes::NONE, "an empty group takes simple commits");
+    assert_eq!(code(&mut c, commit(9, -1, "")), error_code::NONE, "an empty group takes simple commits");
 }
 
 #[test]
@@ -394,25 +398,25 @@ fn classic_and_consumer_groups_do_not_mix() {
     let mut c = C::new(&[(TOPIC, 6)]);
     c.ok(join("a", &[TOPIC]));
     let classic = unwrap_now(c.h.join(join_request("")));
-    assert_eq!(classic.error_code, codes::INCONSISTENT_GROUP_PROTOCOL);
+    assert_eq!(classic.error_code, error_code::INCONSISTENT_GROUP_PROTOCOL);
     // Listing shows the type; DescribeGroups does not describe it.
     let listed = c.h.c.list_groups(&[], &["Consumer".into()]);
     assert_eq!((listed.len(), listed[0].group_type, listed[0].state.as_str()), (1, "consumer", "Stable"));
     assert!(c.h.c.list_groups(&[], &["classic".into()]).is_empty());
-    assert_eq!(c.h.c.describe_groups(6, &[GROUP.into()])[0].error_code, codes::GROUP_ID_NOT_FOUND);
+    assert_eq!(c.h.c.describe_groups(6, &[GROUP.into()])[0].error_code, error_code::GROUP_ID_NOT_FOUND);
 
     // Empty again, it can become classic; committed offsets stay.
     let (response, _) = c.h.c.offset_commit(c.h.now, &commit(9, 1, "a"));
-    assert_eq!(response.topics[0].1[0].1, codes::NONE);
+    assert_eq!(response.topics[0].1[0].1, error_code::NONE);
     c.ok(beat("a", -1, None));
     let (member_id, _) = c.h.join_new(join_request(""));
     assert!(!member_id.is_empty());
     assert_eq!(c.h.c.list_groups(&[], &["classic".into()]).len(), 1);
     let described = c.h.c.consumer_group_describe(&[GROUP.into()], &c.topics);
-    assert_eq!(described[0].error_code, codes::GROUP_ID_NOT_FOUND);
+    assert_eq!(described[0].error_code, error_code::GROUP_ID_NOT_FOUND);
     assert_eq!(described[0].error_message.as_deref(), Some("Group g is not a consumer group."));
     // A consumer-protocol member cannot join the classic group while it has members.
-    assert_eq!(c.send(join("x", &[TOPIC])).error_code, codes::GROUP_ID_NOT_FOUND);
+    assert_eq!(c.send(join("x", &[TOPIC])).error_code, error_code::GROUP_ID_NOT_FOUND);
     let request = OffsetFetchRequest { group_id: GROUP.into(), topics: Some(vec![(TOPIC.into(), vec![0])]) };
     assert_eq!(c.h.c.offset_fetch(&request).topics[0].1[0].offset, 5);
 }
@@ -428,6 +432,6 @@ fn an_empty_consumer_group_without_offsets_is_collected() {
     let described = c.describe();
     assert_eq!(
         (described.error_code, described.error_message.as_deref()),
-        (codes::GROUP_ID_NOT_FOUND, Some("Group g not found."))
+        (error_code::GROUP_ID_NOT_FOUND, Some("Group g not found."))
     );
 }

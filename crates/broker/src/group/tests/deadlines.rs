@@ -1,6 +1,8 @@
 //! The deadline queue as the broker sees it: `next_deadline`,
 //! `ScheduleDeadline` effects, `on_deadline`, and no leaked timers.
 
+use kafgres_wire::error_code;
+
 use super::super::timers::{TimerAction, TimerKey, TimerKind, Timers};
 use super::*;
 
@@ -41,7 +43,7 @@ fn next_deadline_follows_the_group_through_its_life() {
             group_instance_id: None,
         },
     );
-    assert_eq!(code, codes::NONE);
+    assert_eq!(code, error_code::NONE);
     assert!(scheduled(&effects).is_empty());
     assert_eq!(h.c.next_deadline(), Some(h.now + i64::from(SESSION_MS)));
     // Silence: the session expires, the group empties, and is collected later.
@@ -65,7 +67,7 @@ fn on_deadline_before_the_deadline_does_nothing() {
     let effects = h.c.on_deadline(deadline - 1);
     assert!(effects.is_empty());
     assert_eq!(h.c.next_deadline(), Some(deadline));
-    assert_eq!(h.heartbeat(&members[0], generation), codes::NONE);
+    assert_eq!(h.heartbeat(&members[0], generation), error_code::NONE);
 }
 
 #[test]

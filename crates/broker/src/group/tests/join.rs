@@ -1,12 +1,14 @@
 //! JoinGroup: validation, KIP-394, protocol selection, the group size limit.
 
+use kafgres_wire::error_code;
+
 use super::*;
 
 #[test]
 fn member_id_required_round_trip() {
     let mut h = H::new();
     let first = unwrap_now(h.join(join_request("")));
-    assert_eq!(first.error_code, codes::MEMBER_ID_REQUIRED);
+    assert_eq!(first.error_code, error_code::MEMBER_ID_REQUIRED);
     assert!(first.member_id.starts_with("client-"), "{}", first.member_id);
     assert_eq!(first.generation_id, -1);
     // The group exists, still Empty, with the id pending.
@@ -15,7 +17,7 @@ fn member_id_required_round_trip() {
     let ticket = unwrap_parked(h.join(join_request(&first.member_id)));
     assert_eq!(h.state(), Some(GroupState::PreparingRebalance));
     let answer = h.await_joins(&[ticket]).remove(0);
-    assert_eq!(answer.error_code, codes::NONE);
+    assert_eq!(answer.error_code, error_code::NONE);
     assert_eq!(answer.member_id, first.member_id);
     assert_eq!(answer.leader, first.member_id);
     assert_eq!(answer.generation_id, 1);
@@ -32,7 +34,7 @@ fn join_v3_without_member_id_is_added_at_once() {
     let ticket = unwrap_parked(h.join(JoinGroupRequest { api_version: 3, ..join_request("") }));
     assert_eq!(h.state(), Some(GroupState::PreparingRebalance));
     let answer = h.await_joins(&[ticket]).remove(0);
-    assert_eq!(answer.error_code, codes::NONE);
+    assert_eq!(answer.error_code, error_code::NONE);
     assert!(answer.member_id.starts_with("client-"));
 }
 
@@ -41,11 +43,11 @@ fn session_timeout_must_be_within_broker_bounds() {
     let mut h = H::new();
     for session_timeout_ms in [5_999, 1_800_001] {
         let answer = unwrap_now(h.join(JoinGroupRequest { session_timeout_ms, ..join_request("") }));
-        assert_eq!(answer.error_code, codes::INVALID_SESSION_TIMEOUT);
+        assert_eq!(answer.error_code, error_code::INVALID_SESSION_TIMEOUT);
     }
     for session_timeout_ms in [6_000, 1_800_000] {
         let answer = unwrap_now(h.join(JoinGroupRequest { session_timeout_ms, ..join_request("") }));
-        assert_eq!(answer.error_code, codes::MEMBER_ID_REQUIRED);
+        assert_eq!(answer.error_code, error_code::MEMBER_ID_REQUIRED);
     }
 }
 
@@ -53,7 +55,7 @@ fn session_timeout_must_be_within_broker_bounds() {
 fn empty_group_id_is_invalid() {
     let mut h = H::new();
     let answer = unwrap_now(h.join(JoinGroupRequest { group_id: String::new(), ..join_request("") }));
-    assert_eq!(answer.error_code, codes::INVALID_GROUP_ID);
+    assert_eq!(answer.error_code, error_code::INVALID_GROUP_ID);
     assert_eq!(h.c.group_count(), 0);
 }
 
@@ -61,34 +63,34 @@ fn empty_group_id_is_invalid() {
 fn known_member_id_for_unknown_group_is_unknown_member() {
     let mut h = H::new();
     let answer = unwrap_now(h.join(join_request("ghost")));
-    assert_eq!(answer.error_code, codes::UNKNOWN_MEMBER_ID);
+    assert_eq!(answer.error_code, error_code::UNKNOWN_MEMBER_ID);
     assert_eq!(answer.member_id, "ghost");
     assert_eq!(h.c.group_count(), 0);
     // Also for an existing group that does not know the id.
     h.join_new(join_request(""));
     let answer = unwrap_now(h.join(join_request("ghost")));
-    assert_eq!(answer.error_code, codes::UNKNOWN_MEMBER_ID);
+    assert_eq!(answer.error_code, error_code::UNKNOWN_MEMBER_ID);
 }
 
 #[test]
 fn inconsistent_protocols_are_refused() {
     let mut h = H::new();
     let empty_type = JoinGroupRequest { protocol_type: String::new(), ..join_request("") };
-    assert_eq!(unwrap_now(h.join(empty_type)).error_code, codes::INCONSISTENT_GROUP_PROTOCOL);
+    assert_eq!(unwrap_now(h.join(empty_type)).error_code, error_code::INCONSISTENT_GROUP_PROTOCOL);
     let no_protocols = JoinGroupRequest { protocols: Vec::new(), ..join_request("") };
-    assert_eq!(unwrap_now(h.join(no_protocols)).error_code, codes::INCONSISTENT_GROUP_PROTOCOL);
+    assert_eq!(unwrap_now(h.join(no_protocols)).error_code, error_code::INCONSISTENT_GROUP_PROTOCOL);
 
     h.join_new(join_request(""));
     let other_type = JoinGroupRequest { protocol_type: "connect".into(), ..join_request("") };
-    assert_eq!(unwrap_now(h.join(other_type)).error_code, codes::INCONSISTENT_GROUP_PROTOCOL);
+    assert_eq!(unwrap_now(h.join(other_type)).error_code, error_code::INCONSISTENT_GROUP_PROTOCOL);
     let other_protocol = JoinGroupRequest { protocols: vec![protocol("roundrobin", &["t"])], ..join_request("") };
-    assert_eq!(unwrap_now(h.join(other_protocol)).error_code, codes::INCONSISTENT_GROUP_PROTOCOL);
+    assert_eq!(unwrap_now(h.join(other_protocol)).error_code, error_code::INCONSISTENT_GROUP_PROTOCOL);
     // One shared protocol is enough.
     let shared = JoinGroupRequest {
         protocols: vec![protocol("roundrobin", &["t"]), protocol("range", &["t"])],
         ..join_request("")
     };
-    assert_eq!(unwrap_now(h.join(shared)).error_code, codes::MEMBER_ID_REQUIRED);
+    assert_eq!(unwrap_now(h.join(shared)).error_code, error_code::MEMBER_ID_REQUIRED);
 }
 
 #[test]
@@ -138,13 +140,13 @@ fn group_max_size_refuses_extra_members() {
     let (_, b) = h.join_new(join_request(""));
     // A third member is refused before it even gets an id.
     let refused = unwrap_now(h.join(join_request("")));
-    assert_eq!(refused.error_code, codes::GROUP_MAX_SIZE_REACHED);
+    assert_eq!(refused.error_code, error_code::GROUP_MAX_SIZE_REACHED);
     assert_eq!(refused.member_id, "");
     let answers = h.await_joins(&[unwrap_parked(a), unwrap_parked(b)]);
     assert_eq!(answers[0].members.len(), 2);
     // Once the group is formed, new members are counted against its size.
     let new = unwrap_now(h.join(JoinGroupRequest { api_version: 3, ..join_request("") }));
-    assert_eq!(new.error_code, codes::GROUP_MAX_SIZE_REACHED);
+    assert_eq!(new.error_code, error_code::GROUP_MAX_SIZE_REACHED);
 }
 
 #[test]
@@ -158,7 +160,7 @@ fn pending_member_that_never_rejoins_expires_with_its_session() {
     h.advance(1);
     // ...but now it is gone.
     let late = unwrap_now(h.join(join_request(&pending)));
-    assert_eq!(late.error_code, codes::UNKNOWN_MEMBER_ID);
+    assert_eq!(late.error_code, error_code::UNKNOWN_MEMBER_ID);
     let answer = h.await_joins(&[ticket]).remove(0);
     assert_eq!(answer.leader, other);
     assert_eq!(answer.members.len(), 1);

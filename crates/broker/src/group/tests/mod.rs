@@ -11,8 +11,8 @@ mod static_members;
 mod sync_heartbeat;
 
 use bytes::{BufMut, Bytes, BytesMut};
+use kafgres_wire::error_code;
 
-use super::codes;
 use super::types::*;
 use super::{GroupConfig, GroupCoordinator};
 
@@ -189,7 +189,7 @@ impl H {
     /// rejoin with the id. Returns the id and the rejoin's reply.
     pub fn join_new(&mut self, request: JoinGroupRequest) -> (String, Reply<JoinGroupResponse>) {
         let first = unwrap_now(self.join(request.clone()));
-        assert_eq!(first.error_code, codes::MEMBER_ID_REQUIRED);
+        assert_eq!(first.error_code, error_code::MEMBER_ID_REQUIRED);
         let member_id = first.member_id.clone();
         let reply = self.join(JoinGroupRequest { member_id: member_id.clone(), ..request });
         (member_id, reply)
@@ -211,10 +211,10 @@ impl H {
             members.iter().enumerate().map(|(i, m)| (m.clone(), format!("a{i}"))).collect();
         let refs: Vec<(&str, &str)> = assignments.iter().map(|(m, a)| (m.as_str(), a.as_str())).collect();
         let leader_sync = unwrap_now(self.sync(sync_request(&members[0], generation_id, &refs)));
-        assert_eq!(leader_sync.error_code, codes::NONE);
+        assert_eq!(leader_sync.error_code, error_code::NONE);
         for member_id in &members[1..] {
             let answer = unwrap_now(self.sync(sync_request(member_id, generation_id, &[])));
-            assert_eq!(answer.error_code, codes::NONE);
+            assert_eq!(answer.error_code, error_code::NONE);
         }
         assert_eq!(self.state(), Some(GroupState::Stable));
         (members, generation_id)

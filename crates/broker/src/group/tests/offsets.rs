@@ -1,5 +1,7 @@
 //! OffsetCommit rules, OffsetFetch, OffsetDelete, loading.
 
+use kafgres_wire::error_code;
+
 use super::*;
 
 fn commit(generation_id: i32, member_id: &str, partitions: &[(i32, i64)]) -> OffsetCommitRequest {
@@ -38,7 +40,7 @@ fn member_commit_is_persisted_and_fetched() {
     let mut h = H::new();
     let (members, generation) = h.stable_group(1);
     let (response, effects) = h.c.offset_commit(h.now, &commit(generation, &members[0], &[(0, 42), (1, 7)]));
-    assert_eq!(errors(&response), [codes::NONE, codes::NONE]);
+    assert_eq!(errors(&response), [error_code::NONE, error_code::NONE]);
     let Some(Effect::PersistOffsets { group_id, offsets }) = effects.first() else {
         panic!("expected PersistOffsets, got {effects:?}");
     };
@@ -58,7 +60,7 @@ fn member_commit_is_persisted_and_fetched() {
     let fetched = fetch(&h, &[0, 1, 2]);
     assert_eq!((fetched[0].offset, fetched[0].leader_epoch, fetched[0].metadata.as_str()), (42, 3, "m"));
     assert_eq!(fetched[1].offset, 7);
-    assert_eq!((fetched[2].offset, fetched[2].leader_epoch, fetched[2].error_code), (-1, -1, codes::NONE));
+    assert_eq!((fetched[2].offset, fetched[2].leader_epoch, fetched[2].error_code), (-1, -1, error_code::NONE));
 }
 
 #[test]
@@ -70,10 +72,13 @@ fn group_commit_errors() {
         assert!(effects.iter().all(|e| !matches!(e, Effect::PersistOffsets { .. })));
         errors(&response)
     };
-    assert_eq!(code(&mut h, commit(generation + 1, &members[0], &[(0, 1), (1, 1)])), [codes::ILLEGAL_GENERATION; 2]);
-    assert_eq!(code(&mut h, commit(generation, "ghost", &[(0, 1)])), [codes::UNKNOWN_MEMBER_ID]);
+    assert_eq!(
+        code(&mut h, commit(generation + 1, &members[0], &[(0, 1), (1, 1)])),
+        [error_code::ILLEGAL_GENERATION; 2]
+    );
+    assert_eq!(code(&mut h, commit(generation, "ghost", &[(0, 1)])), [error_code::UNKNOWN_MEMBER_ID]);
     // A simple commit (no generation, no member) to a group with members.
-    assert_eq!(code(&mut h, commit(-1, "", &[(0, 1)])), [codes::UNKNOWN_MEMBER_ID]);
+    assert_eq!(code(&mut h, commit(-1, "", &[(0, 1)])), [error_code::UNKNOWN_MEMBER_ID]);
     assert_eq!(fetch(&h, &[0])[0].offset, -1);
 }
 
@@ -84,11 +89,11 @@ fn commits_during_rebalances() {
     // PreparingRebalance: the current generation may still commit.
     unwrap_parked(h.join(join_request(&members[0])));
     let (response, _) = h.c.offset_commit(h.now, &commit(generation, &members[1], &[(0, 5)]));
-    assert_eq!(errors(&response), [codes::NONE]);
+    assert_eq!(errors(&response), [error_code::NONE]);
     // CompletingRebalance: members must sync first.
     let answer = unwrap_now(h.join(join_request(&members[1])));
     let (response, _) = h.c.offset_commit(h.now, &commit(answer.generation_id, &members[1], &[(0, 6)]));
-    assert_eq!(errors(&response), [codes::REBALANCE_IN_PROGRESS]);
+    assert_eq!(errors(&response), [error_code::REBALANCE_IN_PROGRESS]);
     assert_eq!(fetch(&h, &[0])[0].offset, 5);
 }
 
@@ -96,7 +101,7 @@ fn commits_during_rebalances() {
 fn simple_commit_creates_an_empty_group() {
     let mut h = H::new();
     let (response, effects) = h.c.offset_commit(h.now, &commit(-1, "", &[(0, 9)]));
-    assert_eq!(errors(&response), [codes::NONE]);
+    assert_eq!(errors(&response), [error_code::NONE]);
     assert!(matches!(effects.first(), Some(Effect::PersistOffsets { .. })));
     assert_eq!(h.state(), Some(GroupState::Empty));
     let listed = h.c.list_groups(&[], &[]);
@@ -104,16 +109,16 @@ fn simple_commit_creates_an_empty_group() {
     assert_eq!(fetch(&h, &[0])[0].offset, 9);
     // Generation -1 may keep committing while the group stays empty.
     let (response, _) = h.c.offset_commit(h.now, &commit(-1, "", &[(0, 10)]));
-    assert_eq!(errors(&response), [codes::NONE]);
+    assert_eq!(errors(&response), [error_code::NONE]);
 }
 
 #[test]
 fn commit_with_a_generation_to_an_unknown_group() {
     let mut h = H::new();
     let (response, _) = h.c.offset_commit(h.now, &commit(1, "m", &[(0, 1)]));
-    assert_eq!(errors(&response), [codes::ILLEGAL_GENERATION]);
+    assert_eq!(errors(&response), [error_code::ILLEGAL_GENERATION]);
     let (response, _) = h.c.offset_commit(h.now, &OffsetCommitRequest { api_version: 9, ..commit(1, "m", &[(0, 1)]) });
-    assert_eq!(errors(&response), [codes::GROUP_ID_NOT_FOUND]);
+    assert_eq!(errors(&response), [error_code::GROUP_ID_NOT_FOUND]);
     assert_eq!(h.c.group_count(), 0);
 }
 
@@ -123,11 +128,11 @@ fn oversized_metadata_fails_only_its_partition() {
     let mut request = commit(-1, "", &[(0, 1), (1, 2)]);
     request.topics[0].partitions[1].metadata = Some("x".repeat(4097));
     let (response, effects) = h.c.offset_commit(h.now, &request);
-    assert_eq!(errors(&response), [codes::NONE, codes::OFFSET_METADATA_TOO_LARGE]);
+    assert_eq!(errors(&response), [error_code::NONE, error_code::OFFSET_METADATA_TOO_LARGE]);
     let Some(Effect::PersistOffsets { offsets, .. }) = effects.first() else { panic!("{effects:?}") };
     assert_eq!(offsets.len(), 1);
     request.topics[0].partitions[1].metadata = Some("x".repeat(4096));
-    assert_eq!(errors(&h.c.offset_commit(h.now, &request).0), [codes::NONE, codes::NONE]);
+    assert_eq!(errors(&h.c.offset_commit(h.now, &request).0), [error_code::NONE, error_code::NONE]);
 }
 
 #[test]
@@ -137,7 +142,7 @@ fn commit_keeps_the_members_session_alive() {
     for _ in 0..5 {
         h.advance(i64::from(SESSION_MS) - 1);
         let (response, _) = h.c.offset_commit(h.now, &commit(generation, &members[0], &[(0, 1)]));
-        assert_eq!(errors(&response), [codes::NONE]);
+        assert_eq!(errors(&response), [error_code::NONE]);
     }
     assert_eq!(h.state(), Some(GroupState::Stable));
 }
@@ -196,12 +201,15 @@ fn offset_delete_rules() {
 
     // Stable consumer group: subscribed topics are protected, others are not.
     let (response, effects) = delete(&mut h, GROUP, "t");
-    assert_eq!(response.topics[0].1, [(0, codes::GROUP_SUBSCRIBED_TO_TOPIC), (1, codes::GROUP_SUBSCRIBED_TO_TOPIC)]);
+    assert_eq!(
+        response.topics[0].1,
+        [(0, error_code::GROUP_SUBSCRIBED_TO_TOPIC), (1, error_code::GROUP_SUBSCRIBED_TO_TOPIC)]
+    );
     assert!(effects.is_empty());
     let (response, effects) = delete(&mut h, GROUP, "gone");
     assert_eq!(
         (response.error_code, response.topics[0].1.clone()),
-        (codes::NONE, vec![(0, codes::NONE), (1, codes::NONE)])
+        (error_code::NONE, vec![(0, error_code::NONE), (1, error_code::NONE)])
     );
     assert_eq!(
         effects,
@@ -213,10 +221,10 @@ fn offset_delete_rules() {
     // Once empty, every topic may be deleted.
     h.leave(&[(&members[0], None)]);
     let (response, effects) = delete(&mut h, GROUP, "t");
-    assert_eq!(response.topics[0].1, [(0, codes::NONE), (1, codes::NONE)]);
+    assert_eq!(response.topics[0].1, [(0, error_code::NONE), (1, error_code::NONE)]);
     assert_eq!(effects.iter().filter(|e| matches!(e, Effect::DeleteOffsets { .. })).count(), 1);
-    assert_eq!(delete(&mut h, "none", "t").0.error_code, codes::GROUP_ID_NOT_FOUND);
-    assert_eq!(delete(&mut h, "", "t").0.error_code, codes::INVALID_GROUP_ID);
+    assert_eq!(delete(&mut h, "none", "t").0.error_code, error_code::GROUP_ID_NOT_FOUND);
+    assert_eq!(delete(&mut h, "", "t").0.error_code, error_code::INVALID_GROUP_ID);
 }
 
 #[test]
@@ -227,7 +235,7 @@ fn offset_delete_in_a_non_consumer_group_needs_it_empty() {
     h.await_joins(&[unwrap_parked(reply)]);
     let request = OffsetDeleteRequest { group_id: GROUP.into(), topics: vec![("t".into(), vec![0])] };
     let (response, _) = h.c.offset_delete(h.now, &request);
-    assert_eq!(response.error_code, codes::NON_EMPTY_GROUP);
+    assert_eq!(response.error_code, error_code::NON_EMPTY_GROUP);
     assert!(response.topics.is_empty());
 }
 
@@ -258,11 +266,11 @@ fn offsets_of_a_group_that_had_members_expire_after_it_stays_empty_for_the_reten
     let (members, generation) = h.stable_group(1);
     let member = members[0].clone();
     let (response, _) = h.c.offset_commit(h.now, &commit(generation, &member, &[(0, 5), (1, 7)]));
-    assert_eq!(errors(&response), [codes::NONE, codes::NONE]);
+    assert_eq!(errors(&response), [error_code::NONE, error_code::NONE]);
     // A live group keeps its offsets however old they get.
     for _ in 0..24 {
         h.advance(5_000);
-        assert_eq!(h.heartbeat(&member, generation), codes::NONE);
+        assert_eq!(h.heartbeat(&member, generation), error_code::NONE);
     }
     assert_eq!(fetch(&h, &[0])[0].offset, 5);
     // It empties: the retention counts from then, for every offset at once.

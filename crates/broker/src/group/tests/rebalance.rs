@@ -1,5 +1,7 @@
 //! Group life cycle: forming, growing, shrinking, timeouts.
 
+use kafgres_wire::error_code;
+
 use super::*;
 
 #[test]
@@ -29,11 +31,11 @@ fn two_members_join_and_split() {
     assert_eq!(leader_sync.assignment, Bytes::from_static(b"p0,p1,p2"));
     assert_eq!(leader_sync.protocol_name.as_deref(), Some("range"));
     let follower_sync = h.sync_answer(parked).expect("follower completed");
-    assert_eq!(follower_sync.error_code, codes::NONE);
+    assert_eq!(follower_sync.error_code, error_code::NONE);
     assert_eq!(follower_sync.assignment, Bytes::from_static(b"p3,p4,p5"));
     assert_eq!(h.state(), Some(GroupState::Stable));
-    assert_eq!(h.heartbeat(&a, 1), codes::NONE);
-    assert_eq!(h.heartbeat(&b, 1), codes::NONE);
+    assert_eq!(h.heartbeat(&a, 1), error_code::NONE);
+    assert_eq!(h.heartbeat(&b, 1), error_code::NONE);
 }
 
 #[test]
@@ -77,7 +79,7 @@ fn initial_delay_of_zero_completes_on_the_next_deadline_call() {
     let ticket = unwrap_parked(reply);
     assert_eq!(h.c.next_deadline(), Some(h.now));
     h.advance(0);
-    assert_eq!(h.join_answer(ticket).unwrap().error_code, codes::NONE);
+    assert_eq!(h.join_answer(ticket).unwrap().error_code, error_code::NONE);
 }
 
 #[test]
@@ -88,8 +90,8 @@ fn third_member_triggers_a_rebalance() {
     let ticket_c = unwrap_parked(reply);
     assert_eq!(h.state(), Some(GroupState::PreparingRebalance));
     // No initial delay now: the others learn through their heartbeats.
-    assert_eq!(h.heartbeat(&members[0], generation), codes::REBALANCE_IN_PROGRESS);
-    assert_eq!(h.heartbeat(&members[1], generation), codes::REBALANCE_IN_PROGRESS);
+    assert_eq!(h.heartbeat(&members[0], generation), error_code::REBALANCE_IN_PROGRESS);
+    assert_eq!(h.heartbeat(&members[1], generation), error_code::REBALANCE_IN_PROGRESS);
     let ticket_a = unwrap_parked(h.join(join_request(&members[0])));
     assert!(h.join_answer(ticket_c).is_none());
     let answer_b = unwrap_now(h.join(join_request(&members[1])));
@@ -110,13 +112,13 @@ fn members_that_do_not_rejoin_are_dropped_at_the_rebalance_timeout() {
     // The second member keeps heartbeating but never rejoins.
     for _ in 0..(REBALANCE_MS / 5_000) - 1 {
         h.advance(5_000);
-        assert_eq!(h.heartbeat(&members[1], generation), codes::REBALANCE_IN_PROGRESS);
+        assert_eq!(h.heartbeat(&members[1], generation), error_code::REBALANCE_IN_PROGRESS);
     }
     assert!(h.join_answer(ticket).is_none());
     h.advance(5_000);
     let answer = h.join_answer(ticket).expect("completed at the rebalance timeout");
     assert_eq!(answer.members.len(), 1);
-    assert_eq!(h.heartbeat(&members[1], generation), codes::UNKNOWN_MEMBER_ID);
+    assert_eq!(h.heartbeat(&members[1], generation), error_code::UNKNOWN_MEMBER_ID);
 }
 
 #[test]
@@ -137,8 +139,8 @@ fn a_member_leaves_and_the_rest_rebalance() {
     let mut h = H::new();
     let (members, generation) = h.stable_group(3);
     let left = h.leave(&[(&members[2], None)]);
-    assert_eq!(left.error_code, codes::NONE);
-    assert_eq!(left.members[0].error_code, codes::NONE);
+    assert_eq!(left.error_code, error_code::NONE);
+    assert_eq!(left.members[0].error_code, error_code::NONE);
     assert_eq!(h.state(), Some(GroupState::PreparingRebalance));
     let ticket = unwrap_parked(h.join(join_request(&members[0])));
     let answer = unwrap_now(h.join(join_request(&members[1])));
@@ -163,13 +165,13 @@ fn session_expiry_removes_the_member_and_rebalances() {
     // Only the first member keeps heartbeating.
     for _ in 0..3 {
         h.advance(3_000);
-        assert_eq!(h.heartbeat(&members[0], generation), codes::NONE);
+        assert_eq!(h.heartbeat(&members[0], generation), error_code::NONE);
     }
     assert_eq!(h.state(), Some(GroupState::Stable));
     h.advance(1_000); // 10 s after the second member's last sign of life.
     assert_eq!(h.state(), Some(GroupState::PreparingRebalance));
-    assert_eq!(h.heartbeat(&members[0], generation), codes::REBALANCE_IN_PROGRESS);
-    assert_eq!(h.heartbeat(&members[1], generation), codes::UNKNOWN_MEMBER_ID);
+    assert_eq!(h.heartbeat(&members[0], generation), error_code::REBALANCE_IN_PROGRESS);
+    assert_eq!(h.heartbeat(&members[1], generation), error_code::UNKNOWN_MEMBER_ID);
     let answer = unwrap_now(h.join(join_request(&members[0])));
     assert_eq!(answer.generation_id, generation + 1);
     assert_eq!(answer.members.len(), 1);
@@ -197,7 +199,7 @@ fn last_member_leaving_empties_the_group() {
         }],
     };
     let (response, effects) = h.c.offset_commit(h.now, &commit);
-    assert_eq!(response.topics[0].1, [(0, codes::UNKNOWN_MEMBER_ID)]);
+    assert_eq!(response.topics[0].1, [(0, error_code::UNKNOWN_MEMBER_ID)]);
     assert!(effects.is_empty());
 }
 
@@ -213,13 +215,13 @@ fn follower_that_never_syncs_is_removed_after_the_rebalance_timeout() {
     // b heartbeats (so its session lives) but never sends SyncGroup.
     for _ in 0..(REBALANCE_MS / 5_000) - 1 {
         h.advance(5_000);
-        assert_eq!(h.heartbeat(&a, generation), codes::NONE);
-        assert_eq!(h.heartbeat(&b, generation), codes::NONE);
+        assert_eq!(h.heartbeat(&a, generation), error_code::NONE);
+        assert_eq!(h.heartbeat(&b, generation), error_code::NONE);
     }
     h.advance(5_000);
     assert_eq!(h.state(), Some(GroupState::PreparingRebalance));
-    assert_eq!(h.heartbeat(&b, generation), codes::UNKNOWN_MEMBER_ID);
-    assert_eq!(h.heartbeat(&a, generation), codes::REBALANCE_IN_PROGRESS);
+    assert_eq!(h.heartbeat(&b, generation), error_code::UNKNOWN_MEMBER_ID);
+    assert_eq!(h.heartbeat(&a, generation), error_code::REBALANCE_IN_PROGRESS);
 }
 
 #[test]
@@ -245,7 +247,7 @@ fn new_metadata_during_completing_rebalance_restarts_it_and_releases_parked_sync
     let changed = JoinGroupRequest { protocols: vec![protocol("range", &["t", "u"])], ..join_request(&a) };
     let ticket_a = unwrap_parked(h.join(changed));
     assert_eq!(h.state(), Some(GroupState::PreparingRebalance));
-    assert_eq!(h.sync_answer(parked).unwrap().error_code, codes::REBALANCE_IN_PROGRESS);
+    assert_eq!(h.sync_answer(parked).unwrap().error_code, error_code::REBALANCE_IN_PROGRESS);
     let answer_b = unwrap_now(h.join(join_request(&b)));
     assert_eq!(answer_b.generation_id, 2);
     let answer_a = h.join_answer(ticket_a).unwrap();

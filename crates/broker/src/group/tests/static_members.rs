@@ -1,5 +1,7 @@
 //! Static membership (KIP-345): restarts without rebalances, and fencing.
 
+use kafgres_wire::error_code;
+
 use super::*;
 
 /// A Stable group of static members "i0", "i1", … assigned "a0", "a1", ….
@@ -30,7 +32,7 @@ fn static_member_restart_gets_its_assignment_back_without_a_rebalance() {
     let (members, generation) = static_group(&mut h, 2);
     // i1 restarts: no member id, same instance id and metadata.
     let answer = unwrap_now(h.join(static_join_request("i1")));
-    assert_eq!(answer.error_code, codes::NONE);
+    assert_eq!(answer.error_code, error_code::NONE);
     assert_ne!(answer.member_id, members[1]);
     assert_eq!(answer.generation_id, generation);
     assert_eq!(answer.leader, members[0]);
@@ -41,8 +43,8 @@ fn static_member_restart_gets_its_assignment_back_without_a_rebalance() {
     let synced = unwrap_now(h.sync(request));
     assert_eq!(synced.assignment, Bytes::from_static(b"a1"));
     // The leader noticed nothing.
-    assert_eq!(h.heartbeat_static(&members[0], Some("i0"), generation), codes::NONE);
-    assert_eq!(h.heartbeat_static(&answer.member_id, Some("i1"), generation), codes::NONE);
+    assert_eq!(h.heartbeat_static(&members[0], Some("i0"), generation), error_code::NONE);
+    assert_eq!(h.heartbeat_static(&answer.member_id, Some("i1"), generation), error_code::NONE);
 }
 
 #[test]
@@ -51,13 +53,13 @@ fn the_replaced_member_id_is_fenced() {
     let (members, generation) = static_group(&mut h, 2);
     let old = members[1].clone();
     unwrap_now(h.join(static_join_request("i1")));
-    assert_eq!(h.heartbeat_static(&old, Some("i1"), generation), codes::FENCED_INSTANCE_ID);
+    assert_eq!(h.heartbeat_static(&old, Some("i1"), generation), error_code::FENCED_INSTANCE_ID);
     let sync = SyncGroupRequest { group_instance_id: Some("i1".into()), ..sync_request(&old, generation, &[]) };
-    assert_eq!(unwrap_now(h.sync(sync)).error_code, codes::FENCED_INSTANCE_ID);
+    assert_eq!(unwrap_now(h.sync(sync)).error_code, error_code::FENCED_INSTANCE_ID);
     let join = JoinGroupRequest { member_id: old.clone(), ..static_join_request("i1") };
-    assert_eq!(unwrap_now(h.join(join)).error_code, codes::FENCED_INSTANCE_ID);
+    assert_eq!(unwrap_now(h.join(join)).error_code, error_code::FENCED_INSTANCE_ID);
     let leave = h.leave(&[(&old, Some("i1"))]);
-    assert_eq!(leave.members[0].error_code, codes::FENCED_INSTANCE_ID);
+    assert_eq!(leave.members[0].error_code, error_code::FENCED_INSTANCE_ID);
     let commit = OffsetCommitRequest {
         api_version: 8,
         group_id: GROUP.into(),
@@ -69,7 +71,7 @@ fn the_replaced_member_id_is_fenced() {
             partitions: vec![OffsetCommitPartition { partition: 0, offset: 1, leader_epoch: -1, metadata: None }],
         }],
     };
-    assert_eq!(h.c.offset_commit(h.now, &commit).0.topics[0].1, [(0, codes::FENCED_INSTANCE_ID)]);
+    assert_eq!(h.c.offset_commit(h.now, &commit).0.topics[0].1, [(0, error_code::FENCED_INSTANCE_ID)]);
     assert_eq!(h.state(), Some(GroupState::Stable));
 }
 
@@ -122,7 +124,7 @@ fn static_restart_during_a_rebalance_fences_the_old_parked_join() {
     let old_ticket = unwrap_parked(h.join(rejoin(&members[1], "i1")));
     let new_ticket = unwrap_parked(h.join(static_join_request("i1")));
     let fenced = h.join_answer(old_ticket).unwrap();
-    assert_eq!(fenced.error_code, codes::FENCED_INSTANCE_ID);
+    assert_eq!(fenced.error_code, error_code::FENCED_INSTANCE_ID);
     assert_eq!(fenced.member_id, members[1]);
     let leader = unwrap_now(h.join(rejoin(&members[0], "i0")));
     let restarted = h.join_answer(new_ticket).unwrap();
@@ -151,7 +153,7 @@ fn static_restart_during_completing_rebalance_fences_the_parked_sync_and_rebalan
     }));
     // The leader may be assigning to the old id: the restart starts over.
     let new_ticket = unwrap_parked(h.join(static_join_request("i1")));
-    assert_eq!(h.sync_answer(parked).unwrap().error_code, codes::FENCED_INSTANCE_ID);
+    assert_eq!(h.sync_answer(parked).unwrap().error_code, error_code::FENCED_INSTANCE_ID);
     assert_eq!(h.state(), Some(GroupState::PreparingRebalance));
     let leader_again = unwrap_now(h.join(rejoin(&members[0], "i0")));
     let new_answer = h.join_answer(new_ticket).unwrap();
@@ -184,7 +186,7 @@ fn static_members_that_do_not_rejoin_are_kept_dynamic_ones_dropped() {
     let ids: Vec<&str> = answer.members.iter().map(|m| m.member_id.as_str()).collect();
     assert_eq!(answer.leader, third);
     assert!(ids.contains(&static_id.as_str()) && !ids.contains(&dynamic.as_str()), "{ids:?}");
-    assert_eq!(h.heartbeat(&dynamic, generation), codes::UNKNOWN_MEMBER_ID);
+    assert_eq!(h.heartbeat(&dynamic, generation), error_code::UNKNOWN_MEMBER_ID);
 }
 
 #[test]
@@ -193,6 +195,6 @@ fn admin_removes_a_static_member_by_instance_id() {
     let (_, _) = static_group(&mut h, 2);
     let response = h.leave(&[("", Some("i1")), ("", Some("nobody")), ("", None)]);
     let codes_seen: Vec<i16> = response.members.iter().map(|m| m.error_code).collect();
-    assert_eq!(codes_seen, [codes::NONE, codes::UNKNOWN_MEMBER_ID, codes::UNKNOWN_MEMBER_ID]);
+    assert_eq!(codes_seen, [error_code::NONE, error_code::UNKNOWN_MEMBER_ID, error_code::UNKNOWN_MEMBER_ID]);
     assert_eq!(h.state(), Some(GroupState::PreparingRebalance));
 }

@@ -1,0 +1,131 @@
+//! What every API module declares: a [`Handler`], with its key, the versions
+//! it serves, the services it uses and its handler function.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use kafka_protocol::messages::ApiKey;
+use kafka_protocol::protocol::{Encodable, Request};
+
+use crate::context::Pick;
+use crate::splice::FileRanges;
+
+/// One Kafka API as this broker serves it. Implemented by a unit struct in
+/// the API's module and named once in the list in [`crate::api`], from which
+/// come both what ApiVersions advertises and dispatch's routing.
+pub trait Handler {
+    const KEY: ApiKey;
+    /// Keep the reason for each range, version by version, in a comment on
+    /// the constant: what Kafka serves, what a version adds, why one is left out.
+    const VERSIONS: Versions;
+    /// Its `KEY` must be this API's (checked where the list is built).
+    type Request: Request<Response = Self::Response> + Send;
+    type Response: Encodable + Send;
+    /// The services the handler uses, picked from the broker for each
+    /// request: a reference (`&'a Topics`), a tuple of them, or `()`.
+    type Services<'a>: Pick<'a>;
+
+    /// Answers one decoded request at `cx.api_version`; failures of parts of
+    /// it are Kafka error codes in the response.
+    fn handle(
+        services: Self::Services<'_>,
+        cx: &RequestContext<'_>,
+        request: Self::Request,
+    ) -> impl Future<Output = Answer<Self::Response>> + Send;
+}
+
+/// The versions of an API: all of `accepted_min..=max` are handled;
+/// ApiVersions lists `advertised_min..=max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Versions {
+    pub advertised_min: i16,
+    pub accepted_min: i16,
+    pub max: i16,
+}
+
+impl Versions {
+    /// `min..=max`, advertised as handled.
+    pub const fn new(min: i16, max: i16) -> Versions {
+        assert!(0 <= min && min <= max, "an empty or negative version range");
+        Versions { advertised_min: min, accepted_min: min, max }
+    }
+
+    /// Advertised from `min`, below the accepted versions (which Kafka itself
+    /// does for Produce); a request at one of those is refused like any
+    /// unserved version.
+    pub const fn advertised_from(self, min: i16) -> Versions {
+        assert!(0 <= min && min <= self.accepted_min, "advertised above the accepted versions");
+        Versions { advertised_min: min, ..self }
+    }
+
+    pub const fn accepts(self, version: i16) -> bool {
+        self.accepted_min <= version && version <= self.max
+    }
+}
+
+/// Who is asking, and in which version: everything a handler learns about
+/// its request besides the body. Authorization checks read the principal and
+/// the peer from here.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestContext<'a> {
+    pub api_version: i16,
+    pub correlation_id: i32,
+    /// The request header's client id, `""` when null (as Kafka reads it).
+    pub client_id: &'a str,
+    pub peer: SocketAddr,
+    /// The role the connection authenticated as (SASL), `None` when
+    /// authentication is off.
+    pub principal: Option<&'a str>,
+}
+
+impl RequestContext<'_> {
+    /// The client's host as Kafka reports it (DescribeGroups, ConsumerGroupDescribe).
+    pub fn client_host(&self) -> String {
+        format!("/{}", self.peer.ip())
+    }
+}
+
+/// What a handler answers.
+pub enum Answer<R> {
+    /// Encode the response and send it.
+    Respond(R),
+    /// Encode the response, whose record fields hold placeholders for
+    /// `ranges` (see [`crate::splice`]), and send the ranges with sendfile.
+    /// `woken_at`: when the append that ended a long poll published its data,
+    /// so the connection can time the broker's share of the latency.
+    Spliced { response: R, ranges: FileRanges, woken_at: Option<Instant> },
+    /// Send nothing: the client reads no response (Produce with acks=0).
+    Silent,
+}
+
+impl<R> From<R> for Answer<R> {
+    fn from(response: R) -> Answer<R> {
+        Answer::Respond(response)
+    }
+}
+
+/// One line of the served table: an API and its versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServedApi {
+    pub key: ApiKey,
+    pub versions: Versions,
+}
+
+impl ServedApi {
+    /// The line of a handler; a compile error if its request type is another API's.
+    pub const fn of<H: Handler>() -> ServedApi {
+        assert!(<H::Request as Request>::KEY == H::KEY as i16, "a handler's request type is another API's");
+        ServedApi { key: H::KEY, versions: H::VERSIONS }
+    }
+}
+
+/// What dispatch should do with a request's API key and version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    Yes(ApiKey),
+    /// Known and served, but not at this version.
+    UnsupportedVersion(ApiKey),
+    /// An API key this broker does not serve at all.
+    Unknown,
+}

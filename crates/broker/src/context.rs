@@ -1,0 +1,74 @@
+//! The services a running broker is made of, and how each handler is given
+//! the ones it declares.
+//!
+//! [`crate::server`] builds one [`BrokerContext`] at start. A handler never
+//! sees it: it names the services it uses as its `Services` type (a
+//! reference, or a tuple of them) and dispatch [`Pick`]s them out, so what a
+//! handler can touch is written in its declaration.
+
+use std::sync::Arc;
+
+use crate::catalog::Catalog;
+use crate::config::BrokerConfig;
+use crate::group_service::GroupService;
+use crate::producer_ids::ProducerIds;
+use crate::topic_admin::TopicAdmin;
+use crate::topics::Topics;
+use crate::txn::TxnService;
+
+pub struct BrokerContext {
+    /// Settings, with the advertised port resolved (a configured 0 is the
+    /// port the listener was bound to).
+    pub config: Arc<BrokerConfig>,
+    /// The port to persistent metadata; handlers reach it only through the
+    /// services below, which decide what is stored when.
+    pub catalog: Arc<dyn Catalog>,
+    pub topics: Arc<Topics>,
+    pub topic_admin: TopicAdmin,
+    /// The consumer-group coordinator (this broker coordinates every group).
+    pub groups: Arc<GroupService>,
+    pub producer_ids: Arc<ProducerIds>,
+    /// The transaction coordinator.
+    pub txns: Arc<TxnService>,
+}
+
+/// What a handler can be given: one service by reference, `()` for none, or
+/// a tuple of them.
+pub trait Pick<'a> {
+    fn pick(ctx: &'a BrokerContext) -> Self;
+}
+
+impl Pick<'_> for () {
+    fn pick(_: &BrokerContext) -> Self {}
+}
+
+macro_rules! services {
+    ($($service:ty => $field:ident),* $(,)?) => {
+        $(impl<'a> Pick<'a> for &'a $service {
+            fn pick(ctx: &'a BrokerContext) -> Self {
+                &ctx.$field
+            }
+        })*
+    };
+}
+
+services! {
+    BrokerConfig => config,
+    Topics => topics,
+    TopicAdmin => topic_admin,
+    GroupService => groups,
+    ProducerIds => producer_ids,
+    TxnService => txns,
+}
+
+impl<'a, A: Pick<'a>, B: Pick<'a>> Pick<'a> for (A, B) {
+    fn pick(ctx: &'a BrokerContext) -> Self {
+        (A::pick(ctx), B::pick(ctx))
+    }
+}
+
+impl<'a, A: Pick<'a>, B: Pick<'a>, C: Pick<'a>> Pick<'a> for (A, B, C) {
+    fn pick(ctx: &'a BrokerContext) -> Self {
+        (A::pick(ctx), B::pick(ctx), C::pick(ctx))
+    }
+}
