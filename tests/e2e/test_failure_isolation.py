@@ -311,3 +311,114 @@ def test_every_legal_topic_name_survives_create_delete_recreate_and_restart(clus
     assert "File name too long" not in log, log[-2000:]
     dirs = [p.name for p in (cluster.pgdata / "kafgres").iterdir()]
     assert all(len(d) <= 255 for d in dirs)
+
+
+def test_a_topic_whose_log_cannot_be_opened_is_offline_and_the_rest_is_served(cluster: Cluster):
+    from confluent_kafka.admin import AdminClient
+
+    cluster.sql("select kafgres.create_topic('broken', 1)", "select kafgres.create_topic('healthy', 1)")
+    producer = Producer({"bootstrap.servers": BOOTSTRAP, "acks": "all", "message.timeout.ms": 15000})
+    for topic in ("broken", "healthy"):
+        producer.produce(topic, b"before", partition=0)
+    assert producer.flush(30) == 0
+    cluster.stop("fast")
+    broken_dir = cluster.pgdata / "kafgres" / "broken-0"
+    os.chmod(broken_dir, 0)  # the worker (user postgres) can no longer open it
+    try:
+        cluster.start()
+        cluster.wait_until_serving(READY_TIMEOUT_S)
+        producer.produce("healthy", b"after", partition=0)
+        assert producer.flush(30) == 0, "the healthy topic is served"
+        metadata = AdminClient({"bootstrap.servers": BOOTSTRAP}).list_topics(timeout=10)
+        assert "broken" in metadata.topics, "the offline topic is still known"
+        assert metadata.topics["broken"].partitions[0].leader == -1
+        failed: list[str] = []
+        refusing = Producer({"bootstrap.servers": BOOTSTRAP, "acks": "all", "message.timeout.ms": 3000, "retries": 0})
+        refusing.produce("broken", b"refused", partition=0, on_delivery=lambda e, m: failed.append(str(e)) if e else None)
+        refusing.flush(10)
+        assert failed, "a produce to the offline topic is refused, not accepted"
+        assert "offline" in cluster.log_text()
+    finally:
+        os.chmod(broken_dir, 0o700)
+    # Fixed: a reload opens it again, with its records.
+    cluster.sql("select pg_reload_conf()")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and "is online again" not in cluster.log_text():
+        time.sleep(0.1)
+    assert "topic broken is online again" in cluster.log_text()
+    producer.produce("broken", b"after-fix", partition=0)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": "offline-check", "auto.offset.reset": "earliest"})
+    try:
+        consumer.assign([TopicPartition("broken", 0, 0)])
+        seen: list[bytes] = []
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(seen) < 2:
+            m = consumer.poll(0.5)
+            if m is not None and not m.error():
+                seen.append(m.value())
+        assert seen == [b"before", b"after-fix"], seen
+    finally:
+        consumer.close()
+
+
+def test_a_shutdown_answers_every_produce_in_flight_and_cuts_nothing(cluster: Cluster):
+    cluster.sql("select kafgres.create_topic('inflight', 2)")
+    acked: list[int] = []
+    failed: list[str] = []
+    stop = threading.Event()
+
+    def produce_until_stopped() -> None:
+        producer = Producer(
+            {"bootstrap.servers": BOOTSTRAP, "acks": "all", "enable.idempotence": True, "linger.ms": 1,
+             "message.timeout.ms": 60000}
+        )
+        n = 0
+        while not stop.is_set():
+            producer.produce(
+                "inflight", str(n).encode(), partition=n % 2,
+                on_delivery=lambda e, m: failed.append(str(e)) if e else acked.append(int(m.value())),
+            )
+            producer.poll(0)
+            n += 1
+            if n % 100 == 0:
+                time.sleep(0.001)
+        assert producer.flush(90) == 0, "every record was answered in the end"
+
+    threads = [threading.Thread(target=produce_until_stopped, daemon=True) for _ in range(2)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    log_before = len(cluster.log_text())
+    cluster.stop("fast")
+    cluster.start()
+    cluster.wait_until_serving(READY_TIMEOUT_S)
+    time.sleep(1.0)
+    stop.set()
+    for t in threads:
+        t.join(120)
+    assert failed == [], f"records failed: {failed[:5]}"
+    log = cluster.log_text()[log_before:]
+    assert "still had a request in flight" not in log, log
+    assert "truncating" not in log and "scanning every segment" not in log, "a clean stop leaves nothing to recover"
+    consumer = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": "inflight-check", "auto.offset.reset": "earliest",
+                         "isolation.level": "read_committed"})
+    try:
+        consumer.assign([TopicPartition("inflight", p, 0) for p in range(2)])
+        seen: list[int] = []
+        idle_since = time.monotonic()
+        while time.monotonic() - idle_since < 3:
+            m = consumer.poll(0.5)
+            if m is not None and not m.error():
+                seen.append(int(m.value()))
+                idle_since = time.monotonic()
+    finally:
+        consumer.close()
+    # Two producers each numbered from 0: every acknowledged value is there,
+    # as often as it was acknowledged (idempotence: never twice).
+    from collections import Counter
+
+    assert Counter(seen) == Counter(acked), (
+        f"{len(acked)} acknowledged, {len(seen)} read; missing {sorted((Counter(acked) - Counter(seen)).elements())[:5]}, "
+        f"extra {sorted((Counter(seen) - Counter(acked)).elements())[:5]}"
+    )

@@ -166,6 +166,13 @@ impl Partition {
     /// After a failed fdatasync nothing more is written (the kernel may have
     /// dropped dirty pages: only a reopen can say what is on disk).
     fn refuse_if_flush_failed(&self) -> Result<(), LogError> {
+        if self.closed.load(Ordering::Acquire) {
+            // Closed by a shutdown: what was appended is flushed; nothing more.
+            return Err(LogError::Failed {
+                dir: self.lock_log().dir().to_path_buf(),
+                reason: "the partition is closed (the broker is shutting down)".into(),
+            });
+        }
         match self.durable.borrow().failed.clone() {
             Some(reason) => {
                 Err(LogError::Io { path: self.lock_log().dir().to_path_buf(), source: std::io::Error::other(reason) })
@@ -371,6 +378,16 @@ impl Partition {
         let mut waiters = self.fetch_waiters.lock().unwrap_or_else(|p| p.into_inner());
         waiters.retain(|w| !w.is_finished());
         waiters.push(Arc::clone(waiter));
+    }
+
+    /// Wakes every fetch registered here (a shutdown: they answer now).
+    pub fn wake_fetch_waiters(&self) {
+        let mut waiters = self.fetch_waiters.lock().unwrap_or_else(|p| p.into_inner());
+        waiters.retain(|w| !w.is_finished());
+        let now = Instant::now();
+        for w in waiters.iter() {
+            w.wake(now);
+        }
     }
 
     fn publish(&self, position: LogPosition) {

@@ -35,7 +35,14 @@ pub struct Broker {
     local_addr: SocketAddr,
     shutdown: watch::Sender<bool>,
     accept_loop: tokio::task::JoinHandle<()>,
+    /// One permit per open connection: all of them back means every
+    /// connection has ended.
+    connections: Arc<Semaphore>,
 }
+
+/// How long a shutdown lets requests in flight finish before it closes the
+/// partitions anyway.
+pub const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Broker {
     /// Opens the logs of `topics` and starts serving. Must run on a tokio runtime.
@@ -54,9 +61,21 @@ impl Broker {
         })?;
         crate::log_dir::claim_owner(&config.log_dir, &config.log_dir_owner)?;
         for record in &records {
-            let topic = Topic::open(record, &config, &housekeeping, now)
-                .map_err(|source| StartError::Log { topic: record.name.clone(), source })?;
-            registry.insert(topic);
+            match Topic::open(record, &config, &housekeeping, now) {
+                Ok(topic) => {
+                    registry.insert(topic);
+                }
+                // One topic's log cannot take the broker down: it is offline
+                // (its clients get KAFKA_STORAGE_ERROR), the rest serve.
+                Err(e) => {
+                    log::error!(
+                        "topic {} is offline: its log cannot be opened: {e}; the other topics are served. \
+                         Fix the cause, then SELECT pg_reload_conf() to open it again",
+                        record.name
+                    );
+                    registry.insert_offline(record.clone(), e.to_string());
+                }
+            }
         }
         // Only once every topic of the catalog has claimed its directories:
         // what is left unclaimed then is unreachable.
@@ -109,13 +128,13 @@ impl Broker {
             tokio::spawn(async move { txns.recover().await });
         }
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let accept_loop = tokio::spawn(accept_loop(listener, Arc::clone(&ctx), connections, shutdown_rx));
+        let accept_loop = tokio::spawn(accept_loop(listener, Arc::clone(&ctx), Arc::clone(&connections), shutdown_rx));
         log::info!(
             "listening for Kafka clients on {local_addr} ({} topics, log directory {})",
             records.len(),
             ctx.config.log_dir.display()
         );
-        Ok(Broker { ctx, local_addr, shutdown, accept_loop })
+        Ok(Broker { ctx, local_addr, shutdown, accept_loop, connections })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -126,10 +145,32 @@ impl Broker {
         &self.ctx
     }
 
-    /// Stops accepting, closes connections and flushes every partition.
+    /// Opens the offline topics again (after the cause was fixed: the worker
+    /// calls this on SIGHUP); returns how many came back.
+    pub async fn reopen_offline_topics(&self) -> usize {
+        self.ctx.topic_admin.reopen_offline().await
+    }
+
+    /// Stops in order, so that no request is cut: stop accepting; tell every
+    /// connection to close once its request in flight is answered (idle ones
+    /// close at once, long-polling fetches answer now with what they have,
+    /// produces finish their append and are answered when durable); wait for
+    /// them, at most [`DRAIN_TIMEOUT`]; then flush and close every partition
+    /// (a produce still waiting for durability is answered by that flush,
+    /// an append arriving after it is refused).
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
         let _ = self.accept_loop.await;
+        self.ctx.topics.begin_draining();
+        let all = u32::try_from(self.ctx.config.connections_max).unwrap_or(u32::MAX);
+        match tokio::time::timeout(DRAIN_TIMEOUT, self.connections.acquire_many(all)).await {
+            Ok(_) => {}
+            Err(_) => log::warn!(
+                "{} connection(s) still had a request in flight {DRAIN_TIMEOUT:?} into the shutdown; closing the \
+                 partitions under them",
+                all as usize - self.connections.available_permits()
+            ),
+        }
         for topic in self.ctx.topics.all() {
             for p in &topic.partitions {
                 if let Err(e) = p.close() {

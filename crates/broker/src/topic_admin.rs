@@ -19,7 +19,7 @@ use crate::config::BrokerConfig;
 use crate::group_service::GroupService;
 use crate::log_dir::deleted_dir_name;
 use crate::partition::Housekeeping;
-use crate::topics::{partition_dir, Topic, Topics};
+use crate::topics::{partition_dir, OfflineTopic, Topic, Topics};
 
 pub struct TopicAdmin {
     topics: Arc<Topics>,
@@ -57,6 +57,26 @@ impl TopicAdmin {
     /// Waits until no other change is in progress.
     pub async fn begin(&self) -> TopicChange<'_> {
         TopicChange { admin: self, _serial: self.serial.lock().await }
+    }
+
+    /// Tries to open each offline topic again; returns how many came back.
+    pub async fn reopen_offline(&self) -> usize {
+        let _change = self.begin().await;
+        let offline = self.topics.read().all_offline();
+        let mut reopened = 0;
+        for topic in offline {
+            match Topic::open(&topic.record, &self.config, &self.housekeeping, crate::now_ms()) {
+                Ok(opened) => {
+                    let mut registry = self.topics.write();
+                    registry.remove_offline(&topic.record.name);
+                    registry.insert(opened);
+                    log::info!("topic {} is online again", topic.record.name);
+                    reopened += 1;
+                }
+                Err(e) => log::warn!("topic {} stays offline: its log still cannot be opened: {e}", topic.record.name),
+            }
+        }
+        reopened
     }
 }
 
@@ -161,6 +181,33 @@ impl TopicChange<'_> {
             }
         }));
         log::info!("deleted topic {} (id {})", topic.name, topic.id);
+        Ok(())
+    }
+
+    /// Deletes a topic whose log could not be opened: the catalog row, then
+    /// whatever its directories hold, set aside and removed as for any
+    /// deletion.
+    pub async fn delete_offline(&self, topic: &OfflineTopic) -> Result<(), CatalogError> {
+        let admin = self.admin;
+        let record = &topic.record;
+        admin.catalog.delete_topic(record.topic_id).await?;
+        admin.topics.write().remove_offline(&record.name);
+        admin.groups.forget_topic(&record.name);
+        let log_dir = admin.config.log_dir.clone();
+        let (name, count) = (record.name.clone(), record.partition_count);
+        drop(tokio::task::spawn_blocking(move || {
+            for index in 0..count {
+                let dir = partition_dir(&log_dir, &name, index);
+                if !dir.exists() {
+                    continue;
+                }
+                let aside = deleted_dir_name(&dir, "deleted");
+                if let Err(e) = std::fs::rename(&dir, &aside).and_then(|()| std::fs::remove_dir_all(&aside)) {
+                    log::warn!("cannot remove {}: {e} (removed at next start)", dir.display());
+                }
+            }
+        }));
+        log::info!("deleted offline topic {} (id {})", record.name, record.topic_id);
         Ok(())
     }
 }

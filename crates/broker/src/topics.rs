@@ -190,11 +190,26 @@ fn fnv1a_64(bytes: &[u8]) -> u64 {
 #[derive(Default)]
 pub struct Topics {
     registry: RwLock<TopicRegistry>,
+    /// The broker is shutting down: long polls answer at once.
+    draining: std::sync::atomic::AtomicBool,
 }
 
 impl Topics {
     pub fn new(registry: TopicRegistry) -> Topics {
-        Topics { registry: RwLock::new(registry) }
+        Topics { registry: RwLock::new(registry), draining: std::sync::atomic::AtomicBool::new(false) }
+    }
+
+    /// A shutdown began: every long-polling fetch is woken and answers with
+    /// what it has instead of waiting out its `max_wait_ms`.
+    pub fn begin_draining(&self) {
+        self.draining.store(true, std::sync::atomic::Ordering::Release);
+        for p in self.all_partitions() {
+            p.wake_fetch_waiters();
+        }
+    }
+
+    pub fn draining(&self) -> bool {
+        self.draining.load(std::sync::atomic::Ordering::Acquire)
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<Topic>> {
@@ -203,6 +218,26 @@ impl Topics {
 
     pub fn get_by_id(&self, id: &Uuid) -> Option<Arc<Topic>> {
         self.read().get_by_id(id)
+    }
+
+    /// A topic of the catalog whose log could not be opened.
+    pub fn offline(&self, name: &str) -> Option<Arc<OfflineTopic>> {
+        self.read().offline(name)
+    }
+
+    pub fn offline_by_id(&self, id: &Uuid) -> Option<Arc<OfflineTopic>> {
+        self.read().offline_by_id(id)
+    }
+
+    /// The error a data request for a partition of a missing topic gets:
+    /// KAFKA_STORAGE_ERROR (retriable: the topic is there, its disk is not)
+    /// for an offline topic, else `missing`.
+    pub fn missing_code(&self, name: &str, missing: i16) -> i16 {
+        if self.offline(name).is_some() {
+            kafgres_wire::error_code::KAFKA_STORAGE_ERROR
+        } else {
+            missing
+        }
     }
 
     /// One partition of a topic, if both exist.
@@ -237,9 +272,44 @@ impl Topics {
 pub struct TopicRegistry {
     by_name: HashMap<String, Arc<Topic>>,
     by_id: HashMap<Uuid, Arc<Topic>>,
+    /// Topics of the catalog whose logs could not be opened: the rest of the
+    /// broker serves on; their clients get KAFKA_STORAGE_ERROR.
+    offline: HashMap<String, Arc<OfflineTopic>>,
+}
+
+/// A topic of the catalog whose log could not be opened, and why.
+#[derive(Debug, Clone)]
+pub struct OfflineTopic {
+    pub record: TopicRecord,
+    pub reason: String,
 }
 
 impl TopicRegistry {
+    /// Records a topic that could not be opened (it keeps its name and its
+    /// directories; nothing else may take them).
+    pub fn insert_offline(&mut self, record: TopicRecord, reason: String) {
+        self.offline.insert(record.name.clone(), Arc::new(OfflineTopic { record, reason }));
+    }
+
+    pub fn offline(&self, name: &str) -> Option<Arc<OfflineTopic>> {
+        self.offline.get(name).cloned()
+    }
+
+    pub fn offline_by_id(&self, id: &Uuid) -> Option<Arc<OfflineTopic>> {
+        self.offline.values().find(|t| t.record.topic_id == *id).cloned()
+    }
+
+    pub fn remove_offline(&mut self, name: &str) -> Option<Arc<OfflineTopic>> {
+        self.offline.remove(name)
+    }
+
+    /// Offline topics, sorted by name.
+    pub fn all_offline(&self) -> Vec<Arc<OfflineTopic>> {
+        let mut topics: Vec<_> = self.offline.values().cloned().collect();
+        topics.sort_by(|a, b| a.record.name.cmp(&b.record.name));
+        topics
+    }
+
     pub fn insert(&mut self, topic: Topic) -> Arc<Topic> {
         let topic = Arc::new(topic);
         self.by_name.insert(topic.name.clone(), Arc::clone(&topic));
@@ -275,10 +345,10 @@ impl TopicRegistry {
 
     /// The directory names (`<topic>-<partition>`) of every registered partition.
     pub fn partition_dir_names(&self) -> std::collections::HashSet<String> {
-        self.by_name
-            .values()
-            .flat_map(|t| (0..t.partitions.len()).map(move |i| partition_dir_name(&t.name, i)))
-            .collect()
+        let online = self.by_name.values().map(|t| (t.name.as_str(), t.partitions.len() as i32));
+        // An offline topic's directories are its data, not strays.
+        let offline = self.offline.values().map(|t| (t.record.name.as_str(), t.record.partition_count));
+        online.chain(offline).flat_map(|(name, count)| (0..count).map(move |i| partition_dir_name(name, i))).collect()
     }
 
     /// A registered topic whose name equals `name` once '.' and '_' are treated

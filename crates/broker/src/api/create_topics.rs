@@ -197,7 +197,7 @@ async fn create_checked(
 fn validate_new_topic(topics: &Topics, name: &str) -> Result<(), CreateError> {
     validate_topic_name(name).map_err(|m| (error_code::INVALID_TOPIC_EXCEPTION, m))?;
     let registry = topics.read();
-    if registry.get(name).is_some() {
+    if registry.get(name).is_some() || registry.offline(name).is_some() {
         return Err((error_code::TOPIC_ALREADY_EXISTS, format!("Topic '{name}' already exists.")));
     }
     if let Some(other) = registry.colliding(name) {

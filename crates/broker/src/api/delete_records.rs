@@ -34,7 +34,9 @@ impl Handler for DeleteRecords {
                 result.partition_index = p.partition_index;
                 result.low_watermark = -1;
                 match found.as_ref().and_then(|t| t.partition(p.partition_index)).cloned() {
-                    None => result.error_code = error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                    None => {
+                        result.error_code = topics.missing_code(&topic.name.0, error_code::UNKNOWN_TOPIC_OR_PARTITION)
+                    }
                     Some(partition) => {
                         let offset = p.offset;
                         let outcome = tokio::task::spawn_blocking(move || partition.delete_records(offset)).await;

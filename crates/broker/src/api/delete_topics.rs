@@ -12,6 +12,7 @@ use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::{str_bytes, topic_name};
 use crate::catalog::CatalogError;
 use crate::topic_admin::TopicAdmin;
+use crate::topics::OfflineTopic;
 use crate::topics::{Topic, Topics};
 
 pub struct DeleteTopics;
@@ -46,21 +47,29 @@ impl Handler for DeleteTopics {
                     Err((error_code::INVALID_REQUEST, "give a topic name or a topic id, not both".to_owned()))
                 }
                 (None, true) => Err((error_code::INVALID_REQUEST, "neither a topic name nor a topic id".to_owned())),
-                (Some(n), true) => topics.get(&n.0).ok_or((error_code::UNKNOWN_TOPIC_OR_PARTITION, String::new())),
-                (None, false) => topics.get_by_id(&id).ok_or((error_code::UNKNOWN_TOPIC_ID, String::new())),
+                (Some(n), true) => topics
+                    .get(&n.0)
+                    .map(Target::Online)
+                    .or_else(|| topics.offline(&n.0).map(Target::Offline))
+                    .ok_or((error_code::UNKNOWN_TOPIC_OR_PARTITION, String::new())),
+                (None, false) => topics
+                    .get_by_id(&id)
+                    .map(Target::Online)
+                    .or_else(|| topics.offline_by_id(&id).map(Target::Offline))
+                    .ok_or((error_code::UNKNOWN_TOPIC_ID, String::new())),
             }
-            .and_then(|topic| {
-                if seen.insert(topic.id) {
-                    Ok(topic)
+            .and_then(|target| {
+                if seen.insert(target.id()) {
+                    Ok(target)
                 } else {
-                    Err((error_code::INVALID_REQUEST, format!("topic {} is listed more than once", topic.name)))
+                    Err((error_code::INVALID_REQUEST, format!("topic {} is listed more than once", target.name())))
                 }
             });
             let outcome = match outcome {
-                Ok(topic) => {
-                    result.name = Some(topic_name(&topic.name));
-                    result.topic_id = topic.id;
-                    delete_topic(admin, topic).await
+                Ok(target) => {
+                    result.name = Some(topic_name(target.name()));
+                    result.topic_id = target.id();
+                    delete_topic(admin, target).await
                 }
                 Err(e) => Err(e),
             };
@@ -76,8 +85,35 @@ impl Handler for DeleteTopics {
     }
 }
 
-async fn delete_topic(admin: &TopicAdmin, topic: Arc<Topic>) -> Result<(), (i16, String)> {
-    admin.begin().await.delete(topic).await.map_err(|e| match e {
+/// A topic to delete: served, or offline (its log could not be opened).
+enum Target {
+    Online(Arc<Topic>),
+    Offline(Arc<OfflineTopic>),
+}
+
+impl Target {
+    fn id(&self) -> Uuid {
+        match self {
+            Target::Online(t) => t.id,
+            Target::Offline(t) => t.record.topic_id,
+        }
+    }
+
+    fn name(&self) -> &str {
+        match self {
+            Target::Online(t) => &t.name,
+            Target::Offline(t) => &t.record.name,
+        }
+    }
+}
+
+async fn delete_topic(admin: &TopicAdmin, target: Target) -> Result<(), (i16, String)> {
+    let change = admin.begin().await;
+    let deleted = match target {
+        Target::Online(topic) => change.delete(topic).await,
+        Target::Offline(topic) => change.delete_offline(&topic).await,
+    };
+    deleted.map_err(|e| match e {
         CatalogError::UnknownTopic(_) => (error_code::UNKNOWN_TOPIC_OR_PARTITION, String::new()),
         other => (error_code::UNKNOWN_SERVER_ERROR, other.to_string()),
     })

@@ -38,7 +38,7 @@ impl Handler for DescribeProducers {
                 let mut p = PartitionResponse::default();
                 p.partition_index = index;
                 match found.as_ref().and_then(|t| t.partition(index)) {
-                    None => p.error_code = error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                    None => p.error_code = topics.missing_code(&topic.name.0, error_code::UNKNOWN_TOPIC_OR_PARTITION),
                     Some(partition) => {
                         p.active_producers = partition
                             .producer_states()

@@ -59,7 +59,7 @@ impl Handler for Fetch {
         let by_id = version >= 13;
         let mut response = FetchResponse::default();
         let mut wanted = Vec::new();
-        let mut topic_known = Vec::new();
+        let mut missing_codes = Vec::new();
         for topic in &request.topics {
             let found = if by_id { topics.get_by_id(&topic.topic_id) } else { topics.get(&topic.topic.0) };
             let mut out = FetchableTopicResponse::default();
@@ -82,7 +82,19 @@ impl Handler for Fetch {
             if let (false, Some(t)) = (by_id, &found) {
                 response.responses[topic_index].topic = topic_name(&t.name);
             }
-            topic_known.push(found.is_some());
+            // What a partition of a topic not served answers: an id nobody
+            // knows is UNKNOWN_TOPIC_ID, an offline topic KAFKA_STORAGE_ERROR.
+            let offline = match &found {
+                Some(_) => false,
+                None if by_id => topics.offline_by_id(&topic.topic_id).is_some(),
+                None => topics.offline(&topic.topic.0).is_some(),
+            };
+            missing_codes.push(match (&found, offline, by_id) {
+                (Some(_), _, _) => error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                (None, true, _) => error_code::KAFKA_STORAGE_ERROR,
+                (None, false, true) => error_code::UNKNOWN_TOPIC_ID,
+                (None, false, false) => error_code::UNKNOWN_TOPIC_OR_PARTITION,
+            });
         }
 
         let waiter = Arc::new(FetchWaiter::default());
@@ -101,8 +113,8 @@ impl Handler for Fetch {
         let mut woken_at = None;
         loop {
             let (partitions, total, any_error) =
-                read_all(&wanted, &topic_known, max_bytes, by_id, committed_only, &mut ranges);
-            let timed_out = tokio::time::Instant::now() >= deadline;
+                read_all(&wanted, &missing_codes, max_bytes, committed_only, &mut ranges);
+            let timed_out = tokio::time::Instant::now() >= deadline || topics.draining();
             if total >= min_bytes.max(1) || any_error || timed_out || wait_ms == 0 {
                 for (topic_index, data) in partitions {
                     response.responses[topic_index].partitions.push(data);
@@ -111,7 +123,7 @@ impl Handler for Fetch {
             }
             if tokio::time::timeout_at(deadline, waiter.notified()).await.is_err() {
                 // Deadline: answer with whatever is there now (usually nothing).
-                let (partitions, _, _) = read_all(&wanted, &topic_known, max_bytes, by_id, committed_only, &mut ranges);
+                let (partitions, _, _) = read_all(&wanted, &missing_codes, max_bytes, committed_only, &mut ranges);
                 for (topic_index, data) in partitions {
                     response.responses[topic_index].partitions.push(data);
                 }
@@ -136,9 +148,8 @@ impl Drop for FinishOnDrop<'_> {
 
 fn read_all(
     wanted: &[Wanted],
-    topic_known: &[bool],
+    missing_codes: &[i16],
     max_bytes: usize,
-    by_id: bool,
     committed_only: bool,
     ranges: &mut FileRanges,
 ) -> (Vec<(usize, PartitionData)>, usize, bool) {
@@ -156,13 +167,7 @@ fn read_all(
         data.records = Some(Bytes::new());
         match &w.partition {
             None => {
-                // UNKNOWN_TOPIC_ID only for an id nobody knows; a known topic
-                // without that partition is UNKNOWN_TOPIC_OR_PARTITION.
-                data.error_code = if by_id && !topic_known[w.topic_index] {
-                    error_code::UNKNOWN_TOPIC_ID
-                } else {
-                    error_code::UNKNOWN_TOPIC_OR_PARTITION
-                };
+                data.error_code = missing_codes[w.topic_index];
                 any_error = true;
             }
             Some(p) => {

@@ -52,7 +52,7 @@ impl Handler for ListOffsets {
                 r.timestamp = -1;
                 r.offset = -1;
                 match found.as_ref().and_then(|t| t.partition(p.partition_index)) {
-                    None => r.error_code = error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                    None => r.error_code = topics.missing_code(&topic.name.0, error_code::UNKNOWN_TOPIC_OR_PARTITION),
                     Some(partition) => match lookup(partition, p.timestamp, committed_only) {
                         Ok(Some((offset, timestamp))) => {
                             r.offset = offset;

@@ -14,6 +14,7 @@ use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::{str_bytes, topic_name};
 use crate::config::BrokerConfig;
 use crate::topic_admin::TopicAdmin;
+use crate::topics::OfflineTopic;
 use crate::topics::{Topic, Topics};
 
 pub struct Metadata;
@@ -51,6 +52,9 @@ impl Handler for Metadata {
         };
         if everything {
             response.topics = topics.all().iter().map(|t| describe(t, config.node_id, topic_operations)).collect();
+            let registry = topics.read();
+            response.topics.extend(registry.all_offline().iter().map(|t| describe_offline(t, topic_operations)));
+            response.topics.sort_by(|a, b| a.name.cmp(&b.name));
             return response.into();
         }
         let auto_create = config.auto_create_topics && (version < 4 || request.allow_auto_topic_creation);
@@ -59,6 +63,14 @@ impl Handler for Metadata {
                 Some(name) => topics.get(&name.0),
                 None => topics.get_by_id(&wanted.topic_id),
             };
+            let offline = match &wanted.name {
+                Some(name) => topics.offline(&name.0),
+                None => topics.offline_by_id(&wanted.topic_id),
+            };
+            if let (None, Some(offline)) = (&found, offline) {
+                response.topics.push(describe_offline(&offline, topic_operations));
+                continue;
+            }
             let topic = match (found, &wanted.name) {
                 (Some(t), _) => Ok(t),
                 (None, Some(name)) if auto_create => {
@@ -87,6 +99,26 @@ impl Handler for Metadata {
         }
         response.into()
     }
+}
+
+/// A topic whose log could not be opened: known, with no leader for any
+/// partition (clients retry; the data APIs answer KAFKA_STORAGE_ERROR).
+fn describe_offline(topic: &OfflineTopic, authorized_operations: i32) -> MetadataResponseTopic {
+    let mut t = MetadataResponseTopic::default();
+    t.name = Some(topic_name(&topic.record.name));
+    t.topic_id = topic.record.topic_id;
+    t.topic_authorized_operations = authorized_operations;
+    t.partitions = (0..topic.record.partition_count)
+        .map(|index| {
+            let mut mp = MetadataResponsePartition::default();
+            mp.error_code = error_code::LEADER_NOT_AVAILABLE;
+            mp.partition_index = index;
+            mp.leader_id = BrokerId(-1);
+            mp.leader_epoch = -1;
+            mp
+        })
+        .collect();
+    t
 }
 
 fn describe(topic: &Topic, node_id: i32, authorized_operations: i32) -> MetadataResponseTopic {

@@ -53,7 +53,7 @@ impl Handler for OffsetForLeaderEpoch {
                 result.leader_epoch = UNDEFINED_EPOCH;
                 result.end_offset = UNDEFINED_EPOCH_OFFSET;
                 match topic.as_ref().and_then(|t| t.partition(p.partition)) {
-                    None => result.error_code = error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                    None => result.error_code = topics.missing_code(&t.topic.0, error_code::UNKNOWN_TOPIC_OR_PARTITION),
                     // The client's idea of the current epoch is checked first.
                     Some(_) if p.current_leader_epoch > LEADER_EPOCH => {
                         result.error_code = error_code::UNKNOWN_LEADER_EPOCH

@@ -73,10 +73,13 @@ impl Handler for Produce {
             let by_id = version >= TOPIC_ID_VERSION_MIN;
             let topic = if by_id { topics.get_by_id(&topic_data.topic_id) } else { topics.get(&topic_data.name.0) };
             let name = topic.as_ref().map_or_else(|| topic_data.name.0.to_string(), |t| t.name.clone());
-            let unknown_topic = if by_id && topic.is_none() {
-                error_code::UNKNOWN_TOPIC_ID
-            } else {
-                error_code::UNKNOWN_TOPIC_OR_PARTITION
+            let unknown_topic = match &topic {
+                Some(_) => error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                None if by_id && topics.offline_by_id(&topic_data.topic_id).is_some() => {
+                    error_code::KAFKA_STORAGE_ERROR
+                }
+                None if by_id => error_code::UNKNOWN_TOPIC_ID,
+                None => topics.missing_code(&topic_data.name.0, error_code::UNKNOWN_TOPIC_OR_PARTITION),
             };
             let policy = topic.as_ref().map_or_else(
                 || RecordPolicy::from_configs(&Default::default(), config.message_bytes_max),

@@ -104,7 +104,7 @@ fn _partition_status() -> TableIterator<
     let rows: Vec<_> = bounds
         .into_iter()
         .map(|b| {
-            let size = directory_bytes(&log_dir.join(format!("{}-{}", b.topic, b.partition)));
+            let size = directory_bytes(&kafgres_broker::topics::partition_dir(&log_dir, &b.topic, b.partition));
             (b.topic, b.partition, b.log_start_offset, b.log_end_offset, size)
         })
         .collect();

@@ -129,7 +129,11 @@ pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
             break;
         }
         if BackgroundWorker::sighup_received() {
+            // SAFETY: the worker's main thread, between transactions.
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+            // A reload is also the operator's way to say "the disk is fixed".
+            runtime.block_on(broker.reopen_offline_topics());
+            report_logs(logs.as_ref());
         }
         if wait.wait() == Wakeup::DataPlane {
             waker.drain();
