@@ -47,6 +47,7 @@ pub mod log_dir;
 pub mod metrics;
 pub mod partition;
 pub mod producer_ids;
+pub mod replication;
 pub mod sasl;
 pub mod server;
 pub mod splice;
