@@ -18,6 +18,8 @@
 //! - [`cleaner`]: log compaction (`cleanup.policy=compact`): the closed
 //!   segments rewritten to keep the latest record per key, swapped in by a
 //!   crash-safe protocol;
+//! - [`epochs`]: the leader epoch history (which epoch wrote which offsets)
+//!   and its OffsetForLeaderEpoch answer;
 //! - [`producer`]: idempotent-producer state rebuilt from the log and snapshots;
 //! - [`checkpoint`]: the small files replaced atomically.
 //!
@@ -31,6 +33,7 @@
 
 pub mod checkpoint;
 pub mod cleaner;
+pub mod epochs;
 pub mod error;
 pub mod index;
 pub mod partition;
@@ -42,6 +45,7 @@ pub mod segment;
 pub mod storage;
 
 pub use cleaner::{CleanReport, CleanerConfig};
+pub use epochs::{EpochEntry, LeaderEpochHistory};
 pub use error::LogError;
 pub use partition::{AppendResult, LogConfig, LogPosition, OpenReport, PartitionLog, ReadSlice};
 pub use producer::{AbortedTxn, ProducerStateMap, SequenceCheck, TxnEnd};
