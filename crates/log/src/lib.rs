@@ -14,12 +14,13 @@
 //!   or a crash, trusting what the recovery point covers and scanning the rest;
 //! - [`partition`]: the ordered segments, appends with offset assignment, rolls,
 //!   flushes and checkpoints, reads as file ranges (sendfile-ready) and by time;
+//!   a follower's appends of a leader's batches;
+//! - [`epochs`]: the leader epoch history (which epoch wrote which offsets)
+//!   and its OffsetForLeaderEpoch answer;
 //! - [`retention`]: `retention.ms`, `retention.bytes` and DeleteRecords;
 //! - [`cleaner`]: log compaction (`cleanup.policy=compact`): the closed
 //!   segments rewritten to keep the latest record per key, swapped in by a
 //!   crash-safe protocol;
-//! - [`epochs`]: the leader epoch history (which epoch wrote which offsets)
-//!   and its OffsetForLeaderEpoch answer;
 //! - [`producer`]: idempotent-producer state rebuilt from the log and snapshots;
 //! - [`checkpoint`]: the small files replaced atomically.
 //!
