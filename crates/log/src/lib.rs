@@ -14,7 +14,7 @@
 //!   or a crash, trusting what the recovery point covers and scanning the rest;
 //! - [`partition`]: the ordered segments, appends with offset assignment, rolls,
 //!   flushes and checkpoints, reads as file ranges (sendfile-ready) and by time;
-//!   a follower's appends of a leader's batches;
+//!   a follower's appends of a leader's batches and truncation of the end;
 //! - [`epochs`]: the leader epoch history (which epoch wrote which offsets)
 //!   and its OffsetForLeaderEpoch answer;
 //! - [`retention`]: `retention.ms`, `retention.bytes` and DeleteRecords;

@@ -1,8 +1,8 @@
 //! A partition's ordered segments: append, roll, flush and checkpoint.
 //! The leader's appends live in `partition/append.rs`, a follower's and the
-//! leader epoch history in `partition/replica.rs`, opening in
-//! `partition/open.rs`, reads in `partition/read.rs`, retention in
-//! [`crate::retention`].
+//! leader epoch history in `partition/replica.rs`, truncation of the end in
+//! `partition/truncate.rs`, opening in `partition/open.rs`, reads in
+//! `partition/read.rs`, retention in [`crate::retention`].
 //!
 //! Appends write to the page cache only. Durability is the caller's explicit
 //! step: [`PartitionLog::end_position`] names the bytes written so far and
@@ -32,6 +32,9 @@ mod append;
 mod open;
 mod read;
 mod replica;
+mod truncate;
+
+pub use truncate::TRUNCATION_FILE;
 
 /// Per-partition storage settings (Kafka's topic configs of the same names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,6 +134,9 @@ pub struct OpenReport {
     /// A cleaner swap that a crash interrupted after its commit point and
     /// that opening finished: `(base, end)` of the segments it replaced.
     pub swap_completed: Option<(i64, i64)>,
+    /// A truncation that a crash interrupted after its commit point and that
+    /// opening finished: the end it truncated to.
+    pub truncation_completed: Option<i64>,
     /// The leader epoch history was missing or damaged and was rebuilt from
     /// the batch headers.
     pub leader_epochs_rebuilt: bool,
@@ -353,13 +359,12 @@ impl PartitionLog {
     /// The files holding bytes written after `since`, which a flush must
     /// fdatasync to make everything up to [`Self::end_position`] durable.
     /// (Segments rolled since were fsynced by the roll; listing them again
-    /// costs one cheap fdatasync of a clean file.)
+    /// costs one cheap fdatasync of a clean file.) The active segment is
+    /// always listed: after [`Self::truncate_to`] a `since` taken before may
+    /// name a segment past the new end.
     pub fn unflushed_files(&self, since: LogPosition) -> Vec<(Arc<dyn StorageFile>, PathBuf)> {
-        self.segments
-            .iter()
-            .filter(|s| s.base_offset >= since.segment_base)
-            .map(|s| (Arc::clone(s.file()), s.path.clone()))
-            .collect()
+        let from = since.segment_base.min(self.active().base_offset);
+        self.segments.iter().filter(|s| s.base_offset >= from).map(|s| (Arc::clone(s.file()), s.path.clone())).collect()
     }
 
     /// Makes everything appended so far durable (fdatasync of the active

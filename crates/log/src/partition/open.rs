@@ -1,5 +1,6 @@
 //! Opening a partition directory: finish an interrupted cleaner swap (see
-//! [`crate::cleaner`]), list the files, finish an interrupted retention, recover segments by
+//! [`crate::cleaner`]) and an interrupted truncation (`truncate.rs`), list
+//! the files, finish an interrupted retention, recover segments by
 //! [`crate::recovery`]'s decision table, load (or rebuild) the leader epoch
 //! history, rebuild producer state, and write a fresh recovery point if
 //! anything had to be scanned.
@@ -12,6 +13,7 @@ use std::sync::Arc;
 use kafgres_record::control::{marker_of, Marker, MARKER_PEEK_BYTES};
 use kafgres_record::{BatchHeader, BATCH_HEADER_BYTES};
 
+use super::truncate::finish_interrupted_truncation;
 use super::{LogConfig, OpenReport, PartitionLog, SEGMENT_BYTES_LIMIT};
 use crate::checkpoint::read_whole;
 use crate::cleaner::{finish_interrupted_swap, CleanerState, CLEANED_SUFFIX};
@@ -48,6 +50,7 @@ impl PartitionLog {
         config.segment_bytes_max = config.segment_bytes_max.clamp(1, SEGMENT_BYTES_LIMIT);
         let mut report =
             OpenReport { swap_completed: finish_interrupted_swap(&storage, dir)?, ..OpenReport::default() };
+        report.truncation_completed = finish_interrupted_truncation(&storage, dir)?;
         let listing = list(&storage, dir)?;
         let log_start = read_log_start(&storage, dir)?;
         let mut bases = listing.bases.clone();
