@@ -1,5 +1,6 @@
 //! Small files replaced atomically: the recovery point, the log start offset,
-//! the cleaner's checkpoints and producer-state snapshots.
+//! the leader epoch history, the cleaner's checkpoints, an interrupted
+//! truncation's plan and producer-state snapshots.
 //!
 //! Each is written by [`crate::storage::replace_file_atomically`] (`<name>.tmp`,
 //! fdatasync, rename over `<name>`, fsync of the directory), so a crash
@@ -16,6 +17,9 @@
 //! <key> <decimal i64>        one line per value
 //! crc32c <8 hex digits>      CRC-32C of every byte before this line
 //! ```
+//!
+//! The leader epoch history ([`crate::epochs`]) uses the same header and CRC
+//! line around one `epoch <E> start <S>` line per entry.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -59,9 +63,17 @@ pub(crate) fn read_whole(storage: &Arc<dyn Storage>, path: &Path, bytes_max: u64
 
 /// Encodes named offsets in the text layout above.
 pub(crate) fn encode_offsets(values: &[(&str, i64)]) -> Vec<u8> {
+    let lines: Vec<String> = values.iter().map(|(key, value)| format!("{key} {value}")).collect();
+    encode_lines(&lines)
+}
+
+/// Encodes lines of text (each without its newline) between the header and
+/// the CRC line of the layout above.
+pub(crate) fn encode_lines(lines: &[String]) -> Vec<u8> {
     let mut text = String::from(HEADER);
-    for (key, value) in values {
-        text.push_str(&format!("{key} {value}\n"));
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
     }
     let crc = crc32c(text.as_bytes());
     text.push_str(&format!("crc32c {crc:08x}\n"));
@@ -70,29 +82,39 @@ pub(crate) fn encode_offsets(values: &[(&str, i64)]) -> Vec<u8> {
 
 /// Decodes the text layout; `None` (with a warning) if anything is off.
 pub(crate) fn decode_offsets(path: &Path, bytes: &[u8], keys: &[&str]) -> Option<Vec<i64>> {
-    let parsed = (|| {
-        let text = std::str::from_utf8(bytes).ok()?.strip_suffix('\n')?;
-        let body_len = text.rfind('\n')? + 1;
-        let (body, crc_line) = text.split_at(body_len);
-        let crc = u32::from_str_radix(crc_line.strip_prefix("crc32c ")?, 16).ok()?;
-        if crc != crc32c(body.as_bytes()) || !body.starts_with(HEADER) {
+    let parsed = decode_lines(bytes).and_then(|lines| {
+        if lines.len() < keys.len() {
             return None;
         }
-        let mut lines = body[HEADER.len()..].lines();
         keys.iter()
-            .map(|key| {
-                let (k, v) = lines.next()?.split_once(' ')?;
+            .zip(lines)
+            .map(|(key, line)| {
+                let (k, v) = line.split_once(' ')?;
                 if k != *key {
                     return None;
                 }
                 v.parse().ok()
             })
             .collect::<Option<Vec<i64>>>()
-    })();
+    });
     if parsed.is_none() {
         log::warn!("{} is damaged (bad layout or CRC); ignoring it", path.display());
     }
     parsed
+}
+
+/// The lines between the header and the CRC line, or `None` if the header,
+/// the CRC or the final newline is missing or wrong. The caller parses the
+/// lines (and warns about a damaged file).
+pub(crate) fn decode_lines(bytes: &[u8]) -> Option<Vec<&str>> {
+    let text = std::str::from_utf8(bytes).ok()?.strip_suffix('\n')?;
+    let body_len = text.rfind('\n')? + 1;
+    let (body, crc_line) = text.split_at(body_len);
+    let crc = u32::from_str_radix(crc_line.strip_prefix("crc32c ")?, 16).ok()?;
+    if crc != crc32c(body.as_bytes()) || !body.starts_with(HEADER) {
+        return None;
+    }
+    Some(body[HEADER.len()..].lines().collect())
 }
 
 /// CRC-32C (Castagnoli), bitwise: only small files use it, so a table-free

@@ -162,6 +162,9 @@ pub struct CleanerState {
     pub delete_horizon_ms: Option<i64>,
     /// A round is between its plan and its end (not persisted).
     in_progress: bool,
+    /// Truncations of the log's end so far (not persisted): a round planned
+    /// before one swaps nothing in and does not adopt its end offset.
+    truncations: u64,
 }
 
 impl CleanerState {
@@ -172,10 +175,23 @@ impl CleanerState {
             first_dirty_offset: v[0],
             delete_horizon_ms: (v[1] >= 0).then_some(v[1]),
             in_progress: false,
+            truncations: 0,
         }))
     }
 
-    fn store(&self, storage: &Arc<dyn Storage>, dir: &Path) -> Result<(), LogError> {
+    /// The log's end was cut back to `end`: offsets at or past it will be
+    /// new, uncleaned data. Returns whether the checkpoint must be stored
+    /// again (it was past `end`).
+    pub(crate) fn note_truncation(&mut self, end: i64) -> bool {
+        self.truncations += 1;
+        let past = self.first_dirty_offset > end;
+        if past {
+            self.first_dirty_offset = end;
+        }
+        past
+    }
+
+    pub(crate) fn store(&self, storage: &Arc<dyn Storage>, dir: &Path) -> Result<(), LogError> {
         let bytes = encode_offsets(&[
             (CHECKPOINT_KEYS[0], self.first_dirty_offset),
             (CHECKPOINT_KEYS[1], self.delete_horizon_ms.unwrap_or(-1)),
@@ -253,6 +269,8 @@ struct Plan {
     producer_last_offsets: HashMap<i64, i64>,
     segment_bytes_max: u64,
     index_interval_bytes: u64,
+    /// [`CleanerState::truncations`] when the round was planned.
+    truncations: u64,
 }
 
 /// The split of the log described in the module doc.
@@ -396,6 +414,7 @@ impl PartitionLog {
             producer_last_offsets,
             segment_bytes_max: self.config().segment_bytes_max,
             index_interval_bytes: self.config().index_interval_bytes,
+            truncations: self.cleaner.truncations,
         }))
     }
 }
@@ -407,7 +426,13 @@ pub fn clean(mut log: impl LogAccess, now_ms: i64, config: &CleanerConfig) -> Re
     let result = run(&mut log, &plan, now_ms, config);
     log.with_log(|l| {
         l.cleaner.in_progress = false;
-        if let Ok((_, state)) = &result {
+        if l.cleaner.truncations != plan.truncations {
+            // The end offset the round stored may be past the truncated end
+            // (offsets that new appends reuse): store the lowered state again.
+            if let Err(e) = l.cleaner.store(&plan.storage, &plan.dir) {
+                log::warn!("{}: storing the cleaner checkpoint failed: {e}", plan.dir.display());
+            }
+        } else if let Ok((_, state)) = &result {
             l.cleaner.first_dirty_offset = state.first_dirty_offset;
             l.cleaner.delete_horizon_ms = state.delete_horizon_ms;
         }
@@ -471,7 +496,8 @@ fn run(
         report.bytes_before += inputs.iter().map(|s| s.size_bytes).sum::<u64>();
         report.bytes_after += bytes_after;
     }
-    let state = CleanerState { first_dirty_offset: map.end_offset, delete_horizon_ms: horizon, in_progress: false };
+    let state =
+        CleanerState { first_dirty_offset: map.end_offset, delete_horizon_ms: horizon, ..CleanerState::default() };
     state.store(&plan.storage, &plan.dir)?;
     if report.segments_written > 0 {
         log::info!(

@@ -25,6 +25,22 @@ pub enum LogError {
     /// bug: validation returns both together); nothing was written.
     #[error("append refused: {0}")]
     BadAppend(String),
+    /// A batch whose leader epoch is older than the partition's latest (or
+    /// negative): a deposed leader, or a follower fed batches out of order.
+    /// Nothing was written.
+    #[error("a batch at offset {offset} has leader epoch {epoch}, older than the latest epoch {latest} or negative")]
+    StaleLeaderEpoch { epoch: i32, latest: i32, offset: i64 },
+    /// A follower's append whose first batch starts below the log end: the
+    /// follower must truncate or fetch from the log end. Nothing was written.
+    #[error("a replicated batch at offset {base_offset} starts below the log end {log_end}")]
+    BelowLogEnd { base_offset: i64, log_end: i64 },
+    /// A truncation that would leave the log end below the log start or
+    /// below the offset the caller said must be kept. Nothing was changed.
+    #[error(
+        "truncating to offset {requested} would end the log at {new_end}, below the log start {log_start} or the \
+         offset {end_offset_min} that must be kept"
+    )]
+    TruncationRefused { requested: i64, new_end: i64, log_start: i64, end_offset_min: i64 },
     /// A stored batch that does not parse where recovery kept it (found by
     /// the cleaner, which then leaves the partition as it is).
     #[error("{path}: unreadable batch at byte {position}: {reason}")]

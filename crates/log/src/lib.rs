@@ -14,6 +14,9 @@
 //!   or a crash, trusting what the recovery point covers and scanning the rest;
 //! - [`partition`]: the ordered segments, appends with offset assignment, rolls,
 //!   flushes and checkpoints, reads as file ranges (sendfile-ready) and by time;
+//!   a follower's appends of a leader's batches and truncation of the end;
+//! - [`epochs`]: the leader epoch history (which epoch wrote which offsets)
+//!   and its OffsetForLeaderEpoch answer;
 //! - [`retention`]: `retention.ms`, `retention.bytes` and DeleteRecords;
 //! - [`cleaner`]: log compaction (`cleanup.policy=compact`): the closed
 //!   segments rewritten to keep the latest record per key, swapped in by a
@@ -31,6 +34,7 @@
 
 pub mod checkpoint;
 pub mod cleaner;
+pub mod epochs;
 pub mod error;
 pub mod index;
 pub mod partition;
@@ -42,6 +46,7 @@ pub mod segment;
 pub mod storage;
 
 pub use cleaner::{CleanReport, CleanerConfig};
+pub use epochs::{EpochEntry, LeaderEpochHistory};
 pub use error::LogError;
 pub use partition::{AppendResult, LogConfig, LogPosition, OpenReport, PartitionLog, ReadSlice};
 pub use producer::{AbortedTxn, ProducerStateMap, SequenceCheck, TxnEnd};

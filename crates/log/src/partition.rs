@@ -1,6 +1,8 @@
 //! A partition's ordered segments: append, roll, flush and checkpoint.
-//! Opening lives in `partition/open.rs`, reads in `partition/read.rs`,
-//! retention in [`crate::retention`].
+//! The leader's appends live in `partition/append.rs`, a follower's and the
+//! leader epoch history in `partition/replica.rs`, truncation of the end in
+//! `partition/truncate.rs`, opening in `partition/open.rs`, reads in
+//! `partition/read.rs`, retention in [`crate::retention`].
 //!
 //! Appends write to the page cache only. Durability is the caller's explicit
 //! step: [`PartitionLog::end_position`] names the bytes written so far and
@@ -13,22 +15,26 @@
 //! exists, then writes a producer snapshot and the recovery point, so at most
 //! the active segment needs scanning after a crash (see [`crate::recovery`]).
 
-use std::io::IoSlice;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use kafgres_record::control::{encode_marker_batch, Marker};
-use kafgres_record::{set_base_offset, set_partition_leader_epoch, BatchHeader, BATCH_STAMPED_HEAD_BYTES};
+use kafgres_record::BatchHeader;
 
 use crate::checkpoint::write_atomically;
+use crate::epochs::LeaderEpochHistory;
 use crate::error::LogError;
-use crate::producer::{snapshot_file_name, AbortedTxn, ProducerStateMap, SequenceCheck, TxnEnd};
+use crate::producer::{snapshot_file_name, AbortedTxn, ProducerStateMap, SequenceCheck};
 use crate::recovery::{write_recovery_point, ScanReport};
 use crate::segment::Segment;
 use crate::storage::{FileStorage, Storage, StorageFile};
 
+mod append;
 mod open;
 mod read;
+mod replica;
+mod truncate;
+
+pub use truncate::TRUNCATION_FILE;
 
 /// Per-partition storage settings (Kafka's topic configs of the same names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,6 +134,12 @@ pub struct OpenReport {
     /// A cleaner swap that a crash interrupted after its commit point and
     /// that opening finished: `(base, end)` of the segments it replaced.
     pub swap_completed: Option<(i64, i64)>,
+    /// A truncation that a crash interrupted after its commit point and that
+    /// opening finished: the end it truncated to.
+    pub truncation_completed: Option<i64>,
+    /// The leader epoch history was missing or damaged and was rebuilt from
+    /// the batch headers.
+    pub leader_epochs_rebuilt: bool,
 }
 
 impl OpenReport {
@@ -159,6 +171,8 @@ pub struct PartitionLog {
     clock_ms: i64,
     /// Log compaction's progress (see [`crate::cleaner`]).
     pub(crate) cleaner: crate::cleaner::CleanerState,
+    /// Which leader epoch wrote which offsets (see [`crate::epochs`]).
+    epochs: LeaderEpochHistory,
 }
 
 impl PartitionLog {
@@ -224,10 +238,18 @@ impl PartitionLog {
         self.producers.check_sequence(header)
     }
 
-    /// Advances the log start (the caller made it durable first).
+    /// Advances the log start (the caller made it durable first), and the
+    /// leader epoch history with it. Storing the history is best effort: a
+    /// stale file only holds entries below the durable log start, which
+    /// opening drops again.
     pub(crate) fn set_log_start_offset(&mut self, offset: i64) {
         self.log_start_offset = offset.min(self.next_offset());
         self.producers.evict_below(self.log_start_offset);
+        if self.epochs.truncate_from_start(self.log_start_offset) {
+            if let Err(e) = self.epochs.store(&self.storage, &self.dir) {
+                log::warn!("{}: storing the leader epoch history failed ({e}); opening redoes it", self.dir.display());
+            }
+        }
     }
 
     /// Removes the `n` oldest segments from the list (never the active one).
@@ -284,129 +306,6 @@ impl PartitionLog {
         result
     }
 
-    /// Appends validated batches, assigning consecutive offsets: each batch
-    /// is written with its base offset and `leader_epoch` stamped into its
-    /// first [`BATCH_STAMPED_HEAD_BYTES`] and the rest taken from `batches` as they
-    /// are (one `pwritev`; the records are not copied). `headers` are the
-    /// batches' parsed headers in order, as validation returned them. If a
-    /// write fails, what reached the files is cut again before returning.
-    pub fn append(
-        &mut self,
-        batches: &[u8],
-        headers: &[BatchHeader],
-        leader_epoch: i32,
-        now_ms: i64,
-    ) -> Result<AppendResult, LogError> {
-        self.refuse_if_failed()?;
-        self.clock_ms = self.clock_ms.max(now_ms);
-        let total = batches.len() as u64;
-        if total > SEGMENT_BYTES_LIMIT {
-            return Err(LogError::BatchTooLarge { bytes: total, bytes_max: SEGMENT_BYTES_LIMIT });
-        }
-        // Bytes no header describes would be acknowledged and never written.
-        let described: usize = headers.iter().map(BatchHeader::total_bytes).sum();
-        if described != batches.len() {
-            return Err(LogError::BadAppend(format!(
-                "the headers describe {described} bytes of a {}-byte append",
-                batches.len()
-            )));
-        }
-        let records: i64 = headers.iter().map(|h| i64::from(h.last_offset_delta.max(0)) + 1).sum();
-        self.maybe_roll(total, records, now_ms)?;
-        let base_offset = self.next_offset();
-        let mut offset = base_offset;
-        let mut pos = 0usize;
-        let mut stamped = Vec::with_capacity(headers.len());
-        let mut heads = Vec::with_capacity(headers.len());
-        for h in headers {
-            let size = h.total_bytes();
-            let batch =
-                batches.get(pos..pos + size).filter(|b| b.len() >= BATCH_STAMPED_HEAD_BYTES).ok_or_else(|| {
-                    LogError::BadAppend(format!("a {size}-byte batch at byte {pos} of a {}-byte append", batches.len()))
-                })?;
-            let mut head = [0u8; BATCH_STAMPED_HEAD_BYTES];
-            head.copy_from_slice(&batch[..BATCH_STAMPED_HEAD_BYTES]);
-            set_base_offset(&mut head, offset);
-            set_partition_leader_epoch(&mut head, leader_epoch);
-            heads.push(head);
-            let mut h = *h;
-            h.base_offset = offset;
-            h.partition_leader_epoch = leader_epoch;
-            offset = h.next_offset();
-            if offset < 0 {
-                return Err(LogError::OffsetOverflow(offset));
-            }
-            stamped.push((h, pos as u64));
-            pos += size;
-        }
-        let mut slices = Vec::with_capacity(2 * headers.len());
-        for (head, (h, rel)) in heads.iter().zip(&stamped) {
-            let rel = *rel as usize;
-            slices.push(IoSlice::new(head));
-            slices.push(IoSlice::new(&batches[rel + BATCH_STAMPED_HEAD_BYTES..rel + h.total_bytes()]));
-        }
-        let interval = self.config.index_interval_bytes;
-        let active = self.active_mut();
-        let mark = active.mark();
-        let start = active.size_bytes;
-        let written = active
-            .write_slices_at_end(&mut slices)
-            .and_then(|()| stamped.iter().try_for_each(|(h, rel)| active.note_batch(h, start + rel, interval)));
-        if let Err(e) = written {
-            if let Err(undo) = active.roll_back(mark) {
-                self.failed = Some(format!("cutting a failed append: {undo}"));
-            }
-            return Err(e);
-        }
-        // Each batch's base offset is the previous one's end: what the
-        // producer state, the high watermark and the caller's answer assume.
-        assert_eq!(
-            active.next_offset,
-            offset,
-            "{}: the segment ends where the append's offsets end",
-            active.path.display()
-        );
-        active.start_writeback_if_due();
-        for (h, _) in &stamped {
-            self.producers.record_at(h, now_ms);
-        }
-        Ok(AppendResult { base_offset, last_offset: offset - 1, end: self.end_position() })
-    }
-
-    /// Appends a transaction marker for `producer_id` (its commit or abort in
-    /// this partition) and ends the producer's open transaction here. A
-    /// marker from an epoch older than the producer's is refused with
-    /// [`SequenceCheck::InvalidEpoch`] in the result's `Err` side.
-    pub fn append_marker(
-        &mut self,
-        producer_id: i64,
-        producer_epoch: i16,
-        end: TxnEnd,
-        coordinator_epoch: i32,
-        leader_epoch: i32,
-        now_ms: i64,
-    ) -> Result<Result<AppendResult, SequenceCheck>, LogError> {
-        let marker = match end {
-            TxnEnd::Commit => Marker::Commit,
-            TxnEnd::Abort => Marker::Abort,
-        };
-        let batch = encode_marker_batch(producer_id, producer_epoch, marker, coordinator_epoch, now_ms);
-        let header = BatchHeader::parse(&batch).map_err(|e| LogError::Failed {
-            dir: self.dir.clone(),
-            reason: format!("encoding a transaction marker: {e}"),
-        })?;
-        let check = self.producers.check_sequence(&header);
-        if check != SequenceCheck::Ok {
-            return Ok(Err(check));
-        }
-        let appended = self.append(&batch, &[header], leader_epoch, now_ms)?;
-        let mut stamped = header;
-        stamped.base_offset = appended.base_offset;
-        stamped.partition_leader_epoch = leader_epoch;
-        self.producers.record_marker(&stamped, end, now_ms);
-        Ok(Ok(appended))
-    }
-
     /// The offset below which no transaction is open: `read_committed`
     /// readers stop here (or at the high watermark, if lower).
     pub fn first_unstable_offset(&self) -> Option<i64> {
@@ -418,30 +317,34 @@ impl PartitionLog {
         self.producers.aborted_between(from, to)
     }
 
-    fn maybe_roll(&mut self, incoming_bytes: u64, incoming_records: i64, now_ms: i64) -> Result<(), LogError> {
-        let active = self.active();
-        if active.size_bytes == 0 {
-            return Ok(());
-        }
-        let full = active.size_bytes + incoming_bytes > self.config.segment_bytes_max.min(SEGMENT_BYTES_LIMIT);
-        let old = now_ms - active.created_ms >= self.config.segment_age_ms_max;
-        let offsets_overflow = !active.fits_relative(active.next_offset.saturating_add(incoming_records));
-        if full || old || offsets_overflow {
-            self.roll(now_ms)?;
-        }
-        Ok(())
-    }
-
     /// Starts a new segment at the log end. The old one is made durable with
     /// its indexes first, then the new files and their directory entries,
     /// then a producer snapshot and the recovery point at the new segment.
+    /// An empty active segment is not rolled (the new one would have its name).
     pub fn roll(&mut self, now_ms: i64) -> Result<(), LogError> {
+        if self.active().size_bytes == 0 {
+            return self.refuse_if_failed();
+        }
+        self.roll_at(self.next_offset(), now_ms)
+    }
+
+    /// [`Self::roll`] with the new segment starting at `base` (at or past the
+    /// log end): a follower's segment starts at the first batch it receives,
+    /// which may lie past the end after a gap a compacted leader left.
+    fn roll_at(&mut self, base: i64, now_ms: i64) -> Result<(), LogError> {
         self.refuse_if_failed()?;
+        let active = self.active();
+        if base < active.next_offset || base <= active.base_offset {
+            // Two segments with one base offset would share their files.
+            return Err(LogError::BadAppend(format!(
+                "a segment rolled at offset {base} would not follow the active one ({} to {})",
+                active.base_offset, active.next_offset
+            )));
+        }
         self.or_fail("rolling a segment", |log| {
             log.active_mut().flush_all()?;
             log.active_mut().seal();
-            let next = log.next_offset();
-            let segment = Segment::open(&log.storage, &log.dir, next, now_ms)?;
+            let segment = Segment::open(&log.storage, &log.dir, base, now_ms)?;
             // Leftovers of an earlier life of this base offset must not
             // shadow the new segment.
             for (file, path) in segment.files() {
@@ -456,13 +359,12 @@ impl PartitionLog {
     /// The files holding bytes written after `since`, which a flush must
     /// fdatasync to make everything up to [`Self::end_position`] durable.
     /// (Segments rolled since were fsynced by the roll; listing them again
-    /// costs one cheap fdatasync of a clean file.)
+    /// costs one cheap fdatasync of a clean file.) The active segment is
+    /// always listed: after [`Self::truncate_to`] a `since` taken before may
+    /// name a segment past the new end.
     pub fn unflushed_files(&self, since: LogPosition) -> Vec<(Arc<dyn StorageFile>, PathBuf)> {
-        self.segments
-            .iter()
-            .filter(|s| s.base_offset >= since.segment_base)
-            .map(|s| (Arc::clone(s.file()), s.path.clone()))
-            .collect()
+        let from = since.segment_base.min(self.active().base_offset);
+        self.segments.iter().filter(|s| s.base_offset >= from).map(|s| (Arc::clone(s.file()), s.path.clone())).collect()
     }
 
     /// Makes everything appended so far durable (fdatasync of the active

@@ -32,7 +32,7 @@
 //! | end of file exactly at a batch boundary               | done, nothing cut               |
 //! | fewer bytes left than a batch header or its length    | torn write: cut from here       |
 //! | magic != 2, length < header size                      | garbage: cut from here          |
-//! | base offset != the previous batch's next offset (last segment), or below it (earlier segments, which compaction may have left with gaps) | garbage: cut from here |
+//! | base offset below the previous batch's next offset (a gap above it is kept: the cleaner leaves them, and a follower copies a compacted leader's) | garbage: cut from here |
 //! | offsets or bytes do not fit the u32 relative offsets and positions of the indexes | garbage: cut from here |
 //! | CRC-32C or record framing mismatch (CRC scans only)   | corrupt: cut from here          |
 //! | otherwise                                             | keep, add to the indexes        |
@@ -168,7 +168,7 @@ pub(crate) fn open_segment(
                 Err(reason) => {
                     log::warn!("{}: index files are invalid ({reason}); rebuilding them", segment.path.display());
                     segment.reset()?;
-                    let mut report = scan(segment, file_len, false, true, index_interval_bytes)?;
+                    let mut report = scan(segment, file_len, false, index_interval_bytes)?;
                     segment.flush_all()?;
                     report.how = SegmentOpen::IndexRebuilt { reason };
                     Ok(report)
@@ -182,7 +182,7 @@ pub(crate) fn open_segment(
                 .load_prefix(|e| i64::from(e.relative_offset) < range && u64::from(e.position) < bytes)?;
             segment.time_index.load_prefix(|e| i64::from(e.relative_offset) < range)?;
             adopt_loaded(segment, bytes, next_offset);
-            let mut report = scan(segment, file_len, true, next_base.is_some(), index_interval_bytes)?;
+            let mut report = scan(segment, file_len, true, index_interval_bytes)?;
             if report.scanned_bytes == 0 {
                 report.how = SegmentOpen::Trusted;
             }
@@ -190,7 +190,7 @@ pub(crate) fn open_segment(
         }
         _ => {
             segment.reset()?;
-            scan(segment, file_len, true, next_base.is_some(), index_interval_bytes)
+            scan(segment, file_len, true, index_interval_bytes)
         }
     }
 }
@@ -258,15 +258,8 @@ impl ChunkReader<'_> {
 /// Scans `segment` from its current end (`size_bytes`, `next_offset`) to
 /// `file_len`, adding each good batch to the indexes and cutting the file at
 /// the first bad one (second table above). `verify` checks CRCs and record
-/// framing; `gaps_allowed` (any segment but the last, which the cleaner
-/// never rewrites) accepts a batch starting after the previous one's end.
-fn scan(
-    segment: &mut Segment,
-    file_len: u64,
-    verify: bool,
-    gaps_allowed: bool,
-    index_interval_bytes: u64,
-) -> Result<ScanReport, LogError> {
+/// framing.
+fn scan(segment: &mut Segment, file_len: u64, verify: bool, index_interval_bytes: u64) -> Result<ScanReport, LogError> {
     let from = segment.size_bytes;
     let mut report =
         ScanReport { how: SegmentOpen::Scanned { from_byte: from }, ..ScanReport::new(segment.base_offset) };
@@ -300,7 +293,7 @@ fn scan(
             reason = Some(format!("batch at byte {position} needs {total} bytes, only {left} written"));
             break;
         }
-        if header.base_offset < segment.next_offset || (header.base_offset > segment.next_offset && !gaps_allowed) {
+        if header.base_offset < segment.next_offset {
             reason = Some(format!(
                 "batch at byte {position} has base offset {}, expected {}",
                 header.base_offset, segment.next_offset

@@ -89,6 +89,13 @@ pub(crate) struct SegmentMark {
     time_entries: usize,
 }
 
+impl SegmentMark {
+    /// The offset after the segment's last batch once cut back to the mark.
+    pub(crate) fn next_offset(&self) -> i64 {
+        self.next_offset
+    }
+}
+
 impl Segment {
     /// Opens (creating if missing) the segment's three files without reading them.
     pub(crate) fn open(
@@ -343,6 +350,64 @@ impl Segment {
         self.file.set_len(mark.size_bytes).map_err(LogError::io(&self.path))?;
         self.offset_index.truncate(mark.offset_entries)?;
         self.time_index.truncate(mark.time_entries)
+    }
+
+    /// The state the segment had when it ended at byte `position`, the start
+    /// of one of its batches (or its end): what [`Self::roll_back`] cuts it
+    /// back to for a truncation. Reads the batch headers from the last offset
+    /// index entry before `position` to it (at most an index interval) to
+    /// learn where the kept batches end and their largest timestamp; the
+    /// time entries of kept batches give the largest timestamp before that.
+    pub(crate) fn mark_at(&self, position: u64) -> Result<SegmentMark, LogError> {
+        let offsets = self.offset_index.entries();
+        let offset_entries = offsets.partition_point(|e| u64::from(e.position) < position);
+        let mut at = offset_entries.checked_sub(1).map_or(0, |i| u64::from(offsets[i].position));
+        let walked_from = at;
+        let mut next_offset = self.base_offset;
+        let mut walked_max: Option<(i64, i64)> = None;
+        let mut head = [0u8; BATCH_HEADER_BYTES];
+        while at < position {
+            let bad = |reason: String| LogError::BadBatch { path: self.path.clone(), position: at, reason };
+            if at + BATCH_HEADER_BYTES as u64 > self.size_bytes {
+                return Err(bad("the batch headers do not reach the truncation point".into()));
+            }
+            self.file.read_exact_at(&mut head, at).map_err(LogError::io(&self.path))?;
+            let h = BatchHeader::parse(&head).map_err(|e| bad(e.to_string()))?;
+            if h.batch_length <= 0 || h.base_offset < next_offset {
+                return Err(bad(format!("a batch of offset {} and length {}", h.base_offset, h.batch_length)));
+            }
+            if walked_max.is_none_or(|(ts, _)| h.max_timestamp > ts) {
+                walked_max = Some((h.max_timestamp, h.base_offset));
+            }
+            next_offset = h.next_offset();
+            at += h.total_bytes() as u64;
+        }
+        if at != position {
+            let reason = format!("byte {position} is not the start of a batch");
+            return Err(LogError::BadBatch { path: self.path.clone(), position, reason });
+        }
+        let time_entries = self
+            .time_index
+            .entries()
+            .partition_point(|e| self.base_offset + i64::from(e.relative_offset) < next_offset);
+        let indexed = self.time_index.entries()[..time_entries]
+            .last()
+            .map(|e| (e.timestamp_ms, self.base_offset + i64::from(e.relative_offset)));
+        let (max_timestamp_ms, offset_of_max_timestamp) = match (indexed, walked_max) {
+            (Some(i), Some(w)) if w.0 > i.0 => w,
+            (Some(i), _) => i,
+            (None, Some(w)) if w.0 >= 0 => w,
+            _ => (-1, self.base_offset),
+        };
+        Ok(SegmentMark {
+            size_bytes: position,
+            next_offset,
+            bytes_since_index_entry: position - walked_from,
+            max_timestamp_ms,
+            offset_of_max_timestamp,
+            offset_entries,
+            time_entries,
+        })
     }
 
     /// Once [`WRITEBACK_CHUNK_BYTES`] have been appended since the last

@@ -25,7 +25,14 @@ pub(super) fn swap_in(
     output: Segment,
 ) -> Result<Option<Vec<i64>>, LogError> {
     let inputs = &plan.segments[group];
-    log.with_log(|l| l.swap_group(inputs, output))
+    log.with_log(|l| {
+        if l.cleaner.truncations != plan.truncations {
+            // The end was cut meanwhile; the group may hold batches past it.
+            remove_cleaned(l.storage(), l.dir(), inputs[0].base);
+            return Ok(None);
+        }
+        l.swap_group(inputs, output)
+    })
 }
 
 impl PartitionLog {

@@ -1,8 +1,9 @@
 //! Opening a partition directory: finish an interrupted cleaner swap (see
-//! [`crate::cleaner`]), list the files, finish an interrupted retention,
-//! recover segments by [`crate::recovery`]'s decision table,
-//! rebuild producer state, and write a fresh recovery point if anything had
-//! to be scanned.
+//! [`crate::cleaner`]) and an interrupted truncation (`truncate.rs`), list
+//! the files, finish an interrupted retention, recover segments by
+//! [`crate::recovery`]'s decision table, load (or rebuild) the leader epoch
+//! history, rebuild producer state, and write a fresh recovery point if
+//! anything had to be scanned.
 
 use std::collections::BTreeSet;
 use std::io::ErrorKind;
@@ -12,9 +13,11 @@ use std::sync::Arc;
 use kafgres_record::control::{marker_of, Marker, MARKER_PEEK_BYTES};
 use kafgres_record::{BatchHeader, BATCH_HEADER_BYTES};
 
+use super::truncate::finish_interrupted_truncation;
 use super::{LogConfig, OpenReport, PartitionLog, SEGMENT_BYTES_LIMIT};
 use crate::checkpoint::read_whole;
 use crate::cleaner::{finish_interrupted_swap, CleanerState, CLEANED_SUFFIX};
+use crate::epochs::LeaderEpochHistory;
 use crate::error::LogError;
 use crate::producer::{snapshot_file_name, ProducerStateMap, TxnEnd, SNAPSHOT_BYTES_MAX, SNAPSHOT_SUFFIX};
 use crate::recovery::{open_segment, plan, read_recovery_point, SegmentOpen, SegmentPlan};
@@ -47,6 +50,7 @@ impl PartitionLog {
         config.segment_bytes_max = config.segment_bytes_max.clamp(1, SEGMENT_BYTES_LIMIT);
         let mut report =
             OpenReport { swap_completed: finish_interrupted_swap(&storage, dir)?, ..OpenReport::default() };
+        report.truncation_completed = finish_interrupted_truncation(&storage, dir)?;
         let listing = list(&storage, dir)?;
         let log_start = read_log_start(&storage, dir)?;
         let mut bases = listing.bases.clone();
@@ -128,10 +132,17 @@ impl PartitionLog {
             snapshots: Vec::new(),
             clock_ms: now_ms,
             cleaner: CleanerState::default(),
+            epochs: LeaderEpochHistory::default(),
         };
         log.cleaner = CleanerState::load(&log.storage, dir)?;
         log.log_start_offset = log_start.unwrap_or(first_base).max(first_base).min(log.next_offset());
+        let stored_epochs = log.load_epochs(&mut report)?;
         log.rebuild_producers(listing.snapshots, &mut report)?;
+        if stored_epochs.as_ref() != Some(&log.epochs) && (stored_epochs.is_some() || log.latest_epoch().is_some()) {
+            // Before any append: a stale history would describe offsets
+            // that new appends reuse.
+            log.epochs.store(&log.storage, dir)?;
+        }
         // A new partition has nothing to recover (its first roll or close
         // writes the first recovery point).
         let fresh = report.segments.is_empty() && report.deleted_segments.is_empty();
@@ -148,9 +159,46 @@ impl PartitionLog {
         Ok((log, report))
     }
 
+    /// The leader epoch history from its file, or rebuilt from every batch
+    /// header when the file is missing or damaged (or holds nothing while the
+    /// log holds batches), cut to the log's extent; returns what the file
+    /// held. The headers [`Self::rebuild_producers`] walks next add epochs
+    /// the file does not know yet.
+    fn load_epochs(&mut self, report: &mut OpenReport) -> Result<Option<LeaderEpochHistory>, LogError> {
+        let stored = LeaderEpochHistory::load(&self.storage, &self.dir)?;
+        self.epochs = stored.clone().unwrap_or_default();
+        self.cut_epochs_to_log();
+        if self.epochs.latest().is_none() && self.next_offset() > self.log_start_offset {
+            let mut rebuilt = LeaderEpochHistory::default();
+            let log_start = self.log_start_offset;
+            self.walk_batches(log_start, |h, _| {
+                rebuilt.observe(h.partition_leader_epoch, h.base_offset.max(log_start))
+            })?;
+            self.epochs = rebuilt;
+            self.cut_epochs_to_log();
+            report.leader_epochs_rebuilt = true;
+        }
+        Ok(stored)
+    }
+
+    /// Drops the entries of the leader epoch history the log does not cover.
+    fn cut_epochs_to_log(&mut self) {
+        // An entry starting at the log end describes an epoch that began and
+        // wrote nothing yet (its batch lost to a crash, or DeleteRecords up
+        // to the end): kept, as in memory. Past the end, it describes
+        // batches recovery cut.
+        self.epochs.truncate_from_end(self.next_offset().saturating_add(1));
+        self.epochs.truncate_from_start(self.log_start_offset);
+    }
+
     /// Producer state from the newest usable snapshot plus the batch headers
-    /// after it (see [`crate::producer`]).
-    fn rebuild_producers(&mut self, mut snapshot_offsets: Vec<i64>, report: &mut OpenReport) -> Result<(), LogError> {
+    /// after it (see [`crate::producer`]); the leader epoch history observes
+    /// the same headers.
+    pub(super) fn rebuild_producers(
+        &mut self,
+        mut snapshot_offsets: Vec<i64>,
+        report: &mut OpenReport,
+    ) -> Result<(), LogError> {
         let end = self.next_offset();
         snapshot_offsets.sort_unstable();
         let mut found: Option<(i64, ProducerStateMap)> = None;
@@ -176,14 +224,20 @@ impl PartitionLog {
         let (from, state) = found.unwrap_or((self.log_start_offset, ProducerStateMap::default()));
         let mut producers = state;
         let mut scanned = 0u64;
+        let mut epochs = std::mem::take(&mut self.epochs);
+        let log_start = self.log_start_offset;
         self.walk_batches(from, |h, marker| {
             scanned += 1;
+            if h.last_offset() >= log_start {
+                epochs.observe(h.partition_leader_epoch, h.base_offset.max(log_start));
+            }
             match marker {
                 Some(Marker::Commit) => producers.record_marker(h, TxnEnd::Commit, 0),
                 Some(Marker::Abort) => producers.record_marker(h, TxnEnd::Abort, 0),
                 None => producers.record(h),
             }
         })?;
+        self.epochs = epochs;
         producers.mark_all_seen(self.clock_ms);
         self.producers = producers;
         report.producer_batches_scanned = scanned;

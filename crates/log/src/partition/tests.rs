@@ -1,4 +1,5 @@
 use super::*;
+use crate::producer::TxnEnd;
 use kafgres_record::build::{encode_batch, NewRecord, ProducerStamp};
 use kafgres_record::validate_batches;
 

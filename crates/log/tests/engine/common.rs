@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use kafgres_log::storage::memory::MemStorage;
-use kafgres_log::{AppendResult, LogConfig, OpenReport, PartitionLog, Storage};
+use kafgres_log::{AppendResult, LogConfig, LogError, OpenReport, PartitionLog, Storage};
 use kafgres_record::build::{encode_batch, NewRecord, ProducerStamp};
 use kafgres_record::varint::{read_varint, read_varlong};
 use kafgres_record::{validate_batches, BatchHeader, BATCH_HEADER_BYTES};
@@ -133,4 +133,81 @@ pub fn check_invariants(log: &PartitionLog) {
             prev = Some(e.relative_offset);
         }
     }
+}
+
+/// Appends `bytes` (validated batches) as a leader at `leader_epoch`.
+pub fn append_at_epoch(log: &mut PartitionLog, bytes: &[u8], leader_epoch: i32) -> Result<AppendResult, LogError> {
+    let headers = validate_batches(bytes).expect("valid batch").headers;
+    log.append(bytes, &headers, leader_epoch, 0)
+}
+
+/// One batch of `n` records from a transactional producer.
+pub fn txn_batch(n: usize, len: usize, producer: ProducerStamp) -> Vec<u8> {
+    let values: Vec<Vec<u8>> = (0..n).map(|i| vec![i as u8; len]).collect();
+    let mut b = batch_of(&values, 1_000, producer);
+    let attributes = i16::from_be_bytes([b[21], b[22]]) | 0x10;
+    b[21..23].copy_from_slice(&attributes.to_be_bytes());
+    kafgres_record::rewrite_crc(&mut b);
+    b
+}
+
+/// The whole batches at the start of `bytes` (a fetch may end inside one).
+pub fn whole_batches(bytes: &[u8]) -> &[u8] {
+    let mut pos = 0;
+    while let Some((_, size)) = kafgres_record::peek_offset_and_size(&bytes[pos..]) {
+        if pos + size > bytes.len() {
+            break;
+        }
+        pos += size;
+    }
+    &bytes[..pos]
+}
+
+/// A follower's fetch: the leader's batches from the follower's log end, up
+/// to `max_bytes` (at least one batch), appended as they are. Returns
+/// whether anything was copied.
+pub fn fetch_into(leader: &PartitionLog, follower: &mut PartitionLog, max_bytes: u64) -> bool {
+    let from = follower.next_offset();
+    if from >= leader.next_offset() {
+        return false;
+    }
+    let slice = leader.read(from, max_bytes, leader.end_position(), true).expect("leader read");
+    let bytes = slice.read_to_vec().expect("leader bytes");
+    let bytes = whole_batches(&bytes);
+    if bytes.is_empty() {
+        return false;
+    }
+    let headers = validate_batches(bytes).expect("the leader's batches are valid").headers;
+    follower.append_replicated(bytes, &headers, 0).expect("append_replicated");
+    true
+}
+
+/// Every file of the partition directory (the written image), by name.
+pub fn files(storage: &MemStorage) -> std::collections::BTreeMap<String, Vec<u8>> {
+    storage
+        .list_dir(dir())
+        .expect("list")
+        .into_iter()
+        .map(|name| {
+            let bytes = storage.read_file(&dir().join(&name)).expect("file");
+            (name, bytes)
+        })
+        .collect()
+}
+
+/// The leader epoch history of `log` as `(epoch, start)` pairs.
+pub fn epochs_of(log: &PartitionLog) -> Vec<(i32, i64)> {
+    log.leader_epochs().entries().iter().map(|e| (e.epoch, e.start_offset)).collect()
+}
+
+/// The history a log's batches imply: the first batch of each higher epoch,
+/// the first entry starting no lower than the log start.
+pub fn epochs_implied_by(batches: &[Stored], log_start: i64) -> Vec<(i32, i64)> {
+    let mut out: Vec<(i32, i64)> = Vec::new();
+    for b in batches {
+        if out.last().is_none_or(|l| b.header.partition_leader_epoch > l.0) {
+            out.push((b.header.partition_leader_epoch, b.header.base_offset.max(log_start)));
+        }
+    }
+    out
 }

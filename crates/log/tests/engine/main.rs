@@ -7,8 +7,11 @@ mod appends;
 mod common;
 
 mod crash_images;
+mod epochs;
 mod faults;
 mod model;
 mod producers;
 mod recovery;
+mod replica;
 mod retention;
+mod truncation;
