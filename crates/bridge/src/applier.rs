@@ -88,6 +88,9 @@ pub enum ProduceOutcome {
     OutOfOrderSequence,
     /// The producer id or epoch is no longer valid for this partition.
     ProducerFenced,
+    /// The batch exceeds the topic's `max.message.bytes` (lowered since the
+    /// applier read it): nothing was written; plan with the new limit.
+    TooLarge,
     /// Any other Kafka error code: the round fails and is tried again.
     Failed(i16),
 }
@@ -245,11 +248,37 @@ impl Applier {
         txns: &[&CommittedTxn],
         report: &mut RoundReport,
     ) -> Result<RoundEnd, ApplyError> {
+        // The topics' limits first: a record that can never fit its topic's
+        // batch (its max.message.bytes lowered below it since the send) is
+        // dropped here, before it takes a sequence, so the ones after it
+        // still follow on (and a replay decides alike).
+        let mut limits: BTreeMap<String, Option<usize>> = BTreeMap::new();
+        for send in txns.iter().flat_map(|t| t.sends.iter()) {
+            if !limits.contains_key(&send.topic) {
+                limits.insert(send.topic.clone(), broker.message_bytes_max(&send.topic)?);
+            }
+        }
+        let room = |topic: &str| {
+            limits.get(topic).copied().flatten().map(|l| l.saturating_sub(kafgres_record::BATCH_OVERHEAD_BYTES_MAX))
+        };
         // Sequences follow from the commit order alone.
         let mut next_sequence = self.checkpoint.next_sequence.clone();
         let mut planned: BTreeMap<(String, i32), Vec<Planned<'_>>> = BTreeMap::new();
         for txn in txns {
             for send in &txn.sends {
+                if room(&send.topic).is_some_and(|room| send.estimated_record_bytes() > room) {
+                    report.records_dropped += 1;
+                    log::warn!(
+                        "dropping a record of about {} bytes sent from SQL to {}-{} (committed at {:X}/{:X}): it is \
+                         larger than the topic's max.message.bytes now allows",
+                        send.estimated_record_bytes(),
+                        send.topic,
+                        send.partition,
+                        txn.end_lsn >> 32,
+                        txn.end_lsn & 0xffff_ffff
+                    );
+                    continue;
+                }
                 let key = (send.topic.clone(), send.partition);
                 let next = next_sequence.entry(key.clone()).or_insert(0);
                 planned.entry(key).or_default().push(Planned { sequence: *next, send });
@@ -294,15 +323,9 @@ impl Applier {
         planned.retain(|_, records| !records.is_empty());
         // At most one batch per partition and request; a partition with more
         // than fits in one batch takes several requests, in order.
-        let mut limits: BTreeMap<String, Option<usize>> = BTreeMap::new();
-        for (topic, _) in planned.keys() {
-            if !limits.contains_key(topic) {
-                limits.insert(topic.clone(), broker.message_bytes_max(topic)?);
-            }
-        }
         let mut queues: BTreeMap<(String, i32), Vec<Vec<&Planned<'_>>>> = BTreeMap::new();
         for (key, records) in &planned {
-            match limits.get(&key.0).copied().flatten() {
+            match room(&key.0) {
                 None => {
                     report.records_dropped += records.len() as u64;
                     log::warn!(
@@ -312,11 +335,8 @@ impl Applier {
                         key.1
                     );
                 }
-                Some(limit) => {
-                    queues.insert(
-                        key.clone(),
-                        chunks_under(records, limit.saturating_sub(kafgres_record::BATCH_OVERHEAD_BYTES_MAX)),
-                    );
+                Some(room) => {
+                    queues.insert(key.clone(), chunks_under(records, room));
                 }
             }
         }
@@ -376,6 +396,8 @@ impl Applier {
                             chunks.truncate(turn + 1);
                         }
                     }
+                    // The topic's limit went down since it was read: plan again.
+                    ProduceOutcome::TooLarge => resync = true,
                     ProduceOutcome::OutOfOrderSequence => {
                         self.synced.remove(&key);
                         self.producer_is_fresh = false;

@@ -12,11 +12,15 @@ const MESSAGE_BYTES_MAX_CONFIG: &str = "max.message.bytes";
 /// A producer connection to the broker.
 pub struct KafkaBroker<W: Wait> {
     client: Client<W>,
+    /// Each topic's `max.message.bytes`, read once: a limit raised since
+    /// only splits batches more than needed, and one lowered since is
+    /// answered MESSAGE_TOO_LARGE, which drops the entry and reads it again.
+    limits: std::collections::HashMap<String, usize>,
 }
 
 impl<W: Wait> KafkaBroker<W> {
     pub fn new(client: Client<W>) -> KafkaBroker<W> {
-        KafkaBroker { client }
+        KafkaBroker { client, limits: std::collections::HashMap::new() }
     }
 
     /// Whether an error left the connection unusable (reconnect, then
@@ -75,7 +79,12 @@ impl<W: Wait> Broker for KafkaBroker<W> {
         let answers = self.client.produce_many(&parts).map_err(|e| broker_error("Produce", e))?;
         Ok(answers
             .into_iter()
-            .map(|a| match a.error_code {
+            .zip(batches)
+            .map(|(a, batch)| match a.error_code {
+                error_code::MESSAGE_TOO_LARGE | error_code::RECORD_LIST_TOO_LARGE => {
+                    self.limits.remove(&batch.topic);
+                    ProduceOutcome::TooLarge
+                }
                 error_code::NONE | error_code::DUPLICATE_SEQUENCE_NUMBER => ProduceOutcome::Acknowledged,
                 error_code::UNKNOWN_TOPIC_OR_PARTITION | error_code::UNKNOWN_TOPIC_ID => {
                     ProduceOutcome::UnknownPartition
@@ -93,6 +102,9 @@ impl<W: Wait> Broker for KafkaBroker<W> {
     }
 
     fn message_bytes_max(&mut self, topic: &str) -> Result<Option<usize>, BrokerError> {
+        if let Some(&limit) = self.limits.get(topic) {
+            return Ok(Some(limit));
+        }
         let value = self
             .client
             .topic_config(topic, MESSAGE_BYTES_MAX_CONFIG)
@@ -105,5 +117,10 @@ impl<W: Wait> Broker for KafkaBroker<W> {
                 })
             })
             .transpose()
+            .inspect(|limit| {
+                if let Some(limit) = limit {
+                    self.limits.insert(topic.to_owned(), *limit);
+                }
+            })
     }
 }

@@ -16,6 +16,9 @@ struct ModelBroker {
     break_after: Option<usize>,
     produce_calls: usize,
     describe_calls: usize,
+    /// A stale limit reported until a batch is refused as too large (a
+    /// cached `max.message.bytes` that was lowered since).
+    stale_limit: Option<usize>,
 }
 
 impl ModelBroker {
@@ -79,7 +82,11 @@ impl Broker for ModelBroker {
                 outcomes.push(ProduceOutcome::UnknownPartition);
                 continue;
             };
-            assert!(batch.bytes.len() <= limit, "a batch of {} bytes over the limit {limit}", batch.bytes.len());
+            if batch.bytes.len() > limit {
+                self.stale_limit = None;
+                outcomes.push(ProduceOutcome::TooLarge);
+                continue;
+            }
             let (producer_id, base_sequence) = stamp(batch);
             assert_eq!(base_sequence, batch.base_sequence);
             let expected = self.last_sequence(&key, producer_id).map_or(base_sequence, |last| next_after(last, 1));
@@ -99,7 +106,7 @@ impl Broker for ModelBroker {
     }
 
     fn message_bytes_max(&mut self, topic: &str) -> Result<Option<usize>, BrokerError> {
-        Ok(self.topics.get(topic).copied())
+        Ok(self.topics.get(topic).map(|&l| self.stale_limit.unwrap_or(l)))
     }
 }
 
@@ -256,4 +263,27 @@ fn a_partition_whose_sequences_wrap_keeps_every_record() {
     applier.apply(&mut broker, &txns(4)).expect("applied");
     assert_eq!(broker.values("t", 0), expected(4));
     assert_eq!(applier.checkpoint().next_sequence.get(&("t".to_string(), 0)), Some(&2));
+}
+
+#[test]
+fn a_limit_lowered_since_it_was_read_is_read_again_and_the_batches_split_under_it() {
+    let mut broker = ModelBroker::with_topics(&[("t", 1000)]);
+    broker.stale_limit = Some(1 << 20);
+    let mut applier = Applier::new(Checkpoint::starting_at(0));
+    let records: Vec<SendMessage> = (0..10).map(|i| send("t", 0, &format!("{i:0>200}"))).collect();
+    let report = applier.apply(&mut broker, &[txn(10, records)]).expect("applied");
+    assert_eq!(report.records_appended, 10);
+    assert_eq!(broker.values("t", 0), (0..10).map(|i| format!("{i:0>200}")).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_record_larger_than_its_topic_now_allows_is_dropped_without_a_sequence_gap() {
+    let mut broker = ModelBroker::with_topics(&[("t", 400)]);
+    let mut applier = Applier::new(Checkpoint::starting_at(0));
+    let round = vec![txn(10, vec![send("t", 0, "small"), send("t", 0, &"x".repeat(1000)), send("t", 0, "after")])];
+    let report = applier.apply(&mut broker, &round).expect("applied");
+    assert_eq!((report.records_appended, report.records_dropped), (2, 1));
+    assert_eq!(broker.values("t", 0), ["small", "after"]);
+    applier.apply(&mut broker, &[txn(20, vec![send("t", 0, "next")])]).expect("sequences still follow on");
+    assert_eq!(broker.values("t", 0), ["small", "after", "next"]);
 }

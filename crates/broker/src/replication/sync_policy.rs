@@ -253,9 +253,15 @@ mod tests {
         assert_eq!(SyncPolicy::parse("   ").expect("parses"), None);
         assert_eq!(policy("s1"), SyncPolicy { method: SyncMethod::Priority, num: 1, names: vec!["s1".into()] });
         assert_eq!(policy("s1, S2").names, ["s1", "s2"]);
-        assert_eq!(policy("2 (a, b, c)"), SyncPolicy { method: SyncMethod::Priority, num: 2, names: vec!["a".into(), "b".into(), "c".into()] });
+        assert_eq!(
+            policy("2 (a, b, c)"),
+            SyncPolicy { method: SyncMethod::Priority, num: 2, names: vec!["a".into(), "b".into(), "c".into()] }
+        );
         assert_eq!(policy("FIRST 2 (a,b)").method, SyncMethod::Priority);
-        assert_eq!(policy("any 1 (a, *)"), SyncPolicy { method: SyncMethod::Quorum, num: 1, names: vec!["a".into(), "*".into()] });
+        assert_eq!(
+            policy("any 1 (a, *)"),
+            SyncPolicy { method: SyncMethod::Quorum, num: 1, names: vec!["a".into(), "*".into()] }
+        );
         assert_eq!(policy(r#""Mixed Case", "with""quote""#).names, ["mixed case", "with\"quote"]);
         assert_eq!(policy(r#"any 1 ("any")"#).names, ["any"], "a quoted keyword is a name");
         assert_eq!(policy("standby_1$x").names, ["standby_1$x"]);

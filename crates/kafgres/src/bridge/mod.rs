@@ -272,7 +272,8 @@ fn session(shared: &'static BridgeShared, database: &str, backoff: &mut Backoff)
             }
         }
         let restart_lsn = assembler.restart_lsn(position);
-        if !round.is_empty() {
+        let applied_a_round = !round.is_empty();
+        if applied_a_round {
             let producer = match connect(&mut broker, &mut applier, shared) {
                 Ok(p) => p,
                 Err(e) => return fail_waiting(shared, &e),
@@ -342,7 +343,10 @@ fn session(shared: &'static BridgeShared, database: &str, backoff: &mut Backoff)
         if shared.state() != BridgeState::Running {
             shared.set_state(BridgeState::Running, "");
         }
-        if matches!(read, Ok(s) if s.stopped_early) {
+        // After a round, read again before sleeping: commits made while it was
+        // producing set the latch then (the producer's waits absorb it), and
+        // their records must not wait for the idle interval.
+        if applied_a_round || matches!(read, Ok(s) if s.stopped_early) {
             continue;
         }
         if !sleep(Some(IDLE_READ_INTERVAL)) {
