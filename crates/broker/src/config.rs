@@ -85,6 +85,39 @@ pub struct BrokerConfig {
     /// Where the counters and the connection table live (shared memory in
     /// the extension, so SQL can read them).
     pub metrics: &'static crate::metrics::BrokerMetrics,
+    /// Replication: this broker's leader epoch, the synchronous policy, the
+    /// followers seen (shared by every partition).
+    pub replication: std::sync::Arc<crate::replication::ReplicationState>,
+    /// Set on a standby: the leader this broker copies from. A standby
+    /// serves no client data; its Metadata, FindCoordinator and
+    /// DescribeCluster send clients to the leader.
+    pub follow: Option<crate::replication::follower::FollowerConfig>,
+    /// On a standby, the leader as clients reach it (node id, host, port).
+    pub leader: Option<LeaderAddress>,
+}
+
+/// Where clients find the leader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderAddress {
+    pub node_id: i32,
+    pub host: String,
+    pub port: u16,
+}
+
+impl BrokerConfig {
+    /// Whether this broker is a standby's follower.
+    pub fn is_follower(&self) -> bool {
+        self.follow.is_some()
+    }
+
+    /// The node clients are sent to (Metadata, FindCoordinator,
+    /// DescribeCluster): this broker, or on a standby its leader.
+    pub fn serving_node(&self) -> (i32, &str, u16) {
+        match &self.leader {
+            Some(l) if self.is_follower() => (l.node_id, &l.host, l.port),
+            _ => (self.node_id, &self.advertised_host, self.advertised_port),
+        }
+    }
 }
 
 impl BrokerConfig {
@@ -112,6 +145,13 @@ impl BrokerConfig {
             group_consumer_heartbeat_interval_ms: 5_000,
             authentication: Authentication::None,
             metrics: crate::metrics::BrokerMetrics::leaked(),
+            replication: std::sync::Arc::new(crate::replication::ReplicationState::new(
+                0,
+                None,
+                crate::replication::state::LAG_TIME_MAX_DEFAULT,
+            )),
+            follow: None,
+            leader: None,
         }
     }
 }

@@ -38,6 +38,24 @@ pub enum Outcome {
 
 /// Answers one request frame from `peer`, whose connection authenticated as
 /// `principal` (if authentication is on).
+/// What a standby's broker answers: how to find the leader (Metadata,
+/// FindCoordinator, DescribeCluster), authentication, and the data APIs,
+/// which answer NOT_LEADER_OR_FOLLOWER so that clients refresh their
+/// metadata. Anything else closes the connection: a client only sends it to
+/// a broker Metadata named, which a standby never is.
+const SERVED_BY_A_FOLLOWER: &[ApiKey] = &[
+    ApiKey::ApiVersions,
+    ApiKey::Metadata,
+    ApiKey::FindCoordinator,
+    ApiKey::DescribeCluster,
+    ApiKey::SaslHandshake,
+    ApiKey::SaslAuthenticate,
+    ApiKey::Produce,
+    ApiKey::Fetch,
+    ApiKey::ListOffsets,
+    ApiKey::OffsetForLeaderEpoch,
+];
+
 pub async fn handle_frame(ctx: &BrokerContext, peer: SocketAddr, principal: Option<&str>, frame: Bytes) -> Outcome {
     let Some((api_key, api_version, correlation_id)) = peek_fixed_header(&frame) else {
         return Outcome::Close("request shorter than a header".into());
@@ -54,6 +72,11 @@ pub async fn handle_frame(ctx: &BrokerContext, peer: SocketAddr, principal: Opti
         }
         Served::Unknown => return Outcome::Close(format!("API key {api_key} is not served")),
     };
+    if ctx.config.is_follower() && !SERVED_BY_A_FOLLOWER.contains(&key) {
+        return Outcome::Close(format!(
+            "{key:?}: this broker is a standby's follower; clients are sent to the leader by Metadata"
+        ));
+    }
     let (header, body) = match split_request(frame, key.request_header_version(api_version)) {
         Ok(parts) => parts,
         Err(e) => return Outcome::Close(format!("bad {key:?} request header: {e}")),

@@ -62,7 +62,12 @@ impl FetchWaiter {
         self.finished.store(true, Ordering::Release);
     }
 
-    fn is_finished(&self) -> bool {
+    /// Wakes it now (something other than an append moved: the catalog).
+    pub fn wake_now(&self) {
+        self.wake(Instant::now());
+    }
+
+    pub fn is_finished(&self) -> bool {
         self.finished.load(Ordering::Acquire)
     }
 }
@@ -80,12 +85,34 @@ pub struct Partition {
     closed: AtomicBool,
     metrics: &'static crate::metrics::BrokerMetrics,
     housekeeping: housekeeping::PartitionHousekeeping,
+    replication: replica::PartitionReplication,
 }
 
 mod compaction;
 mod housekeeping;
+mod replica;
 pub use compaction::{cleaner_config, keyless_record_refusal, run_cleaner, CleanupPolicy};
 pub use housekeeping::{run_retention, Housekeeping};
+pub use replica::NOT_REQUIRED;
+
+/// What every partition of a broker shares: the flush policy, the counters,
+/// the replication state.
+#[derive(Clone)]
+pub struct PartitionSettings {
+    pub policy: FlushPolicy,
+    pub metrics: &'static crate::metrics::BrokerMetrics,
+    pub replication: Arc<crate::replication::ReplicationState>,
+}
+
+impl From<&crate::config::BrokerConfig> for PartitionSettings {
+    fn from(config: &crate::config::BrokerConfig) -> Self {
+        PartitionSettings {
+            policy: config.flush_policy,
+            metrics: config.metrics,
+            replication: Arc::clone(&config.replication),
+        }
+    }
+}
 
 /// What an append came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +148,10 @@ pub enum DurabilityError {
     FlushFailed(String),
     #[error("the partition was closed")]
     Closed,
+    /// The standbys the synchronous policy requires did not acknowledge the
+    /// records within the produce's timeout (they stay appended, as in Kafka).
+    #[error("the synchronous standbys did not acknowledge the records in time")]
+    NotReplicated,
 }
 
 impl Partition {
@@ -131,12 +162,13 @@ impl Partition {
         topic: String,
         index: i32,
         log: PartitionLog,
-        policy: FlushPolicy,
         housekeeping: &Housekeeping,
         configs: &std::collections::BTreeMap<String, String>,
-        metrics: &'static crate::metrics::BrokerMetrics,
+        settings: PartitionSettings,
     ) -> Arc<Partition> {
+        let PartitionSettings { policy, metrics, replication } = settings;
         let end = log.end_position();
+        let replication = replica::PartitionReplication::new(replication, end.offset);
         let (high_watermark, _) = watch::channel(end);
         let (durable, _) = watch::channel(DurableState { position: end, failed: None });
         let partition = Arc::new(Partition {
@@ -152,6 +184,7 @@ impl Partition {
             closed: AtomicBool::new(false),
             metrics,
             housekeeping: housekeeping::PartitionHousekeeping::new(housekeeping, configs),
+            replication,
         });
         tokio::spawn(Arc::clone(&partition).run_flusher());
         partition
@@ -204,7 +237,7 @@ impl Partition {
                 }
             }
             let segments_before = log.segments().len();
-            let appended = log.append(batches, headers, 0, now_ms)?;
+            let appended = log.append(batches, headers, self.replication.state.leader_epoch(), now_ms)?;
             if log.segments().len() != segments_before {
                 // A roll makes a segment deletable and cleanable: let
                 // retention and the cleaner look again.
@@ -218,6 +251,7 @@ impl Partition {
             FlushPolicy::Fsync => self.flush_wanted.notify_one(),
             FlushPolicy::PageCache => self.publish(result.end),
         }
+        self.wake_append_waiters();
         Ok(AppendOutcome::Appended(result))
     }
 
@@ -235,7 +269,8 @@ impl Partition {
         self.refuse_if_flush_failed()?;
         let result = {
             let mut log = self.lock_log();
-            match log.append_marker(producer_id, producer_epoch, end, coordinator_epoch, 0, now_ms)? {
+            let leader_epoch = self.replication.state.leader_epoch();
+            match log.append_marker(producer_id, producer_epoch, end, coordinator_epoch, leader_epoch, now_ms)? {
                 Ok(appended) => appended,
                 Err(refused) => return Ok(AppendOutcome::Refused(refused)),
             }
@@ -245,6 +280,7 @@ impl Partition {
             FlushPolicy::Fsync => self.flush_wanted.notify_one(),
             FlushPolicy::PageCache => self.publish(result.end),
         }
+        self.wake_append_waiters();
         Ok(AppendOutcome::Appended(result))
     }
 
@@ -390,7 +426,27 @@ impl Partition {
         }
     }
 
+    /// The end of what is durable here (under `page_cache`, of what is written).
+    pub fn durable_offset(&self) -> i64 {
+        match self.policy {
+            FlushPolicy::Fsync => self.durable.borrow().position.offset,
+            FlushPolicy::PageCache => self.log_end_offset(),
+        }
+    }
+
+    /// Publishes what is durable here, as far as the standbys allow.
+    fn publish_durable(&self) {
+        let local = match self.policy {
+            FlushPolicy::Fsync => self.durable.borrow().position,
+            FlushPolicy::PageCache => self.lock_log().end_position(),
+        };
+        self.publish(local);
+    }
+
+    /// Moves the high watermark to `position` (never back), held back by
+    /// what the synchronous standbys acknowledged, and wakes the fetches.
     fn publish(&self, position: LogPosition) {
+        let position = self.visible_up_to(position);
         let moved = self.high_watermark.send_if_modified(|hw| {
             if position.offset > hw.offset {
                 *hw = position;

@@ -38,6 +38,8 @@ pub struct Broker {
     /// One permit per open connection: all of them back means every
     /// connection has ended.
     connections: Arc<Semaphore>,
+    /// A standby's follower: how the copy goes.
+    follower: Arc<crate::replication::follower::FollowerState>,
 }
 
 /// How long a shutdown lets requests in flight finish before it closes the
@@ -120,21 +122,34 @@ impl Broker {
         let ctx = Arc::new(BrokerContext { config, catalog, topics, topic_admin, groups, producer_ids, txns });
         tokio::spawn(crate::partition::run_cleaner(partitions_of(&ctx.topics), housekeeping.clone()));
         tokio::spawn(crate::partition::run_retention(partitions_of(&ctx.topics), housekeeping));
-        tokio::spawn(TxnService::run_timeouts(Arc::downgrade(&ctx.txns)));
-        {
-            // Transactions a crash left half-ended are finished before long;
-            // their ids answer CONCURRENT_TRANSACTIONS-free once done.
-            let txns = Arc::clone(&ctx.txns);
-            tokio::spawn(async move { txns.recover().await });
-        }
         let (shutdown, shutdown_rx) = watch::channel(false);
+        let follower = Arc::new(crate::replication::follower::FollowerState::default());
+        match ctx.config.follow.clone() {
+            // A standby's copy: the leader's coordinators decide transactions
+            // and their markers; this broker only copies the batches.
+            Some(follow) => {
+                tokio::spawn(crate::replication::follower::run(
+                    Arc::clone(&ctx),
+                    follow,
+                    Arc::clone(&follower),
+                    shutdown_rx.clone(),
+                ));
+            }
+            None => {
+                tokio::spawn(TxnService::run_timeouts(Arc::downgrade(&ctx.txns)));
+                // Transactions a crash left half-ended are finished before
+                // long; their ids answer CONCURRENT_TRANSACTIONS-free once done.
+                let txns = Arc::clone(&ctx.txns);
+                tokio::spawn(async move { txns.recover().await });
+            }
+        }
         let accept_loop = tokio::spawn(accept_loop(listener, Arc::clone(&ctx), Arc::clone(&connections), shutdown_rx));
         log::info!(
             "listening for Kafka clients on {local_addr} ({} topics, log directory {})",
             records.len(),
             ctx.config.log_dir.display()
         );
-        Ok(Broker { ctx, local_addr, shutdown, accept_loop, connections })
+        Ok(Broker { ctx, local_addr, shutdown, accept_loop, connections, follower })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -143,6 +158,24 @@ impl Broker {
 
     pub fn context(&self) -> &Arc<BrokerContext> {
         &self.ctx
+    }
+
+    /// A standby's follower's progress (all defaults on a leader).
+    pub fn follower_progress(&self) -> crate::replication::follower::FollowerProgress {
+        self.follower.progress()
+    }
+
+    /// Replaces the synchronous policy (a reload of
+    /// `synchronous_standby_names`) and recomputes what every partition holds.
+    pub fn set_sync_policy(&self, policy: Option<crate::replication::SyncPolicy>) {
+        if self.ctx.config.replication.sync_policy() == policy {
+            return;
+        }
+        log::info!("synchronous standbys for acks=all: {policy:?}");
+        self.ctx.config.replication.set_sync_policy(policy);
+        for p in self.ctx.topics.all_partitions() {
+            p.recompute_replicated();
+        }
     }
 
     /// Opens the offline topics again (after the cause was fixed: the worker

@@ -94,10 +94,9 @@ fn open_partitions(
             record.name.clone(),
             index,
             log,
-            config.flush_policy,
             housekeeping,
             &record.configs,
-            config.metrics,
+            crate::partition::PartitionSettings::from(config),
         ));
     }
     Ok(partitions)
@@ -192,11 +191,37 @@ pub struct Topics {
     registry: RwLock<TopicRegistry>,
     /// The broker is shutting down: long polls answer at once.
     draining: std::sync::atomic::AtomicBool,
+    /// Moves at every change of the set of topics, their partitions or
+    /// configs: a follower fetches it (docs/replication.md) and re-reads the
+    /// leader's metadata when it moved.
+    catalog_version: std::sync::atomic::AtomicI64,
+    /// Follower fetches waiting for the catalog version to move.
+    catalog_waiters: std::sync::Mutex<Vec<Arc<crate::partition::FetchWaiter>>>,
 }
 
 impl Topics {
     pub fn new(registry: TopicRegistry) -> Topics {
-        Topics { registry: RwLock::new(registry), draining: std::sync::atomic::AtomicBool::new(false) }
+        Topics { registry: RwLock::new(registry), ..Topics::default() }
+    }
+
+    pub fn catalog_version(&self) -> i64 {
+        self.catalog_version.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Registers a follower's fetch, woken at the next catalog change.
+    pub fn register_catalog_waiter(&self, waiter: &Arc<crate::partition::FetchWaiter>) {
+        let mut waiters = self.catalog_waiters.lock().unwrap_or_else(|p| p.into_inner());
+        waiters.retain(|w| !w.is_finished());
+        waiters.push(Arc::clone(waiter));
+    }
+
+    fn catalog_changed(&self) {
+        self.catalog_version.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        let mut waiters = self.catalog_waiters.lock().unwrap_or_else(|p| p.into_inner());
+        waiters.retain(|w| !w.is_finished());
+        for w in waiters.iter() {
+            w.wake_now();
+        }
     }
 
     /// A shutdown began: every long-polling fetch is woken and answers with
@@ -263,8 +288,37 @@ impl Topics {
         self.registry.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, TopicRegistry> {
-        self.registry.write().unwrap_or_else(|p| p.into_inner())
+    /// The registry for a change; the catalog version moves when the change
+    /// is done (the guard is dropped), and followers are woken.
+    pub(crate) fn write(&self) -> TopicsChange<'_> {
+        TopicsChange { topics: self, guard: Some(self.registry.write().unwrap_or_else(|p| p.into_inner())) }
+    }
+}
+
+/// A change to the registry in progress (see [`Topics::write`]).
+pub(crate) struct TopicsChange<'a> {
+    topics: &'a Topics,
+    guard: Option<RwLockWriteGuard<'a, TopicRegistry>>,
+}
+
+impl std::ops::Deref for TopicsChange<'_> {
+    type Target = TopicRegistry;
+    fn deref(&self) -> &TopicRegistry {
+        self.guard.as_ref().expect("held until dropped")
+    }
+}
+
+impl std::ops::DerefMut for TopicsChange<'_> {
+    fn deref_mut(&mut self) -> &mut TopicRegistry {
+        self.guard.as_mut().expect("held until dropped")
+    }
+}
+
+impl Drop for TopicsChange<'_> {
+    fn drop(&mut self) {
+        // Released first: a woken follower fetch reads the registry.
+        drop(self.guard.take());
+        self.topics.catalog_changed();
     }
 }
 

@@ -29,7 +29,8 @@ impl Handler for DescribeCluster {
         let version = cx.api_version;
         let mut response = DescribeClusterResponse::default();
         response.cluster_id = str_bytes(&config.cluster_id);
-        response.controller_id = BrokerId(config.node_id);
+        let (node_id, host, port) = config.serving_node();
+        response.controller_id = BrokerId(node_id);
         response.cluster_authorized_operations = super::authorized_operations::if_asked(
             request.include_cluster_authorized_operations,
             super::authorized_operations::CLUSTER,
@@ -43,9 +44,9 @@ impl Handler for DescribeCluster {
             }
         }
         let mut broker = DescribeClusterBroker::default();
-        broker.broker_id = BrokerId(config.node_id);
-        broker.host = str_bytes(&config.advertised_host);
-        broker.port = i32::from(config.advertised_port);
+        broker.broker_id = BrokerId(node_id);
+        broker.host = str_bytes(host);
+        broker.port = i32::from(port);
         response.brokers = vec![broker];
         response.into()
     }

@@ -72,7 +72,7 @@ impl Handler for DescribeTopicPartitions {
                     Some(Cursor::default().with_topic_name(topic_name(&name)).with_partition_index(first));
                 break;
             }
-            let node = BrokerId(config.node_id);
+            let node = BrokerId(config.serving_node().0);
             let partitions: Vec<_> = topic
                 .partitions
                 .iter()
@@ -83,7 +83,7 @@ impl Handler for DescribeTopicPartitions {
                         .with_error_code(error_code::NONE)
                         .with_partition_index(p.index)
                         .with_leader_id(node)
-                        .with_leader_epoch(0)
+                        .with_leader_epoch(config.replication.leader_epoch())
                         .with_replica_nodes(vec![node])
                         .with_isr_nodes(vec![node])
                         .with_eligible_leader_replicas(Some(Vec::new()))

@@ -18,17 +18,21 @@ use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse, Pr
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::topic_name;
+use crate::config::BrokerConfig;
 use crate::partition::{FetchWaiter, Partition};
+use crate::replication::check_leader_epoch;
 use crate::splice::FileRanges;
 use crate::topics::Topics;
 use kafgres_log::LogError;
+
+mod follower;
 
 /// Fetch's isolation level of `read_committed` consumers: records up to the
 /// last stable offset, with the aborted transactions among them.
 const READ_COMMITTED: i8 = 1;
 
 /// Caps on what one fetch may ask for, whatever the client says.
-const FETCH_WAIT_MS_MAX: i32 = 5 * 60 * 1000;
+pub(super) const FETCH_WAIT_MS_MAX: i32 = 5 * 60 * 1000;
 
 struct Wanted {
     topic_index: usize,
@@ -36,6 +40,8 @@ struct Wanted {
     partition_index: i32,
     fetch_offset: i64,
     partition_bytes_max: i32,
+    current_leader_epoch: i32,
+    last_fetched_epoch: i32,
 }
 
 pub struct Fetch;
@@ -48,14 +54,22 @@ impl Handler for Fetch {
     const VERSIONS: Versions = Versions::new(4, 18);
     type Request = FetchRequest;
     type Response = FetchResponse;
-    type Services<'a> = &'a Topics;
+    type Services<'a> = (&'a Topics, &'a BrokerConfig);
 
     async fn handle(
-        topics: Self::Services<'_>,
+        (topics, config): Self::Services<'_>,
         cx: &RequestContext<'_>,
         request: FetchRequest,
     ) -> Answer<FetchResponse> {
         let version = cx.api_version;
+        let replica_id = if version >= 15 { request.replica_state.replica_id.0 } else { request.replica_id.0 };
+        if config.is_follower() {
+            return not_the_leader(request);
+        }
+        if replica_id >= 0 {
+            return follower::handle(topics, &config.replication, replica_id, request).await;
+        }
+        let leader_epoch = config.replication.leader_epoch();
         let by_id = version >= 13;
         let mut response = FetchResponse::default();
         let mut wanted = Vec::new();
@@ -77,6 +91,8 @@ impl Handler for Fetch {
                     partition_index: p.partition,
                     fetch_offset: p.fetch_offset,
                     partition_bytes_max: p.partition_max_bytes,
+                    current_leader_epoch: p.current_leader_epoch,
+                    last_fetched_epoch: p.last_fetched_epoch,
                 });
             }
             if let (false, Some(t)) = (by_id, &found) {
@@ -113,7 +129,7 @@ impl Handler for Fetch {
         let mut woken_at = None;
         loop {
             let (partitions, total, any_error) =
-                read_all(&wanted, &missing_codes, max_bytes, committed_only, &mut ranges);
+                read_all(&wanted, &missing_codes, leader_epoch, max_bytes, committed_only, &mut ranges);
             let timed_out = tokio::time::Instant::now() >= deadline || topics.draining();
             if total >= min_bytes.max(1) || any_error || timed_out || wait_ms == 0 {
                 for (topic_index, data) in partitions {
@@ -123,7 +139,8 @@ impl Handler for Fetch {
             }
             if tokio::time::timeout_at(deadline, waiter.notified()).await.is_err() {
                 // Deadline: answer with whatever is there now (usually nothing).
-                let (partitions, _, _) = read_all(&wanted, &missing_codes, max_bytes, committed_only, &mut ranges);
+                let (partitions, _, _) =
+                    read_all(&wanted, &missing_codes, leader_epoch, max_bytes, committed_only, &mut ranges);
                 for (topic_index, data) in partitions {
                     response.responses[topic_index].partitions.push(data);
                 }
@@ -136,9 +153,33 @@ impl Handler for Fetch {
     }
 }
 
+/// A standby's answer to any fetch: NOT_LEADER_OR_FOLLOWER everywhere, so
+/// the client refreshes its metadata and finds the leader.
+fn not_the_leader(request: FetchRequest) -> Answer<FetchResponse> {
+    let mut response = FetchResponse::default();
+    for topic in request.topics {
+        let mut out = FetchableTopicResponse::default();
+        out.topic_id = topic.topic_id;
+        out.topic = topic.topic;
+        for p in topic.partitions {
+            let mut data = PartitionData::default();
+            data.partition_index = p.partition;
+            data.error_code = error_code::NOT_LEADER_OR_FOLLOWER;
+            data.high_watermark = -1;
+            data.last_stable_offset = -1;
+            data.log_start_offset = -1;
+            data.preferred_read_replica = BrokerId(-1);
+            data.records = Some(Bytes::new());
+            out.partitions.push(data);
+        }
+        response.responses.push(out);
+    }
+    Answer::Spliced { response, ranges: FileRanges::default(), woken_at: None }
+}
+
 /// Reads every wanted partition within the response byte budget.
 /// Marks a fetch's waiter finished however the fetch ends.
-struct FinishOnDrop<'a>(&'a FetchWaiter);
+pub(super) struct FinishOnDrop<'a>(pub(super) &'a FetchWaiter);
 
 impl Drop for FinishOnDrop<'_> {
     fn drop(&mut self) {
@@ -149,6 +190,7 @@ impl Drop for FinishOnDrop<'_> {
 fn read_all(
     wanted: &[Wanted],
     missing_codes: &[i16],
+    leader_epoch: i32,
     max_bytes: usize,
     committed_only: bool,
     ranges: &mut FileRanges,
@@ -171,8 +213,26 @@ fn read_all(
                 any_error = true;
             }
             Some(p) => {
+                if let Err(code) = check_leader_epoch(w.current_leader_epoch, leader_epoch) {
+                    data.error_code = code;
+                    any_error = true;
+                    out.push((w.topic_index, data));
+                    continue;
+                }
                 let hw = p.high_watermark().offset;
                 data.high_watermark = hw;
+                // KIP-320 (v12+): the epoch of the last record the client has,
+                // if it ends before that record in our history, diverged (a
+                // failover cut it): say where, and send nothing.
+                if w.last_fetched_epoch >= 0 {
+                    let (epoch, end) = p.end_offset_for_epoch(w.last_fetched_epoch);
+                    if epoch < w.last_fetched_epoch || end < w.fetch_offset {
+                        data.diverging_epoch.epoch = epoch;
+                        data.diverging_epoch.end_offset = end;
+                        out.push((w.topic_index, data));
+                        continue;
+                    }
+                }
                 data.last_stable_offset = p.last_stable_offset();
                 data.log_start_offset = p.log_start_offset();
                 data.aborted_transactions = Some(Vec::new());

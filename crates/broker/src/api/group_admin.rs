@@ -48,9 +48,10 @@ impl Handler for FindCoordinator {
     ) -> Answer<FindCoordinatorResponse> {
         let version = cx.api_version;
         let mut response = FindCoordinatorResponse::default();
-        let node = BrokerId(config.node_id);
-        let host = str_bytes(&config.advertised_host);
-        let port = i32::from(config.advertised_port);
+        let (node_id, host, port) = config.serving_node();
+        let node = BrokerId(node_id);
+        let host = str_bytes(host);
+        let port = i32::from(port);
         if version >= 4 {
             response.coordinators = req
                 .coordinator_keys

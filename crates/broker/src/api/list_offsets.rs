@@ -8,7 +8,9 @@ use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 
+use crate::config::BrokerConfig;
 use crate::partition::Partition;
+use crate::replication::check_leader_epoch;
 use crate::topics::Topics;
 
 pub const LATEST_TIMESTAMP: i64 = -1;
@@ -21,8 +23,6 @@ pub const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
 pub const LATEST_TIERED_TIMESTAMP: i64 = -5;
 /// Leader epochs appear in the response from v4.
 const LEADER_EPOCH_VERSION_MIN: i16 = 4;
-/// The only epoch a single-node broker has had.
-const LEADER_EPOCH: i32 = 0;
 
 pub struct ListOffsets;
 
@@ -32,14 +32,15 @@ impl Handler for ListOffsets {
     const VERSIONS: Versions = Versions::new(1, 10);
     type Request = ListOffsetsRequest;
     type Response = ListOffsetsResponse;
-    type Services<'a> = &'a Topics;
+    type Services<'a> = (&'a Topics, &'a BrokerConfig);
 
     async fn handle(
-        topics: Self::Services<'_>,
+        (topics, config): Self::Services<'_>,
         cx: &RequestContext<'_>,
         request: ListOffsetsRequest,
     ) -> Answer<ListOffsetsResponse> {
         let version = cx.api_version;
+        let current = config.replication.leader_epoch();
         let committed_only = request.isolation_level == 1;
         let mut response = ListOffsetsResponse::default();
         for topic in request.topics {
@@ -53,12 +54,17 @@ impl Handler for ListOffsets {
                 r.offset = -1;
                 match found.as_ref().and_then(|t| t.partition(p.partition_index)) {
                     None => r.error_code = topics.missing_code(&topic.name.0, error_code::UNKNOWN_TOPIC_OR_PARTITION),
-                    Some(partition) => match lookup(partition, p.timestamp, committed_only) {
+                    Some(_) if config.is_follower() => r.error_code = error_code::NOT_LEADER_OR_FOLLOWER,
+                    Some(partition) => match check_leader_epoch(p.current_leader_epoch, current)
+                        .and_then(|()| lookup(partition, p.timestamp, committed_only))
+                    {
                         Ok(Some((offset, timestamp))) => {
                             r.offset = offset;
                             r.timestamp = timestamp;
                             if version >= LEADER_EPOCH_VERSION_MIN {
-                                r.leader_epoch = LEADER_EPOCH;
+                                // The epoch of the record found; at the log
+                                // end (latest), the current one.
+                                r.leader_epoch = partition.epoch_of(offset).unwrap_or(current);
                             }
                         }
                         Ok(None) => {}

@@ -34,13 +34,14 @@ impl Handler for Metadata {
     ) -> Answer<MetadataResponse> {
         let version = cx.api_version;
         let mut response = MetadataResponse::default();
+        let (node_id, host, port) = config.serving_node();
         let mut broker = MetadataResponseBroker::default();
-        broker.node_id = BrokerId(config.node_id);
-        broker.host = str_bytes(&config.advertised_host);
-        broker.port = i32::from(config.advertised_port);
+        broker.node_id = BrokerId(node_id);
+        broker.host = str_bytes(host);
+        broker.port = i32::from(port);
         response.brokers = vec![broker];
         response.cluster_id = Some(str_bytes(&config.cluster_id));
-        response.controller_id = BrokerId(config.node_id);
+        response.controller_id = BrokerId(node_id);
         // Asked for in v8-v10 only; every topic in the answer gets its set when asked.
         response.cluster_authorized_operations =
             if_asked(request.include_cluster_authorized_operations, authorized_operations::CLUSTER);
@@ -51,7 +52,7 @@ impl Handler for Metadata {
             Some(t) => t.is_empty() && version == 0,
         };
         if everything {
-            response.topics = topics.all().iter().map(|t| describe(t, config.node_id, topic_operations)).collect();
+            response.topics = topics.all().iter().map(|t| describe(t, config, topic_operations)).collect();
             let registry = topics.read();
             response.topics.extend(registry.all_offline().iter().map(|t| describe_offline(t, topic_operations)));
             response.topics.sort_by(|a, b| a.name.cmp(&b.name));
@@ -86,7 +87,7 @@ impl Handler for Metadata {
                 (None, None) => Err(error_code::UNKNOWN_TOPIC_ID),
             };
             response.topics.push(match topic {
-                Ok(t) => describe(&t, config.node_id, topic_operations),
+                Ok(t) => describe(&t, config, topic_operations),
                 Err(code) => {
                     let mut t = MetadataResponseTopic::default();
                     t.error_code = code;
@@ -121,7 +122,9 @@ fn describe_offline(topic: &OfflineTopic, authorized_operations: i32) -> Metadat
     t
 }
 
-fn describe(topic: &Topic, node_id: i32, authorized_operations: i32) -> MetadataResponseTopic {
+fn describe(topic: &Topic, config: &BrokerConfig, authorized_operations: i32) -> MetadataResponseTopic {
+    let (node_id, _, _) = config.serving_node();
+    let leader_epoch = config.replication.leader_epoch();
     let mut t = MetadataResponseTopic::default();
     t.name = Some(topic_name(&topic.name));
     t.topic_id = topic.id;
@@ -134,7 +137,7 @@ fn describe(topic: &Topic, node_id: i32, authorized_operations: i32) -> Metadata
             mp.error_code = error_code::NONE;
             mp.partition_index = p.index;
             mp.leader_id = BrokerId(node_id);
-            mp.leader_epoch = 0;
+            mp.leader_epoch = leader_epoch;
             mp.replica_nodes = vec![BrokerId(node_id)];
             mp.isr_nodes = vec![BrokerId(node_id)];
             mp

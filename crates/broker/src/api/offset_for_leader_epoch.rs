@@ -2,13 +2,15 @@
 //! to detect log truncation after a leader change (the Java consumer's
 //! position validation, librdkafka after it sees a new epoch).
 //!
-//! This broker is the only leader there has ever been, at epoch 0 (Metadata
-//! reports 0 and every stored batch is stamped 0), so the answer is Kafka's
-//! for a log whose epoch cache holds one entry, epoch 0 from the start:
-//! epoch 0 ends at the log end; an undefined epoch (-1) or a later one is
-//! unknown (-1, -1); an earlier one ends where epoch 0 starts. Consumers
-//! (replica id -1, and every request before v3) get the high watermark as the
-//! log end: they can never have read past it.
+//! The answer comes from the partition's leader epoch history (each batch
+//! carries the epoch of the leader that appended it; every start of a
+//! primary and every promotion starts a new epoch, docs/replication.md):
+//! the largest epoch at or below the one asked for, and where it ends (the
+//! start of the next one, or the log end for the current one); an undefined
+//! epoch (-1) or a later one than any is unknown (-1, -1). Consumers
+//! (replica id -1, and every request before v3) get at most the high
+//! watermark as the end: they can never have read past it. Followers get the
+//! log end, and truncate what lies past the answer.
 
 use kafgres_wire::error_code;
 use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
@@ -16,13 +18,10 @@ use kafka_protocol::messages::{ApiKey, OffsetForLeaderEpochRequest, OffsetForLea
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 
+use crate::config::BrokerConfig;
+use crate::replication::check_leader_epoch;
 use crate::topics::Topics;
-
-/// The one leader epoch of every partition.
-pub const LEADER_EPOCH: i32 = 0;
-/// Kafka's `UNDEFINED_EPOCH` and `UNDEFINED_EPOCH_OFFSET`.
-const UNDEFINED_EPOCH: i32 = -1;
-const UNDEFINED_EPOCH_OFFSET: i64 = -1;
+use kafgres_log::epochs::{UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET};
 
 pub struct OffsetForLeaderEpoch;
 
@@ -33,14 +32,15 @@ impl Handler for OffsetForLeaderEpoch {
     const VERSIONS: Versions = Versions::new(2, 4);
     type Request = OffsetForLeaderEpochRequest;
     type Response = OffsetForLeaderEpochResponse;
-    type Services<'a> = &'a Topics;
+    type Services<'a> = (&'a Topics, &'a BrokerConfig);
 
     async fn handle(
-        topics: Self::Services<'_>,
+        (topics, config): Self::Services<'_>,
         cx: &RequestContext<'_>,
         request: OffsetForLeaderEpochRequest,
     ) -> Answer<OffsetForLeaderEpochResponse> {
         let version = cx.api_version;
+        let current = config.replication.leader_epoch();
         let consumer = version < 3 || request.replica_id.0 < 0;
         let mut response = OffsetForLeaderEpochResponse::default();
         for t in request.topics {
@@ -52,24 +52,21 @@ impl Handler for OffsetForLeaderEpoch {
                 result.partition = p.partition;
                 result.leader_epoch = UNDEFINED_EPOCH;
                 result.end_offset = UNDEFINED_EPOCH_OFFSET;
-                match topic.as_ref().and_then(|t| t.partition(p.partition)) {
-                    None => result.error_code = topics.missing_code(&t.topic.0, error_code::UNKNOWN_TOPIC_OR_PARTITION),
-                    // The client's idea of the current epoch is checked first.
-                    Some(_) if p.current_leader_epoch > LEADER_EPOCH => {
-                        result.error_code = error_code::UNKNOWN_LEADER_EPOCH
+                let found = topic.as_ref().and_then(|t| t.partition(p.partition));
+                // The client's idea of the current epoch is checked first.
+                match (found, check_leader_epoch(p.current_leader_epoch, current)) {
+                    (None, _) => {
+                        result.error_code = topics.missing_code(&t.topic.0, error_code::UNKNOWN_TOPIC_OR_PARTITION)
                     }
-                    Some(_) if p.current_leader_epoch != UNDEFINED_EPOCH && p.current_leader_epoch < LEADER_EPOCH => {
-                        result.error_code = error_code::FENCED_LEADER_EPOCH
-                    }
-                    Some(partition) => {
-                        let (epoch, end) = match p.leader_epoch {
-                            LEADER_EPOCH if consumer => (LEADER_EPOCH, partition.high_watermark().offset),
-                            LEADER_EPOCH => (LEADER_EPOCH, partition.log_end_offset()),
-                            e if e < UNDEFINED_EPOCH => (e, partition.log_start_offset()),
-                            _ => (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET),
+                    (Some(_), _) if config.is_follower() => result.error_code = error_code::NOT_LEADER_OR_FOLLOWER,
+                    (Some(_), Err(code)) => result.error_code = code,
+                    (Some(partition), Ok(())) => {
+                        let (epoch, end) = partition.end_offset_for_epoch(p.leader_epoch);
+                        let end = if consumer { end.min(partition.high_watermark().offset) } else { end };
+                        (result.leader_epoch, result.end_offset) = match epoch {
+                            UNDEFINED_EPOCH => (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET),
+                            epoch => (epoch, end),
                         };
-                        result.leader_epoch = epoch;
-                        result.end_offset = end;
                     }
                 }
                 out.partitions.push(result);

@@ -22,8 +22,8 @@ use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::{str_bytes, topic_name};
-use crate::config::{BrokerConfig, FlushPolicy};
-use crate::partition::{AppendOutcome, Partition};
+use crate::config::BrokerConfig;
+use crate::partition::{AppendOutcome, DurabilityError, Partition};
 use crate::topic_config::RecordPolicy;
 use crate::topics::Topics;
 use crate::txn::TxnService;
@@ -96,6 +96,10 @@ impl Handler for Produce {
                 let acks_valid = matches!(acks, -1..=1);
                 match (acks_valid, topic.as_ref().and_then(|t| t.partition(data.index))) {
                     (false, _) => item.response.error_code = error_code::INVALID_REQUIRED_ACKS,
+                    // A standby's copy takes no records but the leader's.
+                    (true, Some(_)) if config.is_follower() => {
+                        item.response.error_code = error_code::NOT_LEADER_OR_FOLLOWER
+                    }
                     (true, None) => item.response.error_code = unknown_topic,
                     (true, Some(partition)) => append_one(config, txns, partition, &policy, data.records, &mut item),
                 }
@@ -106,6 +110,9 @@ impl Handler for Produce {
         if acks == 0 {
             return Answer::Silent;
         }
+        // acks=all with a synchronous policy waits for the standbys at most
+        // the request's own timeout, as Kafka bounds its ISR wait.
+        let replication_timeout = std::time::Duration::from_millis(request.timeout_ms.clamp(0, i32::MAX) as u64);
         let mut response = ProduceResponse::default();
         for (name, topic_id, pending) in answers {
             let mut topic_response = TopicProduceResponse::default();
@@ -113,9 +120,12 @@ impl Handler for Produce {
             topic_response.topic_id = topic_id;
             for mut item in pending {
                 if let Some(partition) = &item.partition {
-                    if acks == -1 && partition.flush_policy() == FlushPolicy::Fsync {
-                        if let Err(e) = partition.wait_durable(item.end_offset).await {
-                            item.response.error_code = error_code::KAFKA_STORAGE_ERROR;
+                    if acks == -1 {
+                        if let Err(e) = partition.wait_committed(item.end_offset, replication_timeout).await {
+                            item.response.error_code = match e {
+                                DurabilityError::NotReplicated => error_code::REQUEST_TIMED_OUT,
+                                _ => error_code::KAFKA_STORAGE_ERROR,
+                            };
                             item.response.error_message = Some(str_bytes(&e.to_string()));
                             item.response.base_offset = -1;
                         }

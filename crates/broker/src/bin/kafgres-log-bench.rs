@@ -101,7 +101,16 @@ async fn run(args: &Args, dir: &std::path::Path) -> Result<(), String> {
         .map_err(|e| format!("opening {}: {e}", dir.display()))?;
     let metrics = BrokerMetrics::leaked();
     let housekeeping = Housekeeping::default();
-    let partition = Partition::start("bench".into(), 0, log, args.policy, &housekeeping, &Default::default(), metrics);
+    let settings = kafgres_broker::partition::PartitionSettings {
+        policy: args.policy,
+        metrics,
+        replication: std::sync::Arc::new(kafgres_broker::replication::ReplicationState::new(
+            0,
+            None,
+            std::time::Duration::from_secs(10),
+        )),
+    };
+    let partition = Partition::start("bench".into(), 0, log, &housekeeping, &Default::default(), settings);
     let record_bytes = (args.batch_bytes / args.records).max(1);
     let records: Vec<NewRecord> = (0..args.records)
         .map(|i| NewRecord { value: Some(vec![(i % 251) as u8; record_bytes]), timestamp_ms: 1, ..Default::default() })

@@ -17,6 +17,11 @@ use crate::partition::AppendOutcome;
 use crate::producer_ids::ProducerIds;
 use crate::topics::Topics;
 
+/// How long EndTxn waits for its markers to reach the synchronous standbys
+/// before answering COORDINATOR_NOT_AVAILABLE (the client retries; the
+/// Prepare state makes the retry finish the same transaction).
+const MARKER_REPLICATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Coordinator settings, named after Kafka's broker configs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TxnServiceConfig {
@@ -466,7 +471,9 @@ impl TxnService {
             }
         }
         for (partition, end_offset) in waits {
-            if let Err(e) = partition.wait_durable(end_offset).await {
+            // Durable here and, with a synchronous policy, on the standbys:
+            // a failover must not take back a commit the client was told of.
+            if let Err(e) = partition.wait_committed(end_offset, MARKER_REPLICATION_TIMEOUT).await {
                 log::error!("transaction marker in {}-{} not durable: {e}", partition.topic, partition.index);
                 return Err(error_code::COORDINATOR_NOT_AVAILABLE);
             }

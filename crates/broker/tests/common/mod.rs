@@ -57,6 +57,11 @@ impl TestBroker {
     /// does at boot, and how the tests restart a broker.
     pub async fn start_on(dir: TempDir, catalog: Arc<MemoryCatalog>) -> TestBroker {
         let config = BrokerConfig::for_tests(dir.path().to_path_buf());
+        TestBroker::start_with(dir, catalog, config).await
+    }
+
+    /// Starts with a config the test adjusted (a follower, a leader epoch...).
+    pub async fn start_with(dir: TempDir, catalog: Arc<MemoryCatalog>, config: BrokerConfig) -> TestBroker {
         let broker = Broker::start(config, catalog.clone(), catalog.snapshot()).await.expect("broker starts");
         TestBroker { dir, catalog, broker }
     }

@@ -1,0 +1,188 @@
+//! Replication between two brokers in one process: a leader and a follower
+//! configured as a standby's broker is (`BrokerConfig::follow`), over
+//! loopback. The follower's copy is the leader's batches byte for byte; a
+//! synchronous policy makes acks=all wait for it; a follower whose tail the
+//! leader never had truncates it; a standby answers NOT_LEADER_OR_FOLLOWER
+//! and sends clients to the leader.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use kafgres_broker::replication::follower::FollowerConfig;
+use kafgres_broker::replication::{ReplicationState, SyncPolicy};
+use kafgres_broker::{BrokerConfig, MemoryCatalog};
+use kafka_protocol::messages::MetadataRequest;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn leader_config(dir: &tempfile::TempDir, epoch: i32, sync: Option<&str>) -> BrokerConfig {
+    let mut config = BrokerConfig::for_tests(dir.path().to_path_buf());
+    let policy = sync.map(|s| SyncPolicy::parse(s).expect("parses").expect("not empty"));
+    config.replication = Arc::new(ReplicationState::new(epoch, policy, Duration::from_secs(2)));
+    config
+}
+
+fn follower_config(dir: &tempfile::TempDir, leader: &TestBroker, name: &str) -> BrokerConfig {
+    let mut config = BrokerConfig::for_tests(dir.path().to_path_buf());
+    config.node_id = 2;
+    let mut follow = FollowerConfig::new(leader.addr().to_string(), name.into(), 2);
+    follow.fetch_wait_ms = 100;
+    config.follow = Some(follow);
+    config.leader = Some(kafgres_broker::config::LeaderAddress {
+        node_id: 1,
+        host: "127.0.0.1".into(),
+        port: leader.addr().port(),
+    });
+    config
+}
+
+/// Every batch of a partition as stored, read inside the broker.
+fn stored_bytes(broker: &TestBroker, topic: &str, partition: i32) -> Vec<u8> {
+    let t = broker.broker.context().topics.get(topic).expect("topic exists");
+    let p = t.partition(partition).expect("partition exists");
+    let slice = p.read_for_follower(p.log_start_offset(), u64::MAX).expect("reads");
+    slice.read_to_vec().expect("bytes")
+}
+
+async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !condition() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn has_topic(broker: &TestBroker, topic: &str) -> bool {
+    broker.broker.context().topics.get(topic).is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_copies_topics_and_batches_byte_for_byte() {
+    let leader_dir = tempfile::tempdir().expect("tempdir");
+    let config = leader_config(&leader_dir, 3, None);
+    let leader = TestBroker::start_with(leader_dir, Arc::default(), config).await;
+    let mut client = leader.client().await;
+    create_topic(&mut client, "copied", 2).await;
+    for i in 0..5 {
+        let answer = produce(&mut client, 9, "copied", i % 2, -1, batch(&records(&format!("r{i}"), 3))).await;
+        assert_eq!(answer.error_code, 0);
+    }
+    let follower_dir = tempfile::tempdir().expect("tempdir");
+    let config = follower_config(&follower_dir, &leader, "standby1");
+    let follower = TestBroker::start_with(follower_dir, Arc::new(MemoryCatalog::default()), config).await;
+    wait_until("the topic on the follower", || has_topic(&follower, "copied")).await;
+    for p in 0..2 {
+        wait_until("the copy", || follower.log_end("copied", p) == leader.log_end("copied", p)).await;
+        assert_eq!(stored_bytes(&follower, "copied", p), stored_bytes(&leader, "copied", p), "partition {p}");
+    }
+    // Later appends and a new topic follow at once (no polling interval).
+    create_topic(&mut client, "later", 1).await;
+    produce(&mut client, 9, "later", 0, -1, batch(&records("late", 2))).await;
+    wait_until("the later topic's records", || has_topic(&follower, "later") && follower.log_end("later", 0) == 2)
+        .await;
+    assert_eq!(stored_bytes(&follower, "later", 0), stored_bytes(&leader, "later", 0));
+    let t = follower.broker.context().topics.get("later").expect("copied");
+    assert_eq!(t.partition(0).expect("p").latest_epoch(), Some(3), "batches keep the leader's epoch");
+    // The standby sends clients to the leader and takes no records itself.
+    let mut standby = follower.client().await;
+    let metadata = standby.call(12, &MetadataRequest::default().with_topics(None)).await;
+    assert_eq!(metadata.brokers.len(), 1);
+    assert_eq!((metadata.brokers[0].node_id.0, metadata.brokers[0].port), (1, i32::from(leader.addr().port())));
+    let refused = produce(&mut standby, 9, "later", 0, -1, batch(&records("no", 1))).await;
+    assert_eq!(refused.error_code, kafgres_wire::error_code::NOT_LEADER_OR_FOLLOWER);
+    follower.broker.shutdown().await;
+    leader.broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_all_waits_for_the_synchronous_standby_and_times_out_without_it() {
+    let leader_dir = tempfile::tempdir().expect("tempdir");
+    let config = leader_config(&leader_dir, 1, Some("FIRST 1 (standby1)"));
+    let leader = TestBroker::start_with(leader_dir, Arc::default(), config).await;
+    let mut client = leader.client().await;
+    create_topic(&mut client, "sync", 1).await;
+    // No standby: acks=all times out (the records stay appended, not visible).
+    let mut request = produce_request("sync", 0, -1, batch(&records("alone", 1)));
+    request.timeout_ms = 300;
+    let answer = client.call(9, &request).await;
+    assert_eq!(answer.responses[0].partition_responses[0].error_code, kafgres_wire::error_code::REQUEST_TIMED_OUT);
+    let hidden = fetch(&mut client, 12, TopicRef::Name("sync"), 0, 0, 1 << 20).await;
+    assert_eq!(hidden.high_watermark, 0, "consumers see nothing the standby does not hold");
+    // The standby connects and catches up: acks=all answers again, and the
+    // high watermark moves only with what it holds.
+    let follower_dir = tempfile::tempdir().expect("tempdir");
+    let config = follower_config(&follower_dir, &leader, "standby1");
+    let follower = TestBroker::start_with(follower_dir, Arc::new(MemoryCatalog::default()), config).await;
+    let answer = produce(&mut client, 9, "sync", 0, -1, batch(&records("synced", 2))).await;
+    assert_eq!(answer.error_code, 0, "acknowledged once the standby holds it");
+    assert!(follower.log_end("sync", 0) >= 3, "the standby holds what was acknowledged");
+    wait_until("the high watermark", || {
+        leader.broker.context().topics.get("sync").and_then(|t| t.partition(0).map(|p| p.high_watermark().offset))
+            == Some(3)
+    })
+    .await;
+    // A standby not named by the policy does not count.
+    follower.broker.shutdown().await;
+    let other_dir = tempfile::tempdir().expect("tempdir");
+    let config = follower_config(&other_dir, &leader, "unnamed");
+    let other = TestBroker::start_with(other_dir, Arc::new(MemoryCatalog::default()), config).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await; // standby1 is no longer connected
+    let mut request = produce_request("sync", 0, -1, batch(&records("unnamed", 1)));
+    request.timeout_ms = 500;
+    let answer = client.call(9, &request).await;
+    assert_eq!(answer.responses[0].partition_responses[0].error_code, kafgres_wire::error_code::REQUEST_TIMED_OUT);
+    other.broker.shutdown().await;
+    leader.broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_cuts_the_tail_a_new_leader_never_had() {
+    // The leader (epoch 0) writes two batches, which the standby copies, then
+    // a third the standby never gets. The standby is promoted (epoch 65536)
+    // and writes its own third batch. The old leader, now following it, must
+    // cut its own third batch and take the new leader's.
+    let old_dir = tempfile::tempdir().expect("tempdir");
+    let config = leader_config(&old_dir, 0, None);
+    let old = TestBroker::start_with(old_dir, Arc::default(), config).await;
+    let mut old_client = old.client().await;
+    create_topic(&mut old_client, "diverged", 1).await;
+    for i in 0..2 {
+        produce(&mut old_client, 9, "diverged", 0, -1, batch(&records(&format!("shared{i}"), 2))).await;
+    }
+    let standby_dir = tempfile::tempdir().expect("tempdir");
+    let config = follower_config(&standby_dir, &old, "standby1");
+    let standby = TestBroker::start_with(standby_dir, Arc::new(MemoryCatalog::default()), config).await;
+    wait_until("the copy", || has_topic(&standby, "diverged") && standby.log_end("diverged", 0) == 4).await;
+    let (standby_dir, standby_catalog) = standby.shutdown().await;
+    produce(&mut old_client, 9, "diverged", 0, -1, batch(&records("lost", 2))).await;
+    assert_eq!(old.log_end("diverged", 0), 6);
+    let old_catalog = Arc::clone(&old.catalog);
+    let (old_dir, _) = old.shutdown().await;
+
+    // The promotion: the standby's directory serves as leader at a new epoch.
+    let mut config = BrokerConfig::for_tests(standby_dir.path().to_path_buf());
+    config.replication = Arc::new(ReplicationState::new(65536, None, Duration::from_secs(2)));
+    let new_leader = TestBroker::start_with(standby_dir, standby_catalog, config).await;
+    let mut client = new_leader.client().await;
+    produce(&mut client, 9, "diverged", 0, -1, batch(&records("new", 2))).await;
+
+    // The old leader follows the new one.
+    let config = follower_config(&old_dir, &new_leader, "old-primary");
+    let rejoined = TestBroker::start_with(old_dir, old_catalog, config).await;
+    wait_until("the rejoined copy", || {
+        stored_bytes(&rejoined, "diverged", 0) == stored_bytes(&new_leader, "diverged", 0)
+    })
+    .await;
+    let fetched = decode_records(&bytes::Bytes::from(stored_bytes(&rejoined, "diverged", 0)));
+    let keys: Vec<String> = fetched
+        .iter()
+        .map(|(_, r)| String::from_utf8_lossy(r.key.as_deref().unwrap_or_default()).into_owned())
+        .collect();
+    assert!(keys.iter().all(|k| !k.starts_with("lost")), "the old leader's own tail is gone: {keys:?}");
+    assert!(keys.iter().any(|k| k.starts_with("new")), "the new leader's batch is there: {keys:?}");
+    rejoined.broker.shutdown().await;
+    new_leader.broker.shutdown().await;
+}
