@@ -400,18 +400,6 @@ async fn exchange(
             let only = configs.len() == 1 && configs.get("max.message.bytes") == Some(&value);
             check(r.responses[0].error_code == 0 && only, format!("{r:?} {configs:?}"))
         }
-        ApiKey::DescribeProducers => {
-            use kafka_protocol::messages::describe_producers_request::TopicRequest;
-            let request =
-                kafka_protocol::messages::DescribeProducersRequest::default()
-                    .with_topics(vec![TopicRequest::default()
-                        .with_name(kafka_protocol::messages::TopicName(StrBytes::from_static_str("swept")))
-                        .with_partition_indexes(vec![0])]);
-            let r = client.try_call(version, &request).await?;
-            let ok =
-                r.topics.len() == 1 && r.topics[0].partitions.len() == 1 && r.topics[0].partitions[0].error_code == 0;
-            check(ok, format!("{r:?}"))
-        }
         ApiKey::DescribeLogDirs => {
             let request = kafka_protocol::messages::DescribeLogDirsRequest::default().with_topics(None);
             let r = client.try_call(version, &request).await?;
