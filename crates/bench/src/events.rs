@@ -65,9 +65,13 @@ impl<'p> DeliveryQueue<'p> {
         let Some(event) = NonNull::new(event) else {
             return Served::default();
         };
-        // SAFETY: `event` is a live event handed to us; it is destroyed
-        // exactly once, below, after its messages have been read.
+        // SAFETY: `event` is a live event that rd_kafka_queue_poll handed to
+        // us, and it is destroyed only after this call returns (just below),
+        // as serve_event requires.
         let served = unsafe { serve_event(event.as_ptr()) };
+        // SAFETY: we own `event` (queue_poll transferred it) and destroy it
+        // exactly once; serve_event copied out every string it read from it,
+        // so nothing borrowed from the event outlives it.
         unsafe { rdsys::rd_kafka_event_destroy(event.as_ptr()) };
         served
     }
@@ -110,7 +114,10 @@ impl Drop for DeliveryQueue<'_> {
 /// Serves one event: counts a delivery report's messages, prints errors and
 /// logs to stderr, ignores the rest.
 ///
-/// SAFETY: `event` must be a live event that the caller destroys afterwards.
+/// # Safety
+///
+/// `event` must be a live event that the caller owns and destroys only after
+/// this returns: the delivery reports and strings read here belong to it.
 unsafe fn serve_event(event: *mut rdsys::rd_kafka_event_t) -> Served {
     let mut served = Served::default();
     match rdsys::rd_kafka_event_type(event) {
@@ -154,7 +161,11 @@ unsafe fn serve_event(event: *mut rdsys::rd_kafka_event_t) -> Served {
     served
 }
 
-/// SAFETY: `text` is NULL or a NUL-terminated string valid for this call.
+/// Copies a C string that librdkafka owns; NULL reads as empty.
+///
+/// # Safety
+///
+/// `text` is NULL or a NUL-terminated string that stays valid for this call.
 unsafe fn c_text(text: *const c_char) -> String {
     if text.is_null() {
         String::new()

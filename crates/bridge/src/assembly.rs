@@ -217,7 +217,7 @@ fn assemble(xid: u32, end_lsn: u64, commit_time_ms: i64, messages: Vec<(u64, Mes
             continue;
         }
         counted = counted.saturating_add(1);
-        if body_version(body).map_or(true, |v| v != FORMAT_VERSION_WITHOUT_END) {
+        if body_version(body) != Ok(FORMAT_VERSION_WITHOUT_END) {
             only_version_one = false;
         }
         let decoded = match kind {

@@ -343,6 +343,10 @@ mod tests {
     #[test]
     fn a_zeroed_block_is_a_valid_empty_one() {
         let size = std::mem::size_of::<BrokerMetrics>();
+        // SAFETY: BrokerMetrics is `repr(C)` and made only of atomic integers
+        // and arrays of them, for which all-zero bytes are a valid value: the
+        // same promise the extension relies on when it places the block in
+        // zeroed shared memory, and what this test checks.
         let zeroed: Box<BrokerMetrics> = unsafe { Box::new(std::mem::zeroed()) };
         assert!(zeroed.connections.snapshot().is_empty());
         assert!(zeroed.counters().iter().all(|(_, v)| *v == 0));

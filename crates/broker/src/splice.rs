@@ -154,6 +154,9 @@ unsafe impl BufMut for SpliceBuf {
     }
 
     unsafe fn advance_mut(&mut self, cnt: usize) {
+        // SAFETY: our caller promises that `cnt` bytes of the last
+        // `chunk_mut` are initialised; that chunk is `tail`'s own, so the
+        // promise holds for `tail` unchanged.
         unsafe { self.tail.advance_mut(cnt) }
     }
 

@@ -437,7 +437,12 @@ pub fn extension_installed() -> Result<bool, String> {
 /// Runs `body` in its own transaction. Commits when it returns `Ok`; rolls
 /// back when it returns `Err` or raises a Postgres error, which comes back as
 /// `Err(message)` instead of ending the worker.
+///
+/// Call it only on a worker's main thread, outside any transaction.
 pub fn run_in_transaction<R>(body: impl FnOnce() -> Result<R, String>) -> Result<R, String> {
+    // SAFETY: the workers call this on their main thread (pgrx's wrappers
+    // check), between transactions: the start sequence of a background
+    // worker's transaction, as worker_spi runs it (a snapshot pushed for SPI).
     unsafe {
         pg_sys::SetCurrentStatementStartTimestamp();
         pg_sys::StartTransactionCommand();
@@ -445,6 +450,9 @@ pub fn run_in_transaction<R>(body: impl FnOnce() -> Result<R, String>) -> Result
     }
     let outcome = PgTryBuilder::new(AssertUnwindSafe(|| {
         let value = body()?;
+        // SAFETY: the transaction and the snapshot pushed above are still
+        // current (`body` returned normally); popping then committing ends
+        // them in the order they were started.
         unsafe {
             pg_sys::PopActiveSnapshot();
             pg_sys::CommitTransactionCommand();
@@ -454,6 +462,10 @@ pub fn run_in_transaction<R>(body: impl FnOnce() -> Result<R, String>) -> Result
     .catch_others(|caught| Err(caught_message(caught)))
     .execute();
     if outcome.is_err() {
+        // SAFETY: the ERROR or Err left the transaction open (pgrx has already
+        // copied and flushed the error state); aborting it is what Postgres's
+        // own error recovery does, and it also releases the snapshot, any
+        // LWLocks and the SPI connection the failed body held.
         unsafe {
             if pg_sys::IsTransactionOrTransactionBlock() {
                 pg_sys::AbortCurrentTransaction();

@@ -79,16 +79,23 @@ pub struct EventFd(OwnedFd);
 
 impl EventFd {
     pub fn new() -> std::io::Result<EventFd> {
+        // SAFETY: eventfd(2) takes no pointers; it only creates a descriptor.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }
+        // SAFETY: `fd` was just returned open by eventfd and nothing else
+        // holds it, so the OwnedFd is its only owner and closes it once.
         Ok(EventFd(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
     /// Makes the fd readable. Never blocks; a saturated counter is already readable.
     pub fn wake(&self) {
         let one: u64 = 1;
+        // SAFETY: the descriptor is ours and open for as long as `self`; the
+        // kernel reads exactly 8 bytes from `one`, a live u64 on the stack.
+        // eventfd writes are thread-safe, so any thread may wake. A failure
+        // (EAGAIN: the counter is saturated) leaves it readable, as wanted.
         unsafe {
             libc::write(self.0.as_raw_fd(), (&one as *const u64).cast(), 8);
         }
@@ -97,6 +104,9 @@ impl EventFd {
     /// Resets the counter after a wake-up.
     pub fn drain(&self) {
         let mut counter: u64 = 0;
+        // SAFETY: the descriptor is ours and open for as long as `self`; the
+        // kernel writes exactly 8 bytes into `counter`, a live u64 on the
+        // stack. Non-blocking: EAGAIN (nothing to drain) is harmless.
         unsafe {
             libc::read(self.0.as_raw_fd(), (&mut counter as *mut u64).cast(), 8);
         }

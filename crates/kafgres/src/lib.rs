@@ -99,6 +99,9 @@ SELECT kafgres._wake_broker();
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     gucs::register();
+    // SAFETY: a plain read of a bool that Postgres sets around loading
+    // shared_preload_libraries; _PG_init runs on the process's only thread,
+    // while Postgres loads this library, so nothing writes it meanwhile.
     if unsafe { !pg_sys::process_shared_preload_libraries_in_progress } {
         // Loaded by CREATE EXTENSION in a backend without preloading: the SQL
         // objects work, but no broker can be started from here.

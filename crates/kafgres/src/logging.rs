@@ -25,8 +25,11 @@ struct QueueLogger {
     /// its lines were held back since. A line repeated faster than once per
     /// [`REPEAT_INTERVAL_MS`] (refused connections, failed appends under a
     /// flood) is logged once per interval with the count of the others.
-    repeats: std::sync::Mutex<std::collections::HashMap<(&'static str, u32), (i64, u64)>>,
+    repeats: std::sync::Mutex<RepeatSites>,
 }
+
+/// Per call site (file, line): (ms of its last line logged, lines held back since).
+type RepeatSites = std::collections::HashMap<(&'static str, u32), (i64, u64)>;
 
 const REPEAT_INTERVAL_MS: i64 = 1000;
 /// Call sites remembered at most (a bound on the map, never reached by the

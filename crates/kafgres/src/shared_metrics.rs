@@ -19,6 +19,10 @@ static mut PREVIOUS_STARTUP_HOOK: pg_sys::shmem_startup_hook_type = None;
 
 /// Called from `_PG_init` while preloading.
 pub fn init() {
+    // SAFETY: _PG_init runs once per process, on its only thread, before
+    // Postgres calls either hook, so nothing reads these statics meanwhile;
+    // keeping the previous hooks and calling them first chains other
+    // libraries' hooks, as Postgres's hook convention asks.
     unsafe {
         PREVIOUS_REQUEST_HOOK = pg_sys::shmem_request_hook;
         pg_sys::shmem_request_hook = Some(request);
@@ -35,31 +39,56 @@ pub fn metrics() -> Option<&'static BrokerMetrics> {
     unsafe { block.as_ref() }
 }
 
+/// # Safety
+///
+/// Only Postgres calls this, as its `shmem_request_hook`, in the postmaster's
+/// only thread: the one place RequestAddinShmemSpace may run.
 #[pg_guard]
 unsafe extern "C-unwind" fn request() {
-    if let Some(previous) = PREVIOUS_REQUEST_HOOK {
-        previous();
+    // SAFETY: per the contract above; PREVIOUS_REQUEST_HOOK was written in
+    // `init`, before this hook could run.
+    unsafe {
+        if let Some(previous) = PREVIOUS_REQUEST_HOOK {
+            previous();
+        }
+        pg_sys::RequestAddinShmemSpace(std::mem::size_of::<BrokerMetrics>());
     }
-    pg_sys::RequestAddinShmemSpace(std::mem::size_of::<BrokerMetrics>());
 }
 
+/// # Safety
+///
+/// Only Postgres calls this, as its `shmem_startup_hook`, once the space asked
+/// for in `request` exists, on the calling process's only thread.
 #[pg_guard]
 unsafe extern "C-unwind" fn startup() {
-    if let Some(previous) = PREVIOUS_STARTUP_HOOK {
-        previous();
+    // SAFETY: per the contract above. MainLWLockArray[21] is
+    // AddinShmemInitLock in Postgres 15 (lwlocknames.h; pgrx's own PgAtomic
+    // takes it the same way), which serializes ShmemInitStruct between
+    // processes. ShmemInitStruct returns `size_of::<BrokerMetrics>()` bytes of
+    // shared memory (it raises an ERROR rather than return NULL), aligned to
+    // at least MAXALIGN (8, all BrokerMetrics needs), living as long as the
+    // server; whoever creates the block zeroes it before publishing it, and all
+    // zero is a valid, empty BrokerMetrics (atomics only).
+    unsafe {
+        if let Some(previous) = PREVIOUS_STARTUP_HOOK {
+            previous();
+        }
+        let lock = &raw mut (*pg_sys::MainLWLockArray.add(21)).lock; // AddinShmemInitLock
+        pg_sys::LWLockAcquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+        let mut found = false;
+        let block = pg_sys::ShmemInitStruct(
+            c"kafgres broker metrics".as_ptr(),
+            std::mem::size_of::<BrokerMetrics>(),
+            &mut found,
+        )
+        .cast::<BrokerMetrics>();
+        debug_assert!(block.is_aligned(), "shared memory is MAXALIGNed");
+        if !found {
+            std::ptr::write_bytes(block.cast::<u8>(), 0, std::mem::size_of::<BrokerMetrics>());
+        }
+        BLOCK.store(block, Ordering::Release);
+        pg_sys::LWLockRelease(lock);
     }
-    let lock = &raw mut (*pg_sys::MainLWLockArray.add(21)).lock; // AddinShmemInitLock
-    pg_sys::LWLockAcquire(lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
-    let mut found = false;
-    let block =
-        pg_sys::ShmemInitStruct(c"kafgres broker metrics".as_ptr(), std::mem::size_of::<BrokerMetrics>(), &mut found)
-            .cast::<BrokerMetrics>();
-    if !found {
-        // All zero is a valid, empty BrokerMetrics.
-        std::ptr::write_bytes(block.cast::<u8>(), 0, std::mem::size_of::<BrokerMetrics>());
-    }
-    BLOCK.store(block, Ordering::Release);
-    pg_sys::LWLockRelease(lock);
 }
 
 use crate::sql_api::POSTGRES_EPOCH_UNIX_US;

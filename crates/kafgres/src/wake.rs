@@ -15,12 +15,20 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, Ordering};
 use pgrx::prelude::*;
 use pgrx::{pg_shmem_init, register_xact_callback, PgAtomic, PgXactCallbackEvent};
 
+// SAFETY: PgAtomic::new asks for a shared-memory name no other allocation
+// uses. These four names and the blocks of `shared_metrics` and
+// `bridge::shared` are this library's only ones, all distinct, and all
+// prefixed with "kafgres", this extension's namespace, so as not to meet
+// another library's.
 static WORKER_PID: PgAtomic<AtomicI32> = unsafe { PgAtomic::new(c"kafgres_worker_pid") };
 /// When the broker worker last started (ms since the Unix epoch), and how
 /// many times in a row it started within a minute of the previous start.
+// SAFETY: a unique name, as above.
 static WORKER_LAST_START_MS: PgAtomic<AtomicI64> = unsafe { PgAtomic::new(c"kafgres_worker_last_start") };
+// SAFETY: a unique name, as above.
 static WORKER_QUICK_STARTS: PgAtomic<AtomicU32> = unsafe { PgAtomic::new(c"kafgres_worker_quick_starts") };
 /// The worker's PGPROC number, -1 when none runs.
+// SAFETY: a unique name, as above.
 static WORKER_PROCNO: PgAtomic<AtomicI32> = unsafe { PgAtomic::new(c"kafgres_worker_procno") };
 
 /// Set in the postmaster when the library is preloaded; backends inherit it
@@ -62,6 +70,9 @@ pub fn quick_start_delay(since_last_ms: i64, streak: &AtomicU32) -> std::time::D
 /// Records the running worker's pid (0 when none runs) and, while it runs,
 /// its PGPROC number.
 pub fn publish_worker_pid(pid: i32) {
+    // SAFETY: only the broker worker's main thread calls this, and a
+    // background worker's MyProc points at its own PGPROC, set up before its
+    // main function runs; pgprocno is fixed for the PGPROC's life.
     let procno = if pid > 0 { unsafe { (*pg_sys::MyProc).pgprocno } } else { -1 };
     WORKER_PROCNO.get().store(procno, Ordering::SeqCst);
     WORKER_PID.get().store(pid, Ordering::SeqCst);
@@ -78,12 +89,18 @@ pub fn set_worker_latch() {
     if procno < 0 {
         return;
     }
+    // SAFETY: ProcGlobal points at the PGPROC array in shared memory, set up
+    // before any backend or worker runs and never moved; `procno` is checked
+    // against allProcCount, the array's length. SetLatch on another process's
+    // latch is how Postgres itself wakes a process (it is made for that, and
+    // cannot fail). The latch is reached by a raw pointer, never a Rust
+    // reference: its owner changes it concurrently.
     unsafe {
         let global = pg_sys::ProcGlobal;
         if global.is_null() || procno as u32 >= (*global).allProcCount {
             return;
         }
-        pg_sys::SetLatch(&mut (*(*global).allProcs.add(procno as usize)).procLatch);
+        pg_sys::SetLatch(&raw mut (*(*global).allProcs.add(procno as usize)).procLatch);
     }
 }
 

@@ -2,12 +2,15 @@ use std::collections::BTreeMap;
 
 use super::*;
 
+/// One partition's records as the model keeps them: (producer id, sequence, value).
+type ModelLog = Vec<(i64, i32, String)>;
+
 /// A broker modelled as Kafka's idempotence rules apply them: per partition,
 /// the records in order and, per producer, the last sequence written.
 #[derive(Default)]
 struct ModelBroker {
     next_producer_id: i64,
-    logs: BTreeMap<(String, i32), Vec<(i64, i32, String)>>,
+    logs: BTreeMap<(String, i32), ModelLog>,
     topics: BTreeMap<String, usize>,
     /// Fail every produce with this error, once per entry.
     fail_next: Vec<BrokerError>,

@@ -129,6 +129,8 @@ fn directory_bytes(dir: &Path) -> i64 {
 fn disk_space(dir: &Path) -> Option<(i64, i64)> {
     use std::os::unix::ffi::OsStrExt;
     let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `statvfs` is a C struct of integers only, for which all-zero
+    // bytes are a valid value; statvfs(3) overwrites it on success.
     let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
     // SAFETY: `path` is a NUL-terminated string and `stat` a valid out-pointer.
     if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {

@@ -20,6 +20,7 @@
 //! Text and the queue are guarded by a spin lock on an atomic flag, held only
 //! to copy a few hundred bytes; everything else is atomics.
 
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use pgrx::pg_sys;
@@ -77,6 +78,12 @@ impl BridgeState {
 
 /// The block. `repr(C)` and only atomics, byte arrays and a Postgres
 /// condition variable: valid when zeroed, shared by address.
+///
+/// What other processes change behind a `&BridgeShared` (the condition
+/// variable, which Postgres's C code writes; the text and the queue, written
+/// under `lock`) is in an `UnsafeCell`: without one, Rust may assume memory
+/// behind a shared reference never changes. `UnsafeCell<T>` has `T`'s layout,
+/// so the block is the same bytes either way.
 #[repr(C)]
 pub struct BridgeShared {
     /// PGPROC number + 1 of the running bridge (0: none).
@@ -100,14 +107,14 @@ pub struct BridgeShared {
     /// the restart backoff.
     failures: AtomicU32,
     last_failure_ms: AtomicI64,
-    applied_changed: pg_sys::ConditionVariable,
+    applied_changed: UnsafeCell<pg_sys::ConditionVariable>,
     lock: AtomicBool,
     message_len: AtomicU32,
-    message: [u8; MESSAGE_BYTES_MAX],
+    message: UnsafeCell<[u8; MESSAGE_BYTES_MAX]>,
     groups_len: AtomicU32,
     groups_overflowed: AtomicBool,
-    group_lens: [u8; GROUP_QUEUE_DEPTH],
-    groups: [[u8; GROUP_ID_BYTES_MAX]; GROUP_QUEUE_DEPTH],
+    group_lens: UnsafeCell<[u8; GROUP_QUEUE_DEPTH]>,
+    groups: UnsafeCell<[[u8; GROUP_ID_BYTES_MAX]; GROUP_QUEUE_DEPTH]>,
 }
 
 static BLOCK: AtomicPtr<BridgeShared> = AtomicPtr::new(std::ptr::null_mut());
@@ -155,7 +162,7 @@ unsafe extern "C-unwind" fn startup() {
                 .cast::<BridgeShared>();
         if !found {
             std::ptr::write_bytes(block.cast::<u8>(), 0, std::mem::size_of::<BridgeShared>());
-            pg_sys::ConditionVariableInit(&raw mut (*block).applied_changed);
+            pg_sys::ConditionVariableInit(UnsafeCell::raw_get(&raw const (*block).applied_changed));
         }
         BLOCK.store(block, Ordering::Release);
         pg_sys::LWLockRelease(lock);
@@ -241,7 +248,7 @@ impl BridgeShared {
             end -= 1;
         }
         let bytes = &message.as_bytes()[..end];
-        let base = std::ptr::addr_of!(self.message).cast_mut().cast::<u8>();
+        let base = self.message.get().cast::<u8>();
         self.with_lock(|| {
             // SAFETY: the lock gives this process sole access to `message`;
             // `end` is at most its length.
@@ -271,7 +278,7 @@ impl BridgeShared {
         if applied_lsn > before {
             // SAFETY: the condition variable was initialised with the block;
             // broadcasting takes its own spin lock and sets waiters' latches.
-            unsafe { pg_sys::ConditionVariableBroadcast(std::ptr::addr_of!(self.applied_changed).cast_mut()) };
+            unsafe { pg_sys::ConditionVariableBroadcast(self.applied_changed.get()) };
         }
     }
 
@@ -287,7 +294,7 @@ impl BridgeShared {
     /// interrupt is raised, which ends the statement). Returns whether it got there.
     pub fn wait_for_applied(&self, target: u64, timeout: std::time::Duration) -> bool {
         let deadline = std::time::Instant::now() + timeout;
-        let cv = std::ptr::addr_of!(self.applied_changed).cast_mut();
+        let cv = self.applied_changed.get();
         // SAFETY: the condition variable lives in shared memory for the life
         // of the server; the prepare/sleep/cancel sequence is Postgres's own
         // protocol, and ConditionVariableTimedSleep checks for interrupts.
@@ -310,7 +317,7 @@ impl BridgeShared {
     }
 
     pub fn status(&self) -> Status {
-        let base = std::ptr::addr_of!(self.message).cast::<u8>();
+        let base = self.message.get().cast_const().cast::<u8>();
         let message = self.with_lock(|| {
             let len = (self.message_len.load(Ordering::Relaxed) as usize).min(MESSAGE_BYTES_MAX);
             // SAFETY: under the lock, the first `len` bytes are a whole UTF-8
@@ -343,8 +350,8 @@ impl BridgeShared {
 
     /// Queues the groups whose offsets SQL committed, for the broker worker.
     pub fn queue_groups<'a>(&self, groups: impl IntoIterator<Item = &'a str>) {
-        let slots = std::ptr::addr_of!(self.groups).cast_mut();
-        let lens = std::ptr::addr_of!(self.group_lens).cast_mut();
+        let slots = self.groups.get();
+        let lens = self.group_lens.get();
         self.with_lock(|| {
             // SAFETY: the lock gives this process sole access to the queue's
             // arrays while these references live.
@@ -369,8 +376,8 @@ impl BridgeShared {
 
     /// Takes the queued groups: `None` means "every group" (the queue overflowed).
     pub fn take_groups(&self) -> Option<Vec<String>> {
-        let slots = std::ptr::addr_of!(self.groups);
-        let lens = std::ptr::addr_of!(self.group_lens);
+        let slots = self.groups.get().cast_const();
+        let lens = self.group_lens.get().cast_const();
         self.with_lock(|| {
             // SAFETY: as in `queue_groups`.
             let (slots, lens) = unsafe { (&*slots, &*lens) };
@@ -399,12 +406,13 @@ pub fn set_latch_of(procno: i32) {
     // SAFETY: ProcGlobal is set up before any backend or worker runs; the
     // number is checked against allProcCount; SetLatch on another process's
     // latch is how Postgres wakes processes (a stale number wakes an innocent
-    // process, which every wait loop tolerates).
+    // process, which every wait loop tolerates). The latch is reached by a
+    // raw pointer, never a `&mut`: its owner changes it concurrently.
     unsafe {
         let global = pg_sys::ProcGlobal;
         if global.is_null() || procno as u32 >= (*global).allProcCount {
             return;
         }
-        pg_sys::SetLatch(&mut (*(*global).allProcs.add(procno as usize)).procLatch);
+        pg_sys::SetLatch(&raw mut (*(*global).allProcs.add(procno as usize)).procLatch);
     }
 }

@@ -38,14 +38,25 @@ fn name(slot: &str) -> CString {
     CString::new(slot).expect("slot names have no NUL")
 }
 
-/// Runs `body`, turning a Postgres ERROR into `Err(message)` and releasing a
-/// slot the failed body had acquired.
+/// Runs `body`, turning a Postgres ERROR into `Err(message)` and releasing
+/// the LWLocks and the slot the failed body held. Call outside a transaction.
 fn guarded<T>(what: &str, body: impl FnOnce() -> T) -> Result<T, String> {
     PgTryBuilder::new(std::panic::AssertUnwindSafe(|| Ok(body())))
         .catch_others(|caught| {
-            // SAFETY: after an ERROR the slot (if any) is still ours; releasing
-            // it is what Postgres's own error cleanup would do.
+            // SAFETY: on the bridge's main thread, outside a transaction (the
+            // callers' contract), so no transaction abort will clean up after
+            // the ERROR: this does what Postgres's error recovery does for such
+            // a process (the checkpointer's, the walsender's). An ERROR can
+            // leave LWLocks held: ReplicationSlotCreate raises "all
+            // replication slots are in use" holding
+            // ReplicationSlotAllocationLock, and "already exists" holding
+            // ReplicationSlotControlLock as well. Kept, they would stall slot
+            // operations across the cluster and deadlock this process on its
+            // next try, so they are released first (no caller holds an LWLock
+            // of its own across this). Then the slot, if the body had acquired
+            // it, is still ours to release.
             unsafe {
+                pg_sys::LWLockReleaseAll();
                 if !pg_sys::MyReplicationSlot.is_null() {
                     pg_sys::ReplicationSlotRelease();
                 }
@@ -64,21 +75,32 @@ fn guarded<T>(what: &str, body: impl FnOnce() -> T) -> Result<T, String> {
 pub fn find(slot: &str) -> Option<SlotInfo> {
     let slot_name = name(slot);
     // SAFETY: SearchNamedReplicationSlot takes the control lock itself
-    // (need_lock = true) and returns a pointer into shared memory that stays
-    // valid (slots are never freed); the fields read are plain values.
-    unsafe {
-        let found = pg_sys::SearchNamedReplicationSlot(slot_name.as_ptr(), true);
-        if found.is_null() {
-            return None;
-        }
-        let found = &*found;
-        let restart_lsn = std::ptr::read_volatile(&found.data.restart_lsn);
-        Some(SlotInfo {
-            restart_lsn: (restart_lsn != pg_sys::InvalidXLogRecPtr as u64).then_some(restart_lsn),
-            physical: found.data.database == pg_sys::InvalidOid,
-            active_pid: std::ptr::read_volatile(&found.active_pid),
-        })
+    // (need_lock = true) and returns NULL or a pointer into the slot array in
+    // shared memory, which lives as long as the server (slots are reused,
+    // never freed).
+    let found = unsafe { pg_sys::SearchNamedReplicationSlot(slot_name.as_ptr(), true) };
+    if found.is_null() {
+        return None;
     }
+    let (mut restart_lsn, mut database, mut active_pid) = (0, pg_sys::InvalidOid, 0);
+    // SAFETY: `found` points at a slot in shared memory (above). Its owner
+    // changes restart_lsn and active_pid under the slot's spin lock, so they
+    // are read under it too, as pg_get_replication_slots does; the slot is
+    // reached through the raw pointer only (no Rust reference to memory other
+    // processes write). A slot dropped and reused since the search reads as
+    // the newer slot: the caller treats what it finds as a snapshot anyway.
+    unsafe {
+        with_slot_mutex(found, || {
+            restart_lsn = (*found).data.restart_lsn;
+            database = (*found).data.database;
+            active_pid = (*found).active_pid;
+        });
+    }
+    Some(SlotInfo {
+        restart_lsn: (restart_lsn != pg_sys::InvalidXLogRecPtr as u64).then_some(restart_lsn),
+        physical: database == pg_sys::InvalidOid,
+        active_pid,
+    })
 }
 
 /// Whether the WAL at `lsn` is still on disk (its segment was not removed).

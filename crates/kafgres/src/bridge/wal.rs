@@ -42,10 +42,13 @@ unsafe extern "C-unwind" {
 /// `xl_logical_message` (replication/message.h), which pgrx's bindings leave
 /// out; the prefix (NUL-terminated, `prefix_size` bytes with the NUL) and
 /// then the message follow it.
+///
+/// `transactional` is a C `bool`, read as a byte: a Rust `bool` read from
+/// WAL bytes that were anything but 0 or 1 would be undefined behaviour.
 #[repr(C)]
 struct XlLogicalMessage {
     db_id: pg_sys::Oid,
-    transactional: bool,
+    transactional: u8,
     prefix_size: usize,
     message_size: usize,
 }
@@ -127,9 +130,12 @@ impl WalReader {
     /// The end of the last whole record read: every record before it has
     /// been handed to `sink`. Also a valid place to start reading again.
     pub fn position(&self) -> u64 {
-        // SAFETY: a plain read of the reader's state on the owning thread.
         match self.begin_at {
             Some(at) => at,
+            // SAFETY: `reader` is the live XLogReaderState allocated in `open`
+            // and freed only in Drop; a WalReader holds raw pointers, so it is
+            // neither Send nor Sync and this read is on the thread that owns
+            // it, with no read in progress.
             None => unsafe { (*self.reader).EndRecPtr },
         }
     }
@@ -245,7 +251,13 @@ unsafe fn dispatch(
         let decoded = &*(*reader).record;
         let header = &decoded.header;
         let info = header.xl_info;
-        let data = std::slice::from_raw_parts(decoded.main_data.cast::<u8>(), decoded.main_data_len as usize);
+        // A record without main data (XLOG_SWITCH, for one) has a NULL
+        // main_data, which from_raw_parts must not be given even for length 0.
+        let data: &[u8] = if decoded.main_data.is_null() {
+            &[]
+        } else {
+            std::slice::from_raw_parts(decoded.main_data.cast::<u8>(), decoded.main_data_len as usize)
+        };
         match u32::from(header.xl_rmid) {
             pg_sys::RmgrIds::RM_LOGICALMSG_ID => {
                 if info & !(pg_sys::XLR_INFO_MASK as u8) != XLOG_LOGICAL_MESSAGE {
@@ -299,10 +311,11 @@ fn logical_message(data: &[u8], database: pg_sys::Oid) -> Option<(MessageKind, &
     if data.len() < head {
         return None;
     }
-    // SAFETY: `data` holds at least the header; read unaligned, as WAL data
-    // carries no alignment promise to Rust.
+    // SAFETY: `data` holds at least the header's bytes; read unaligned, as
+    // WAL data carries no alignment promise to Rust; every field is an
+    // integer, valid for any bytes.
     let message = unsafe { std::ptr::read_unaligned(data.as_ptr().cast::<XlLogicalMessage>()) };
-    if !message.transactional || message.db_id != database {
+    if message.transactional == 0 || message.db_id != database {
         return None;
     }
     let rest = &data[head..];

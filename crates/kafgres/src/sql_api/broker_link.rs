@@ -27,6 +27,11 @@ pub struct LatchWait;
 impl Wait for LatchWait {
     fn wait(&mut self, fd: i32, interest: Interest, deadline: Option<Instant>) -> Result<Ready, ClientError> {
         loop {
+            // SAFETY: a read of Postgres's sig_atomic_t flag, which only this
+            // process's signal handlers write; this runs on the backend's
+            // only thread (SQL functions), the way CHECK_FOR_INTERRUPTS reads
+            // it, and the WaitLatchOrSocket call below is opaque to the
+            // compiler, so the flag is read afresh on every turn.
             if unsafe { pg_sys::InterruptPending } != 0 {
                 return Err(ClientError::Interrupted("an interrupt is pending (statement cancel?)".into()));
             }
@@ -48,10 +53,15 @@ impl Wait for LatchWait {
             if deadline.is_some() {
                 events |= pg_sys::WL_TIMEOUT;
             }
+            // SAFETY: MyLatch is this backend's own latch, set up before any
+            // SQL function runs; `fd` is the client's socket, open for the
+            // whole call; and this is the backend's only thread, the one
+            // Postgres's wait functions must run on.
             let fired = unsafe {
                 pg_sys::WaitLatchOrSocket(pg_sys::MyLatch, events as i32, fd, timeout_ms, pg_sys::PG_WAIT_EXTENSION)
             } as u32;
             if fired & pg_sys::WL_LATCH_SET != 0 {
+                // SAFETY: our own latch, on the backend's thread, as above.
                 unsafe { pg_sys::ResetLatch(pg_sys::MyLatch) };
             }
             if fired & socket_event != 0 {
@@ -154,6 +164,11 @@ pub fn raise(what: &str, e: ClientError) -> ! {
 /// only that database's WAL, and its catalog is the one the broker reads.
 pub fn require_broker_database(function: &str) {
     let broker_db = gucs::string_or(&gucs::DATABASE, "postgres");
+    // SAFETY: SQL functions run inside a transaction on the backend's only
+    // thread, so the catalog lookup get_database_name makes is allowed;
+    // MyDatabaseId is fixed once the backend is connected; the name it returns
+    // is NULL or a NUL-terminated palloc'd copy that lives until the function's
+    // memory context is reset, well after it is copied here.
     let current = unsafe {
         let name = pg_sys::get_database_name(pg_sys::MyDatabaseId);
         if name.is_null() {

@@ -21,7 +21,9 @@ use super::txn_state::{self, TopicInfo};
 const HEADER_NAME_BYTES_MAX: usize = u16::MAX as usize;
 
 unsafe extern "C-unwind" {
-    // replication/message.h, which pgrx's bindings leave out.
+    // replication/message.h, which pgrx's bindings leave out. Declared by
+    // hand, so pgrx does not wrap it: call it only through
+    // `pg_guard_ffi_boundary` (see `log_message`).
     fn LogLogicalMessage(
         prefix: *const std::ffi::c_char,
         message: *const std::ffi::c_char,
@@ -110,6 +112,9 @@ fn send_record(
             "set wal_level = replica in postgresql.conf and restart PostgreSQL",
         );
     }
+    // SAFETY: RecoveryInProgress only reads shared state under its own spin
+    // lock; any backend may call it, and SQL functions run on the backend's
+    // only thread.
     if unsafe { pg_sys::RecoveryInProgress() } {
         fail(
             PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
@@ -174,7 +179,19 @@ pub fn wal_level_is_enough() -> bool {
 /// Writes `body` into the WAL as a transactional logical message.
 pub fn log_message(prefix: &str, body: &[u8]) {
     let prefix = std::ffi::CString::new(prefix).expect("prefixes have no NUL");
-    unsafe { LogLogicalMessage(prefix.as_ptr(), body.as_ptr().cast(), body.len(), true) };
+    // SAFETY: called from SQL functions and the pre-commit callback, on the
+    // backend's only thread and inside its transaction, which a transactional
+    // message needs (it takes the transaction's xid). Postgres copies the
+    // NUL-terminated `prefix` and `body.len()` bytes of `body` into the WAL
+    // record before returning, so both borrows outlive the call. It can raise
+    // an ERROR (no xid left, out of memory): the guard turns that longjmp into
+    // a Rust panic that pgrx reports as the ERROR, instead of jumping over
+    // these frames and their destructors (`prefix`), as a bare call would.
+    unsafe {
+        pg_sys::ffi::pg_guard_ffi_boundary(|| {
+            LogLogicalMessage(prefix.as_ptr(), body.as_ptr().cast(), body.len(), true)
+        })
+    };
 }
 
 /// The topic's partition count and size limit, read once per transaction.

@@ -151,6 +151,14 @@ fn next_random() -> u64 {
     })
 }
 
+/// Tracks savepoints opened after the first message, so that a rollback to
+/// one drops the messages logged since.
+///
+/// # Safety
+///
+/// Only Postgres calls this, as the subtransaction callback `ensure_callback`
+/// registers, on the backend's only thread (it is `unsafe` because that is the
+/// type Postgres's callback list takes; the body itself needs no promise).
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn at_subtransaction_event(
     event: pg_sys::SubXactEvent::Type,
@@ -165,10 +173,10 @@ unsafe extern "C-unwind" fn at_subtransaction_event(
                 let messages = s.messages;
                 s.savepoints.push((subid, messages));
             }
-            pg_sys::SubXactEvent::SUBXACT_EVENT_COMMIT_SUB => {
-                if s.savepoints.last().is_some_and(|(id, _)| *id == subid) {
-                    s.savepoints.pop();
-                }
+            pg_sys::SubXactEvent::SUBXACT_EVENT_COMMIT_SUB
+                if s.savepoints.last().is_some_and(|(id, _)| *id == subid) =>
+            {
+                s.savepoints.pop();
             }
             pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB => match s.savepoints.iter().position(|(id, _)| *id == subid)
             {
@@ -187,6 +195,14 @@ unsafe extern "C-unwind" fn at_subtransaction_event(
     });
 }
 
+/// Logs the end message at pre-commit, and after a commit flushes the commit
+/// record and wakes the bridge; clears the state at every end.
+///
+/// # Safety
+///
+/// Only Postgres calls this, as the transaction callback `ensure_callback`
+/// registers, on the backend's only thread, with the transaction state the
+/// event names (inside it at pre-commit; just committed at commit).
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn at_transaction_end(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
     if matches!(event, pg_sys::XactEvent::XACT_EVENT_PRE_COMMIT | pg_sys::XactEvent::XACT_EVENT_PRE_PREPARE) {
@@ -215,10 +231,17 @@ unsafe extern "C-unwind" fn at_transaction_end(event: pg_sys::XactEvent::Type, _
         // With synchronous_commit = off the commit record may not be flushed
         // yet, and the bridge reads only flushed WAL: flush it, so records
         // reach consumers now and never before their transaction is durable.
-        let end = pg_sys::XactLastCommitEnd;
-        if end != 0 && pg_sys::XLogNeedsFlush(end) {
-            pg_sys::XLogFlush(end);
-        }
+        // SAFETY: XactLastCommitEnd is this backend's own global, which
+        // RecordTransactionCommit has just set (this is XACT_EVENT_COMMIT);
+        // XLogNeedsFlush and XLogFlush may run in any backend outside a
+        // critical section, and commit callbacks run after it has ended.
+        let end = unsafe {
+            let end = pg_sys::XactLastCommitEnd;
+            if end != 0 && pg_sys::XLogNeedsFlush(end) {
+                pg_sys::XLogFlush(end);
+            }
+            end
+        };
         if state.sent {
             LAST_SEND_COMMIT.set(end);
         }

@@ -251,12 +251,14 @@ fn load_catalog(wait: &WaitSet, database: &str) -> Option<(CatalogPlans, Catalog
 /// limit to the hard limit; the hard limit is the operator's to set.
 fn raise_open_file_limit() {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one rlimit into `limit`, a live local.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
         return;
     }
     let before = limit.rlim_cur;
     if before < limit.rlim_max {
         limit.rlim_cur = limit.rlim_max;
+        // SAFETY: setrlimit only reads the rlimit `limit` points to.
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
             warning!("kafgres: cannot raise the open-file limit from {before}: {}", std::io::Error::last_os_error());
             return;
@@ -287,6 +289,8 @@ fn wait_for_extension(wait: &WaitSet, database: &str) -> bool {
         }
         check_for_interrupts!();
         if BackgroundWorker::sighup_received() {
+            // SAFETY: the worker's main thread, between transactions (as
+            // Postgres's own processes reload on SIGHUP).
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
         }
     }
@@ -358,6 +362,10 @@ fn authentication() -> kafgres_broker::sasl::Authentication {
             if nonce.is_null() {
                 return kafgres_broker::sasl::Authentication::scram_sha_256_random();
             }
+            // SAFETY: a non-NULL nonce points at pg_control's
+            // mock_authentication_nonce, MOCK_AUTH_NONCE_LEN bytes in shared
+            // memory that no one writes after startup; `mock_secret` is a local
+            // array of that length, so the two cannot overlap.
             unsafe { std::ptr::copy_nonoverlapping(nonce.cast::<u8>(), mock_secret.as_mut_ptr(), mock_secret.len()) };
             kafgres_broker::sasl::Authentication::ScramSha256 { mock_secret }
         }

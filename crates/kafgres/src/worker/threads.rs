@@ -7,21 +7,28 @@ use std::io;
 /// Runs `f` with every signal blocked on this thread, restoring the mask
 /// after. Threads spawned inside inherit the blocked mask.
 pub fn with_signals_blocked<R>(f: impl FnOnce() -> R) -> io::Result<R> {
-    unsafe {
+    // SAFETY: sigset_t is a C bit set, for which all-zero bytes are a valid
+    // (empty) value; sigfillset and pthread_sigmask only touch the two live
+    // locals they are handed, and change the calling thread's mask alone.
+    let (rc, previous) = unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         let mut previous: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
-        let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut previous);
-        if rc != 0 {
-            return Err(io::Error::from_raw_os_error(rc));
-        }
-        let result = f();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
-        Ok(result)
+        (libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut previous), previous)
+    };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
     }
+    let result = f();
+    // SAFETY: puts back the mask saved above, on the same thread; the call
+    // only reads `previous`.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut()) };
+    Ok(result)
 }
 
 fn block_all_signals_on_this_thread() {
+    // SAFETY: as in `with_signals_blocked`: a zeroed sigset_t is valid, and
+    // the calls touch only that local and this thread's mask.
     unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);

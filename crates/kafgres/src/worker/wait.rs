@@ -20,6 +20,12 @@ pub enum Wakeup {
 impl WaitSet {
     /// Builds the set in TopMemoryContext (it lives as long as the worker).
     pub fn new(eventfd: i32) -> WaitSet {
+        // SAFETY: called on the worker's main thread (a WaitSet holds a raw
+        // pointer, so it is neither Send nor Sync and stays there). The set is
+        // allocated in TopMemoryContext, which is never reset, so the pointer
+        // stays valid for the worker's life; it is sized for the three events
+        // added; MyLatch is this process's own latch, and `eventfd` the
+        // caller's descriptor, which it keeps open as long as the set.
         unsafe {
             let set = pg_sys::CreateWaitEventSet(pg_sys::TopMemoryContext, 3);
             pg_sys::AddWaitEventToSet(
@@ -74,10 +80,14 @@ impl WaitSet {
     pub fn wait_at_most(&self, timeout: Option<std::time::Duration>) -> Wakeup {
         let timeout_ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as std::ffi::c_long);
         let mut event = pg_sys::WaitEvent::default();
+        // SAFETY: `self.set` is the live set built in `new`, on this, the main
+        // thread; `event` is room for the one event asked for.
         let fired = unsafe { pg_sys::WaitEventSetWait(self.set, timeout_ms, &mut event, 1, pg_sys::PG_WAIT_EXTENSION) };
         if fired > 0 && event.events & pg_sys::WL_SOCKET_READABLE != 0 {
             Wakeup::DataPlane
         } else {
+            // SAFETY: our own latch, on the main thread, after the wait (the
+            // order Postgres's latch protocol asks for).
             unsafe { pg_sys::ResetLatch(pg_sys::MyLatch) };
             Wakeup::Latch
         }
