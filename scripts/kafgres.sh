@@ -10,6 +10,9 @@ PG_CONFIG=$PG_BIN/pg_config
 PGRX_VERSION=0.18.1
 PG_PORT=${KAFGRES_PG_PORT:-5433}
 KAFKA_PORT=${KAFGRES_KAFKA_PORT:-9092}
+STANDBY_PG_PORT=${KAFGRES_STANDBY_PG_PORT:-5434}
+STANDBY_KAFKA_PORT=${KAFGRES_STANDBY_KAFKA_PORT:-9093}
+STANDBY_NAME=kafgres_standby
 STATE=$ROOT/.kafgres
 APT_PACKAGES=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libclang-dev clang build-essential pkg-config kcat python3-venv cmake zlib1g-dev openjdk-17-jdk-headless maven)
 
@@ -105,6 +108,8 @@ shared_preload_libraries = 'kafgres'
 # kafgres.send() logs records as logical messages that the SQL bridge reads
 # from the WAL (replica is enough; it is also what a standby needs).
 wal_level = replica
+# pg_rewind needs it to bring a failed primary back as a standby.
+wal_log_hints = on
 kafgres.port = $KAFKA_PORT
 kafgres.listen_address = '127.0.0.1'
 kafgres.database = 'postgres'
@@ -142,7 +147,8 @@ cmd_start() {
     init_cluster
     write_config
     if pg_running; then
-        if ! loaded_library_is_current || [ "$(psql -Atc 'SHOW wal_level' 2>/dev/null)" != replica ]; then
+        if ! loaded_library_is_current || [ "$(psql -Atc 'SHOW wal_level' 2>/dev/null)" != replica ] ||
+            [ "$(psql -Atc 'SHOW wal_log_hints' 2>/dev/null)" != on ]; then
             say "restarting Postgres to load the new library and settings"
             as_postgres "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -l "$PG_LOG" -m fast -w restart >/dev/null
             remember_loaded_library
@@ -209,6 +215,108 @@ cmd_test() {
     exec "$ROOT/scripts/run-tests.sh"
 }
 
+# --- a standby (docs/replication.md) -----------------------------------------
+
+# A hot standby of the cluster above, on its own ports: pg_basebackup -R copies
+# the data directory (topic data included) and streams the WAL; its broker
+# copies topic data from the primary's.
+standby_paths() {
+    setup_paths
+    STANDBY=$CLUSTER-standby
+    STANDBY_PGDATA=$STANDBY/pgdata
+    STANDBY_LOG=$STANDBY/postgres.log
+    STANDBY_SOCKETS=$STANDBY/run
+}
+
+standby_running() { as_postgres "$PG_BIN/pg_ctl" -D "$STANDBY_PGDATA" status >/dev/null 2>&1; }
+
+write_standby_config() {
+    cat >"$STANDBY_PGDATA/kafgres.conf" <<CONF
+# Written by ./kafgres standby start; edit scripts/kafgres.sh rather than this file.
+port = $STANDBY_PG_PORT
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$STANDBY_SOCKETS'
+shared_preload_libraries = 'kafgres'
+wal_level = replica
+wal_log_hints = on
+hot_standby = on
+# The walreceiver's name: what synchronous_standby_names on the primary names,
+# for the WAL and for topic data alike.
+cluster_name = '$STANDBY_NAME'
+kafgres.port = $STANDBY_KAFKA_PORT
+kafgres.listen_address = '127.0.0.1'
+kafgres.database = 'postgres'
+kafgres.node_id = 2
+CONF
+    chown postgres:postgres "$STANDBY_PGDATA/kafgres.conf"
+}
+
+cmd_standby_start() {
+    local sync=no
+    [ "${1:-}" = --sync ] && sync=yes
+    standby_paths
+    pg_running || die "the primary is not running: ./kafgres start first"
+    if [ ! -f "$STANDBY_PGDATA/PG_VERSION" ]; then
+        say "copying the primary into $STANDBY_PGDATA (pg_basebackup -R)"
+        mkdir -p "$STANDBY" "$STANDBY_SOCKETS"
+        chown postgres:postgres "$STANDBY" "$STANDBY_SOCKETS"
+        as_postgres "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$PG_PORT" -U postgres -D "$STANDBY_PGDATA" -R -X stream \
+            -c fast >"$STANDBY/basebackup.log" 2>&1 || { cat "$STANDBY/basebackup.log" >&2; die "pg_basebackup failed"; }
+        rm -f "$STANDBY_PGDATA/postmaster.pid" "$STANDBY_PGDATA/postmaster.opts"
+    fi
+    write_standby_config
+    if ! standby_running; then
+        as_postgres "$PG_BIN/pg_ctl" -D "$STANDBY_PGDATA" -l "$STANDBY_LOG" -w start >/dev/null ||
+            { tail -n 30 "$STANDBY_LOG" >&2; die "the standby did not start"; }
+    fi
+    if [ "$sync" = yes ]; then
+        psql -q -c "ALTER SYSTEM SET synchronous_standby_names = '$STANDBY_NAME'" -c "SELECT pg_reload_conf()" >/dev/null
+        say "acks=all produces and commits on the primary now wait for $STANDBY_NAME"
+    fi
+    say "standby: postgresql://postgres@127.0.0.1:$STANDBY_PG_PORT/postgres  (data $STANDBY_PGDATA, log $STANDBY_LOG)"
+    say "its broker: 127.0.0.1:$STANDBY_KAFKA_PORT (give clients both: bootstrap.servers=127.0.0.1:$KAFKA_PORT,127.0.0.1:$STANDBY_KAFKA_PORT)"
+}
+
+cmd_standby_stop() {
+    standby_paths
+    if pg_running && [ -n "$(psql -Atc "SELECT 1 FROM pg_settings WHERE name = 'synchronous_standby_names' AND setting = '$STANDBY_NAME'")" ]; then
+        # Otherwise every commit and acks=all produce on the primary would wait for it.
+        psql -q -c "ALTER SYSTEM RESET synchronous_standby_names" -c "SELECT pg_reload_conf()" >/dev/null
+        say "the primary no longer waits for $STANDBY_NAME"
+    fi
+    if standby_running; then
+        as_postgres "$PG_BIN/pg_ctl" -D "$STANDBY_PGDATA" -m fast -w stop >/dev/null
+        say "standby stopped"
+    else
+        say "standby not running"
+    fi
+}
+
+cmd_standby_promote() {
+    standby_paths
+    standby_running || die "the standby is not running"
+    as_postgres "$PG_BIN/pg_ctl" -D "$STANDBY_PGDATA" -w promote >/dev/null
+    say "promoted: the broker at 127.0.0.1:$STANDBY_KAFKA_PORT now leads"
+}
+
+cmd_standby_status() {
+    standby_paths
+    standby_running || { say "standby not running"; return 1; }
+    PGPORT=$STANDBY_PG_PORT psql -c "SELECT * FROM kafgres.replication" || true
+    if pg_running; then psql -c "SELECT * FROM kafgres.replicas" || true; fi
+}
+
+cmd_standby() {
+    case "${1:-}" in
+        start) shift; cmd_standby_start "$@" ;;
+        stop) cmd_standby_stop ;;
+        promote) cmd_standby_promote ;;
+        status) cmd_standby_status ;;
+        destroy) cmd_standby_stop; standby_paths; rm -rf "$STANDBY"; say "standby removed" ;;
+        *) die "usage: ./kafgres standby start [--sync] | stop | promote | status | destroy" ;;
+    esac
+}
+
 case "${1:-}" in
     start) cmd_start ;;
     stop) cmd_stop ;;
@@ -216,6 +324,7 @@ case "${1:-}" in
     status) cmd_status ;;
     psql) shift; cmd_psql "$@" ;;
     test) cmd_test ;;
+    standby) shift; cmd_standby "$@" ;;
     bench) shift; exec "$ROOT/scripts/bench-compare.sh" "$@" ;;  # side by side with Apache Kafka (docs/benchmarks.md)
-    *) sed -n '2,9p' "$ROOT/kafgres" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,11p' "$ROOT/kafgres" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -259,11 +259,12 @@ def test_terminated_workers_come_back_by_themselves(cluster: Cluster):
 
 
 def test_every_legal_topic_name_survives_create_delete_recreate_and_restart(cluster: Cluster):
-    """Kafka allows 1-249 characters; the rename for deletion and the partition directory must fit NAME_MAX."""
+    """Kafka allows 1-249 characters; the rename for deletion and the partition directory must fit NAME_MAX, and
+    every path under $PGDATA/kafgres must fit pg_basebackup's tar limit (99 bytes), or no standby can be made."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
-    names = [("n" * length)[:length] for length in (1, 205, 206, 249)]
+    names = [("n" * length)[:length] for length in (1, 48, 49, 205, 206, 249)]
     names = [f"{n[:-1]}{i}" for i, n in enumerate(names)]
 
     def create(topic: str) -> None:
@@ -309,8 +310,8 @@ def test_every_legal_topic_name_survives_create_delete_recreate_and_restart(clus
         assert values(topic) == [b"second"] * 3, f"the {len(topic)}-character topic kept only its second life"
     log = cluster.log_text()
     assert "File name too long" not in log, log[-2000:]
-    dirs = [p.name for p in (cluster.pgdata / "kafgres").iterdir()]
-    assert all(len(d) <= 255 for d in dirs)
+    paths = [str(p.relative_to(cluster.pgdata)) for p in (cluster.pgdata / "kafgres").rglob("*")]
+    assert paths and all(len(p) <= 99 for p in paths), max(paths, key=len)
 
 
 def test_a_topic_whose_log_cannot_be_opened_is_offline_and_the_rest_is_served(cluster: Cluster):

@@ -153,6 +153,16 @@ pub struct MemoryCatalog {
 }
 
 impl MemoryCatalog {
+    /// A catalog that starts with `topics` (a standby's broker: its topics
+    /// are the leader's, kept in memory, while its database is read-only).
+    pub fn with_topics(topics: impl IntoIterator<Item = TopicRecord>) -> MemoryCatalog {
+        let catalog = MemoryCatalog::default();
+        if let Ok(mut map) = catalog.topics.lock() {
+            map.extend(topics.into_iter().map(|t| (t.name.clone(), t)));
+        }
+        catalog
+    }
+
     pub fn topics(&self) -> Vec<TopicRecord> {
         self.topics.lock().map(|t| t.values().cloned().collect()).unwrap_or_default()
     }

@@ -194,13 +194,16 @@ fn is_partition_dir_name(name: &str) -> bool {
 pub const DELETED_DIR_SUFFIX: &str = "-delete";
 
 /// `<dir>.<tag>-<random>-delete`: unique, and recognised at startup. The
-/// directory's own name is cut so the whole fits NAME_MAX (as Kafka cuts the
-/// topic in its `-delete` names): a 249-character topic can still be deleted.
+/// directory's own name is cut so the whole fits the partition directories'
+/// limit (as Kafka cuts the topic in its `-delete` names), so that a base
+/// backup taken meanwhile can carry it.
 pub fn deleted_dir_name(dir: &Path, tag: &str) -> PathBuf {
-    use crate::topics::{prefix_of, NAME_BYTES_MAX};
+    use crate::topics::{prefix_of, DIR_NAME_BYTES_MAX};
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let suffix = format!(".{tag}-{}{DELETED_DIR_SUFFIX}", Uuid::new_v4().simple());
-    let keep = NAME_BYTES_MAX.saturating_sub(suffix.len());
+    // 64 random bits: unique enough among one directory's deletions, and short.
+    let random = Uuid::new_v4().as_u64_pair().0;
+    let suffix = format!(".{tag}-{random:016x}{DELETED_DIR_SUFFIX}");
+    let keep = DIR_NAME_BYTES_MAX.saturating_sub(suffix.len());
     dir.with_file_name(format!("{}{suffix}", prefix_of(&name, keep)))
 }
 

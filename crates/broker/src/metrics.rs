@@ -60,6 +60,8 @@ pub struct BrokerMetrics {
     pub sql_rounds: AtomicU64,
     pub sql_records: AtomicU64,
     pub connections: ConnectionTable,
+    /// This node's replication (`crate::replication::board`).
+    pub replication: crate::replication::board::ReplicationBoard,
 }
 
 impl BrokerMetrics {

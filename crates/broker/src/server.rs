@@ -15,6 +15,7 @@ use crate::context::BrokerContext;
 use crate::group_service::GroupService;
 use crate::partition::Partition;
 use crate::producer_ids::ProducerIds;
+use crate::replication::board::Role;
 use crate::topic_admin::TopicAdmin;
 use crate::topics::{Topic, TopicRegistry, Topics};
 use crate::txn::{TxnService, TxnServiceConfig};
@@ -80,8 +81,12 @@ impl Broker {
             }
         }
         // Only once every topic of the catalog has claimed its directories:
-        // what is left unclaimed then is unreachable.
-        crate::log_dir::set_strays_aside(&config.log_dir, &registry.partition_dir_names());
+        // what is left unclaimed then is unreachable. Not on a standby: its
+        // catalog replays behind (or ahead of) the copy, whose topics are the
+        // leader's, reconciled by the follower once it connects.
+        if !config.is_follower() {
+            crate::log_dir::set_strays_aside(&config.log_dir, &registry.partition_dir_names());
+        }
         crate::log_dir::remove_deleted_dirs(&config.log_dir);
         let listener = TcpListener::bind(config.listen)
             .await
@@ -123,7 +128,11 @@ impl Broker {
         tokio::spawn(crate::partition::run_cleaner(partitions_of(&ctx.topics), housekeeping.clone()));
         tokio::spawn(crate::partition::run_retention(partitions_of(&ctx.topics), housekeeping));
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let follower = Arc::new(crate::replication::follower::FollowerState::default());
+        let board = &ctx.config.metrics.replication;
+        let role = if ctx.config.is_follower() { Role::Follower } else { Role::Leader };
+        board.reset(role, ctx.config.node_id, ctx.config.replication.leader_epoch());
+        ctx.config.replication.attach_board(board);
+        let follower = Arc::new(crate::replication::follower::FollowerState::with_board(board));
         match ctx.config.follow.clone() {
             // A standby's copy: the leader's coordinators decide transactions
             // and their markers; this broker only copies the batches.
@@ -211,6 +220,7 @@ impl Broker {
                 }
             }
         }
+        self.ctx.config.metrics.replication.set_role(Role::Stopped);
     }
 }
 

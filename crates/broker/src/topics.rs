@@ -80,6 +80,7 @@ fn open_partitions(
     let mut partitions = Vec::with_capacity((record.partition_count - first).max(0) as usize);
     for index in first..record.partition_count {
         let dir = partition_dir(&config.log_dir, &record.name, index);
+        adopt_legacy_dir(&config.log_dir, &dir, &record.name, index)?;
         claim_partition_dir(&config.log_dir, &dir, record.topic_id)?;
         let (log, reports) = PartitionLog::open(&dir, log_config, now_ms)?;
         for r in reports.segments.iter().filter(|r| r.truncated_bytes > 0) {
@@ -144,8 +145,26 @@ fn claim_partition_dir(log_dir: &Path, dir: &Path, topic_id: Uuid) -> Result<(),
     kafgres_log::partition::sync_dir(log_dir)
 }
 
-/// The longest file name Linux file systems take (NAME_MAX).
-pub const NAME_BYTES_MAX: usize = 255;
+/// The longest partition directory name. Far below NAME_MAX (255), because
+/// `pg_basebackup` (the way a standby is made) sends the data directory as
+/// tar, whose paths are at most 99 bytes: `kafgres/` (8) + the directory +
+/// `/` + the longest file name in it (40: `<20 digits>.timeindex.cleaned`,
+/// `recovery-point-offset-checkpoint.tmp`) leaves 50.
+pub const DIR_NAME_BYTES_MAX: usize = 50;
+
+/// Release 0.1.0 named every partition directory `<topic>-<partition>`: one
+/// too long for [`DIR_NAME_BYTES_MAX`] is renamed to its current name (once;
+/// the rename is atomic and the log directory fsync'd), so an upgrade keeps
+/// the topic's data.
+fn adopt_legacy_dir(log_dir: &Path, dir: &Path, topic: &str, index: i32) -> Result<(), LogError> {
+    let legacy = log_dir.join(format!("{topic}-{index}"));
+    if legacy == dir || dir.exists() || !legacy.is_dir() {
+        return Ok(());
+    }
+    std::fs::rename(&legacy, dir).map_err(io_error(&legacy))?;
+    log::info!("renamed partition directory {} to {} (names now fit pg_basebackup)", legacy.display(), dir.display());
+    kafgres_log::partition::sync_dir(log_dir)
+}
 
 /// The longest prefix of `name` of at most `bytes` bytes, cut at a character boundary.
 pub fn prefix_of(name: &str, bytes: usize) -> &str {
@@ -161,19 +180,19 @@ pub fn partition_dir(log_dir: &Path, topic: &str, index: i32) -> PathBuf {
     log_dir.join(partition_dir_name(topic, index))
 }
 
-/// `<topic>-<partition>`, as Kafka names it, when that fits NAME_MAX; a
-/// longer one (a topic of up to 249 characters with a many-digit partition)
+/// `<topic>-<partition>`, as Kafka names it, when that fits
+/// [`DIR_NAME_BYTES_MAX`]; a longer one (topics may have 249 characters)
 /// becomes `<topic prefix>~<hash of the topic>-<partition>`. `~` is not a
 /// legal topic character, so no other topic's directory has that name, and
 /// the same topic always gets the same one.
 fn partition_dir_name(topic: &str, index: impl std::fmt::Display) -> String {
     let name = format!("{topic}-{index}");
-    if name.len() <= NAME_BYTES_MAX {
+    if name.len() <= DIR_NAME_BYTES_MAX {
         return name;
     }
     let index = index.to_string();
     let hash = format!("{:016x}", fnv1a_64(topic.as_bytes()));
-    let keep = NAME_BYTES_MAX - (1 + hash.len() + 1 + index.len());
+    let keep = DIR_NAME_BYTES_MAX - (1 + hash.len() + 1 + index.len());
     format!("{}~{hash}-{index}", prefix_of(topic, keep))
 }
 
@@ -474,24 +493,55 @@ mod tests {
     }
 
     #[test]
-    fn every_legal_topic_name_gives_directory_names_within_name_max() {
-        for len in [1usize, 205, 206, 249] {
+    fn every_legal_topic_name_gives_directory_names_a_base_backup_carries() {
+        // pg_basebackup's tar refuses paths over 99 bytes; the longest files a
+        // partition directory holds:
+        let longest_file = [
+            format!("{}{}", kafgres_log::checkpoint::RECOVERY_POINT_FILE, kafgres_log::storage::TMP_SUFFIX),
+            format!("{:020}{}{}", 0, kafgres_log::segment::TIME_INDEX_SUFFIX, kafgres_log::cleaner::CLEANED_SUFFIX),
+        ]
+        .iter()
+        .map(String::len)
+        .max()
+        .unwrap_or(0);
+        assert!("kafgres/".len() + DIR_NAME_BYTES_MAX + 1 + longest_file <= 99, "longest file {longest_file}");
+        for len in [1usize, 40, 47, 48, 205, 249] {
             let topic = "t".repeat(len);
             for index in [0, 7, 99_999, i32::MAX] {
                 let dir = partition_dir_name(&topic, index);
-                assert!(dir.len() <= NAME_BYTES_MAX, "{len}-character topic, partition {index}: {}", dir.len());
+                assert!(dir.len() <= DIR_NAME_BYTES_MAX, "{len}-character topic, partition {index}: {}", dir.len());
                 assert!(dir.ends_with(&format!("-{index}")));
                 for tag in ["deleted", "stale", "stray"] {
                     let aside = crate::log_dir::deleted_dir_name(&Path::new("/logs").join(&dir), tag);
                     let name = aside.file_name().expect("a name").to_string_lossy().into_owned();
                     assert!(
-                        name.len() <= NAME_BYTES_MAX && name.ends_with(crate::log_dir::DELETED_DIR_SUFFIX),
+                        name.len() <= DIR_NAME_BYTES_MAX && name.ends_with(crate::log_dir::DELETED_DIR_SUFFIX),
                         "{name}"
                     );
                 }
             }
         }
         assert_eq!(partition_dir_name("orders", 3), "orders-3", "short names stay Kafka's");
+    }
+
+    #[test]
+    fn a_long_directory_of_release_0_1_is_adopted_under_its_new_name() {
+        let logs = tempfile::tempdir().expect("tempdir");
+        let topic = "a-topic-name-long-enough-that-its-directory-is-renamed";
+        let legacy = logs.path().join(format!("{topic}-0"));
+        std::fs::create_dir(&legacy).expect("mkdir");
+        std::fs::write(legacy.join("00000000000000000000.log"), b"records").expect("write");
+        let dir = partition_dir(logs.path(), topic, 0);
+        assert_ne!(dir, legacy);
+        adopt_legacy_dir(logs.path(), &dir, topic, 0).expect("adopts");
+        assert!(!legacy.exists());
+        assert_eq!(std::fs::read(dir.join("00000000000000000000.log")).expect("moved"), b"records");
+        // Idempotent, and a short name is left alone.
+        adopt_legacy_dir(logs.path(), &dir, topic, 0).expect("again");
+        let short = partition_dir(logs.path(), "short", 1);
+        std::fs::create_dir(&short).expect("mkdir");
+        adopt_legacy_dir(logs.path(), &short, "short", 1).expect("short");
+        assert!(short.is_dir());
     }
 
     #[test]

@@ -1,4 +1,4 @@
--- kafgres 0.1.0 -> 0.2.0: the SQL bridge.
+-- kafgres 0.1.0 -> 0.2.0: the SQL bridge, and replication to standbys.
 --
 -- Records sent from SQL now reach the broker through a background worker of
 -- their own (kafgres sql bridge), which reads the WAL without logical
@@ -94,6 +94,73 @@ COMMENT ON VIEW kafgres.sql_bridge_status IS
     '(every send committed before applied_lsn is in its topic), retained (restart_lsn) and read, counters, the last '
     'error, and how many gaps kafgres.sql_bridge_gaps lists.';
 REVOKE ALL ON kafgres.sql_bridge_status FROM PUBLIC;
+
+-- Replication of topic data to standbys (docs/replication.md).
+-- One row per start of a primary's broker (docs/replication.md): the leader
+-- epoch its batches carry, and where clients and standbys find it. A
+-- standby's broker follows the latest row; a promoted standby's broker adds
+-- the next one.
+CREATE TABLE kafgres.leader_epochs (
+    epoch      integer PRIMARY KEY CHECK (epoch >= 0),
+    node_id    integer NOT NULL CHECK (node_id >= 0),
+    host       text NOT NULL,
+    port       integer NOT NULL CHECK (port BETWEEN 1 AND 65535),
+    timeline   bigint NOT NULL,
+    started_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE kafgres.leader_epochs IS
+    'Every start of a primary''s broker: its leader epoch, node id, advertised address and timeline; written by the broker.';
+REVOKE ALL ON kafgres.leader_epochs FROM PUBLIC;
+
+-- kafgres::replication::status::_replication
+CREATE  FUNCTION "_replication"() RETURNS TABLE (
+	"role" TEXT,  /* String */
+	"node_id" INT,  /* i32 */
+	"leader_epoch" INT,  /* Option < i32 > */
+	"connected" bool,  /* Option < bool > */
+	"lag_records" bigint,  /* Option < i64 > */
+	"last_fetch_at" timestamp with time zone,  /* Option < TimestampWithTimeZone > */
+	"records_fetched" bigint,  /* Option < i64 > */
+	"bytes_fetched" bigint,  /* Option < i64 > */
+	"records_truncated" bigint  /* Option < i64 > */
+)
+STRICT STABLE SECURITY DEFINER PARALLEL UNSAFE
+SET search_path TO pg_catalog, kafgres
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_replication_wrapper';
+REVOKE EXECUTE ON FUNCTION kafgres._replication() FROM PUBLIC;
+
+-- kafgres::replication::status::_replicas
+CREATE  FUNCTION "_replicas"() RETURNS TABLE (
+	"name" TEXT,  /* String */
+	"node_id" INT,  /* i32 */
+	"connected" bool,  /* bool */
+	"sync_priority" INT,  /* Option < i32 > */
+	"lag_records" bigint,  /* i64 */
+	"connected_since" timestamp with time zone,  /* Option < TimestampWithTimeZone > */
+	"last_fetch_at" timestamp with time zone,  /* Option < TimestampWithTimeZone > */
+	"caught_up_at" timestamp with time zone  /* Option < TimestampWithTimeZone > */
+)
+STRICT STABLE SECURITY DEFINER PARALLEL UNSAFE
+SET search_path TO pg_catalog, kafgres
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_replicas_wrapper';
+REVOKE EXECUTE ON FUNCTION kafgres._replicas() FROM PUBLIC;
+
+CREATE VIEW kafgres.replication AS
+SELECT r.role, r.node_id, r.leader_epoch, l.node_id AS leader_node_id, l.host AS leader_host, l.port AS leader_port,
+       r.connected, r.lag_records, r.last_fetch_at, r.records_fetched, r.bytes_fetched, r.records_truncated
+FROM kafgres._replication() r
+LEFT JOIN LATERAL (SELECT * FROM kafgres.leader_epochs ORDER BY epoch DESC LIMIT 1) l ON true;
+COMMENT ON VIEW kafgres.replication IS
+    'This server''s broker: leader (a primary), standby (copying topic data from the leader) or stopped; its epoch, '
+    'the leader as last recorded, and on a standby its copy: connected, records behind the leader, last fetch.';
+CREATE VIEW kafgres.replicas AS SELECT * FROM kafgres._replicas();
+COMMENT ON VIEW kafgres.replicas IS
+    'On a leader: the standbys whose brokers copy its topic data, by walreceiver name; sync_priority: their place in '
+    'synchronous_standby_names (NULL: not named, acks=all does not wait for them); lag_records: records not yet copied.';
+REVOKE ALL ON kafgres.replication FROM PUBLIC;
+REVOKE ALL ON kafgres.replicas FROM PUBLIC;
 
 -- Wake the broker and the bridge, which wait for this schema.
 SELECT kafgres._wake_broker();

@@ -119,3 +119,19 @@ CREATE TABLE kafgres.sql_bridge_gaps (
 COMMENT ON TABLE kafgres.sql_bridge_gaps IS
     'Sends from SQL that the bridge could not deliver, and why (removed WAL, a transaction read only in part).';
 REVOKE ALL ON kafgres.sql_bridge_gaps FROM PUBLIC;
+
+-- One row per start of a primary's broker (docs/replication.md): the leader
+-- epoch its batches carry, and where clients and standbys find it. A
+-- standby's broker follows the latest row; a promoted standby's broker adds
+-- the next one.
+CREATE TABLE kafgres.leader_epochs (
+    epoch      integer PRIMARY KEY CHECK (epoch >= 0),
+    node_id    integer NOT NULL CHECK (node_id >= 0),
+    host       text NOT NULL,
+    port       integer NOT NULL CHECK (port BETWEEN 1 AND 65535),
+    timeline   bigint NOT NULL,
+    started_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE kafgres.leader_epochs IS
+    'Every start of a primary''s broker: its leader epoch, node id, advertised address and timeline; written by the broker.';
+REVOKE ALL ON kafgres.leader_epochs FROM PUBLIC;

@@ -427,9 +427,19 @@ impl CatalogPlans {
     }
 }
 
+/// The first column of a read-only query's first row. pgrx's `Spi::get_one`
+/// runs every query as a possible write and so takes a transaction id, which
+/// a hot standby refuses ("cannot assign TransactionIds during recovery"):
+/// the workers' reads, which run on standbys too, go through this.
+pub fn read_one<A: pgrx::datum::FromDatum + pgrx::datum::IntoDatum>(
+    query: &str,
+) -> Result<Option<A>, pgrx::spi::Error> {
+    Spi::connect(|client| client.select(query, Some(1), &[])?.first().get_one::<A>())
+}
+
 /// Whether `CREATE EXTENSION kafgres` has run in this database.
 pub fn extension_installed() -> Result<bool, String> {
-    Spi::get_one::<bool>("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'kafgres')")
+    read_one::<bool>("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'kafgres')")
         .map(|v| v.unwrap_or(false))
         .map_err(|e| format!("checking for the extension: {e}"))
 }

@@ -49,12 +49,15 @@ pub static GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS: GucSetting<i32> = GucSetting::<
 pub static CONNECTIONS_MAX_IDLE_MS: GucSetting<i32> = GucSetting::<i32>::new(600_000);
 pub static SQL_BRIDGE_MEMORY_MB: GucSetting<i32> = GucSetting::<i32>::new(1024);
 pub static READ_YOUR_WRITES_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+pub static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(1);
+pub static PRIMARY_KAFKA_ADDRESS: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 
 pub fn register() {
     register_group_settings();
     register_connection_settings();
     register_authentication_setting();
     register_sql_bridge_settings();
+    register_replication_settings();
     GucRegistry::define_string_guc(
         c"kafgres.listen_address",
         c"Address the Kafka listener binds to.",
@@ -208,6 +211,27 @@ pub fn register_sql_bridge_settings() {
         3_600_000,
         GucContext::Userset,
         GucFlags::UNIT_MS,
+    );
+}
+
+pub fn register_replication_settings() {
+    GucRegistry::define_int_guc(
+        c"kafgres.node_id",
+        c"This server's Kafka node id.",
+        c"Give a primary and each of its standbys different ids: clients tell brokers apart by them.",
+        &NODE_ID,
+        0,
+        i32::MAX,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"kafgres.primary_kafka_address",
+        c"On a standby: host:port of the primary's Kafka listener, to copy topic data from.",
+        c"Empty means the address the primary's broker recorded in kafgres.leader_epochs (its advertised listener).",
+        &PRIMARY_KAFKA_ADDRESS,
+        GucContext::Sighup,
+        GucFlags::default(),
     );
 }
 

@@ -27,6 +27,7 @@ pub mod control;
 pub mod gucs;
 pub mod lifecycle;
 pub mod logging;
+pub mod replication;
 pub mod shared_metrics;
 pub mod sql_api;
 pub mod wake;
@@ -82,6 +83,19 @@ FROM kafgres._connections();
 COMMENT ON VIEW kafgres.connections IS
     'Kafka clients connected to the broker now; principal: the role a client authenticated as (SASL), else NULL.';
 
+CREATE VIEW kafgres.replication AS
+SELECT r.role, r.node_id, r.leader_epoch, l.node_id AS leader_node_id, l.host AS leader_host, l.port AS leader_port,
+       r.connected, r.lag_records, r.last_fetch_at, r.records_fetched, r.bytes_fetched, r.records_truncated
+FROM kafgres._replication() r
+LEFT JOIN LATERAL (SELECT * FROM kafgres.leader_epochs ORDER BY epoch DESC LIMIT 1) l ON true;
+COMMENT ON VIEW kafgres.replication IS
+    'This server''s broker: leader (a primary), standby (copying topic data from the leader) or stopped; its epoch, '
+    'the leader as last recorded, and on a standby its copy: connected, records behind the leader, last fetch.';
+CREATE VIEW kafgres.replicas AS SELECT * FROM kafgres._replicas();
+COMMENT ON VIEW kafgres.replicas IS
+    'On a leader: the standbys whose brokers copy its topic data, by walreceiver name; sync_priority: their place in '
+    'synchronous_standby_names (NULL: not named, acks=all does not wait for them); lag_records: records not yet copied.';
+
 -- Nothing is open to PUBLIC: grant EXECUTE / SELECT to the roles that
 -- produce, consume or watch (docs/sql.md lists what each needs).
 REVOKE ALL ON ALL TABLES IN SCHEMA kafgres FROM PUBLIC;
@@ -108,6 +122,7 @@ pub extern "C-unwind" fn _PG_init() {
         return;
     }
     wake::init_shared_memory();
+    replication::promotion::init_shared_memory();
     shared_metrics::init();
     bridge::shared::init();
     worker::register();

@@ -96,21 +96,46 @@ pub struct FollowerProgress {
     pub records_fetched: u64,
     pub bytes_fetched: u64,
     pub records_truncated: u64,
+    /// Records the leader had (its high watermarks) that the copy had not
+    /// yet, summed over partitions, as of the last fetch.
+    pub lag_records: i64,
+    /// When the last fetch was answered (ms since the Unix epoch; 0: never).
+    pub last_fetch_ms: i64,
 }
 
 /// The follower's shared status.
 #[derive(Debug, Default)]
 pub struct FollowerState {
     progress: Mutex<FollowerProgress>,
+    board: std::sync::OnceLock<&'static super::board::ReplicationBoard>,
 }
 
 impl FollowerState {
+    /// A state that also publishes to `board` (shared memory, for SQL).
+    pub fn with_board(board: &'static super::board::ReplicationBoard) -> FollowerState {
+        let state = FollowerState::default();
+        let _ = state.board.set(board);
+        state
+    }
+
     pub fn progress(&self) -> FollowerProgress {
         self.progress.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     fn update(&self, f: impl FnOnce(&mut FollowerProgress)) {
-        f(&mut self.progress.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut progress = self.progress.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut progress);
+        if let Some(board) = self.board.get() {
+            board.publish_following(
+                progress.connected,
+                progress.leader_epoch,
+                progress.records_fetched,
+                progress.bytes_fetched,
+                progress.records_truncated,
+                progress.lag_records,
+                progress.last_fetch_ms,
+            );
+        }
     }
 }
 
@@ -134,7 +159,7 @@ pub async fn run(
     let mut backoff = Duration::from_millis(100);
     let mut reported: Option<String> = None;
     loop {
-        let session = follow(&ctx.topics, &ctx.topic_admin, &config, &state);
+        let session = follow(&ctx.topics, &ctx.topic_admin, &config, &ctx.config.cluster_id, &state);
         let ended = tokio::select! {
             _ = shutdown.changed() => return,
             ended = session => ended,
@@ -166,10 +191,11 @@ async fn follow(
     topics: &Topics,
     admin: &TopicAdmin,
     config: &FollowerConfig,
+    cluster_id: &str,
     state: &FollowerState,
 ) -> Result<(), FollowError> {
     let mut link = LeaderLink::connect(&config.leader, config.request_timeout, config.frame_bytes_max).await?;
-    let mut leader_epoch = sync_catalog(&mut link, topics, admin, config).await?;
+    let mut leader_epoch = sync_catalog(&mut link, topics, admin, config, cluster_id).await?;
     let mut catalog_seen = -1i64;
     truncate_diverged(&mut link, topics, config, leader_epoch, state).await?;
     state.update(|p| {
@@ -194,6 +220,7 @@ async fn follow(
         let by_key: HashMap<(Uuid, i32), &Arc<Partition>> =
             partitions.iter().map(|(id, p)| ((*id, p.index), p)).collect();
         let mut appended: Vec<(Arc<Partition>, i64)> = Vec::new();
+        let mut leader_ahead: Vec<(Arc<Partition>, i64)> = Vec::new();
         let mut resync = false;
         let mut revalidate = false;
         for topic in &response.responses {
@@ -245,6 +272,7 @@ async fn follow(
                     truncate(partition, end, state).await?;
                     continue;
                 }
+                leader_ahead.push((Arc::clone(partition), data.high_watermark));
                 let Some(records) = data.records.as_ref().filter(|r| !r.is_empty()) else { continue };
                 let whole = whole_batches(records);
                 if whole.is_empty() {
@@ -285,8 +313,13 @@ async fn follow(
                 .await
                 .map_err(|e| FollowError::Local(format!("{}-{}: {e}", partition.topic, partition.index)))?;
         }
+        let lag_records: i64 = leader_ahead.iter().map(|(p, hw)| (hw - p.log_end_offset()).max(0)).sum();
+        state.update(|p| {
+            p.lag_records = lag_records;
+            p.last_fetch_ms = crate::now_ms();
+        });
         if resync {
-            leader_epoch = sync_catalog(&mut link, topics, admin, config).await?;
+            leader_epoch = sync_catalog(&mut link, topics, admin, config, cluster_id).await?;
             state.update(|p| p.leader_epoch = leader_epoch);
         }
         if revalidate {
@@ -355,6 +388,7 @@ async fn sync_catalog(
     topics: &Topics,
     admin: &TopicAdmin,
     config: &FollowerConfig,
+    cluster_id: &str,
 ) -> Result<i32, FollowError> {
     let metadata = link
         .call(
@@ -363,6 +397,16 @@ async fn sync_catalog(
             config.request_timeout,
         )
         .await?;
+    // The copy deletes what the leader lacks: never for another cluster's
+    // broker (a wrong address), whose topics are not ours to mirror.
+    let leader_cluster = metadata.cluster_id.as_ref().map(|c| c.as_str()).unwrap_or("");
+    if leader_cluster != cluster_id {
+        return Err(FollowError::Leader(format!(
+            "the broker at {} belongs to cluster {leader_cluster:?}, not to this standby's {cluster_id:?}; \
+             nothing is copied (check kafgres.primary_kafka_address or the primary's kafgres.advertised_host)",
+            config.leader
+        )));
+    }
     let mut leader_epoch = -1;
     let mut wanted: Vec<(Uuid, String, i32)> = Vec::new();
     for t in &metadata.topics {

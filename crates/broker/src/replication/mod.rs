@@ -5,11 +5,15 @@
 //! - [`state`]: the broker-wide part: this broker's leader epoch, the policy,
 //!   the followers it has seen (each partition keeps its followers'
 //!   acknowledgements itself, `crate::partition`);
+//! - [`board`]: the same, published where SQL reads it (shared memory in
+//!   the extension);
 //! - [`follower`]: a standby's broker copying every partition from the
 //!   leader (Fetch as a replica, OffsetForLeaderEpoch to cut a diverged
 //!   tail), over [`leader_link`].
+pub mod board;
 pub mod follower;
 pub mod leader_link;
+pub mod standby_name;
 pub mod state;
 pub mod sync_policy;
 

@@ -9,9 +9,10 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
+use super::board::ReplicationBoard;
 use super::SyncPolicy;
 
 /// How long a follower may go without fetching and still count as connected
@@ -48,6 +49,7 @@ pub struct ReplicationState {
     sync: RwLock<Option<SyncPolicy>>,
     followers: Mutex<HashMap<String, FollowerInfo>>,
     lag_time_max: Duration,
+    board: OnceLock<&'static ReplicationBoard>,
 }
 
 impl ReplicationState {
@@ -57,7 +59,14 @@ impl ReplicationState {
             sync: RwLock::new(sync),
             followers: Mutex::new(HashMap::new()),
             lag_time_max,
+            board: OnceLock::new(),
         }
+    }
+
+    /// Publishes what follows to `board` too (the broker attaches its
+    /// metrics' board when it starts).
+    pub fn attach_board(&self, board: &'static ReplicationBoard) {
+        let _ = self.board.set(board);
     }
 
     /// The epoch this broker stamps on the batches it appends.
@@ -84,9 +93,12 @@ impl ReplicationState {
         *self.sync.write().unwrap_or_else(|p| p.into_inner()) = policy;
     }
 
-    /// Records a fetch by follower `name`.
-    pub fn saw_follower(&self, name: &str, node_id: i32, caught_up: bool) {
+    /// Records a fetch by follower `name`; `lag_records` is what it had not
+    /// fetched yet below the log ends.
+    pub fn saw_follower(&self, name: &str, node_id: i32, caught_up: bool, lag_records: i64) {
         let now = Instant::now();
+        let now_ms = crate::now_ms();
+        let board = self.board.get();
         let mut followers = self.followers.lock().unwrap_or_else(|p| p.into_inner());
         let lag_time_max = self.lag_time_max;
         let entry = followers.entry(name.to_owned()).or_insert_with(|| {
@@ -96,6 +108,12 @@ impl ReplicationState {
         if now.duration_since(entry.last_fetch) > lag_time_max {
             log::info!("follower {name} (node {node_id}) is fetching again");
             entry.connected_since = now;
+            if let Some(board) = board {
+                board.follower_reconnected(name, now_ms);
+            }
+        }
+        if let Some(board) = board {
+            board.follower_fetched(name, node_id, now_ms, caught_up, lag_records);
         }
         entry.node_id = node_id;
         entry.last_fetch = now;

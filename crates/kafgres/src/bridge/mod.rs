@@ -355,6 +355,36 @@ fn session(shared: &'static BridgeShared, database: &str, backoff: &mut Backoff)
     }
 }
 
+/// On a standby (the bridge itself runs only on a primary): keeps a slot of
+/// the bridge's name at the restart point of the checkpoint that physical
+/// replication brings, so that the WAL of sends the primary had not applied
+/// yet is still on this server when it is promoted and its bridge resumes
+/// there. Called by the standby's broker worker, outside a transaction; the
+/// slot lags the checkpoint by at most one call (it retains more, never less).
+pub fn keep_wal_on_standby() -> Result<(), String> {
+    if !store::schema_ready()? {
+        return Ok(());
+    }
+    let restart_lsn = store::load()?.checkpoint.restart_lsn;
+    match slot::find(slot::SLOT_NAME) {
+        None => {
+            let retained_from = slot::create(slot::SLOT_NAME, restart_lsn)?;
+            log!(
+                "kafgres: created replication slot \"{}\" at {} on this standby, for the SQL bridge after a promotion",
+                slot::SLOT_NAME,
+                lsn_text(retained_from)
+            );
+            Ok(())
+        }
+        Some(s) if !s.physical => Err(format!(
+            "replication slot \"{}\" exists but is a logical slot of another use; the SQL bridge needs the name",
+            slot::SLOT_NAME
+        )),
+        Some(s) if s.restart_lsn.is_some_and(|r| r < restart_lsn) => slot::advance(slot::SLOT_NAME, restart_lsn),
+        Some(_) => Ok(()),
+    }
+}
+
 /// Where reading may start.
 enum SlotStart {
     Retained,

@@ -103,20 +103,40 @@ pub fn find(slot: &str) -> Option<SlotInfo> {
     })
 }
 
-/// Whether the WAL at `lsn` is still on disk (its segment was not removed).
+/// Whether the WAL at `lsn` is still on disk.
 pub fn wal_available(lsn: u64) -> bool {
-    // SAFETY: XLogGetLastRemovedSegno reads a value under its own spin lock;
-    // wal_segment_size is fixed at startup.
-    unsafe {
-        let segment = lsn / pg_sys::wal_segment_size as u64;
-        segment > pg_sys::XLogGetLastRemovedSegno()
-    }
+    lsn >= oldest_available_wal()
 }
 
-/// The start of the oldest WAL segment still on disk.
+/// The start of the oldest WAL segment on disk: past the last one removed,
+/// and not before the first one there. A server made by pg_basebackup never
+/// had the segments before its backup's start, and none counts as removed.
 pub fn oldest_available_wal() -> u64 {
-    // SAFETY: as in `wal_available`.
-    unsafe { (pg_sys::XLogGetLastRemovedSegno() + 1) * pg_sys::wal_segment_size as u64 }
+    // SAFETY: XLogGetLastRemovedSegno reads a value under its own spin lock;
+    // wal_segment_size is fixed at startup.
+    let (after_removed, segment_size) =
+        unsafe { (pg_sys::XLogGetLastRemovedSegno() + 1, pg_sys::wal_segment_size as u64) };
+    let first_on_disk = first_segment_on_disk(segment_size).unwrap_or(0);
+    after_removed.max(first_on_disk) * segment_size
+}
+
+/// The lowest segment number of the WAL files in `pg_wal` (any timeline).
+fn first_segment_on_disk(segment_size: u64) -> Option<u64> {
+    let segments_per_id = 0x1_0000_0000u64 / segment_size.max(1);
+    // A backend's and a worker's working directory is the data directory.
+    std::fs::read_dir("pg_wal")
+        .ok()?
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            if name.len() != 24 || !name.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return None;
+            }
+            let log = u64::from_str_radix(&name[8..16], 16).ok()?;
+            let seg = u64::from_str_radix(&name[16..24], 16).ok()?;
+            Some(log * segments_per_id + seg)
+        })
+        .min()
 }
 
 /// Creates the slot, retaining WAL from `restart_lsn`, or from the oldest

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use kafgres_bridge::Checkpoint;
 use pgrx::spi::Spi;
 
-use crate::catalog_sql::run_in_transaction;
+use crate::catalog_sql::{read_one, run_in_transaction};
 
 /// What the table holds.
 pub struct Stored {
@@ -39,7 +39,7 @@ pub fn lsn_text(lsn: u64) -> String {
 /// Whether the bridge's tables exist (the schema is at least this release's).
 pub fn schema_ready() -> Result<bool, String> {
     run_in_transaction(|| {
-        Spi::get_one::<bool>("SELECT to_regclass('kafgres.sql_bridge') IS NOT NULL")
+        read_one::<bool>("SELECT to_regclass('kafgres.sql_bridge') IS NOT NULL")
             .map(|v| v.unwrap_or(false))
             .map_err(|e| format!("checking for kafgres.sql_bridge: {e}"))
     })
@@ -47,9 +47,17 @@ pub fn schema_ready() -> Result<bool, String> {
 
 pub fn load() -> Result<Stored, String> {
     run_in_transaction(|| {
-        let row = Spi::get_three::<String, String, i64>(
-            "SELECT applied_lsn::text, restart_lsn::text, producer_id FROM kafgres.sql_bridge",
-        );
+        // Read-only (the standby's broker reads it too: `crate::catalog_sql::read_one`).
+        let row = Spi::connect(|client| {
+            client
+                .select(
+                    "SELECT applied_lsn::text, restart_lsn::text, producer_id FROM kafgres.sql_bridge",
+                    Some(1),
+                    &[],
+                )?
+                .first()
+                .get_three::<String, String, i64>()
+        });
         let (applied, restart, producer_id) = match row {
             Ok(row) => row,
             Err(pgrx::spi::SpiError::InvalidPosition) => {
@@ -60,7 +68,7 @@ pub fn load() -> Result<Stored, String> {
             }
             Err(e) => return Err(format!("reading kafgres.sql_bridge: {e}")),
         };
-        let epoch = Spi::get_one::<i16>("SELECT producer_epoch FROM kafgres.sql_bridge")
+        let epoch = read_one::<i16>("SELECT producer_epoch FROM kafgres.sql_bridge")
             .map_err(|e| format!("reading kafgres.sql_bridge: {e}"))?
             .unwrap_or(0);
         let restart_lsn = parse_lsn(restart.as_deref().unwrap_or(""))?;

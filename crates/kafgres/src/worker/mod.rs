@@ -4,14 +4,14 @@
 //! Postgres. Lifecycle:
 //! 1. connect to `kafgres.database`, publish the pid, wait (latch, no timer)
 //!    until `CREATE EXTENSION kafgres` has committed there;
-//! 2. prepare and keep the catalog plans, load topics and the cluster id;
-//! 3. start the data plane on its own signal-blocked threads;
-//! 4. sleep on the WaitEventSet; on each wake-up report queued log lines,
-//!    serve queued control requests (each in its own transaction, errors
-//!    answered, never fatal), reload the groups whose offsets SQL committed
-//!    (queued by the SQL bridge worker, `crate::bridge`), reload settings on
-//!    SIGHUP;
-//! 5. on SIGTERM stop accepting, flush every partition, stop the runtime and
+//! 2. run the role the server has: on a primary the leader ([`leader`]),
+//!    on a hot standby a follower of the primary's broker ([`standby`]),
+//!    until SIGTERM, or until the standby is promoted (then run again, as
+//!    the leader). Each loads the catalog, starts the data plane on its own
+//!    signal-blocked threads and sleeps on the WaitEventSet; on each wake-up
+//!    it reports queued log lines, serves what its role serves and reloads
+//!    settings on SIGHUP;
+//! 3. on SIGTERM stop accepting, flush every partition, stop the runtime and
 //!    exit (1 so that a pg_terminate_backend brings it back, 0 in a server
 //!    shutdown: `crate::lifecycle`). Postmaster death exits at once (the logs
 //!    recover at next start).
@@ -19,26 +19,28 @@
 //! A crash exits non-zero and the postmaster restarts the worker after
 //! [`RESTART_DELAY`].
 
+mod catalog_requests;
+mod config;
+mod leader;
+mod standby;
 mod threads;
 mod wait;
 
-use std::net::{IpAddr, SocketAddr};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafgres_broker::catalog::{CatalogError, CatalogSnapshot, CommittedOffset};
-use kafgres_broker::{Broker, BrokerConfig, FlushPolicy};
+use kafgres_broker::catalog::CatalogSnapshot;
+use kafgres_broker::{Broker, BrokerConfig};
 use pgrx::bgworkers::{BackgroundWorker, BackgroundWorkerBuilder, BgWorkerStartTime, SignalWakeFlags};
 use pgrx::prelude::*;
-use tokio::sync::mpsc;
 
 use crate::catalog_sql::{extension_installed, run_in_transaction, CatalogPlans};
-use crate::control::{ControlPlaneCatalog, ControlRequest, EventFd};
+use crate::control::EventFd;
 use crate::gucs;
 use crate::logging::{self, LogLine};
 use crate::wake;
-use wait::{WaitSet, Wakeup};
+use wait::{stopping, WaitSet, Wakeup};
 
 /// The postmaster restarts the worker at once; quick successions of
 /// restarts back off in the worker itself (`wake::start_delay`).
@@ -54,7 +56,9 @@ pub fn register() {
         .set_function("kafgres_broker_main")
         .set_library("kafgres")
         .enable_spi_access()
-        .set_start_time(BgWorkerStartTime::RecoveryFinished)
+        // A hot standby's broker copies topic data from the primary's
+        // (`standby`), so it starts as soon as the standby accepts reads.
+        .set_start_time(BgWorkerStartTime::ConsistentState)
         .set_restart_time(Some(RESTART_DELAY))
         .load();
 }
@@ -87,72 +91,100 @@ pub extern "C-unwind" fn kafgres_broker_main(_arg: pg_sys::Datum) {
     if !wait_for_extension(&wait, &database) {
         exit_restartable();
     }
-    let Some((plans, snapshot, cluster_id)) = load_catalog(&wait, &database) else {
-        exit_restartable();
-    };
     raise_open_file_limit();
-    let config = match broker_config(cluster_id, log_dir_owner(&database)) {
-        Ok(config) => config,
-        Err(e) => stop_for_good(&e),
-    };
     let runtime = match threads::build_runtime(gucs::DATA_PLANE_THREADS.get() as usize) {
         Ok(rt) => rt,
         Err(e) => stop_for_good(&format!("cannot start the data-plane threads: {e}")),
     };
-    let (catalog, mut requests) = ControlPlaneCatalog::new(Arc::clone(&waker));
-    let catalog: Arc<dyn kafgres_broker::Catalog> = Arc::new(catalog);
-    // A start that fails (the port taken, the log directory another
-    // database's) is retried in place, with a backoff and one log line per
-    // attempt, never by exiting into a restart loop.
-    let mut retry = Duration::from_secs(1);
-    let broker = loop {
-        match runtime.block_on(Broker::start(config.clone(), Arc::clone(&catalog), snapshot.clone())) {
-            Ok(b) => break b,
-            Err(e) => {
-                report_logs(logs.as_ref());
-                warning!("kafgres: cannot start the broker: {e}; trying again in {retry:?}");
-                if !wait.sleep(retry) {
-                    exit_restartable();
-                }
-                retry = (retry * 2).min(START_RETRY_MAX);
-            }
-        }
-    };
-
-    report_logs(logs.as_ref());
-
+    let worker = Worker { database, waker, logs, wait, runtime };
+    // A standby's broker follows until the promotion, then leads; a change
+    // of leader address restarts the standby's.
     loop {
-        report_logs(logs.as_ref());
-        serve_control_requests(&plans, &mut requests);
-        reload_groups_committed_from_sql(&plans, broker.context());
-        if BackgroundWorker::sigterm_received() {
-            break;
+        let ended = if crate::replication::in_recovery() { standby::run(&worker) } else { leader::run(&worker) };
+        report_logs(worker.logs.as_ref());
+        match ended {
+            Ended::Stopped => break,
+            Ended::Again => continue,
         }
-        if BackgroundWorker::sighup_received() {
-            // SAFETY: the worker's main thread, between transactions.
-            unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
-            // A reload is also the operator's way to say "the disk is fixed".
-            runtime.block_on(broker.reopen_offline_topics());
-            report_logs(logs.as_ref());
-        }
-        if wait.wait() == Wakeup::DataPlane {
-            waker.drain();
-        }
-        // Absorb procsignal barriers (DROP DATABASE waits for every backend
-        // to do so) and other interrupts the latch was set for.
-        check_for_interrupts!();
     }
-
-    log!("kafgres: shutting down the broker");
-    requests.close();
-    let stopped = runtime.block_on(async { tokio::time::timeout(SHUTDOWN_FLUSH_TIMEOUT, broker.shutdown()).await });
-    if stopped.is_err() {
-        warning!("kafgres: the broker did not stop within {SHUTDOWN_FLUSH_TIMEOUT:?}");
-    }
+    let Worker { runtime, logs, .. } = worker;
     runtime.shutdown_timeout(RUNTIME_STOP_TIMEOUT);
     report_logs(logs.as_ref());
     log!("kafgres: broker stopped");
     exit_restartable();
+}
+
+/// What the role's run needs from the worker.
+pub(crate) struct Worker {
+    database: String,
+    waker: Arc<EventFd>,
+    logs: Option<Receiver<LogLine>>,
+    wait: WaitSet,
+    runtime: tokio::runtime::Runtime,
+}
+
+/// How a role's run ended.
+pub(crate) enum Ended {
+    /// SIGTERM: the worker exits.
+    Stopped,
+    /// Run again, in the role the server has now (a promotion, or a new
+    /// leader address on a standby).
+    Again,
+}
+
+impl Worker {
+    fn report_logs(&self) {
+        report_logs(self.logs.as_ref());
+    }
+
+    /// Starts the data plane. A start that fails (the port taken, the log
+    /// directory another database's) is retried in place, with a backoff
+    /// and one log line per attempt, never by exiting into a restart loop.
+    /// `None` on SIGTERM.
+    fn start_broker(
+        &self,
+        config: &BrokerConfig,
+        catalog: &Arc<dyn kafgres_broker::Catalog>,
+        snapshot: &CatalogSnapshot,
+    ) -> Option<Broker> {
+        let mut retry = Duration::from_secs(1);
+        loop {
+            match self.runtime.block_on(Broker::start(config.clone(), Arc::clone(catalog), snapshot.clone())) {
+                Ok(b) => {
+                    self.report_logs();
+                    return Some(b);
+                }
+                Err(e) => {
+                    self.report_logs();
+                    warning!("kafgres: cannot start the broker: {e}; trying again in {retry:?}");
+                    if !self.wait.sleep(retry) {
+                        return None;
+                    }
+                    retry = (retry * 2).min(START_RETRY_MAX);
+                }
+            }
+        }
+    }
+
+    fn stop_broker(&self, broker: Broker) {
+        log!("kafgres: shutting down the broker");
+        let stopped =
+            self.runtime.block_on(async { tokio::time::timeout(SHUTDOWN_FLUSH_TIMEOUT, broker.shutdown()).await });
+        if stopped.is_err() {
+            warning!("kafgres: the broker did not stop within {SHUTDOWN_FLUSH_TIMEOUT:?}");
+        }
+        self.report_logs();
+    }
+
+    /// Reloads the configuration if SIGHUP arrived; whether it did.
+    fn reload_on_sighup(&self) -> bool {
+        if !BackgroundWorker::sighup_received() {
+            return false;
+        }
+        // SAFETY: the worker's main thread, between transactions.
+        unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+        true
+    }
 }
 
 /// Exits so that the postmaster starts the worker again unless the server
@@ -178,35 +210,10 @@ fn stop_for_good(message: &str) -> ! {
             );
             pg_sys::ResetLatch(pg_sys::MyLatch);
         }
-        if BackgroundWorker::sigterm_received() {
+        if stopping() {
             exit_restartable();
         }
         check_for_interrupts!();
-    }
-}
-
-/// Consumer offsets committed by `kafgres.consume` are in the table already
-/// (written in the consuming transaction); the SQL bridge queues their
-/// groups once their transactions are read, and the coordinator's view of
-/// each is reloaded here from the table, so a Kafka consumer that joins
-/// later resumes where SQL left off.
-fn reload_groups_committed_from_sql(plans: &CatalogPlans, ctx: &kafgres_broker::BrokerContext) {
-    let Some(bridge) = crate::bridge::shared::shared() else { return };
-    match bridge.take_groups() {
-        Some(groups) if groups.is_empty() => {}
-        Some(groups) => {
-            for group in groups {
-                match run_in_transaction(|| plans.load_offsets(Some(&group))) {
-                    Ok(rows) => ctx.groups.load_committed_offsets(rows),
-                    Err(e) => warning!("kafgres: reloading the offsets of group {group:?}: {e}"),
-                }
-            }
-        }
-        // The queue overflowed: every group, once.
-        None => match run_in_transaction(|| plans.load_offsets(None)) {
-            Ok(rows) => ctx.groups.load_committed_offsets(rows),
-            Err(e) => warning!("kafgres: reloading committed offsets: {e}"),
-        },
     }
 }
 
@@ -238,7 +245,7 @@ fn load_catalog(wait: &WaitSet, database: &str) -> Option<(CatalogPlans, Catalog
             }
             Err(_) => {}
         }
-        if wait.wait() == Wakeup::Latch && BackgroundWorker::sigterm_received() {
+        if wait.wait() == Wakeup::Latch && stopping() {
             return None;
         }
         check_for_interrupts!();
@@ -284,7 +291,7 @@ fn wait_for_extension(wait: &WaitSet, database: &str) -> bool {
             }
             Err(_) => {}
         }
-        if wait.wait() == Wakeup::Latch && BackgroundWorker::sigterm_received() {
+        if wait.wait() == Wakeup::Latch && stopping() {
             return false;
         }
         check_for_interrupts!();
@@ -292,82 +299,6 @@ fn wait_for_extension(wait: &WaitSet, database: &str) -> bool {
             // SAFETY: the worker's main thread, between transactions (as
             // Postgres's own processes reload on SIGHUP).
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
-        }
-    }
-}
-
-/// This database, as the log directory's owner file records it.
-fn log_dir_owner(database: &str) -> kafgres_broker::log_dir::LogDirOwner {
-    // SAFETY: both are plain reads of values fixed once the worker is
-    // connected to its database (before this is called).
-    let (system_identifier, database_oid) = unsafe { (pg_sys::GetSystemIdentifier(), pg_sys::MyDatabaseId) };
-    kafgres_broker::log_dir::LogDirOwner {
-        system_identifier,
-        database_oid: database_oid.to_u32(),
-        database: database.to_string(),
-    }
-}
-
-fn broker_config(
-    cluster_id: String,
-    log_dir_owner: kafgres_broker::log_dir::LogDirOwner,
-) -> Result<BrokerConfig, String> {
-    let address = gucs::string_or(&gucs::LISTEN_ADDRESS, "127.0.0.1");
-    let Ok(ip) = address.parse::<IpAddr>() else {
-        return Err(format!("kafgres.listen_address = '{address}' is not an IP address"));
-    };
-    let port = gucs::PORT.get() as u16;
-    let advertised_port = match gucs::ADVERTISED_PORT.get() {
-        0 => port,
-        p => p as u16,
-    };
-    let log_dir = gucs::log_dir();
-    Ok(BrokerConfig {
-        listen: SocketAddr::new(ip, port),
-        advertised_host: gucs::string_or(&gucs::ADVERTISED_HOST, &address),
-        advertised_port,
-        node_id: 1,
-        cluster_id,
-        log_dir,
-        log_dir_owner,
-        flush_policy: match gucs::FLUSH_POLICY.get() {
-            gucs::FlushPolicyGuc::Fsync => FlushPolicy::Fsync,
-            gucs::FlushPolicyGuc::PageCache => FlushPolicy::PageCache,
-        },
-        frame_bytes_max: gucs::MAX_FRAME_BYTES.get() as usize,
-        connections_max: gucs::MAX_CONNECTIONS.get() as usize,
-        connection_idle_ms_max: gucs::CONNECTIONS_MAX_IDLE_MS.get() as u64,
-        auto_create_topics: gucs::AUTO_CREATE_TOPICS.get(),
-        default_partitions: gucs::DEFAULT_PARTITIONS.get(),
-        message_bytes_max: kafgres_broker::topic_config::MESSAGE_BYTES_MAX_DEFAULT,
-        segment_bytes_max: gucs::SEGMENT_BYTES.get() as u64,
-        group_initial_rebalance_delay_ms: gucs::GROUP_INITIAL_REBALANCE_DELAY_MS.get(),
-        group_consumer_session_timeout_ms: gucs::GROUP_CONSUMER_SESSION_TIMEOUT_MS.get(),
-        group_consumer_heartbeat_interval_ms: gucs::GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS.get(),
-        authentication: authentication(),
-        metrics: crate::shared_metrics::metrics().unwrap_or_else(kafgres_broker::metrics::BrokerMetrics::leaked),
-    })
-}
-
-/// `kafgres.authentication`. Unknown users' mock salts derive from
-/// PostgreSQL's own mock authentication nonce (random per cluster, kept in
-/// pg_control), so they stay the same across restarts, as PostgreSQL's do.
-fn authentication() -> kafgres_broker::sasl::Authentication {
-    match gucs::AUTHENTICATION.get() {
-        gucs::AuthenticationGuc::None => kafgres_broker::sasl::Authentication::None,
-        gucs::AuthenticationGuc::ScramSha256 => {
-            let mut mock_secret = [0u8; pg_sys::MOCK_AUTH_NONCE_LEN as usize];
-            // SAFETY: pg_control's nonce is MOCK_AUTH_NONCE_LEN bytes, read on the main thread.
-            let nonce = unsafe { pg_sys::GetMockAuthenticationNonce() };
-            if nonce.is_null() {
-                return kafgres_broker::sasl::Authentication::scram_sha_256_random();
-            }
-            // SAFETY: a non-NULL nonce points at pg_control's
-            // mock_authentication_nonce, MOCK_AUTH_NONCE_LEN bytes in shared
-            // memory that no one writes after startup; `mock_secret` is a local
-            // array of that length, so the two cannot overlap.
-            unsafe { std::ptr::copy_nonoverlapping(nonce.cast::<u8>(), mock_secret.as_mut_ptr(), mock_secret.len()) };
-            kafgres_broker::sasl::Authentication::ScramSha256 { mock_secret }
         }
     }
 }
@@ -383,136 +314,5 @@ fn report_logs(lines: Option<&Receiver<LogLine>>) {
     let dropped = logging::take_dropped();
     if dropped > 0 {
         warning!("kafgres: {dropped} data-plane log lines were dropped (log queue full)");
-    }
-}
-
-/// Serves every queued control request. Offset commits are gathered and
-/// stored together in one transaction (a thousand consumers committing at once
-/// cost one commit record, not a thousand); any other request first flushes the
-/// commits gathered before it, so requests take effect in arrival order.
-fn serve_control_requests(plans: &CatalogPlans, requests: &mut mpsc::Receiver<ControlRequest>) {
-    let mut commits: Vec<(Vec<CommittedOffset>, Reply)> = Vec::new();
-    while let Ok(request) = requests.try_recv() {
-        match request {
-            ControlRequest::CommitOffsets { offsets, reply } => commits.push((offsets, reply)),
-            other => {
-                store_offset_batch(plans, std::mem::take(&mut commits));
-                serve_one(plans, other);
-            }
-        }
-    }
-    store_offset_batch(plans, commits);
-}
-
-type Reply = tokio::sync::oneshot::Sender<Result<(), CatalogError>>;
-
-fn serve_one(plans: &CatalogPlans, request: ControlRequest) {
-    match request {
-        ControlRequest::CreateTopic { topic, reply } => {
-            let result = match run_in_transaction(|| plans.insert_topic(&topic)) {
-                Ok(true) => Ok(()),
-                Ok(false) => Err(CatalogError::TopicExists(topic.name.clone())),
-                Err(e) => {
-                    warning!("kafgres: {e}");
-                    Err(CatalogError::Failed(e))
-                }
-            };
-            let _ = reply.send(result);
-        }
-        ControlRequest::DeleteTopic { topic_id, reply } => {
-            let result = catalog_result(run_in_transaction(|| plans.delete_topic(topic_id)), topic_id);
-            let _ = reply.send(result);
-        }
-        ControlRequest::SetPartitionCount { topic_id, partition_count, reply } => {
-            let result =
-                catalog_result(run_in_transaction(|| plans.set_partition_count(topic_id, partition_count)), topic_id);
-            let _ = reply.send(result);
-        }
-        ControlRequest::SetTopicConfigs { topic_id, configs, reply } => {
-            let result = catalog_result(run_in_transaction(|| plans.set_topic_configs(topic_id, &configs)), topic_id);
-            let _ = reply.send(result);
-        }
-        ControlRequest::DeleteOffsets { group_id, partitions, reply } => {
-            let result = run_in_transaction(|| plans.delete_offsets(&group_id, partitions.as_deref()));
-            let _ = reply.send(result.map_err(failed));
-        }
-        ControlRequest::CommitOffsets { offsets, reply } => store_offset_batch(plans, vec![(offsets, reply)]),
-        ControlRequest::LoadGroupOffsets { group_id, reply } => {
-            let result = run_in_transaction(|| plans.load_offsets(Some(&group_id)));
-            let _ = reply.send(result.map_err(failed));
-        }
-        ControlRequest::AllocateProducerIds { count, reply } => {
-            let result = run_in_transaction(|| plans.allocate_producer_ids(count));
-            let _ = reply.send(result.map_err(failed));
-        }
-        ControlRequest::ScramCredential { username, reply } => {
-            let result = run_in_transaction(|| plans.scram_credential(&username));
-            let _ = reply.send(result.map_err(failed));
-        }
-        ControlRequest::StoreTransaction { record, offsets, reply } => {
-            let result = run_in_transaction(|| {
-                if !offsets.is_empty() {
-                    let rows = latest_per_partition(offsets.iter());
-                    plans.upsert_offsets(&rows)?;
-                }
-                plans.store_transaction(&record)
-            });
-            let _ = reply.send(result.map_err(failed));
-        }
-    }
-}
-
-/// Stores a batch of commits in one transaction and answers each once it is
-/// durable. If the batch fails, each commit is retried alone so one bad
-/// request cannot fail the others.
-fn store_offset_batch(plans: &CatalogPlans, commits: Vec<(Vec<CommittedOffset>, Reply)>) {
-    if commits.is_empty() {
-        return;
-    }
-    let rows = latest_per_partition(commits.iter().flat_map(|(offsets, _)| offsets.iter()));
-    match run_in_transaction(|| plans.upsert_offsets(&rows)) {
-        Ok(()) => {
-            for (_, reply) in commits {
-                let _ = reply.send(Ok(()));
-            }
-        }
-        Err(e) if commits.len() == 1 => {
-            for (_, reply) in commits {
-                let _ = reply.send(Err(failed(e.clone())));
-            }
-        }
-        Err(_) => {
-            for (offsets, reply) in commits {
-                let rows = latest_per_partition(offsets.iter());
-                let _ = reply.send(run_in_transaction(|| plans.upsert_offsets(&rows)).map_err(failed));
-            }
-        }
-    }
-}
-
-/// One row per (group, topic, partition), the last one queued winning: an
-/// upsert may not touch the same row twice in one statement.
-fn latest_per_partition<'a>(offsets: impl Iterator<Item = &'a CommittedOffset>) -> Vec<&'a CommittedOffset> {
-    let mut latest: std::collections::HashMap<(&str, &str, i32), &CommittedOffset> = std::collections::HashMap::new();
-    for o in offsets {
-        latest.insert((o.group_id.as_str(), o.topic.as_str(), o.partition), o);
-    }
-    latest.into_values().collect()
-}
-
-fn failed(e: String) -> CatalogError {
-    warning!("kafgres: {e}");
-    CatalogError::Failed(e)
-}
-
-/// Maps "no row matched" to UnknownTopic and SQL failures to Failed.
-fn catalog_result(outcome: Result<bool, String>, topic_id: uuid::Uuid) -> Result<(), CatalogError> {
-    match outcome {
-        Ok(true) => Ok(()),
-        Ok(false) => Err(CatalogError::UnknownTopic(topic_id)),
-        Err(e) => {
-            warning!("kafgres: {e}");
-            Err(CatalogError::Failed(e))
-        }
     }
 }

@@ -4,7 +4,21 @@
 //! one of them fires (the exceptions are the backoffs before retrying a
 //! failed start).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use pgrx::pg_sys;
+
+/// Set once SIGTERM arrives (pgrx's own flag is cleared when read, and the
+/// worker reads it at several levels: a role's loop, its start, a backoff).
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// Whether SIGTERM has arrived (it stays so).
+pub fn stopping() -> bool {
+    if !STOPPING.load(Ordering::Relaxed) && pgrx::bgworkers::BackgroundWorker::sigterm_received() {
+        STOPPING.store(true, Ordering::Relaxed);
+    }
+    STOPPING.load(Ordering::Relaxed)
+}
 
 pub struct WaitSet {
     set: *mut pg_sys::WaitEventSet,
@@ -63,7 +77,7 @@ impl WaitSet {
                 return true;
             }
             self.wait_at_most(Some(left));
-            if pgrx::bgworkers::BackgroundWorker::sigterm_received() {
+            if stopping() {
                 return false;
             }
             pgrx::check_for_interrupts!();

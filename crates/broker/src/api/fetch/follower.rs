@@ -73,8 +73,9 @@ pub(super) async fn handle(
             });
         }
     }
-    let caught_up = wanted.iter().all(|w| w.partition.as_ref().is_none_or(|p| w.fetch_offset >= p.log_end_offset()));
-    replication.saw_follower(&name, replica_id, caught_up);
+    let lag_records: i64 =
+        wanted.iter().filter_map(|w| w.partition.as_ref().map(|p| (p.log_end_offset() - w.fetch_offset).max(0))).sum();
+    replication.saw_follower(&name, replica_id, lag_records == 0, lag_records);
 
     let waiter = Arc::new(FetchWaiter::default());
     let _finish = FinishOnDrop(&waiter);
