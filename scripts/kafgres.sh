@@ -326,5 +326,6 @@ case "${1:-}" in
     test) cmd_test ;;
     standby) shift; cmd_standby "$@" ;;
     bench) shift; exec "$ROOT/scripts/bench-compare.sh" "$@" ;;  # side by side with Apache Kafka (docs/benchmarks.md)
+    bench-replication) shift; exec "$ROOT/scripts/bench-replication.sh" "$@" ;;  # with a standby (docs/benchmarks.md)
     *) sed -n '2,11p' "$ROOT/kafgres" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

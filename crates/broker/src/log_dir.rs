@@ -208,7 +208,7 @@ pub fn deleted_dir_name(dir: &Path, tag: &str) -> PathBuf {
 }
 
 /// Removes partition directories set aside for deletion (after DeleteTopics,
-/// or stale ones found at open). Runs at startup; errors are logged.
+/// or stale ones found at open). Runs in the background at startup; errors are logged.
 pub fn remove_deleted_dirs(log_dir: &Path) {
     let Ok(entries) = std::fs::read_dir(log_dir) else { return };
     for entry in entries.flatten() {
@@ -216,6 +216,8 @@ pub fn remove_deleted_dirs(log_dir: &Path) {
         if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(DELETED_DIR_SUFFIX)) {
             match std::fs::remove_dir_all(&path) {
                 Ok(()) => log::info!("removed deleted partition directory {}", path.display()),
+                // Removed meanwhile (by the deletion that set it aside, still running).
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => log::warn!("cannot remove {}: {e}", path.display()),
             }
         }

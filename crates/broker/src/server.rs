@@ -87,7 +87,6 @@ impl Broker {
         if !config.is_follower() {
             crate::log_dir::set_strays_aside(&config.log_dir, &registry.partition_dir_names());
         }
-        crate::log_dir::remove_deleted_dirs(&config.log_dir);
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|source| StartError::Bind { addr: config.listen, source })?;
@@ -95,6 +94,10 @@ impl Broker {
         if config.advertised_port == 0 {
             config.advertised_port = local_addr.port();
         }
+        // Directories set aside for deletion go in the background: a large
+        // deleted topic must not hold up the start (a promotion waits for it).
+        let deleted_in = config.log_dir.clone();
+        tokio::task::spawn_blocking(move || crate::log_dir::remove_deleted_dirs(&deleted_in));
         let config = Arc::new(config);
         let connections = Arc::new(Semaphore::new(config.connections_max));
         let groups = GroupService::start(

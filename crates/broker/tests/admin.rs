@@ -81,12 +81,19 @@ async fn stale_partition_directories_of_a_recreated_name_are_set_aside() {
     assert_eq!(set_aside.len(), 1, "the old directory is set aside: {set_aside:?}");
     let (dir, catalog) = broker.shutdown().await;
     let broker = TestBroker::start_on(dir, catalog).await;
-    let remaining = std::fs::read_dir(broker.dir.path())
-        .expect("log dir")
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with("-delete"))
-        .count();
-    assert_eq!(remaining, 0, "set-aside directories are removed at startup");
+    // Removed in the background once the broker has started.
+    let remaining = || {
+        std::fs::read_dir(broker.dir.path())
+            .expect("log dir")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with("-delete"))
+            .count()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while remaining() > 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(remaining(), 0, "set-aside directories are removed at startup");
     broker.broker.shutdown().await;
 }
 

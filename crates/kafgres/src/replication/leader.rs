@@ -9,7 +9,7 @@
 //! `synchronous_commit = local` just before it died), so its epoch also
 //! starts at its timeline times 2^16: a promotion always moves to a new
 //! timeline, above every epoch the old one used (fewer than 65,536 starts
-//! per timeline).
+//! per timeline). Producer ids move the same way (`producer_id_base`).
 
 use pgrx::spi::Spi;
 
@@ -50,7 +50,24 @@ pub fn begin_epoch(node_id: i32, host: &str, port: u16, timeline: u32) -> Result
         ],
     )
     .map_err(|e| format!("recording the leader epoch in kafgres.leader_epochs: {e}"))?;
-    epoch.ok_or_else(|| "kafgres.leader_epochs: the insert returned no epoch".to_owned())
+    let epoch = epoch.ok_or_else(|| "kafgres.leader_epochs: the insert returned no epoch".to_owned())?;
+    // Producer ids are reserved in blocks (`kafgres.cluster`); a block the
+    // old primary reserved may never have reached an asynchronous standby,
+    // and two producers sharing an id would take each other's sequence
+    // numbers for duplicates. Each timeline starts its ids far above the
+    // previous one's (2^44 apart: ids are 63 bits).
+    Spi::run_with_args(
+        "UPDATE kafgres.cluster SET next_producer_id = greatest(next_producer_id, $1)",
+        &[producer_id_base(timeline).into()],
+    )
+    .map_err(|e| format!("moving kafgres.cluster.next_producer_id to this timeline's: {e}"))?;
+    Ok(epoch)
+}
+
+/// The first producer id of timeline `timeline`.
+pub fn producer_id_base(timeline: u32) -> i64 {
+    let base = (u128::from(timeline.max(1)) - 1) << 44;
+    i64::try_from(base).unwrap_or(i64::MAX / 2)
 }
 
 /// The latest leader recorded (as replicated to a standby).
