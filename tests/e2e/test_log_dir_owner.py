@@ -125,3 +125,29 @@ def test_a_recreated_extension_sheds_old_topics_and_another_database_is_refused(
     cluster.restart()
     cluster.wait_ready()
     assert watermarks("old-events", 1) == (0, 1), "its own database serves its records again"
+
+
+def test_a_primary_whose_log_directory_was_lost_does_not_start_on_an_empty_one(cluster: Cluster):
+    """A lost log directory (a new disk, a wrong mount) would make the broker serve empty partitions where the
+    catalog has topics, and standbys following it would cut their copies to match: it refuses, says what to do,
+    and starts once the directory is back (docs/replication.md, "Faults")."""
+    cluster.sql("select kafgres.create_topic('kept-records', 1)")
+    produce("kept-records", 0, [b"one", b"two"])
+    cluster.stop("fast")
+    aside = cluster.pgdata / "kafgres-aside"
+    cluster.log_dir.rename(aside)
+    log_before = len(cluster.log_text())
+    cluster.start()
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while "their records were lost, or kafgres.log_dir changed" not in cluster.log_text()[log_before:]:
+        assert time.monotonic() < deadline, f"no refusal in the server log\n{cluster.log_tail()}"
+        time.sleep(0.2)
+    assert not kafka_wire.broker_answers(BOOTSTRAP, timeout_s=1), "no broker serves empty partitions"
+    assert not (cluster.log_dir / "kafgres.owner").exists(), "nothing was written in the blank directory"
+    # The directory comes back; a reload is the signal.
+    if cluster.log_dir.exists():
+        cluster.log_dir.rmdir()
+    aside.rename(cluster.log_dir)
+    cluster.sql("select pg_reload_conf()")
+    cluster.wait_ready()
+    assert watermarks("kept-records", 0) == (0, 2), "the records are served again"

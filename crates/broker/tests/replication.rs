@@ -186,3 +186,54 @@ async fn a_follower_cuts_the_tail_a_new_leader_never_had() {
     rejoined.broker.shutdown().await;
     new_leader.broker.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_keeps_records_a_stale_leader_never_had_and_they_do_not_count_as_copies() {
+    // The standby copies epoch 5, is promoted (epoch 65536) and writes more;
+    // then the old primary, which never saw epoch 65536, leads again (a
+    // split brain an operator made). Following it, the standby must not cut
+    // its newer records (the leader has no history of their epoch), must
+    // stop fetching that partition, and its position must never count as a
+    // copy: acks=all under a policy naming it times out.
+    let old_dir = tempfile::tempdir().expect("tempdir");
+    let config = leader_config(&old_dir, 5, None);
+    let old = TestBroker::start_with(old_dir, Arc::default(), config).await;
+    let mut old_client = old.client().await;
+    create_topic(&mut old_client, "split", 1).await;
+    produce(&mut old_client, 9, "split", 0, -1, batch(&records("shared", 2))).await;
+    let standby_dir = tempfile::tempdir().expect("tempdir");
+    let config = follower_config(&standby_dir, &old, "standby1");
+    let standby = TestBroker::start_with(standby_dir, Arc::new(MemoryCatalog::default()), config).await;
+    wait_until("the copy", || has_topic(&standby, "split") && standby.log_end("split", 0) == 2).await;
+    let (standby_dir, standby_catalog) = standby.shutdown().await;
+    let old_catalog = Arc::clone(&old.catalog);
+    let (old_dir, _) = old.shutdown().await;
+
+    let mut config = BrokerConfig::for_tests(standby_dir.path().to_path_buf());
+    config.replication = Arc::new(ReplicationState::new(65536, None, Duration::from_secs(2)));
+    let promoted = TestBroker::start_with(standby_dir, standby_catalog, config).await;
+    let mut client = promoted.client().await;
+    produce(&mut client, 9, "split", 0, -1, batch(&records("newer", 3))).await;
+    let kept = stored_bytes(&promoted, "split", 0);
+    let (standby_dir, standby_catalog) = promoted.shutdown().await;
+
+    // The old primary leads again, at epoch 6, with acks=all waiting for standby1.
+    let config = leader_config(&old_dir, 6, Some("FIRST 1 (standby1)"));
+    let stale = TestBroker::start_with(old_dir, old_catalog, config).await;
+    let mut stale_client = stale.client().await;
+    let standby = {
+        let config = follower_config(&standby_dir, &stale, "standby1");
+        TestBroker::start_with(standby_dir, standby_catalog, config).await
+    };
+    let mut request = produce_request("split", 0, -1, batch(&records("stale", 2)));
+    request.timeout_ms = 1500;
+    let answer = stale_client.call(9, &request).await;
+    assert_eq!(
+        answer.responses[0].partition_responses[0].error_code,
+        kafgres_wire::error_code::REQUEST_TIMED_OUT,
+        "the standby's records at those offsets are not the leader's: they must not acknowledge its produce"
+    );
+    assert_eq!(stored_bytes(&standby, "split", 0), kept, "the standby keeps the records of the newer epoch");
+    standby.broker.shutdown().await;
+    stale.broker.shutdown().await;
+}

@@ -187,6 +187,10 @@ pub async fn run(
 /// leader whose log starts past ours: the copy restarts at its log start).
 type Overrides = HashMap<(Uuid, i32), i64>;
 
+/// Partitions no longer fetched: the leader has none of their history
+/// ([`truncate_diverged`]). For the session: a reconnection asks again.
+type Quarantine = std::collections::HashSet<(Uuid, i32)>;
+
 async fn follow(
     topics: &Topics,
     admin: &TopicAdmin,
@@ -197,7 +201,8 @@ async fn follow(
     let mut link = LeaderLink::connect(&config.leader, config.request_timeout, config.frame_bytes_max).await?;
     let mut leader_epoch = sync_catalog(&mut link, topics, admin, config, cluster_id).await?;
     let mut catalog_seen = -1i64;
-    truncate_diverged(&mut link, topics, config, leader_epoch, state).await?;
+    let mut quarantine = Quarantine::new();
+    truncate_diverged(&mut link, topics, config, leader_epoch, state, &mut quarantine).await?;
     state.update(|p| {
         p.connected = true;
         p.leader_epoch = leader_epoch;
@@ -206,8 +211,12 @@ async fn follow(
     log::info!("following the leader at {} (epoch {leader_epoch}) as {}", config.leader, config.name);
     let mut overrides: Overrides = HashMap::new();
     loop {
-        let partitions: Vec<(Uuid, Arc<Partition>)> =
-            topics.all().iter().flat_map(|t| t.partitions.iter().map(move |p| (t.id, Arc::clone(p)))).collect();
+        let partitions: Vec<(Uuid, Arc<Partition>)> = topics
+            .all()
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(move |p| (t.id, Arc::clone(p))))
+            .filter(|(id, p)| !quarantine.contains(&(*id, p.index)))
+            .collect();
         let request = fetch_request(config, &partitions, &overrides, catalog_seen, leader_epoch);
         let timeout = config.request_timeout + Duration::from_millis(config.fetch_wait_ms as u64);
         let response = link.call(FETCH_VERSION, &request, timeout).await?;
@@ -272,6 +281,7 @@ async fn follow(
                     truncate(partition, end, state).await?;
                     continue;
                 }
+
                 leader_ahead.push((Arc::clone(partition), data.high_watermark));
                 let Some(records) = data.records.as_ref().filter(|r| !r.is_empty()) else { continue };
                 let whole = whole_batches(records);
@@ -323,7 +333,7 @@ async fn follow(
             state.update(|p| p.leader_epoch = leader_epoch);
         }
         if revalidate {
-            truncate_diverged(&mut link, topics, config, leader_epoch, state).await?;
+            truncate_diverged(&mut link, topics, config, leader_epoch, state, &mut quarantine).await?;
         }
     }
 }
@@ -491,15 +501,21 @@ async fn topic_configs<'a>(
 }
 
 /// Asks the leader where each local partition's latest epoch ends and cuts
-/// what lies past it.
+/// what lies past it. A partition whose records the leader has no history
+/// of at all (its log is empty, or all its epochs are older than this
+/// copy's) is not cut: the leader lost what this copy holds (a primary
+/// whose log directory was lost, or a stale primary back as the leader), so
+/// the copy is kept and no longer fetched ([`Quarantine`]), and the leader's
+/// acks=all produces for it wait: an operator decides.
 async fn truncate_diverged(
     link: &mut LeaderLink,
     topics: &Topics,
     config: &FollowerConfig,
     leader_epoch: i32,
     state: &FollowerState,
+    quarantine: &mut Quarantine,
 ) -> Result<(), FollowError> {
-    let mut asked: Vec<(Arc<Partition>, i32)> = Vec::new();
+    let mut asked: Vec<(Uuid, Arc<Partition>, i32)> = Vec::new();
     let mut request_topics: Vec<OffsetForLeaderTopic> = Vec::new();
     for topic in topics.all() {
         let mut partitions = Vec::new();
@@ -511,7 +527,7 @@ async fn truncate_diverged(
                     .with_current_leader_epoch(leader_epoch)
                     .with_leader_epoch(epoch),
             );
-            asked.push((Arc::clone(p), epoch));
+            asked.push((topic.id, Arc::clone(p), epoch));
         }
         if !partitions.is_empty() {
             request_topics.push(
@@ -529,12 +545,29 @@ async fn truncate_diverged(
     let response = link.call(OFFSET_FOR_LEADER_EPOCH_VERSION, &request, config.request_timeout).await?;
     for topic in &response.topics {
         for answer in &topic.partitions {
-            let Some((partition, _)) =
-                asked.iter().find(|(p, _)| p.topic == topic.topic.0.as_str() && p.index == answer.partition)
+            let Some((topic_id, partition, epoch)) =
+                asked.iter().find(|(_, p, _)| p.topic == topic.topic.0.as_str() && p.index == answer.partition)
             else {
                 continue;
             };
-            if answer.error_code != error_code::NONE || answer.end_offset < 0 {
+            if answer.error_code != error_code::NONE {
+                continue;
+            }
+            if answer.end_offset < 0 {
+                if partition.log_end_offset() > partition.log_start_offset()
+                    && quarantine.insert((*topic_id, partition.index))
+                {
+                    log::error!(
+                        "{}-{}: the leader has no history of epoch {epoch}, which this copy holds up to offset {}: \
+                         it lost records this standby has (a lost log directory, or an older primary leading \
+                         again). The copy is kept and no longer fetched, and acks=all for this partition waits on \
+                         the leader. To keep these records, fail over to this standby; to follow the leader \
+                         anyway, remove this partition's directory here and restart the standby",
+                        partition.topic,
+                        partition.index,
+                        partition.log_end_offset()
+                    );
+                }
                 continue;
             }
             if answer.end_offset < partition.log_end_offset() {

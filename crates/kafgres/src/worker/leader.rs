@@ -26,6 +26,9 @@ pub(super) fn run(w: &Worker) -> Ended {
         Ok(config) => config,
         Err(e) => stop_for_good(&e),
     };
+    if !snapshot.topics.is_empty() && !wait_while_log_dir_lost(w, &config) {
+        return Ended::Stopped;
+    }
     let timeline = replication::timeline();
     let Some(epoch) = begin_epoch(w, &config, timeline) else {
         return Ended::Stopped;
@@ -89,6 +92,57 @@ fn begin_epoch(w: &Worker, config: &kafgres_broker::BrokerConfig, timeline: u32)
             return None;
         }
         check_for_interrupts!();
+    }
+}
+
+/// A primary whose log directory was lost (a new disk, a wrong mount, a
+/// changed `kafgres.log_dir`) would start with empty partitions where the
+/// catalog has topics, and its standbys, following it, would cut their
+/// copies to match: the loss would spread to the one place that still has
+/// the records. Sign of it: no owner file and no partition directory, yet
+/// this database's broker has started before. Then the broker does not
+/// start; the operator restores the directory or fails over. False on SIGTERM.
+fn wait_while_log_dir_lost(w: &Worker, config: &kafgres_broker::BrokerConfig) -> bool {
+    let mut reported = false;
+    loop {
+        let starts = run_in_transaction(|| {
+            crate::catalog_sql::read_one::<i64>("SELECT count(*) FROM kafgres.leader_epochs")
+                .map_err(|e| format!("reading kafgres.leader_epochs: {e}"))
+        });
+        let started_before = matches!(starts, Ok(Some(n)) if n > 0);
+        if !started_before || !log_dir_is_blank(&config.log_dir) {
+            return true;
+        }
+        if !reported {
+            warning!(
+                "kafgres: the log directory {} has no {} and no partition directory, but this database's broker \
+                 has started before (kafgres.leader_epochs) and the catalog has topics: their records were lost, or \
+                 kafgres.log_dir changed. The broker does not start on it, so that standbys do not cut their copies \
+                 to match. Restore the directory (or kafgres.log_dir), or fail over to a standby and rebuild this \
+                 server from it (docs/replication.md); to start with empty topics anyway, DELETE FROM \
+                 kafgres.leader_epochs, then SELECT pg_reload_conf()",
+                config.log_dir.display(),
+                kafgres_broker::log_dir::OWNER_FILE
+            );
+            reported = true;
+        }
+        w.wait.wait();
+        if stopping() {
+            return false;
+        }
+        w.reload_on_sighup();
+        check_for_interrupts!();
+    }
+}
+
+/// No owner file and no subdirectory (or no directory at all).
+fn log_dir_is_blank(dir: &std::path::Path) -> bool {
+    if dir.join(kafgres_broker::log_dir::OWNER_FILE).exists() {
+        return false;
+    }
+    match std::fs::read_dir(dir) {
+        Ok(entries) => !entries.flatten().any(|e| e.file_type().is_ok_and(|t| t.is_dir())),
+        Err(_) => true,
     }
 }
 

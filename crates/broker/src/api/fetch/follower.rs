@@ -32,6 +32,9 @@ struct Wanted {
     fetch_offset: i64,
     partition_bytes_max: i32,
     current_leader_epoch: i32,
+    /// Set when the follower's log diverged from this one before its fetch
+    /// offset: where this leader's history of its last epoch ends.
+    diverging: Option<(i32, i64)>,
 }
 
 pub(super) async fn handle(
@@ -60,8 +63,17 @@ pub(super) async fn handle(
         let found = topics.get_by_id(&topic.topic_id);
         for p in &topic.partitions {
             let partition = found.as_ref().and_then(|t| t.partition(p.partition).cloned());
+            let mut diverging = None;
             if let Some(partition) = &partition {
-                partition.follower_fetched(&name, p.fetch_offset);
+                // The fetch offset acknowledges what lies below it only if the
+                // follower's log is this one's up to there: its last epoch
+                // must end, in this log's history, at or after that offset.
+                // Otherwise it holds records this log does not (a diverged
+                // tail), which must never count as copies of ours.
+                diverging = diverged(partition, p.fetch_offset, p.last_fetched_epoch);
+                if diverging.is_none() && p.fetch_offset <= partition.log_end_offset() {
+                    partition.follower_fetched(&name, p.fetch_offset);
+                }
             }
             wanted.push(Wanted {
                 topic_index,
@@ -70,6 +82,7 @@ pub(super) async fn handle(
                 fetch_offset: p.fetch_offset,
                 partition_bytes_max: p.partition_max_bytes,
                 current_leader_epoch: p.current_leader_epoch,
+                diverging,
             });
         }
     }
@@ -115,6 +128,19 @@ pub(super) async fn handle(
     }
 }
 
+/// KIP-595's check of a follower's position: `Some((epoch, end))` when this
+/// log's history of `last_fetched_epoch` ends before `fetch_offset` (or
+/// names an older epoch): the follower must cut its log there. `(-1, -1)`:
+/// this log has no history of that epoch at all (it is newer than all of
+/// ours), which the follower must not resolve by cutting.
+fn diverged(partition: &Partition, fetch_offset: i64, last_fetched_epoch: i32) -> Option<(i32, i64)> {
+    if last_fetched_epoch < 0 || fetch_offset <= 0 {
+        return None;
+    }
+    let (epoch, end) = partition.end_offset_for_epoch(last_fetched_epoch);
+    (epoch != last_fetched_epoch || end < fetch_offset).then_some((epoch, end))
+}
+
 fn read_all(
     wanted: &[Wanted],
     leader_epoch: i32,
@@ -143,6 +169,22 @@ fn read_all(
         };
         if let Err(code) = check_leader_epoch(w.current_leader_epoch, leader_epoch) {
             data.error_code = code;
+            any_error = true;
+            out.push((w.topic_index, data));
+            continue;
+        }
+        if let Some((epoch, end)) = w.diverging {
+            data.high_watermark = p.high_watermark().offset;
+            data.log_start_offset = p.log_start_offset();
+            if epoch < 0 {
+                // No history of its epoch here: nothing to cut to. The
+                // follower asks OffsetForLeaderEpoch, gets the same answer,
+                // and stops copying the partition (it says so).
+                data.error_code = error_code::OFFSET_OUT_OF_RANGE;
+            } else {
+                data.diverging_epoch.epoch = epoch;
+                data.diverging_epoch.end_offset = end;
+            }
             any_error = true;
             out.push((w.topic_index, data));
             continue;
