@@ -389,11 +389,15 @@ def scenario_metadata(ctx: Context) -> None:
     topic = ctx.create_topic(ctx.name("t"), 2)
     unknown, auto = ctx.name("unknown"), ctx.name("auto")
     def show(t) -> str:
+        partitions = sorted(t.partitions, key=lambda p: p.partition_index)
         parts = ", ".join(f"p{p.partition_index} err={p.error_code} leader={ctx.norm.node(p.leader_id)} "
-                          f"epoch={p.leader_epoch} replicas={[ctx.norm.node(r) for r in p.replica_nodes]} "
+                          f"replicas={[ctx.norm.node(r) for r in p.replica_nodes]} "
                           f"isr={[ctx.norm.node(r) for r in p.isr_nodes]} offline={p.offline_replicas}"
-                          for p in sorted(t.partitions, key=lambda p: p.partition_index))
-        return f"{t.name} error={t.error_code} id={ctx.norm.topic_id(t.topic_id)} internal={t.is_internal} [{parts}]"
+                          for p in partitions)
+        # Leader epochs last, so the intended difference on them (the broker's term) leaves the rest compared.
+        epochs = [p.leader_epoch for p in partitions]
+        return (f"{t.name} error={t.error_code} id={ctx.norm.topic_id(t.topic_id)} internal={t.is_internal} "
+                f"[{parts}] epochs={epochs}")
 
     for answer in kafka_raw.metadata(ctx.bootstrap, [topic, unknown], allow_auto_create=False):
         ctx.out("metadata v12 no auto-create:", show(answer))
