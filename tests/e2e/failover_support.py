@@ -128,6 +128,12 @@ class Node(ThrowawayCluster):
             names = [d.name for d in cur.description]
             return [dict(zip(names, row)) for row in cur.fetchall()]
 
+    def replica_partitions(self) -> list[dict]:
+        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+            cur = conn.execute("SELECT * FROM kafgres.replica_partitions")
+            names = [d.name for d in cur.description]
+            return [dict(zip(names, row)) for row in cur.fetchall()]
+
     def wait_for_role(self, role: str, timeout_s: float = 60.0) -> dict:
         deadline = time.monotonic() + timeout_s
         last: dict = {}

@@ -465,6 +465,11 @@ def test_an_asynchronous_failover_counts_what_it_lost_and_consumers_see_the_trun
     produce("before-", 200)
     wait_until_caught_up(a, b)
     poll_for(3)
+    # kafgres.replica_partitions on the primary: the standby holds the partition to its end.
+    copy = {(r["standby"], r["topic"]): r for r in a.replica_partitions()}
+    row = copy.get((b.name, "fo-async"))
+    assert row and row["replicated_offset"] == row["log_end_offset"] == 200 and row["lag_records"] == 0, copy
+    assert row["caught_up_at"] is not None and (b.name, "fo-probe") in copy, copy
     # The standby's broker stops copying; the primary acknowledges more (asynchronous: nobody waits).
     held = broker_pid(b)
     os.kill(held, signal.SIGSTOP)
@@ -474,6 +479,10 @@ def test_an_asynchronous_failover_counts_what_it_lost_and_consumers_see_the_trun
         for batch in range(10):
             produce(f"only-on-a-{batch}-", 10)
         poll_for(2)
+        # The view shows the copy behind by the records the standby did not fetch (one fetch in flight at most).
+        row = next(r for r in a.replica_partitions() if r["standby"] == b.name and r["topic"] == "fo-async")
+        assert row["log_end_offset"] == 300 and row["replicated_offset"] <= 210, row
+        assert row["lag_records"] == 300 - row["replicated_offset"], row
         a.kill_everything()
     finally:
         os.kill(held, signal.SIGCONT)

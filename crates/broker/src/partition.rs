@@ -93,7 +93,7 @@ mod housekeeping;
 mod replica;
 pub use compaction::{cleaner_config, keyless_record_refusal, run_cleaner, CleanupPolicy};
 pub use housekeeping::{run_retention, Housekeeping};
-pub use replica::NOT_REQUIRED;
+pub use replica::{FollowerAck, NOT_REQUIRED};
 
 /// What every partition of a broker shares: the flush policy, the counters,
 /// the replication state.

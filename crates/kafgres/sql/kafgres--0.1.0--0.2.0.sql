@@ -147,6 +147,23 @@ LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', '_replicas_wrapper';
 REVOKE EXECUTE ON FUNCTION kafgres._replicas() FROM PUBLIC;
 
+-- kafgres::replication::partitions::_replica_partitions
+CREATE  FUNCTION "_replica_partitions"() RETURNS TABLE (
+	"standby" TEXT,  /* String */
+	"topic" TEXT,  /* String */
+	"partition" INT,  /* i32 */
+	"replicated_offset" bigint,  /* i64 */
+	"log_end_offset" bigint,  /* i64 */
+	"high_watermark" bigint,  /* i64 */
+	"lag_records" bigint,  /* i64 */
+	"caught_up_at" timestamp with time zone  /* Option < TimestampWithTimeZone > */
+)
+STRICT VOLATILE SECURITY DEFINER PARALLEL UNSAFE
+SET search_path TO pg_catalog, kafgres
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_replica_partitions_wrapper';
+REVOKE EXECUTE ON FUNCTION kafgres._replica_partitions() FROM PUBLIC;
+
 CREATE VIEW kafgres.replication AS
 SELECT r.role, r.node_id, r.leader_epoch, l.node_id AS leader_node_id, l.host AS leader_host, l.port AS leader_port,
        r.connected, r.lag_records, r.last_fetch_at, r.records_fetched, r.bytes_fetched, r.records_truncated
@@ -159,8 +176,13 @@ CREATE VIEW kafgres.replicas AS SELECT * FROM kafgres._replicas();
 COMMENT ON VIEW kafgres.replicas IS
     'On a leader: the standbys whose brokers copy its topic data, by walreceiver name; sync_priority: their place in '
     'synchronous_standby_names (NULL: not named, acks=all does not wait for them); lag_records: records not yet copied.';
+CREATE VIEW kafgres.replica_partitions AS SELECT * FROM kafgres._replica_partitions();
+COMMENT ON VIEW kafgres.replica_partitions IS
+    'On a leader: each standby''s copy of each partition: replicated_offset (it holds every record below), the '
+    'leader''s log end and high watermark, lag_records, caught_up_at (now() - caught_up_at is its lag in time).';
 REVOKE ALL ON kafgres.replication FROM PUBLIC;
 REVOKE ALL ON kafgres.replicas FROM PUBLIC;
+REVOKE ALL ON kafgres.replica_partitions FROM PUBLIC;
 
 -- Wake the broker and the bridge, which wait for this schema.
 SELECT kafgres._wake_broker();

@@ -95,6 +95,10 @@ CREATE VIEW kafgres.replicas AS SELECT * FROM kafgres._replicas();
 COMMENT ON VIEW kafgres.replicas IS
     'On a leader: the standbys whose brokers copy its topic data, by walreceiver name; sync_priority: their place in '
     'synchronous_standby_names (NULL: not named, acks=all does not wait for them); lag_records: records not yet copied.';
+CREATE VIEW kafgres.replica_partitions AS SELECT * FROM kafgres._replica_partitions();
+COMMENT ON VIEW kafgres.replica_partitions IS
+    'On a leader: each standby''s copy of each partition: replicated_offset (it holds every record below), the '
+    'leader''s log end and high watermark, lag_records, caught_up_at (now() - caught_up_at is its lag in time).';
 
 -- Nothing is open to PUBLIC: grant EXECUTE / SELECT to the roles that
 -- produce, consume or watch (docs/sql.md lists what each needs).

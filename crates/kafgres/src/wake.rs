@@ -85,7 +85,13 @@ pub fn set_worker_latch() {
     if !SHARED_MEMORY_REQUESTED.load(Ordering::SeqCst) {
         return;
     }
-    let procno = WORKER_PROCNO.get().load(Ordering::SeqCst);
+    set_process_latch(WORKER_PROCNO.get().load(Ordering::SeqCst));
+}
+
+/// Sets the latch of the process with PGPROC number `procno` (nothing for
+/// a negative one). A stale number wakes another process spuriously, which
+/// every Postgres wait loop tolerates.
+pub fn set_process_latch(procno: i32) {
     if procno < 0 {
         return;
     }

@@ -29,9 +29,19 @@ pub const NOT_REQUIRED: i64 = i64::MAX;
 
 pub struct PartitionReplication {
     pub(super) state: Arc<ReplicationState>,
-    acks: Mutex<HashMap<String, i64>>,
+    acks: Mutex<HashMap<String, FollowerAck>>,
     replicated: watch::Sender<i64>,
     append_waiters: Mutex<Vec<Arc<FetchWaiter>>>,
+}
+
+/// What one follower holds of this partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FollowerAck {
+    /// Its last fetch offset: it holds every record below, durably.
+    pub offset: i64,
+    /// When a fetch of it last started at the log end (ms since the Unix
+    /// epoch; 0: never since this broker started): how far behind it is in time.
+    pub caught_up_ms: i64,
 }
 
 impl PartitionReplication {
@@ -49,20 +59,24 @@ impl Partition {
     }
 
     /// What each follower acknowledged here, by name.
-    pub fn follower_acks(&self) -> Vec<(String, i64)> {
+    pub fn follower_acks(&self) -> Vec<(String, FollowerAck)> {
         let acks = self.replication.acks.lock().unwrap_or_else(|p| p.into_inner());
-        let mut rows: Vec<(String, i64)> = acks.iter().map(|(n, o)| (n.clone(), *o)).collect();
-        rows.sort();
+        let mut rows: Vec<(String, FollowerAck)> = acks.iter().map(|(n, a)| (n.clone(), *a)).collect();
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
         rows
     }
 
     /// A follower fetched from `offset`: it holds everything below, durably.
     pub fn follower_fetched(&self, name: &str, offset: i64) {
+        let caught_up = offset >= self.log_end_offset();
         let moved = {
             let mut acks = self.replication.acks.lock().unwrap_or_else(|p| p.into_inner());
-            let entry = acks.entry(name.to_owned()).or_insert(offset);
-            let moved = *entry != offset;
-            *entry = offset;
+            let entry = acks.entry(name.to_owned()).or_insert(FollowerAck { offset, caught_up_ms: 0 });
+            let moved = entry.offset != offset;
+            entry.offset = offset;
+            if caught_up {
+                entry.caught_up_ms = crate::now_ms();
+            }
             moved
         };
         if moved || self.replication.state.sync_required() {
@@ -95,8 +109,8 @@ impl Partition {
         let candidates: Vec<(String, i64)> = {
             let acks = self.replication.acks.lock().unwrap_or_else(|p| p.into_inner());
             acks.iter()
-                .filter(|(name, &offset)| offset >= current && self.replication.state.is_connected(name))
-                .map(|(name, &offset)| (name.clone(), offset.min(log_end)))
+                .filter(|(name, ack)| ack.offset >= current && self.replication.state.is_connected(name))
+                .map(|(name, ack)| (name.clone(), ack.offset.min(log_end)))
                 .collect()
         };
         let held = policy.replicated_offset(candidates.iter().map(|(n, o)| (n.as_str(), *o)));

@@ -9,6 +9,13 @@
 //! fills in its own following. Fields are independent atomics: a reader may
 //! see one field of a slot a fetch newer than another, which a status view
 //! tolerates; a slot's name is written once, before the slot is published.
+//!
+//! What does not fit in a fixed block (each follower's position in each
+//! partition, for `kafgres.replica_partitions`) is asked for instead: a
+//! backend takes a ticket ([`ReplicationBoard::request_status`]), the worker
+//! writes the rows to a file and marks the ticket answered, then sets the
+//! latch of every waiter listed (a backend lists itself before it asks, so
+//! the answer cannot pass it by).
 
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
@@ -16,6 +23,9 @@ use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
 pub const FOLLOWER_SLOTS: usize = 16;
 /// Bytes of a follower's name kept (an application_name has at most 63).
 pub const NAME_BYTES: usize = 64;
+/// Backends that can wait for a status answer at once (more wait without
+/// being woken, re-checking on their own bounded timeout).
+pub const STATUS_WAITERS: usize = 16;
 
 /// What this node is, as the board says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +47,17 @@ pub struct ReplicationBoard {
     leader_epoch: AtomicI32,
     following: FollowingCounters,
     followers: [FollowerSlot; FOLLOWER_SLOTS],
+    status: StatusRequests,
+}
+
+/// Tickets for the rows that do not fit here (see the module comment).
+#[repr(C)]
+#[derive(Debug, Default)]
+struct StatusRequests {
+    requested: AtomicU64,
+    answered: AtomicU64,
+    /// A waiting backend's PGPROC number plus one (0: a free slot).
+    waiters: [AtomicI32; STATUS_WAITERS],
 }
 
 /// A standby's copy.
@@ -212,6 +233,47 @@ impl ReplicationBoard {
         }
     }
 
+    /// A backend asks for the status rows: the ticket to wait for.
+    pub fn request_status(&self) -> u64 {
+        self.status.requested.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// The worker: the latest ticket not yet answered, if any.
+    pub fn status_wanted(&self) -> Option<u64> {
+        let requested = self.status.requested.load(Ordering::SeqCst);
+        (requested > self.status.answered.load(Ordering::SeqCst)).then_some(requested)
+    }
+
+    /// The worker wrote rows newer than every ticket up to `ticket`.
+    pub fn status_answered(&self, ticket: u64) {
+        self.status.answered.fetch_max(ticket, Ordering::SeqCst);
+    }
+
+    pub fn status_ready(&self, ticket: u64) -> bool {
+        self.status.answered.load(Ordering::SeqCst) >= ticket
+    }
+
+    /// Lists a waiting backend by its PGPROC number; `None` when every slot
+    /// is taken (it then waits unlisted).
+    pub fn add_status_waiter(&self, procno: i32) -> Option<usize> {
+        let code = procno.checked_add(1).filter(|c| *c > 0)?;
+        self.status
+            .waiters
+            .iter()
+            .position(|w| w.compare_exchange(0, code, Ordering::SeqCst, Ordering::Relaxed).is_ok())
+    }
+
+    pub fn remove_status_waiter(&self, slot: usize) {
+        if let Some(w) = self.status.waiters.get(slot) {
+            w.store(0, Ordering::SeqCst);
+        }
+    }
+
+    /// The PGPROC numbers of the backends waiting for an answer.
+    pub fn status_waiters(&self) -> Vec<i32> {
+        self.status.waiters.iter().map(|w| w.load(Ordering::SeqCst)).filter(|c| *c > 0).map(|c| c - 1).collect()
+    }
+
     /// The followers listed, by name.
     pub fn followers(&self) -> Vec<FollowerRow> {
         let mut rows: Vec<FollowerRow> = self
@@ -291,6 +353,34 @@ mod tests {
             board.follower_fetched(&format!("f{i:02}"), 9, 7, false, 0);
         }
         assert_eq!(board.followers().len(), FOLLOWER_SLOTS);
+    }
+
+    #[test]
+    fn a_status_ticket_is_answered_by_any_later_answer_and_waiters_are_listed() {
+        let board = ReplicationBoard::default();
+        assert_eq!(board.status_wanted(), None);
+        let slot = board.add_status_waiter(0).expect("a free slot");
+        let other = board.add_status_waiter(41).expect("a free slot");
+        assert_eq!(board.status_waiters(), vec![0, 41]);
+        let first = board.request_status();
+        let second = board.request_status();
+        assert!(!board.status_ready(first));
+        // The worker answers the latest ticket at once, which answers both.
+        assert_eq!(board.status_wanted(), Some(second));
+        board.status_answered(second);
+        assert!(board.status_ready(first) && board.status_ready(second));
+        assert_eq!(board.status_wanted(), None);
+        // An older answer never moves the mark back.
+        board.status_answered(first);
+        assert!(board.status_ready(second));
+        board.remove_status_waiter(slot);
+        assert_eq!(board.status_waiters(), vec![41]);
+        board.remove_status_waiter(other);
+        for procno in 0..STATUS_WAITERS as i32 {
+            assert!(board.add_status_waiter(procno).is_some());
+        }
+        assert_eq!(board.add_status_waiter(99), None, "every slot is taken");
+        assert_eq!(board.add_status_waiter(-1), None, "not a PGPROC number");
     }
 
     #[test]

@@ -6,13 +6,15 @@
 //!   the followers it has seen (each partition keeps its followers'
 //!   acknowledgements itself, `crate::partition`);
 //! - [`board`]: the same, published where SQL reads it (shared memory in
-//!   the extension);
+//!   the extension), and [`partition_status`]: each follower's position in
+//!   each partition, written to a file when SQL asks;
 //! - [`follower`]: a standby's broker copying every partition from the
 //!   leader (Fetch as a replica, OffsetForLeaderEpoch to cut a diverged
 //!   tail), over [`leader_link`].
 pub mod board;
 pub mod follower;
 pub mod leader_link;
+pub mod partition_status;
 pub mod standby_name;
 pub mod state;
 pub mod sync_policy;

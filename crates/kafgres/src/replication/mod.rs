@@ -10,9 +10,12 @@
 //! find the leader and follows it under its walreceiver's name, so that
 //! `synchronous_standby_names` governs topic data as it governs the WAL. At
 //! promotion ([`promotion`]) the broker stops following and starts again as
-//! the leader, in a new epoch.
+//! the leader, in a new epoch. The views read the broker's replication
+//! board in shared memory ([`status`]), or ask the broker for what does not
+//! fit there ([`partitions`]).
 
 pub mod leader;
+pub mod partitions;
 pub mod promotion;
 pub mod status;
 

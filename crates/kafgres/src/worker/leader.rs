@@ -1,8 +1,8 @@
 //! The broker on a primary: the leader. It records a new leader epoch
 //! (`crate::replication::leader`), takes the synchronous policy from
 //! `synchronous_standby_names` (again at each reload), serves the data
-//! plane's catalog requests and reloads the groups whose offsets SQL
-//! committed.
+//! plane's catalog requests, reloads the groups whose offsets SQL
+//! committed, and answers SQL's requests for `kafgres.replica_partitions`.
 
 use std::sync::Arc;
 
@@ -50,6 +50,7 @@ pub(super) fn run(w: &Worker) -> Ended {
         w.report_logs();
         serve_control_requests(&plans, &mut requests);
         reload_groups_committed_from_sql(&plans, broker.context());
+        replication::partitions::answer_status_requests(&broker.context().topics);
         if stopping() {
             break;
         }
