@@ -12,6 +12,7 @@
 use std::net::SocketAddr;
 
 use bytes::{BufMut, Bytes, BytesMut};
+use kafgres_wire::error_code;
 use kafgres_wire::guard::check_request_body;
 use kafgres_wire::header::{peek_fixed_header, put_response_header, response_header_version, split_request};
 use kafka_protocol::messages::ApiKey;
@@ -38,11 +39,15 @@ pub enum Outcome {
 
 /// Answers one request frame from `peer`, whose connection authenticated as
 /// `principal` (if authentication is on).
-/// What a standby's broker answers: how to find the leader (Metadata,
+/// What a standby's broker serves: how to find the leader (Metadata,
 /// FindCoordinator, DescribeCluster), authentication, and the data APIs,
 /// which answer NOT_LEADER_OR_FOLLOWER so that clients refresh their
-/// metadata. Anything else closes the connection: a client only sends it to
-/// a broker Metadata named, which a standby never is.
+/// metadata. The coordinators' APIs (groups, transactions, producer ids) are
+/// refused with NOT_COORDINATOR (their handlers' `refused`): a client that
+/// still holds this node as its coordinator from before a failover (an old
+/// primary back as a standby, same address and node id) looks it up again at
+/// once. Anything else closes the connection: a client only sends it to a
+/// broker Metadata named, which a standby never is.
 const SERVED_BY_A_FOLLOWER: &[ApiKey] = &[
     ApiKey::ApiVersions,
     ApiKey::Metadata,
@@ -72,11 +77,6 @@ pub async fn handle_frame(ctx: &BrokerContext, peer: SocketAddr, principal: Opti
         }
         Served::Unknown => return Outcome::Close(format!("API key {api_key} is not served")),
     };
-    if ctx.config.is_follower() && !SERVED_BY_A_FOLLOWER.contains(&key) {
-        return Outcome::Close(format!(
-            "{key:?}: this broker is a standby's follower; clients are sent to the leader by Metadata"
-        ));
-    }
     let (header, body) = match split_request(frame, key.request_header_version(api_version)) {
         Ok(parts) => parts,
         Err(e) => return Outcome::Close(format!("bad {key:?} request header: {e}")),
@@ -102,6 +102,9 @@ macro_rules! routes {
             // connection task `Send` (rust-lang/rust#100013).
             match key {
                 $(<$handler as Handler>::KEY => match decode::<$handler>(body, cx) {
+                    Ok(request) if ctx.config.is_follower() && !SERVED_BY_A_FOLLOWER.contains(&key) => {
+                        refuse_on_a_standby::<$handler>(cx, &request)
+                    }
                     Ok(request) => encode::<$handler>(cx, <$handler>::handle(Pick::pick(ctx), cx, request).await),
                     Err(closed) => closed,
                 },)*
@@ -112,6 +115,18 @@ macro_rules! routes {
     };
 }
 api::served_apis!(routes);
+
+/// A request a standby's broker does not serve: NOT_COORDINATOR where the
+/// API has such an answer, else the connection closes.
+fn refuse_on_a_standby<H: Handler>(cx: &RequestContext<'_>, request: &H::Request) -> Outcome {
+    match H::refused(cx, request, error_code::NOT_COORDINATOR) {
+        Some(response) => respond(H::KEY, cx.api_version, cx.correlation_id, &response),
+        None => Outcome::Close(format!(
+            "{:?}: this broker is a standby's follower; clients are sent to the leader by Metadata",
+            H::KEY
+        )),
+    }
+}
 
 fn decode<H: Handler>(mut body: Bytes, cx: &RequestContext<'_>) -> Result<H::Request, Outcome> {
     H::Request::decode(&mut body, cx.api_version)

@@ -3,7 +3,8 @@
 //! loopback. The follower's copy is the leader's batches byte for byte; a
 //! synchronous policy makes acks=all wait for it; a follower whose tail the
 //! leader never had truncates it; a standby answers NOT_LEADER_OR_FOLLOWER
-//! and sends clients to the leader.
+//! (NOT_COORDINATOR for the coordinators' APIs) and sends clients to the
+//! leader.
 
 mod common;
 
@@ -14,7 +15,14 @@ use common::*;
 use kafgres_broker::replication::follower::FollowerConfig;
 use kafgres_broker::replication::{ReplicationState, SyncPolicy};
 use kafgres_broker::{BrokerConfig, MemoryCatalog};
-use kafka_protocol::messages::MetadataRequest;
+use kafgres_wire::error_code::NOT_COORDINATOR;
+use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
+use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+use kafka_protocol::messages::{
+    DescribeConfigsRequest, GroupId, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest, MetadataRequest,
+    OffsetCommitRequest, OffsetFetchRequest,
+};
+use kafka_protocol::protocol::StrBytes;
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -84,6 +92,19 @@ async fn a_follower_copies_topics_and_batches_byte_for_byte() {
     wait_until("the later topic's records", || has_topic(&follower, "later") && follower.log_end("later", 0) == 2)
         .await;
     assert_eq!(stored_bytes(&follower, "later", 0), stored_bytes(&leader, "later", 0));
+    // The leader's status rows (kafgres.replica_partitions): the follower's
+    // position in each partition, caught up once it fetches at the log end.
+    let status = || kafgres_broker::replication::partition_status::rows(&leader.broker.context().topics);
+    wait_until("the follower's positions at every log end", || {
+        let rows = status();
+        rows.len() == 3 && rows.iter().all(|r| r.replicated_offset == r.log_end_offset && r.caught_up_ms.is_some())
+    })
+    .await;
+    let rows = status();
+    let keys: Vec<(&str, &str, i32)> =
+        rows.iter().map(|r| (r.standby.as_str(), r.topic.as_str(), r.partition)).collect();
+    assert_eq!(keys, [("standby1", "copied", 0), ("standby1", "copied", 1), ("standby1", "later", 0)]);
+    assert_eq!(rows[2].log_end_offset, 2);
     let t = follower.broker.context().topics.get("later").expect("copied");
     assert_eq!(t.partition(0).expect("p").latest_epoch(), Some(3), "batches keep the leader's epoch");
     // The standby sends clients to the leader and takes no records itself.
@@ -93,6 +114,35 @@ async fn a_follower_copies_topics_and_batches_byte_for_byte() {
     assert_eq!((metadata.brokers[0].node_id.0, metadata.brokers[0].port), (1, i32::from(leader.addr().port())));
     let refused = produce(&mut standby, 9, "later", 0, -1, batch(&records("no", 1))).await;
     assert_eq!(refused.error_code, kafgres_wire::error_code::NOT_LEADER_OR_FOLLOWER);
+    // A client that still holds the standby as its coordinator (an old
+    // primary back as a standby) is told to look it up again, at every version.
+    let group = || GroupId(StrBytes::from_static_str("g"));
+    for version in [0, 4] {
+        let beat = standby.call(version, &HeartbeatRequest::default().with_group_id(group())).await;
+        assert_eq!(beat.error_code, NOT_COORDINATOR, "Heartbeat v{version}");
+        let join = standby.call(version + 1, &JoinGroupRequest::default().with_group_id(group())).await;
+        assert_eq!((join.error_code, join.generation_id), (NOT_COORDINATOR, -1), "JoinGroup v{}", version + 1);
+    }
+    let commit =
+        OffsetCommitRequest::default().with_group_id(group()).with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(name("later"))
+            .with_partitions(vec![OffsetCommitRequestPartition::default().with_partition_index(0)])]);
+    let committed = standby.call(8, &commit).await;
+    assert_eq!(committed.topics[0].partitions[0].error_code, NOT_COORDINATOR);
+    let fetch_v1 =
+        OffsetFetchRequest::default()
+            .with_group_id(group())
+            .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+                .with_name(name("later"))
+                .with_partition_indexes(vec![0])]));
+    let fetched = standby.call(1, &fetch_v1).await;
+    assert_eq!(fetched.topics[0].partitions[0].error_code, NOT_COORDINATOR, "v1: in each partition");
+    let fetched = standby.call(7, &fetch_v1).await;
+    assert_eq!(fetched.error_code, NOT_COORDINATOR);
+    let init = standby.call(4, &InitProducerIdRequest::default().with_transaction_timeout_ms(60_000)).await;
+    assert_eq!((init.error_code, init.producer_id.0), (NOT_COORDINATOR, -1));
+    // An API with no coordinator's answer still closes the connection.
+    assert!(standby.try_call(4, &DescribeConfigsRequest::default()).await.is_err());
     follower.broker.shutdown().await;
     leader.broker.shutdown().await;
 }

@@ -90,6 +90,16 @@ impl Handler for ConsumerGroupHeartbeat {
         });
         response.into()
     }
+
+    fn refused(
+        _: &RequestContext<'_>,
+        _: &ConsumerGroupHeartbeatRequest,
+        code: i16,
+    ) -> Option<ConsumerGroupHeartbeatResponse> {
+        let mut response = ConsumerGroupHeartbeatResponse::default();
+        response.error_code = code;
+        Some(response)
+    }
 }
 
 fn described_partitions(partitions: Vec<NamedPartitions>) -> DescribedAssignment {

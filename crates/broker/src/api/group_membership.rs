@@ -84,6 +84,17 @@ impl Handler for JoinGroup {
             .collect();
         response.into()
     }
+
+    fn refused(cx: &RequestContext<'_>, req: &JoinGroupRequest, code: i16) -> Option<JoinGroupResponse> {
+        let mut response = JoinGroupResponse::default();
+        response.error_code = code;
+        response.generation_id = -1;
+        response.member_id = req.member_id.clone();
+        if cx.api_version < 7 {
+            response.protocol_name = Some(str_bytes("")); // not nullable before v7
+        }
+        Some(response)
+    }
 }
 
 pub struct SyncGroup;
@@ -126,6 +137,12 @@ impl Handler for SyncGroup {
         response.assignment = answer.assignment;
         response.into()
     }
+
+    fn refused(_: &RequestContext<'_>, _: &SyncGroupRequest, code: i16) -> Option<SyncGroupResponse> {
+        let mut response = SyncGroupResponse::default();
+        response.error_code = code;
+        Some(response)
+    }
 }
 
 pub struct Heartbeat;
@@ -154,6 +171,12 @@ impl Handler for Heartbeat {
         let mut response = HeartbeatResponse::default();
         response.error_code = error_code;
         response.into()
+    }
+
+    fn refused(_: &RequestContext<'_>, _: &HeartbeatRequest, code: i16) -> Option<HeartbeatResponse> {
+        let mut response = HeartbeatResponse::default();
+        response.error_code = code;
+        Some(response)
     }
 }
 
@@ -204,5 +227,11 @@ impl Handler for LeaveGroup {
                 .collect();
         }
         response.into()
+    }
+
+    fn refused(_: &RequestContext<'_>, _: &LeaveGroupRequest, code: i16) -> Option<LeaveGroupResponse> {
+        let mut response = LeaveGroupResponse::default();
+        response.error_code = code;
+        Some(response)
     }
 }

@@ -115,6 +115,30 @@ impl Handler for OffsetCommit {
         }
         response.into()
     }
+
+    fn refused(_: &RequestContext<'_>, req: &OffsetCommitRequest, code: i16) -> Option<OffsetCommitResponse> {
+        let mut response = OffsetCommitResponse::default();
+        response.topics = req
+            .topics
+            .iter()
+            .map(|t| {
+                let mut out = OffsetCommitResponseTopic::default();
+                out.name = t.name.clone();
+                out.partitions = t
+                    .partitions
+                    .iter()
+                    .map(|p| {
+                        let mut r = OffsetCommitResponsePartition::default();
+                        r.partition_index = p.partition_index;
+                        r.error_code = code;
+                        r
+                    })
+                    .collect();
+                out
+            })
+            .collect();
+        Some(response)
+    }
 }
 
 pub struct OffsetFetch;
@@ -196,6 +220,51 @@ impl Handler for OffsetFetch {
             .collect();
         response.into()
     }
+
+    fn refused(cx: &RequestContext<'_>, req: &OffsetFetchRequest, code: i16) -> Option<OffsetFetchResponse> {
+        let mut response = OffsetFetchResponse::default();
+        if cx.api_version >= 8 {
+            response.groups = req
+                .groups
+                .iter()
+                .map(|g| {
+                    let mut out = OffsetFetchResponseGroup::default();
+                    out.group_id = g.group_id.clone();
+                    out.error_code = code;
+                    out
+                })
+                .collect();
+            return Some(response);
+        }
+        if cx.api_version >= 2 {
+            response.error_code = code;
+            return Some(response);
+        }
+        // v1 has no group-level error: each partition asked for carries it.
+        response.topics = req
+            .topics
+            .iter()
+            .flatten()
+            .map(|t| {
+                let mut out = OffsetFetchResponseTopic::default();
+                out.name = t.name.clone();
+                out.partitions = t
+                    .partition_indexes
+                    .iter()
+                    .map(|&index| {
+                        let mut r = OffsetFetchResponsePartition::default();
+                        r.partition_index = index;
+                        r.committed_offset = -1;
+                        r.metadata = Some(str_bytes(""));
+                        r.error_code = code;
+                        r
+                    })
+                    .collect();
+                out
+            })
+            .collect();
+        Some(response)
+    }
 }
 
 fn fetch_one(
@@ -256,5 +325,11 @@ impl Handler for OffsetDelete {
             })
             .collect();
         response.into()
+    }
+
+    fn refused(_: &RequestContext<'_>, _: &OffsetDeleteRequest, code: i16) -> Option<OffsetDeleteResponse> {
+        let mut response = OffsetDeleteResponse::default();
+        response.error_code = code;
+        Some(response)
     }
 }

@@ -33,6 +33,14 @@ pub trait Handler {
         cx: &RequestContext<'_>,
         request: Self::Request,
     ) -> impl Future<Output = Answer<Self::Response>> + Send;
+
+    /// The whole request refused with `code`, as Kafka's `getErrorResponse`
+    /// builds it: what a standby's broker answers for a coordinator's API
+    /// (NOT_COORDINATOR, so that the client looks its coordinator up again).
+    /// `None`: no such answer, and a standby closes the connection.
+    fn refused(_cx: &RequestContext<'_>, _request: &Self::Request, _code: i16) -> Option<Self::Response> {
+        None
+    }
 }
 
 /// The versions of an API: all of `accepted_min..=max` are handled;

@@ -79,4 +79,12 @@ impl Handler for InitProducerId {
         }
         response.into()
     }
+
+    fn refused(_: &RequestContext<'_>, _: &InitProducerIdRequest, code: i16) -> Option<InitProducerIdResponse> {
+        let mut response = InitProducerIdResponse::default();
+        response.producer_id = ProducerId(-1);
+        response.producer_epoch = -1;
+        response.error_code = code;
+        Some(response)
+    }
 }

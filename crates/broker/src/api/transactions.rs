@@ -70,6 +70,34 @@ impl Handler for AddPartitionsToTxn {
         response.results_by_topic_v3_and_below = by_topic;
         response.into()
     }
+
+    fn refused(
+        _: &RequestContext<'_>,
+        req: &AddPartitionsToTxnRequest,
+        code: i16,
+    ) -> Option<AddPartitionsToTxnResponse> {
+        let mut response = AddPartitionsToTxnResponse::default();
+        response.results_by_topic_v3_and_below = req
+            .v3_and_below_topics
+            .iter()
+            .map(|t| {
+                let mut out = AddPartitionsToTxnTopicResult::default();
+                out.name = t.name.clone();
+                out.results_by_partition = t
+                    .partitions
+                    .iter()
+                    .map(|&partition| {
+                        let mut result = AddPartitionsToTxnPartitionResult::default();
+                        result.partition_index = partition;
+                        result.partition_error_code = code;
+                        result
+                    })
+                    .collect();
+                out
+            })
+            .collect();
+        Some(response)
+    }
 }
 
 pub struct AddOffsetsToTxn;
@@ -100,6 +128,12 @@ impl Handler for AddOffsetsToTxn {
             }
         };
         response.into()
+    }
+
+    fn refused(_: &RequestContext<'_>, _: &AddOffsetsToTxnRequest, code: i16) -> Option<AddOffsetsToTxnResponse> {
+        let mut response = AddOffsetsToTxnResponse::default();
+        response.error_code = code;
+        Some(response)
     }
 }
 
@@ -168,6 +202,30 @@ impl Handler for TxnOffsetCommit {
             .collect();
         response.into()
     }
+
+    fn refused(_: &RequestContext<'_>, req: &TxnOffsetCommitRequest, code: i16) -> Option<TxnOffsetCommitResponse> {
+        let mut response = TxnOffsetCommitResponse::default();
+        response.topics = req
+            .topics
+            .iter()
+            .map(|t| {
+                let mut out = TxnOffsetCommitResponseTopic::default();
+                out.name = t.name.clone();
+                out.partitions = t
+                    .partitions
+                    .iter()
+                    .map(|p| {
+                        let mut r = TxnOffsetCommitResponsePartition::default();
+                        r.partition_index = p.partition_index;
+                        r.error_code = code;
+                        r
+                    })
+                    .collect();
+                out
+            })
+            .collect();
+        Some(response)
+    }
 }
 
 pub struct EndTxn;
@@ -193,5 +251,13 @@ impl Handler for EndTxn {
             Err(code) => code,
         };
         response.into()
+    }
+
+    fn refused(_: &RequestContext<'_>, _: &EndTxnRequest, code: i16) -> Option<EndTxnResponse> {
+        let mut response = EndTxnResponse::default();
+        response.producer_id = ProducerId(-1);
+        response.producer_epoch = -1;
+        response.error_code = code;
+        Some(response)
     }
 }
