@@ -109,6 +109,21 @@ impl GroupCoordinator {
         (response, effects)
     }
 
+    /// No consumer group `group_id`, and no classic group with members:
+    /// what this coordinator holds after a start for a group whose members
+    /// were consuming before it.
+    fn forgot_consumer_group(&self, group_id: &str) -> bool {
+        match self.groups.get(group_id) {
+            None => true,
+            Some(group) => {
+                group.consumer.is_none()
+                    && group.state == GroupState::Empty
+                    && group.members.is_empty()
+                    && group.pending_join.is_empty()
+            }
+        }
+    }
+
     /// The consumer group `group_id`, created (or converted from an empty
     /// classic group) when `create` is set.
     fn consumer_group_mut(&mut self, now_ms: i64, group_id: &str, create: bool) -> Result<&mut Group, Refusal> {
@@ -144,6 +159,18 @@ impl GroupCoordinator {
         let members_max = self.config.group_members_max;
         let session_ms = self.config.consumer_session_timeout_ms;
         let heartbeat_interval_ms = self.config.consumer_heartbeat_interval_ms;
+        if !joining && self.forgot_consumer_group(&request.group_id) {
+            // Membership is not persisted (docs/conformance.md): after a
+            // restart or a failover a member comes back to a group this
+            // coordinator does not know, or knows only by its committed
+            // offsets. Kafka would have replayed the group and fenced the
+            // member; GROUP_ID_NOT_FOUND would be fatal to the client, while
+            // UNKNOWN_MEMBER_ID makes it rejoin with epoch 0.
+            return refuse(
+                error_code::UNKNOWN_MEMBER_ID,
+                format!("Member {} is not a member of group {}.", request.member_id, request.group_id),
+            );
+        }
         self.consumer_group_mut(now_ms, &request.group_id, joining)?;
         let (mut ctx, groups) = self.split(now_ms, effects);
         let group = groups.get_mut(&request.group_id).ok_or((error_code::UNKNOWN_SERVER_ERROR, String::new()))?;

@@ -167,7 +167,8 @@ fn invalid_requests_are_refused_with_kafkas_codes() {
             ConsumerHeartbeatRequest { subscribed_topic_regex: Some("t(".into()), ..join("a", &[]) },
             error_code::INVALID_REGULAR_EXPRESSION,
         ),
-        (beat("a", 5, None), error_code::GROUP_ID_NOT_FOUND),
+        // A member of a group this coordinator forgot (a restart): rejoin.
+        (beat("a", 5, None), error_code::UNKNOWN_MEMBER_ID),
         (beat("a", -1, None), error_code::GROUP_ID_NOT_FOUND),
     ];
     for (request, code) in cases {
@@ -434,4 +435,33 @@ fn an_empty_consumer_group_without_offsets_is_collected() {
         (described.error_code, described.error_message.as_deref()),
         (error_code::GROUP_ID_NOT_FOUND, Some("Group g not found."))
     );
+}
+
+#[test]
+fn a_member_of_a_group_forgotten_at_a_restart_is_told_to_rejoin() {
+    // A coordinator that just started knows the group only by its committed
+    // offsets (an empty classic group); the member heartbeats at its epoch.
+    let mut c = C::new(&[(TOPIC, 2)]);
+    let committed = crate::group::types::CommittedOffset {
+        topic: TOPIC.into(),
+        partition: 0,
+        offset: 7,
+        leader_epoch: -1,
+        metadata: String::new(),
+        commit_timestamp_ms: c.h.now,
+    };
+    c.h.c.load_offsets(c.h.now, [(GROUP.to_string(), committed)]);
+    let refused = c.send(beat("a", 4, None));
+    assert_eq!(refused.error_code, error_code::UNKNOWN_MEMBER_ID, "{refused:?}");
+    assert_eq!(refused.error_message.as_deref(), Some("Member a is not a member of group g."));
+    // It rejoins at epoch 0 (as the Java client does on UNKNOWN_MEMBER_ID)
+    // and gets the partitions; the group keeps its offsets.
+    let joined = c.ok(join("a", &[TOPIC]));
+    assert_eq!((joined.member_epoch, joined.assignment), (1, Some(parts(c.topics.id(TOPIC), &[0, 1]))));
+    // A classic group with members is not forgotten: that stays Kafka's answer.
+    let mut c = C::new(&[(TOPIC, 1)]);
+    let (member_id, _) = c.h.join_new(join_request(""));
+    assert!(!member_id.is_empty());
+    let refused = c.send(beat("a", 4, None));
+    assert_eq!(refused.error_code, error_code::GROUP_ID_NOT_FOUND, "{refused:?}");
 }
