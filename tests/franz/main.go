@@ -2,6 +2,10 @@
 // kadm) and prints one line per check: `ok NAME`, or `FAIL NAME: REASON`.
 //
 //	franz-probe [-records N] [-log LEVEL] BOOTSTRAP TOPIC
+//	franz-probe failover [-log LEVEL] [-run-seconds N] BOOTSTRAP TOPIC STOPFILE
+//
+// The second form runs clients across failovers until STOPFILE exists
+// (failover.go says what it prints); the rest of this comment is the first's.
 //
 // TOPIC names everything the probe creates: the topic itself (3 partitions,
 // retention.ms=3600000) and the consumer group TOPIC-group. The checks run in
@@ -55,7 +59,16 @@ type probe struct {
 	failed    int
 }
 
+// The -log levels.
+var logLevels = map[string]kgo.LogLevel{
+	"none": kgo.LogLevelNone, "error": kgo.LogLevelError, "warn": kgo.LogLevelWarn,
+	"info": kgo.LogLevelInfo, "debug": kgo.LogLevelDebug,
+}
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "failover" {
+		os.Exit(runFailover(os.Args[2:])) // failover.go
+	}
 	records := flag.Int("records", 30, "records to produce (half lz4, half zstd); at least 6")
 	logLevel := flag.String("log", "warn", "client log level on stderr: none, error, warn, info, debug")
 	flag.Usage = func() {
@@ -63,10 +76,7 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	level, ok := map[string]kgo.LogLevel{
-		"none": kgo.LogLevelNone, "error": kgo.LogLevelError, "warn": kgo.LogLevelWarn,
-		"info": kgo.LogLevelInfo, "debug": kgo.LogLevelDebug,
-	}[*logLevel]
+	level, ok := logLevels[*logLevel]
 	if flag.NArg() != 2 || *records < 2*partitionCount || !ok {
 		flag.Usage()
 		os.Exit(2)

@@ -32,7 +32,8 @@ public final class KafgresProbe {
             "compression", CompressionScenario::run,
             "cooperative", CooperativeScenario::run,
             "consumer-protocol", ConsumerProtocolScenario::run,
-            "transactions", TransactionsScenario::run);
+            "transactions", TransactionsScenario::run,
+            "failover", FailoverScenario::run);
 
     private KafgresProbe() {}
 
