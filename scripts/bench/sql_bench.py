@@ -9,7 +9,7 @@ Kafka side, all in this one process so the clocks agree:
   send.batch          kafgres.send_batch() of --batch values per transaction: records/s
   send.visible        commit-to-visible latency: COMMIT returning -> a long-polling
                       consumer receiving the record (p50/p99/max, one record at a time)
-  send.wal_retention  WAL the `kafgres` slot retains (current WAL position minus its
+  send.wal_retention  WAL the SQL bridge's `kafgres_sql_bridge` slot retains (current WAL position minus its
                       restart_lsn) sampled every 0.5 s during --retention-seconds of
                       send_batch() load from two sessions: max and last, with the WAL
                       rate, so "bounded" is a number, not a claim
@@ -46,6 +46,8 @@ import psycopg
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# The SQL bridge's physical slot (crates/kafgres/src/bridge/slot.rs, SLOT_NAME).
+BRIDGE_SLOT = "kafgres_sql_bridge"
 FIGURES = [
     "send.single_tx", "send.multi_tx", "send.batch", "send.visible", "send.wal_retention",
     "consume.throughput", "consume.latency",
@@ -214,7 +216,7 @@ class Bench:
 
         loaders = [threading.Thread(target=load, daemon=True) for _ in range(2)]
         sample = ("select pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint, pg_current_wal_lsn()::text "
-                  "from pg_replication_slots where slot_name = 'kafgres'")
+                  f"from pg_replication_slots where slot_name = '{BRIDGE_SLOT}'")
         first_lsn = self.admin_conn.execute("select pg_current_wal_lsn()::text").fetchone()[0]
         for t in loaders:
             t.start()
@@ -225,7 +227,7 @@ class Bench:
                 time.sleep(0.5)
                 row = self.admin_conn.execute(sample).fetchone()
                 if row is None:
-                    raise SystemExit("send.wal_retention: no slot named kafgres")
+                    raise SystemExit(f"send.wal_retention: no slot named {BRIDGE_SLOT} (is the SQL bridge running?)")
                 retained.append(int(row[0]))
         finally:
             stop.set()
