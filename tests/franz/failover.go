@@ -17,8 +17,9 @@ package main
 //     `consumed P OFFSET SEQ` for each record and commits every half second.
 //
 // Then the producer flushes (`producer-done SENT`); the consumer goes on
-// until it has read every acknowledged record or drainTimeout passed,
-// commits and leaves (`consumed-done ...`). TOPIC must exist. Timeouts are
+// until it has read every acknowledged record and the group's commits reach
+// every partition's end, or drainTimeout passed, and leaves
+// (`consumed-done ...`). TOPIC must exist. Timeouts are
 // generous (a record may take 120 s to be delivered) so that a failover of a
 // few seconds is retried, not failed; errors print as `error WHAT ...` lines
 // and the clients carry on. The test checks the lines against the final log.
@@ -34,6 +35,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -219,7 +221,8 @@ func (r *failoverRun) consume() {
 			default:
 			}
 		}
-		if !drainDeadline.IsZero() && (r.acked.missingFrom(&r.consumed) == 0 || time.Now().After(drainDeadline)) {
+		if !drainDeadline.IsZero() && (time.Now().After(drainDeadline) ||
+			(r.acked.missingFrom(&r.consumed) == 0 && r.committedToTheEnd(cl))) {
 			break
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -245,7 +248,6 @@ func (r *failoverRun) consume() {
 			r.commit(cl, "commit")
 		}
 	}
-	r.commit(cl, "final-commit")
 	r.out.printf("consumed-done records %d distinct %d missing %d", records, len(r.consumed.set),
 		r.acked.missingFrom(&r.consumed))
 }
@@ -256,4 +258,31 @@ func (r *failoverRun) commit(cl *kgo.Client, what string) {
 	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
 		r.out.printf("error %s %s", what, oneLine(err))
 	}
+}
+
+// committedToTheEnd commits and says whether the group's committed offsets
+// reached the end of every partition of the topic: the drain's end. Having
+// read every acknowledged record is not enough: after a failover a member
+// rejoins and starts again from its last commit, and one still rejoining
+// holds no partition (its commit commits nothing).
+func (r *failoverRun) committedToTheEnd(cl *kgo.Client) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+	defer cancel()
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		r.out.printf("error final-commit %s", oneLine(err))
+		return false
+	}
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, r.topic)
+	if err != nil {
+		r.out.printf("error end-offsets %s", oneLine(err))
+		return false
+	}
+	committed := cl.CommittedOffsets()[r.topic]
+	atTheEnd := len(committed) >= failoverPartitions
+	ends.Each(func(end kadm.ListedOffset) {
+		if c, found := committed[end.Partition]; end.Err != nil || !found || c.Offset < end.Offset {
+			atTheEnd = false
+		}
+	})
+	return atTheEnd
 }

@@ -20,7 +20,7 @@ use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartiti
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::{
     DescribeConfigsRequest, GroupId, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest, MetadataRequest,
-    OffsetCommitRequest, OffsetFetchRequest,
+    OffsetCommitRequest, OffsetFetchRequest, TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -139,8 +139,15 @@ async fn a_follower_copies_topics_and_batches_byte_for_byte() {
     assert_eq!(fetched.topics[0].partitions[0].error_code, NOT_COORDINATOR, "v1: in each partition");
     let fetched = standby.call(7, &fetch_v1).await;
     assert_eq!(fetched.error_code, NOT_COORDINATOR);
-    let init = standby.call(4, &InitProducerIdRequest::default().with_transaction_timeout_ms(60_000)).await;
+    let transactional = InitProducerIdRequest::default()
+        .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("t"))))
+        .with_transaction_timeout_ms(60_000);
+    let init = standby.call(4, &transactional).await;
     assert_eq!((init.error_code, init.producer_id.0), (NOT_COORDINATOR, -1));
+    // An idempotent producer's has no coordinator to look up: retriable, elsewhere.
+    let idempotent = InitProducerIdRequest::default().with_transactional_id(None).with_transaction_timeout_ms(60_000);
+    let init = standby.call(4, &idempotent).await;
+    assert_eq!((init.error_code, init.producer_id.0), (kafgres_wire::error_code::COORDINATOR_LOAD_IN_PROGRESS, -1));
     // An API with no coordinator's answer still closes the connection.
     assert!(standby.try_call(4, &DescribeConfigsRequest::default()).await.is_err());
     follower.broker.shutdown().await;

@@ -80,11 +80,20 @@ impl Handler for InitProducerId {
         response.into()
     }
 
-    fn refused(_: &RequestContext<'_>, _: &InitProducerIdRequest, code: i16) -> Option<InitProducerIdResponse> {
+    fn refused(_: &RequestContext<'_>, req: &InitProducerIdRequest, code: i16) -> Option<InitProducerIdResponse> {
         let mut response = InitProducerIdResponse::default();
         response.producer_id = ProducerId(-1);
         response.producer_epoch = -1;
-        response.error_code = code;
+        // An idempotent producer's request (no transactional id) has no
+        // coordinator to look up (the Java client would ask FindCoordinator
+        // for a null key on NOT_COORDINATOR): it gets the retriable answer
+        // Kafka's producer-id manager gives while it cannot hand ids out, and
+        // sends it again to another broker.
+        response.error_code = if req.transactional_id.is_none() && code == error_code::NOT_COORDINATOR {
+            error_code::COORDINATOR_LOAD_IN_PROGRESS
+        } else {
+            code
+        };
         Some(response)
     }
 }
