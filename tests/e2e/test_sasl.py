@@ -17,7 +17,9 @@ Kafka's own kafka-topics (the Java client 4.1, tests/java) creates and lists
 topics; a wrong password, an unknown user, NOLOGIN, an expired password and an
 md5 password all fail with an authentication error (the same one); a
 password change applies to the next connection; a client without SASL is
-refused (its first request after ApiVersions closes the connection).
+refused (its first request after ApiVersions closes the connection); the
+SQL API, which does not authenticate to the broker yet, refuses at once with
+FEATURE_NOT_SUPPORTED and a hint.
 
 Every wait has a deadline; the cluster is stopped and removed at the end, also
 on failure. Runs as root (initdb and pg_ctl run as the postgres user).
@@ -33,6 +35,7 @@ import uuid
 import warnings
 from pathlib import Path
 
+import psycopg
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -270,6 +273,21 @@ def test_java_kafka_topics(cluster: Cluster, java_build, tmp_path: Path):
                        "--list")
     assert refused.returncode != 0, refused.stdout
     assert "Authentication failed" in refused.stdout + refused.stderr, refused.stderr[-3000:]
+
+
+def test_the_sql_api_says_it_does_not_authenticate_yet(cluster: Cluster):
+    """The SQL side reaches the broker unauthenticated: with SASL required each function that needs the
+    broker is refused at once with a clear error (no record is left in the WAL that cannot be delivered)."""
+    topic = create_topic(APP_USER, APP_PASSWORD)
+    with psycopg.connect(cluster.conninfo, autocommit=True) as conn:
+        for statement in (f"SELECT kafgres.send('{topic}', 'v'::text)",
+                          "SELECT kafgres.create_topic('e2e-sasl-sql', 1)",
+                          f"SELECT * FROM kafgres.read_text('{topic}', 0, 0, 10)"):
+            with pytest.raises(psycopg.errors.FeatureNotSupported) as refused:
+                conn.execute(statement)
+            assert "kafgres.authentication = scram-sha-256" in str(refused.value), statement
+            assert "does not authenticate to the broker yet" in (refused.value.diag.message_hint or ""), statement
+    assert not [r for r in cluster.sql("SELECT name FROM kafgres.topics") if r[0] == "e2e-sasl-sql"]
 
 
 def test_no_panic_in_the_server_log(cluster: Cluster):

@@ -106,7 +106,25 @@ pub fn broker_address_or_err() -> Result<SocketAddr, String> {
 /// needed. A connection that breaks is dropped; when a kept one turns out
 /// stale (the broker restarted), `f` is tried once more on a new one.
 /// Errors become SQL errors.
+/// The SQL side (these functions and the SQL bridge) reaches the broker as
+/// an unauthenticated Kafka client on loopback; with SASL required the
+/// broker closes such connections. Until the SQL side authenticates, every
+/// function that needs the broker says so at once instead of failing as if
+/// the broker were down (or, for `kafgres.send`, leaving a record in the WAL
+/// that the bridge cannot deliver).
+pub fn refuse_while_authentication_is_on(what: &str) {
+    if crate::gucs::AUTHENTICATION.get() != crate::gucs::AuthenticationGuc::None {
+        fail(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("{what} is not available with kafgres.authentication = scram-sha-256"),
+            "the SQL API does not authenticate to the broker yet: use a Kafka client, or set \
+             kafgres.authentication = none (docs/configuration.md)",
+        );
+    }
+}
+
 pub fn with_broker<T>(what: &str, mut f: impl FnMut(&mut Client<LatchWait>) -> Result<T, ClientError>) -> T {
+    refuse_while_authentication_is_on(what);
     for attempt in 0..2 {
         let reused = LINK.with(|l| l.borrow().is_some());
         let outcome = LINK.with(|link| {

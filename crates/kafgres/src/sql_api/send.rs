@@ -105,6 +105,8 @@ fn send_record(
     partition: Option<i32>,
 ) -> i32 {
     super::broker_link::require_broker_database("kafgres.send");
+    // The bridge could not deliver it: refused now, not left in the WAL.
+    super::broker_link::refuse_while_authentication_is_on("kafgres.send");
     if !wal_level_is_enough() {
         fail(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
