@@ -233,9 +233,11 @@ async fn an_open_transaction_is_aborted_at_its_timeout_or_by_a_new_instance() {
     assert_eq!(add_partitions(&mut client, "t-slow", pid, epoch, "slow", &[0]).await, vec![0]);
     assert_eq!(produce_txn(&mut client, "t-slow", "slow", 0, txn_batch(pid, epoch, 0, 1, "late")).await, 0);
     let mut lso = 0;
-    for _ in 0..50 {
+    // Until the marker is durable too: the high watermark (and so the last
+    // stable offset) can stand at 1 between the marker's append and its flush.
+    for _ in 0..100 {
         lso = fetch(&mut client, "slow", 0, 0, true).await.last_stable_offset;
-        if lso > 0 {
+        if lso >= 2 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

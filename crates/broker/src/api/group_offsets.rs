@@ -90,12 +90,30 @@ impl Handler for OffsetCommit {
             codes_by_topic
                 .push((name, partitions.into_iter().map(|p| (p, error_code::UNKNOWN_TOPIC_OR_PARTITION)).collect()));
         }
-        let mut response = OffsetCommitResponse::default();
-        // Answer in request order.
-        for t in &req.topics {
-            let name = t.name.0.to_string();
-            let found: Vec<(i32, i16)> =
-                codes_by_topic.iter().filter(|(n, _)| *n == name).flat_map(|(_, p)| p.clone()).collect();
+        answered_in_request_order(&req, |name, index| {
+            codes_by_topic
+                .iter()
+                .filter(|(n, _)| n == name)
+                .flat_map(|(_, p)| p.iter())
+                .find(|(i, _)| *i == index)
+                .map_or(error_code::UNKNOWN_SERVER_ERROR, |(_, c)| *c)
+        })
+        .into()
+    }
+
+    fn refused(_: &RequestContext<'_>, req: &OffsetCommitRequest, code: i16) -> Option<OffsetCommitResponse> {
+        Some(answered_in_request_order(req, |_, _| code))
+    }
+}
+
+/// OffsetCommit's answer: each partition asked for, in request order, with
+/// `code_of(topic, partition)`.
+fn answered_in_request_order(req: &OffsetCommitRequest, code_of: impl Fn(&str, i32) -> i16) -> OffsetCommitResponse {
+    let mut response = OffsetCommitResponse::default();
+    response.topics = req
+        .topics
+        .iter()
+        .map(|t| {
             let mut out = OffsetCommitResponseTopic::default();
             out.name = t.name.clone();
             out.partitions = t
@@ -104,41 +122,14 @@ impl Handler for OffsetCommit {
                 .map(|p| {
                     let mut r = OffsetCommitResponsePartition::default();
                     r.partition_index = p.partition_index;
-                    r.error_code = found
-                        .iter()
-                        .find(|(i, _)| *i == p.partition_index)
-                        .map_or(error_code::UNKNOWN_SERVER_ERROR, |(_, c)| *c);
+                    r.error_code = code_of(t.name.0.as_str(), p.partition_index);
                     r
                 })
                 .collect();
-            response.topics.push(out);
-        }
-        response.into()
-    }
-
-    fn refused(_: &RequestContext<'_>, req: &OffsetCommitRequest, code: i16) -> Option<OffsetCommitResponse> {
-        let mut response = OffsetCommitResponse::default();
-        response.topics = req
-            .topics
-            .iter()
-            .map(|t| {
-                let mut out = OffsetCommitResponseTopic::default();
-                out.name = t.name.clone();
-                out.partitions = t
-                    .partitions
-                    .iter()
-                    .map(|p| {
-                        let mut r = OffsetCommitResponsePartition::default();
-                        r.partition_index = p.partition_index;
-                        r.error_code = code;
-                        r
-                    })
-                    .collect();
-                out
-            })
-            .collect();
-        Some(response)
-    }
+            out
+        })
+        .collect();
+    response
 }
 
 pub struct OffsetFetch;

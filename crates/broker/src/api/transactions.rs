@@ -180,52 +180,38 @@ impl Handler for TxnOffsetCommit {
                 Err(code) => code,
             }
         };
-        let mut response = TxnOffsetCommitResponse::default();
-        response.topics = req
-            .topics
-            .iter()
-            .map(|t| {
-                let mut out = TxnOffsetCommitResponseTopic::default();
-                out.name = t.name.clone();
-                out.partitions = t
-                    .partitions
-                    .iter()
-                    .map(|p| {
-                        let mut r = TxnOffsetCommitResponsePartition::default();
-                        r.partition_index = p.partition_index;
-                        r.error_code = code;
-                        r
-                    })
-                    .collect();
-                out
-            })
-            .collect();
-        response.into()
+        every_partition_answered(&req, code).into()
     }
 
     fn refused(_: &RequestContext<'_>, req: &TxnOffsetCommitRequest, code: i16) -> Option<TxnOffsetCommitResponse> {
-        let mut response = TxnOffsetCommitResponse::default();
-        response.topics = req
-            .topics
-            .iter()
-            .map(|t| {
-                let mut out = TxnOffsetCommitResponseTopic::default();
-                out.name = t.name.clone();
-                out.partitions = t
-                    .partitions
-                    .iter()
-                    .map(|p| {
-                        let mut r = TxnOffsetCommitResponsePartition::default();
-                        r.partition_index = p.partition_index;
-                        r.error_code = code;
-                        r
-                    })
-                    .collect();
-                out
-            })
-            .collect();
-        Some(response)
+        Some(every_partition_answered(req, code))
     }
+}
+
+/// TxnOffsetCommit's answer: one code for every partition asked for, in
+/// request order (the offsets are stored all or none).
+fn every_partition_answered(req: &TxnOffsetCommitRequest, code: i16) -> TxnOffsetCommitResponse {
+    let mut response = TxnOffsetCommitResponse::default();
+    response.topics = req
+        .topics
+        .iter()
+        .map(|t| {
+            let mut out = TxnOffsetCommitResponseTopic::default();
+            out.name = t.name.clone();
+            out.partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let mut r = TxnOffsetCommitResponsePartition::default();
+                    r.partition_index = p.partition_index;
+                    r.error_code = code;
+                    r
+                })
+                .collect();
+            out
+        })
+        .collect();
+    response
 }
 
 pub struct EndTxn;
