@@ -303,7 +303,10 @@ cmd_standby_status() {
     standby_paths
     standby_running || { say "standby not running"; return 1; }
     PGPORT=$STANDBY_PG_PORT psql -c "SELECT * FROM kafgres.replication" || true
-    if pg_running; then psql -c "SELECT * FROM kafgres.replicas" || true; fi
+    if pg_running; then
+        psql -c "SELECT * FROM kafgres.replicas" || true
+        psql -c "SELECT * FROM kafgres.replica_partitions WHERE lag_records > 0 OR caught_up_at IS NULL" || true
+    fi
 }
 
 cmd_standby() {
