@@ -9,10 +9,13 @@ again after each copy.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import time
+from pathlib import Path
+from typing import Iterator
 
 import psycopg
 
@@ -146,6 +149,32 @@ class Node(ThrowawayCluster):
                 last = {"error": str(e)}
             time.sleep(0.05)
         raise AssertionError(f"{self.name} is not {role} after {timeout_s:.0f}s: {last}\n{self.log_tail()}")
+
+
+@contextlib.contextmanager
+def node_pair(nodes, ready_timeout_s: float, keep_logs_in: Path | None = None) -> Iterator[tuple["Node", "Node"]]:
+    """Two nodes on `nodes` ((name, pg port, kafka port, node id) each): the first a serving primary with the
+    extension, the second not made yet. Both are destroyed at the end (their server logs printed with
+    KAFGRES_KEEP_FAILOVER_LOGS, or copied into `keep_logs_in`)."""
+    import pytest
+
+    for _, pg, kafka, _ in nodes:
+        if not (port_is_free(pg) and port_is_free(kafka)):
+            pytest.fail(f"port {pg} or {kafka} is taken: a failover cluster of an earlier run is still up?")
+    first, second = (Node(*n) for n in nodes)
+    try:
+        first.init_primary()
+        first.start()
+        first.sql("CREATE EXTENSION kafgres")
+        first.wait_until_serving(ready_timeout_s)
+        yield first, second
+    finally:
+        for node in (first, second):
+            if os.environ.get("KAFGRES_KEEP_FAILOVER_LOGS"):
+                print(f"--- {node.name} log tail ---\n{node.log_tail(80)}")
+            if keep_logs_in is not None:
+                (keep_logs_in / f"{node.name}.postgres.log").write_text(node.log_text())
+            node.destroy()
 
 
 def wait_until_caught_up(primary: Node, standby: Node, timeout_s: float = 120.0) -> None:

@@ -36,8 +36,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from failover_support import Node, wait_until_caught_up
-from support import port_is_free
+from failover_support import Node, node_pair, wait_until_caught_up
 
 NODES = (("node_a", 5481, 9481, 1), ("node_b", 5482, 9482, 2))
 BOOTSTRAP = ",".join(f"127.0.0.1:{kafka}" for _, _, kafka, _ in NODES)
@@ -48,21 +47,8 @@ IDEM_TOPIC, TXN_TOPIC, SQL_TOPIC = "fo-idem", "fo-txn", "fo-sql"
 
 @pytest.fixture
 def pair():
-    for _, pg, kafka, _ in NODES:
-        if not (port_is_free(pg) and port_is_free(kafka)):
-            pytest.fail(f"port {pg} or {kafka} is taken: a failover cluster of an earlier run is still up?")
-    a, b = (Node(*n) for n in NODES)
-    try:
-        a.init_primary()
-        a.start()
-        a.sql("CREATE EXTENSION kafgres")
-        a.wait_until_serving(READY_TIMEOUT_S)
-        yield a, b
-    finally:
-        for node in (a, b):
-            if os.environ.get("KAFGRES_KEEP_FAILOVER_LOGS"):
-                print(f"--- {node.name} log tail ---\n{node.log_tail(80)}")
-            node.destroy()
+    with node_pair(NODES, READY_TIMEOUT_S) as nodes:
+        yield nodes
 
 
 def make_standby(primary: Node, standby: Node) -> None:

@@ -56,8 +56,7 @@ from typing import Iterator
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from failover_support import Node, wait_until_caught_up
-from support import port_is_free
+from failover_support import Node, node_pair, wait_until_caught_up
 from test_failover import READY_TIMEOUT_S, create_topics, failover, make_standby, read_all, rejoin
 from test_franz_go import franz_build  # noqa: F401 (a fixture)
 from test_java_client import BUILD_DIR as JAVA_BUILD_DIR
@@ -96,22 +95,8 @@ def logs(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def pair(logs):
-    for _, pg, kafka, _ in NODES:
-        if not (port_is_free(pg) and port_is_free(kafka)):
-            pytest.fail(f"port {pg} or {kafka} is taken: a failover cluster of an earlier run is still up?")
-    c, d = (Node(*n) for n in NODES)
-    try:
-        c.init_primary()
-        c.start()
-        c.sql("CREATE EXTENSION kafgres")
-        c.wait_until_serving(READY_TIMEOUT_S)
-        yield c, d
-    finally:
-        for node in (c, d):
-            if os.environ.get("KAFGRES_KEEP_FAILOVER_LOGS"):
-                print(f"--- {node.name} log tail ---\n{node.log_tail(80)}")
-            (logs / f"{node.name}.postgres.log").write_text(node.log_text())
-            node.destroy()
+    with node_pair(NODES, READY_TIMEOUT_S, keep_logs_in=logs) as nodes:
+        yield nodes
 
 
 class Client:
