@@ -14,6 +14,7 @@
 //! Struct names follow Kafka's message definitions and so repeat across APIs (`TopicRequest`,
 //! `AlterConfigsResource`); errors name the struct and field, the API key says which one.
 
+pub(crate) mod acls;
 pub(crate) mod admin;
 pub(crate) mod cluster;
 pub(crate) mod consumer_groups;
@@ -51,6 +52,9 @@ pub(crate) static APIS: &[&ApiSchema] = &[
     &txn::ADD_OFFSETS_TO_TXN,
     &txn::END_TXN,
     &txn::TXN_OFFSET_COMMIT,
+    &acls::DESCRIBE_ACLS,
+    &acls::CREATE_ACLS,
+    &acls::DELETE_ACLS,
     &cluster::ALTER_CONFIGS,
     &cluster::DESCRIBE_LOG_DIRS,
     &admin::SASL_AUTHENTICATE,

@@ -7,20 +7,20 @@
 use bytes::Bytes;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest, ApiVersionsRequest,
-    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreatePartitionsRequest, CreateTopicsRequest,
-    DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest,
-    DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest, DescribeTopicPartitionsRequest,
-    DescribeTransactionsRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
-    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest,
-    ListOffsetsRequest, ListTransactionsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest,
-    OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
-    SyncGroupRequest, TxnOffsetCommitRequest,
+    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest, CreatePartitionsRequest,
+    CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
+    DescribeAclsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
+    DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest, EndTxnRequest, FetchRequest,
+    FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest,
+    LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, ListTransactionsRequest, MetadataRequest,
+    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest,
+    SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest, TxnOffsetCommitRequest,
 };
 use kafka_protocol::protocol::{Decodable, Message};
 
 use super::{
-    alloc, requests_admin, requests_cluster, requests_consumer_groups, requests_data, requests_groups, requests_topics,
-    requests_txn, roundtrip,
+    alloc, requests_acls, requests_admin, requests_cluster, requests_consumer_groups, requests_data, requests_groups,
+    requests_topics, requests_txn, roundtrip,
 };
 use crate::guard::schemas;
 
@@ -96,6 +96,9 @@ covered_apis! {
     26 roundtrip_end_txn: EndTxnRequest, 0..=5, requests_txn::end_txn;
     28 roundtrip_txn_offset_commit: TxnOffsetCommitRequest, 0..=5,
         requests_txn::txn_offset_commit;
+    29 roundtrip_describe_acls: DescribeAclsRequest, 1..=3, requests_acls::describe_acls;
+    30 roundtrip_create_acls: CreateAclsRequest, 1..=3, requests_acls::create_acls;
+    31 roundtrip_delete_acls: DeleteAclsRequest, 1..=3, requests_acls::delete_acls;
     32 roundtrip_describe_configs: DescribeConfigsRequest, 1..=4,
         requests_admin::describe_configs;
     33 roundtrip_alter_configs: AlterConfigsRequest, 0..=2, requests_cluster::alter_configs;

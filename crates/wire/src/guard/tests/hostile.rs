@@ -1,7 +1,7 @@
 //! Hand-written hostile bodies, laid out from the Kafka protocol guide (not from the guard's
 //! tables): for each covered API, a huge count with a few bytes of body is refused as
 //! `ArrayTooLong` naming the right field, and without the guard allocating anything. (The topic,
-//! cluster, SASL and transaction APIs are in `hostile_admin.rs` and `hostile_txn.rs`.)
+//! cluster, ACL, SASL and transaction APIs are in `hostile_admin.rs` and `hostile_txn.rs`.)
 
 use super::decode_measured;
 use super::wire::{assert_accepted_and_decoded, assert_array_too_long, assert_truncated, guard, Wire};

@@ -1,5 +1,5 @@
-//! Hand-written hostile bodies for the topic, cluster and SASL APIs (see `hostile.rs`), and the
-//! presence byte of DescribeTopicPartitions' nullable `cursor`.
+//! Hand-written hostile bodies for the topic, cluster, ACL and SASL APIs (see `hostile.rs`), and
+//! the presence byte of DescribeTopicPartitions' nullable `cursor`.
 
 use super::decode_measured;
 use super::wire::{assert_accepted_and_decoded, assert_array_too_long, assert_truncated, guard, Wire};
@@ -73,6 +73,45 @@ fn huge_counts_cluster() {
         other => panic!("expected ArrayTooLong, got {other:?}"),
     }
     assert_truncated(60, 2, &Wire::new().i8(0).i8(1).done(), "DescribeClusterRequest", "include_fenced_brokers");
+}
+
+#[test]
+fn huge_counts_acls() {
+    // CreateAcls: creations; a creation is resource_type, resource_name, resource_pattern_type,
+    // principal, host, operation, permission_type.
+    let body = Wire::new().huge_count().tail();
+    assert_array_too_long(30, 1, &body, "CreateAclsRequest", "creations");
+    let body = Wire::new().huge_compact_count().tail();
+    assert_array_too_long(30, 2, &body, "CreateAclsRequest", "creations");
+    let body = Wire::new().uvarint(2).i8(2).huge_compact_count().tail();
+    assert_truncated(30, 3, &body, "AclCreation", "resource_name");
+    // A binding names its principal; only filters may leave it null.
+    let at = FieldPath { structure: "AclCreation", field: "principal" };
+    let body = Wire::new().i32(1).i8(2).string("t").i8(3).i16(-1).string("*").i8(2).i8(3).done();
+    assert_eq!(guard(30, 1, &body), Err(GuardError::UnexpectedNull { field: at, offset: 9 }));
+    assert!(decode_measured(30, 1, &body).0.is_err());
+
+    // DeleteAcls: filters; a filter has the fields of a binding, its strings nullable.
+    let body = Wire::new().huge_count().tail();
+    assert_array_too_long(31, 1, &body, "DeleteAclsRequest", "filters");
+    let body = Wire::new().huge_compact_count().tail();
+    assert_array_too_long(31, 3, &body, "DeleteAclsRequest", "filters");
+    let body = Wire::new().i32(1).i8(2).i16(-1).i8(3).i16(-1).i16(-1).i8(1).i8(3).done();
+    assert_accepted_and_decoded(31, 1, &body);
+
+    // DescribeAcls is one filter, with no array: a huge name length, a huge tagged-field count,
+    // and a filter of nulls (match anything).
+    let body = Wire::new().i8(2).i16(i16::MAX).tail();
+    assert_truncated(29, 1, &body, "DescribeAclsRequest", "resource_name_filter");
+    let filter = || Wire::new().i8(2).uvarint(0).i8(3).uvarint(0).uvarint(0).i8(1).i8(3);
+    let body = filter().huge_compact_count().tail();
+    match guard(29, 2, &body) {
+        Err(GuardError::ArrayTooLong { field, .. }) => {
+            assert_eq!(field.structure, "DescribeAclsRequest");
+        }
+        other => panic!("expected ArrayTooLong, got {other:?}"),
+    }
+    assert_accepted_and_decoded(29, 3, &filter().no_tags().done());
 }
 
 #[test]

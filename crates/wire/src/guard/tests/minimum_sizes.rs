@@ -9,10 +9,12 @@ use std::collections::BTreeSet;
 use bytes::BytesMut;
 use kafka_protocol::messages::add_partitions_to_txn_request::{AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction};
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
+use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic};
 use kafka_protocol::messages::create_topics_request::{
     CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
 };
+use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
@@ -37,11 +39,11 @@ use kafka_protocol::messages::txn_offset_commit_request::{
 use kafka_protocol::messages::{
     alter_configs_request, describe_producers_request, describe_topic_partitions_request,
     incremental_alter_configs_request, AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest,
-    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreatePartitionsRequest, DeleteGroupsRequest,
-    DeleteRecordsRequest, DescribeClusterRequest, DescribeLogDirsRequest, DescribeProducersRequest,
-    DescribeTopicPartitionsRequest, DescribeTransactionsRequest, EndTxnRequest, IncrementalAlterConfigsRequest,
-    ListTransactionsRequest, OffsetDeleteRequest, OffsetForLeaderEpochRequest, SaslAuthenticateRequest,
-    SaslHandshakeRequest, TxnOffsetCommitRequest,
+    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest, CreatePartitionsRequest,
+    DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DescribeAclsRequest, DescribeClusterRequest,
+    DescribeLogDirsRequest, DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
+    EndTxnRequest, IncrementalAlterConfigsRequest, ListTransactionsRequest, OffsetDeleteRequest,
+    OffsetForLeaderEpochRequest, SaslAuthenticateRequest, SaslHandshakeRequest, TxnOffsetCommitRequest,
 };
 use kafka_protocol::messages::{
     ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, DescribeGroupsRequest,
@@ -52,7 +54,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::Encodable;
 
 use crate::guard::schema::{Encoding, Kind, StructSchema};
-use crate::guard::schemas::{self, admin, cluster, consumer_groups, data, groups, topics, txn};
+use crate::guard::schemas::{self, acls, admin, cluster, consumer_groups, data, groups, topics, txn};
 
 /// Checks one struct at every version of its API; returns the API and the struct's name (names
 /// repeat across APIs: AlterConfigsResource, TopicRequest).
@@ -123,7 +125,8 @@ fn minimum_sizes_match_default_encodings() {
     assert_eq!(reachable, checked);
 }
 
-/// The structs of the APIs covered later (cluster, topics, consumer groups, transactions, SASL).
+/// The structs of the APIs covered later (cluster, topics, consumer groups, transactions, SASL,
+/// ACLs).
 fn checked_later() -> Vec<(i16, &'static str)> {
     vec![
         check::<SaslHandshakeRequest>(17, &admin::SASL_HANDSHAKE_REQUEST),
@@ -152,6 +155,11 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<DescribeLogDirsRequest>(35, &cluster::DESCRIBE_LOG_DIRS_REQUEST),
         check::<DescribableLogDirTopic>(35, &cluster::DESCRIBABLE_LOG_DIR_TOPIC),
         check::<DescribeClusterRequest>(60, &cluster::DESCRIBE_CLUSTER_REQUEST),
+        check::<DescribeAclsRequest>(29, &acls::DESCRIBE_ACLS_REQUEST),
+        check::<CreateAclsRequest>(30, &acls::CREATE_ACLS_REQUEST),
+        check::<AclCreation>(30, &acls::ACL_CREATION),
+        check::<DeleteAclsRequest>(31, &acls::DELETE_ACLS_REQUEST),
+        check::<DeleteAclsFilter>(31, &acls::DELETE_ACLS_FILTER),
         check::<DeleteGroupsRequest>(42, &groups::DELETE_GROUPS_REQUEST),
         check::<OffsetDeleteRequest>(47, &groups::OFFSET_DELETE_REQUEST),
         check::<OffsetDeleteRequestTopic>(47, &groups::OFFSET_DELETE_REQUEST_TOPIC),

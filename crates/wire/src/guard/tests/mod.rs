@@ -29,6 +29,7 @@ mod hostile;
 mod hostile_admin;
 mod hostile_txn;
 mod minimum_sizes;
+mod requests_acls;
 mod requests_admin;
 mod requests_cluster;
 mod requests_consumer_groups;
