@@ -61,6 +61,8 @@ pub struct CatalogSnapshot {
     pub topics: Vec<TopicRecord>,
     pub offsets: Vec<CommittedOffset>,
     pub transactions: Vec<TransactionRecord>,
+    /// The ACL bindings (`kafgres.acls`).
+    pub acls: Vec<crate::acl::AclBinding>,
 }
 
 impl From<Vec<TopicRecord>> for CatalogSnapshot {
@@ -137,6 +139,16 @@ pub trait Catalog: Send + Sync + 'static {
     /// no such role, NOLOGIN, an expired password (VALID UNTIL), no password,
     /// or a password not stored as a SCRAM-SHA-256 verifier (md5).
     fn scram_credential(&self, username: String) -> CatalogFuture<Option<crate::sasl::scram::ScramCredential>>;
+
+    /// What an authenticated role is for the authorizer: the roles it is a
+    /// member of and whether it is a superuser, read when it authenticates.
+    fn identity(&self, role: String) -> CatalogFuture<crate::acl::Identity>;
+
+    /// Durably adds ACL bindings; one already stored is not an error.
+    fn create_acls(&self, bindings: Vec<crate::acl::AclBinding>) -> CatalogFuture<()>;
+
+    /// Durably removes ACL bindings (those a DeleteAcls filter matched).
+    fn delete_acls(&self, bindings: Vec<crate::acl::AclBinding>) -> CatalogFuture<()>;
 }
 
 /// A catalog in memory, for tests and for running the broker without Postgres.
@@ -150,6 +162,10 @@ pub struct MemoryCatalog {
     failing_commits: std::sync::atomic::AtomicBool,
     /// SCRAM credentials by user name (SASL tests).
     scram_credentials: Mutex<BTreeMap<String, crate::sasl::scram::ScramCredential>>,
+    /// Role memberships and superusers by role (authorization tests); a
+    /// role not here is a member of nothing.
+    identities: Mutex<BTreeMap<String, crate::acl::Identity>>,
+    acls: Mutex<std::collections::BTreeSet<crate::acl::AclBinding>>,
 }
 
 impl MemoryCatalog {
@@ -191,9 +207,26 @@ impl MemoryCatalog {
         }
     }
 
+    /// Sets what a role is a member of and whether it is a superuser, as
+    /// `GRANT … TO` and `ALTER ROLE … SUPERUSER` would.
+    pub fn set_identity(&self, identity: crate::acl::Identity) {
+        if let Ok(mut identities) = self.identities.lock() {
+            identities.insert(identity.role.clone(), identity);
+        }
+    }
+
+    pub fn acls(&self) -> Vec<crate::acl::AclBinding> {
+        self.acls.lock().map(|a| a.iter().cloned().collect()).unwrap_or_default()
+    }
+
     /// Everything a restarted broker would load.
     pub fn snapshot(&self) -> CatalogSnapshot {
-        CatalogSnapshot { topics: self.topics(), offsets: self.offsets(), transactions: self.transactions() }
+        CatalogSnapshot {
+            topics: self.topics(),
+            offsets: self.offsets(),
+            transactions: self.transactions(),
+            acls: self.acls(),
+        }
     }
 }
 
@@ -304,6 +337,38 @@ impl Catalog for MemoryCatalog {
             self.scram_credentials
                 .lock()
                 .map(|c| c.get(&username).cloned())
+                .map_err(|_| CatalogError::Failed("poisoned".into())),
+        )
+    }
+
+    fn identity(&self, role: String) -> CatalogFuture<crate::acl::Identity> {
+        ready(
+            self.identities
+                .lock()
+                .map(|i| {
+                    i.get(&role).cloned().unwrap_or(crate::acl::Identity {
+                        role,
+                        member_of: Vec::new(),
+                        superuser: false,
+                    })
+                })
+                .map_err(|_| CatalogError::Failed("poisoned".into())),
+        )
+    }
+
+    fn create_acls(&self, bindings: Vec<crate::acl::AclBinding>) -> CatalogFuture<()> {
+        ready(self.acls.lock().map(|mut a| a.extend(bindings)).map_err(|_| CatalogError::Failed("poisoned".into())))
+    }
+
+    fn delete_acls(&self, bindings: Vec<crate::acl::AclBinding>) -> CatalogFuture<()> {
+        ready(
+            self.acls
+                .lock()
+                .map(|mut a| {
+                    for b in &bindings {
+                        a.remove(b);
+                    }
+                })
                 .map_err(|_| CatalogError::Failed("poisoned".into())),
         )
     }

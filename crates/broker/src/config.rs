@@ -82,6 +82,10 @@ pub struct BrokerConfig {
     pub group_consumer_heartbeat_interval_ms: i32,
     /// How clients authenticate (`kafgres.authentication`).
     pub authentication: Authentication,
+    /// Whether requests are checked against the ACLs (`kafgres.authorizer =
+    /// acl`); off, everyone may do everything and the ACL APIs answer
+    /// SECURITY_DISABLED, as Kafka without an authorizer does.
+    pub authorizer_enabled: bool,
     /// Where the counters and the connection table live (shared memory in
     /// the extension, so SQL can read them).
     pub metrics: &'static crate::metrics::BrokerMetrics,
@@ -144,6 +148,7 @@ impl BrokerConfig {
             group_consumer_session_timeout_ms: 45_000,
             group_consumer_heartbeat_interval_ms: 5_000,
             authentication: Authentication::None,
+            authorizer_enabled: false,
             metrics: crate::metrics::BrokerMetrics::leaked(),
             replication: std::sync::Arc::new(crate::replication::ReplicationState::new(
                 0,

@@ -119,7 +119,7 @@ pub async fn serve_connection(
                 return;
             }
         };
-        match handle_frame(&ctx, peer, sasl.principal(), frame).await {
+        match handle_frame(&ctx, peer, sasl.principal(), sasl.identity(), frame).await {
             Outcome::Respond(bytes) => {
                 entry.record_request((FRAME_LEN_BYTES + len) as u64, bytes.len() as u64);
                 if writer.write_all(&bytes).await.is_err() {

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use crate::acl::{AclAdmin, Authorizer};
 use crate::catalog::Catalog;
 use crate::config::BrokerConfig;
 use crate::group_service::GroupService;
@@ -30,6 +31,10 @@ pub struct BrokerContext {
     pub producer_ids: Arc<ProducerIds>,
     /// The transaction coordinator.
     pub txns: Arc<TxnService>,
+    /// The ACLs in force; the host replaces them when it reloads.
+    pub acls: Arc<Authorizer>,
+    /// CreateAcls and DeleteAcls: catalog first, then the authorizer.
+    pub acl_admin: AclAdmin,
 }
 
 /// What a handler can be given: one service by reference, `()` for none, or
@@ -59,6 +64,8 @@ services! {
     GroupService => groups,
     ProducerIds => producer_ids,
     TxnService => txns,
+    Authorizer => acls,
+    AclAdmin => acl_admin,
 }
 
 impl<'a, A: Pick<'a>, B: Pick<'a>> Pick<'a> for (A, B) {

@@ -18,6 +18,7 @@ use kafgres_wire::header::{peek_fixed_header, put_response_header, response_head
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::{Decodable, Encodable};
 
+use crate::acl::Identity;
 use crate::api::{self, Answer, Handler, RequestContext, Served};
 use crate::context::{BrokerContext, Pick};
 
@@ -61,7 +62,13 @@ const SERVED_BY_A_FOLLOWER: &[ApiKey] = &[
     ApiKey::OffsetForLeaderEpoch,
 ];
 
-pub async fn handle_frame(ctx: &BrokerContext, peer: SocketAddr, principal: Option<&str>, frame: Bytes) -> Outcome {
+pub async fn handle_frame(
+    ctx: &BrokerContext,
+    peer: SocketAddr,
+    principal: Option<&str>,
+    identity: &Identity,
+    frame: Bytes,
+) -> Outcome {
     let Some((api_key, api_version, correlation_id)) = peek_fixed_header(&frame) else {
         return Outcome::Close("request shorter than a header".into());
     };
@@ -90,6 +97,8 @@ pub async fn handle_frame(ctx: &BrokerContext, peer: SocketAddr, principal: Opti
         client_id: header.client_id.as_deref().unwrap_or(""),
         peer,
         principal,
+        identity,
+        acls: &ctx.acls,
     };
     route(ctx, key, &cx, body).await
 }

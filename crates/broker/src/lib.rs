@@ -15,6 +15,8 @@
 //!   growth, reconfiguration and deletion, catalog first;
 //! - [`producer_ids`]: producer ids for InitProducerId, reserved from the
 //!   catalog in blocks (the sequence state itself lives in each partition's log);
+//! - [`acl`]: Kafka's ACLs over Postgres roles, and the authorizer every
+//!   handler asks before it acts;
 //! - [`sasl`]: SASL/SCRAM-SHA-256 authentication of connections against the
 //!   catalog's credentials (PostgreSQL roles), before dispatch;
 //! - [`log_dir`]: which database the log directory belongs to, and the
@@ -35,6 +37,7 @@
 //! the host (the `kafgres` extension's background worker) gives it a
 //! [`catalog::Catalog`] and a runtime, and owns every Postgres call.
 
+pub mod acl;
 pub mod api;
 pub mod catalog;
 pub mod config;

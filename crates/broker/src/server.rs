@@ -54,7 +54,7 @@ impl Broker {
         catalog: Arc<dyn Catalog>,
         snapshot: impl Into<CatalogSnapshot>,
     ) -> Result<Broker, StartError> {
-        let CatalogSnapshot { topics: records, offsets, transactions } = snapshot.into();
+        let CatalogSnapshot { topics: records, offsets, transactions, acls } = snapshot.into();
         let mut registry = TopicRegistry::default();
         let housekeeping = crate::partition::Housekeeping::default();
         let now = crate::now_ms();
@@ -127,7 +127,19 @@ impl Broker {
             housekeeping.clone(),
             Arc::clone(&groups),
         );
-        let ctx = Arc::new(BrokerContext { config, catalog, topics, topic_admin, groups, producer_ids, txns });
+        let acls = Arc::new(crate::acl::Authorizer::new(config.authorizer_enabled, acls));
+        let acl_admin = crate::acl::AclAdmin::new(Arc::clone(&acls), Arc::clone(&catalog));
+        let ctx = Arc::new(BrokerContext {
+            config,
+            catalog,
+            topics,
+            topic_admin,
+            groups,
+            producer_ids,
+            txns,
+            acls,
+            acl_admin,
+        });
         tokio::spawn(crate::partition::run_cleaner(partitions_of(&ctx.topics), housekeeping.clone()));
         tokio::spawn(crate::partition::run_retention(partitions_of(&ctx.topics), housekeeping));
         let (shutdown, shutdown_rx) = watch::channel(false);

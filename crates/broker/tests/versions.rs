@@ -11,7 +11,9 @@ use common::{
 };
 use kafgres_broker::api::SERVED_APIS;
 use kafgres_wire::error_code;
-use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, CreateTopicsRequest};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, CreateAclsRequest, CreateTopicsRequest, DeleteAclsRequest, DescribeAclsRequest,
+};
 use kafka_protocol::protocol::StrBytes;
 
 /// Sends one request of `key` at `version`; `Err` says what went wrong.
@@ -400,6 +402,46 @@ async fn exchange(
             let only = configs.len() == 1 && configs.get("max.message.bytes") == Some(&value);
             check(r.responses[0].error_code == 0 && only, format!("{r:?} {configs:?}"))
         }
+        // The sweep's broker has no authorizer: SECURITY_DISABLED, as Kafka's.
+        ApiKey::DescribeAcls => {
+            let request = DescribeAclsRequest::default()
+                .with_resource_type_filter(1)
+                .with_resource_name_filter(None)
+                .with_pattern_type_filter(1)
+                .with_principal_filter(None)
+                .with_host_filter(None)
+                .with_operation(1)
+                .with_permission_type(1);
+            let r = client.try_call(version, &request).await?;
+            check(r.error_code == error_code::SECURITY_DISABLED, format!("{r:?}"))
+        }
+        ApiKey::CreateAcls => {
+            use kafka_protocol::messages::create_acls_request::AclCreation;
+            let creation = AclCreation::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("swept"))
+                .with_resource_pattern_type(3)
+                .with_principal(StrBytes::from_static_str("User:sweep"))
+                .with_host(StrBytes::from_static_str("*"))
+                .with_operation(3)
+                .with_permission_type(3);
+            let r = client.try_call(version, &CreateAclsRequest::default().with_creations(vec![creation])).await?;
+            check(r.results.len() == 1 && r.results[0].error_code == error_code::SECURITY_DISABLED, format!("{r:?}"))
+        }
+        ApiKey::DeleteAcls => {
+            use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
+            let filter = DeleteAclsFilter::default()
+                .with_resource_type_filter(1)
+                .with_resource_name_filter(None)
+                .with_pattern_type_filter(1)
+                .with_principal_filter(None)
+                .with_host_filter(None)
+                .with_operation(1)
+                .with_permission_type(1);
+            let r = client.try_call(version, &DeleteAclsRequest::default().with_filters(vec![filter])).await?;
+            let ok = r.filter_results.len() == 1 && r.filter_results[0].error_code == error_code::SECURITY_DISABLED;
+            check(ok, format!("{r:?}"))
+        }
         ApiKey::DescribeLogDirs => {
             let request = kafka_protocol::messages::DescribeLogDirsRequest::default().with_topics(None);
             let r = client.try_call(version, &request).await?;
@@ -541,6 +583,9 @@ async fn every_served_version_answers() {
         EndTxn,
         SaslHandshake,
         SaslAuthenticate,
+        DescribeAcls,
+        CreateAcls,
+        DeleteAcls,
     ];
     for key in order {
         let api = SERVED_APIS.iter().find(|a| a.key == key).expect("served");

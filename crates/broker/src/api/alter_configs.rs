@@ -22,6 +22,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;
+use crate::acl::Operation;
 use crate::catalog::CatalogError;
 use crate::config::BrokerConfig;
 use crate::topic_admin::TopicAdmin;
@@ -58,7 +59,7 @@ impl Handler for IncrementalAlterConfigs {
 
     async fn handle(
         services: Self::Services<'_>,
-        _: &RequestContext<'_>,
+        cx: &RequestContext<'_>,
         request: IncrementalAlterConfigsRequest,
     ) -> Answer<IncrementalAlterConfigsResponse> {
         use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
@@ -76,6 +77,8 @@ impl Handler for IncrementalAlterConfigs {
                 .collect();
             let outcome = if duplicated.contains(&(resource.resource_type, resource.resource_name.to_string())) {
                 Err(duplicate_resource())
+            } else if let Some(refused) = refused(cx, resource.resource_type, &resource.resource_name) {
+                Err(refused)
             } else {
                 alter(services, resource.resource_type, &resource.resource_name, changes, false, request.validate_only)
                     .await
@@ -104,7 +107,7 @@ impl Handler for AlterConfigs {
 
     async fn handle(
         services: Self::Services<'_>,
-        _: &RequestContext<'_>,
+        cx: &RequestContext<'_>,
         request: AlterConfigsRequest,
     ) -> Answer<AlterConfigsResponse> {
         use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
@@ -122,6 +125,8 @@ impl Handler for AlterConfigs {
                 .collect();
             let outcome = if duplicated.contains(&(resource.resource_type, resource.resource_name.to_string())) {
                 Err(duplicate_resource())
+            } else if let Some(refused) = refused(cx, resource.resource_type, &resource.resource_name) {
+                Err(refused)
             } else {
                 alter(services, resource.resource_type, &resource.resource_name, changes, true, request.validate_only)
                     .await
@@ -138,9 +143,25 @@ impl Handler for AlterConfigs {
     }
 }
 
+/// ALTER_CONFIGS on the topic, or on the cluster for the broker's configs;
+/// refused without a message, as Kafka's `configsAuthorizationApiError`.
+fn refused(cx: &RequestContext<'_>, resource_type: i8, name: &str) -> Option<AlterError> {
+    let allowed = match resource_type {
+        RESOURCE_TOPIC => cx.may_on_topic(Operation::AlterConfigs, name),
+        RESOURCE_BROKER => cx.may_on_cluster(Operation::AlterConfigs),
+        _ => true,
+    };
+    match (allowed, resource_type) {
+        (true, _) => None,
+        (false, RESOURCE_TOPIC) => Some((error_code::TOPIC_AUTHORIZATION_FAILED, String::new())),
+        (false, _) => Some((error_code::CLUSTER_AUTHORIZATION_FAILED, String::new())),
+    }
+}
+
 fn answer(outcome: Result<(), AlterError>) -> (i16, Option<StrBytes>) {
     match outcome {
         Ok(()) => (error_code::NONE, None),
+        Err((code, message)) if message.is_empty() => (code, None),
         Err((code, message)) => (code, Some(str_bytes(&message))),
     }
 }

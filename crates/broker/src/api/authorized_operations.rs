@@ -3,6 +3,13 @@
 //! (`AclEntry.supportedOperations`), as a bit field of `AclOperation` codes.
 //! Kafgres has no ACLs, so every client may do everything a resource allows.
 
+/// Kafka's messages for its authorization errors (`Errors.*.message()`),
+/// where an answer carries one.
+pub const TOPIC_REFUSED: &str = "Topic authorization failed.";
+pub const CLUSTER_REFUSED: &str = "Cluster authorization failed.";
+pub const GROUP_REFUSED: &str = "Group authorization failed.";
+pub const TRANSACTIONAL_ID_REFUSED: &str = "Transactional Id authorization failed.";
+
 /// "Not requested" in Kafka's encoding.
 pub const OMITTED: i32 = i32::MIN;
 

@@ -11,9 +11,9 @@ use kafka_protocol::messages::{
     ConsumerGroupHeartbeatResponse, GroupId, TopicName,
 };
 
-use super::authorized_operations;
-use super::handler::{Answer, Handler, RequestContext, Versions};
+use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
 use super::str_bytes;
+use crate::acl::{Operation, ResourceType};
 use crate::group::{self, NamedPartitions};
 use crate::group_service::GroupService;
 use crate::topics::Topics;
@@ -37,6 +37,23 @@ impl Handler for ConsumerGroupHeartbeat {
         req: ConsumerGroupHeartbeatRequest,
     ) -> Answer<ConsumerGroupHeartbeatResponse> {
         let version = cx.api_version;
+        if !cx.may_on_group(Operation::Read, &req.group_id.0) {
+            return refusal::<Self>(cx, &req, error_code::GROUP_AUTHORIZATION_FAILED);
+        }
+        // Kafka refuses a subscription naming topics the member may not describe.
+        let unauthorized: Vec<&str> = req
+            .subscribed_topic_names
+            .iter()
+            .flatten()
+            .map(|t| t.0.as_str())
+            .filter(|name| !cx.may_on_topic(Operation::Describe, name))
+            .collect();
+        if !unauthorized.is_empty() {
+            let mut response = ConsumerGroupHeartbeatResponse::default();
+            response.error_code = error_code::TOPIC_AUTHORIZATION_FAILED;
+            response.error_message = Some(str_bytes(&format!("Unauthorized topics: {}", unauthorized.join(", "))));
+            return response.into();
+        }
         let owned = req.topic_partitions.as_ref().map(|owned_topics| {
             let mut owned = group::Assignment::new();
             for t in owned_topics {
@@ -140,6 +157,12 @@ impl Handler for ConsumerGroupDescribe {
             .into_iter()
             .map(|g| {
                 let mut out = DescribedGroup::default();
+                if !cx.may_on_group(Operation::Describe, &g.group_id) {
+                    out.group_id = GroupId(str_bytes(&g.group_id));
+                    out.error_code = error_code::GROUP_AUTHORIZATION_FAILED;
+                    out.error_message = Some(str_bytes(super::authorized_operations::GROUP_REFUSED));
+                    return out;
+                }
                 out.error_code = g.error_code;
                 out.error_message = g.error_message.as_deref().map(str_bytes);
                 out.group_id = GroupId(str_bytes(&g.group_id));
@@ -148,9 +171,10 @@ impl Handler for ConsumerGroupDescribe {
                 out.assignment_epoch = g.assignment_epoch;
                 out.assignor_name = str_bytes(&g.assignor_name);
                 // Kafka fills them in for the groups it describes without an error.
-                out.authorized_operations = authorized_operations::if_asked(
+                out.authorized_operations = cx.authorized_operations(
                     req.include_authorized_operations && g.error_code == error_code::NONE,
-                    authorized_operations::GROUP,
+                    ResourceType::Group,
+                    &g.group_id,
                 );
                 out.members = g
                     .members

@@ -8,6 +8,7 @@ use kafka_protocol::messages::{ApiKey, CreatePartitionsRequest, CreatePartitions
 use super::create_topics::PARTITIONS_PER_TOPIC_MAX;
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;
+use crate::acl::Operation;
 use crate::config::BrokerConfig;
 use crate::topic_admin::{TopicAdmin, TopicChangeError};
 
@@ -22,7 +23,7 @@ impl Handler for CreatePartitions {
 
     async fn handle(
         (config, admin): Self::Services<'_>,
-        _: &RequestContext<'_>,
+        cx: &RequestContext<'_>,
         request: CreatePartitionsRequest,
     ) -> Answer<CreatePartitionsResponse> {
         let mut response = CreatePartitionsResponse::default();
@@ -33,6 +34,8 @@ impl Handler for CreatePartitions {
             let name = t.name.0.to_string();
             let outcome = if !seen.insert(name.clone()) {
                 Err((error_code::INVALID_REQUEST, Some(format!("topic {name} appears more than once in the request"))))
+            } else if !cx.may_on_topic(Operation::Alter, &name) {
+                Err((error_code::TOPIC_AUTHORIZATION_FAILED, Some("The topic authorization is failed.".to_owned())))
             } else {
                 let single_node = t
                     .assignments

@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::{str_bytes, topic_name};
+use crate::acl::Operation;
 use crate::catalog::{CatalogError, TopicRecord};
 use crate::config::BrokerConfig;
 use crate::topic_admin::{TopicAdmin, TopicChangeError};
@@ -45,6 +46,8 @@ impl Handler for CreateTopics {
         let version = cx.api_version;
         let mut response = CreateTopicsResponse::default();
         let mut seen = std::collections::HashSet::new();
+        // CREATE on the cluster allows every topic; else each topic's own.
+        let may_create_any = cx.may_on_cluster(Operation::Create);
         for topic in request.topics {
             let name = topic.name.0.to_string();
             let mut result = CreatableTopicResult::default();
@@ -54,6 +57,8 @@ impl Handler for CreateTopics {
             let mut effective = BTreeMap::new();
             let outcome = if !seen.insert(name.clone()) {
                 Err((error_code::INVALID_REQUEST, format!("topic {name} appears more than once in the request")))
+            } else if !may_create_any && !cx.may_on_topic(Operation::Create, &name) {
+                Err((error_code::TOPIC_AUTHORIZATION_FAILED, "Authorization failed.".to_owned()))
             } else {
                 let configs: BTreeMap<String, String> = topic
                     .configs
@@ -79,7 +84,12 @@ impl Handler for CreateTopics {
             match outcome {
                 Ok((id, partitions)) => {
                     if version >= CONFIGS_IN_RESPONSE_VERSION_MIN {
-                        result.configs = Some(effective_configs(config, &effective));
+                        if cx.may_on_topic(Operation::DescribeConfigs, &name) {
+                            result.configs = Some(effective_configs(config, &effective));
+                        } else {
+                            result.configs = Some(Vec::new());
+                            result.topic_config_error_code = error_code::TOPIC_AUTHORIZATION_FAILED;
+                        }
                     }
                     result.error_message = None;
                     result.topic_id = id;

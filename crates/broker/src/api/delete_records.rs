@@ -7,6 +7,7 @@ use kafka_protocol::messages::delete_records_response::{DeleteRecordsPartitionRe
 use kafka_protocol::messages::{ApiKey, DeleteRecordsRequest, DeleteRecordsResponse};
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
+use crate::acl::Operation;
 use crate::topics::Topics;
 use kafgres_log::LogError;
 
@@ -21,12 +22,13 @@ impl Handler for DeleteRecords {
 
     async fn handle(
         topics: Self::Services<'_>,
-        _: &RequestContext<'_>,
+        cx: &RequestContext<'_>,
         request: DeleteRecordsRequest,
     ) -> Answer<DeleteRecordsResponse> {
         let mut response = DeleteRecordsResponse::default();
         for topic in request.topics {
             let found = topics.get(&topic.name.0);
+            let refused = !cx.may_on_topic(Operation::Delete, &topic.name.0);
             let mut out = DeleteRecordsTopicResult::default();
             out.name = topic.name.clone();
             for p in topic.partitions {
@@ -34,6 +36,7 @@ impl Handler for DeleteRecords {
                 result.partition_index = p.partition_index;
                 result.low_watermark = -1;
                 match found.as_ref().and_then(|t| t.partition(p.partition_index)).cloned() {
+                    _ if refused => result.error_code = error_code::TOPIC_AUTHORIZATION_FAILED,
                     None => {
                         result.error_code = topics.missing_code(&topic.name.0, error_code::UNKNOWN_TOPIC_OR_PARTITION)
                     }

@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::{str_bytes, topic_name};
+use crate::acl::Operation;
 use crate::catalog::CatalogError;
 use crate::topic_admin::TopicAdmin;
 use crate::topics::OfflineTopic;
@@ -47,6 +48,11 @@ impl Handler for DeleteTopics {
                     Err((error_code::INVALID_REQUEST, "give a topic name or a topic id, not both".to_owned()))
                 }
                 (None, true) => Err((error_code::INVALID_REQUEST, "neither a topic name nor a topic id".to_owned())),
+                // DESCRIBE before existence, as Kafka: a client learns
+                // nothing of a topic it may not describe.
+                (Some(n), true) if !cx.may_on_topic(Operation::Describe, &n.0) => {
+                    Err((error_code::TOPIC_AUTHORIZATION_FAILED, String::new()))
+                }
                 (Some(n), true) => topics
                     .get(&n.0)
                     .map(Target::Online)
@@ -59,7 +65,9 @@ impl Handler for DeleteTopics {
                     .ok_or((error_code::UNKNOWN_TOPIC_ID, String::new())),
             }
             .and_then(|target| {
-                if seen.insert(target.id()) {
+                if !cx.may_on_topic(Operation::Delete, target.name()) {
+                    Err((error_code::TOPIC_AUTHORIZATION_FAILED, String::new()))
+                } else if seen.insert(target.id()) {
                     Ok(target)
                 } else {
                     Err((error_code::INVALID_REQUEST, format!("topic {} is listed more than once", target.name())))

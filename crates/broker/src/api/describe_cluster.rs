@@ -6,6 +6,7 @@ use kafka_protocol::messages::{ApiKey, BrokerId, DescribeClusterRequest, Describ
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;
+use crate::acl::{Operation, ResourceType, CLUSTER_NAME};
 use crate::config::BrokerConfig;
 
 /// Endpoint type 1 is "brokers"; 2 ("controllers", KIP-919) has no endpoint here.
@@ -31,10 +32,18 @@ impl Handler for DescribeCluster {
         response.cluster_id = str_bytes(&config.cluster_id);
         let (node_id, host, port) = config.serving_node();
         response.controller_id = BrokerId(node_id);
-        response.cluster_authorized_operations = super::authorized_operations::if_asked(
+        response.cluster_authorized_operations = cx.authorized_operations(
             request.include_cluster_authorized_operations,
-            super::authorized_operations::CLUSTER,
+            ResourceType::Cluster,
+            CLUSTER_NAME,
         );
+        // Kafka asks DESCRIBE on the cluster; refused, the answer names no broker.
+        if !cx.may_on_cluster(Operation::Describe) {
+            response.error_code = error_code::CLUSTER_AUTHORIZATION_FAILED;
+            response.error_message = Some(str_bytes(super::authorized_operations::CLUSTER_REFUSED));
+            response.cluster_authorized_operations = super::authorized_operations::OMITTED;
+            return response.into();
+        }
         if version >= 1 {
             response.endpoint_type = request.endpoint_type;
             if request.endpoint_type != ENDPOINT_TYPE_BROKERS {

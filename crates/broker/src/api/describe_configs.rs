@@ -7,8 +7,10 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
 
+use super::authorized_operations::{CLUSTER_REFUSED, TOPIC_REFUSED};
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;
+use crate::acl::Operation;
 use crate::config::BrokerConfig;
 use crate::topic_config::{broker_config_default, broker_topic_default, source, ConfigType, TOPIC_CONFIGS};
 use crate::topics::Topics;
@@ -49,6 +51,12 @@ impl Handler for DescribeConfigs {
             result.resource_type = resource.resource_type;
             result.resource_name = resource.resource_name.clone();
             let entries = match resource.resource_type {
+                RESOURCE_TOPIC if !cx.may_on_topic(Operation::DescribeConfigs, &resource.resource_name) => {
+                    Err((error_code::TOPIC_AUTHORIZATION_FAILED, Some(TOPIC_REFUSED.to_owned())))
+                }
+                RESOURCE_BROKER if !cx.may_on_cluster(Operation::DescribeConfigs) => {
+                    Err((error_code::CLUSTER_AUTHORIZATION_FAILED, Some(CLUSTER_REFUSED.to_owned())))
+                }
                 RESOURCE_TOPIC => topic_entries(config, topics, &resource.resource_name),
                 RESOURCE_BROKER => broker_entries(config, &resource.resource_name),
                 other => Err((error_code::INVALID_REQUEST, Some(format!("resource type {other} has no configs here")))),

@@ -13,6 +13,7 @@ use kafka_protocol::messages::{ApiKey, DescribeLogDirsRequest, DescribeLogDirsRe
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::{str_bytes, topic_name};
+use crate::acl::Operation;
 use crate::config::BrokerConfig;
 use crate::topics::{partition_dir, Topics};
 
@@ -36,6 +37,14 @@ impl Handler for DescribeLogDirs {
         request: DescribeLogDirsRequest,
     ) -> Answer<DescribeLogDirsResponse> {
         let version = cx.api_version;
+        if !cx.may_on_cluster(Operation::Describe) {
+            // Kafka answers no directory, and from v3 says why.
+            let mut response = DescribeLogDirsResponse::default();
+            if version >= 3 {
+                response.error_code = error_code::CLUSTER_AUTHORIZATION_FAILED;
+            }
+            return response.into();
+        }
         // (topic, partitions) to describe: null asks for every partition of every
         // topic; partitions that do not exist are left out, as in Kafka.
         let wanted: Vec<(String, Vec<i32>)> = match request.topics {

@@ -7,6 +7,7 @@ use kafka_protocol::messages::describe_producers_response::{PartitionResponse, P
 use kafka_protocol::messages::{ApiKey, DescribeProducersRequest, DescribeProducersResponse, ProducerId};
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
+use crate::acl::Operation;
 
 use crate::topics::Topics;
 
@@ -26,18 +27,20 @@ impl Handler for DescribeProducers {
 
     async fn handle(
         topics: Self::Services<'_>,
-        _: &RequestContext<'_>,
+        cx: &RequestContext<'_>,
         req: DescribeProducersRequest,
     ) -> Answer<DescribeProducersResponse> {
         let mut response = DescribeProducersResponse::default();
         for topic in req.topics {
             let found = topics.get(&topic.name.0);
+            let refused = !cx.may_on_topic(Operation::Read, &topic.name.0);
             let mut out = TopicResponse::default();
             out.name = topic.name.clone();
             for index in topic.partition_indexes {
                 let mut p = PartitionResponse::default();
                 p.partition_index = index;
                 match found.as_ref().and_then(|t| t.partition(index)) {
+                    _ if refused => p.error_code = error_code::TOPIC_AUTHORIZATION_FAILED,
                     None => p.error_code = topics.missing_code(&topic.name.0, error_code::UNKNOWN_TOPIC_OR_PARTITION),
                     Some(partition) => {
                         p.active_producers = partition

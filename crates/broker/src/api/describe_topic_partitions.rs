@@ -19,6 +19,7 @@ use uuid::Uuid;
 use super::authorized_operations;
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::topic_name;
+use crate::acl::{Operation, ResourceType};
 use crate::config::BrokerConfig;
 use crate::topics::Topics;
 
@@ -36,12 +37,16 @@ impl Handler for DescribeTopicPartitions {
 
     async fn handle(
         (config, topics): Self::Services<'_>,
-        _: &RequestContext<'_>,
+        cx: &RequestContext<'_>,
         request: DescribeTopicPartitionsRequest,
     ) -> Answer<DescribeTopicPartitionsResponse> {
         let mut response = DescribeTopicPartitionsResponse::default();
+        let visible = |name: &str| cx.may_on_topic(Operation::Describe, name);
+        let operations = |name: &str| cx.authorized_operations(true, ResourceType::Topic, name);
+        // Every topic: those the client may describe; named: the others are
+        // answered TOPIC_AUTHORIZATION_FAILED.
         let mut names: Vec<String> = if request.topics.is_empty() {
-            topics.all().iter().map(|t| t.name.clone()).collect()
+            topics.all().iter().map(|t| t.name.clone()).filter(|n| visible(n)).collect()
         } else {
             request.topics.iter().map(|t| t.name.to_string()).collect()
         };
@@ -57,13 +62,23 @@ impl Handler for DescribeTopicPartitions {
                 continue;
             }
             let first = if cursor_topic.as_ref() == Some(&name) { cursor_partition } else { 0 };
+            if !visible(&name) {
+                response.topics.push(
+                    DescribeTopicPartitionsResponseTopic::default()
+                        .with_error_code(error_code::TOPIC_AUTHORIZATION_FAILED)
+                        .with_name(Some(topic_name(&name)))
+                        .with_topic_id(Uuid::nil())
+                        .with_topic_authorized_operations(authorized_operations::OMITTED),
+                );
+                continue;
+            }
             let Some(topic) = topics.get(&name) else {
                 response.topics.push(
                     DescribeTopicPartitionsResponseTopic::default()
                         .with_error_code(error_code::UNKNOWN_TOPIC_OR_PARTITION)
                         .with_name(Some(topic_name(&name)))
                         .with_topic_id(Uuid::nil())
-                        .with_topic_authorized_operations(authorized_operations::TOPIC),
+                        .with_topic_authorized_operations(operations(&name)),
                 );
                 continue;
             };
@@ -100,7 +115,7 @@ impl Handler for DescribeTopicPartitions {
                     .with_name(Some(topic_name(&topic.name)))
                     .with_topic_id(topic.id)
                     .with_partitions(partitions)
-                    .with_topic_authorized_operations(authorized_operations::TOPIC),
+                    .with_topic_authorized_operations(operations(&topic.name)),
             );
             if more_in_topic && budget == 0 {
                 response.next_cursor =

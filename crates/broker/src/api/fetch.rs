@@ -18,6 +18,7 @@ use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse, Pr
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::topic_name;
+use crate::acl::Operation;
 use crate::config::BrokerConfig;
 use crate::partition::{FetchWaiter, Partition};
 use crate::replication::check_leader_epoch;
@@ -67,6 +68,11 @@ impl Handler for Fetch {
             return not_the_leader(request);
         }
         if replica_id >= 0 {
+            // A standby's copy reads every partition: Kafka asks followers
+            // for CLUSTER_ACTION on the cluster.
+            if !cx.may_on_cluster(Operation::ClusterAction) {
+                return every_partition(request, error_code::TOPIC_AUTHORIZATION_FAILED);
+            }
             return follower::handle(topics, &config.replication, replica_id, request).await;
         }
         let leader_epoch = config.replication.leader_epoch();
@@ -76,6 +82,11 @@ impl Handler for Fetch {
         let mut missing_codes = Vec::new();
         for topic in &request.topics {
             let found = if by_id { topics.get_by_id(&topic.topic_id) } else { topics.get(&topic.topic.0) };
+            // READ is checked before existence (an id no topic has names
+            // nothing to check); a refused topic is read as if absent.
+            let name = found.as_ref().map_or(&*topic.topic.0, |t| t.name.as_str());
+            let refused = !(by_id && found.is_none() || cx.may_on_topic(Operation::Read, name));
+            let found = if refused { None } else { found };
             let mut out = FetchableTopicResponse::default();
             if by_id {
                 out.topic_id = topic.topic_id;
@@ -106,6 +117,7 @@ impl Handler for Fetch {
                 None => topics.offline(&topic.topic.0).is_some(),
             };
             missing_codes.push(match (&found, offline, by_id) {
+                _ if refused => error_code::TOPIC_AUTHORIZATION_FAILED,
                 (Some(_), _, _) => error_code::UNKNOWN_TOPIC_OR_PARTITION,
                 (None, true, _) => error_code::KAFKA_STORAGE_ERROR,
                 (None, false, true) => error_code::UNKNOWN_TOPIC_ID,
@@ -156,6 +168,11 @@ impl Handler for Fetch {
 /// A standby's answer to any fetch: NOT_LEADER_OR_FOLLOWER everywhere, so
 /// the client refreshes its metadata and finds the leader.
 fn not_the_leader(request: FetchRequest) -> Answer<FetchResponse> {
+    every_partition(request, error_code::NOT_LEADER_OR_FOLLOWER)
+}
+
+/// Every requested partition answered `code`, with no records.
+fn every_partition(request: FetchRequest, code: i16) -> Answer<FetchResponse> {
     let mut response = FetchResponse::default();
     for topic in request.topics {
         let mut out = FetchableTopicResponse::default();
@@ -164,7 +181,7 @@ fn not_the_leader(request: FetchRequest) -> Answer<FetchResponse> {
         for p in topic.partitions {
             let mut data = PartitionData::default();
             data.partition_index = p.partition;
-            data.error_code = error_code::NOT_LEADER_OR_FOLLOWER;
+            data.error_code = code;
             data.high_watermark = -1;
             data.last_stable_offset = -1;
             data.log_start_offset = -1;

@@ -12,19 +12,28 @@ use kafka_protocol::messages::{
     FindCoordinatorRequest, FindCoordinatorResponse, GroupId, ListGroupsRequest, ListGroupsResponse,
 };
 
+use super::authorized_operations::{GROUP_REFUSED, TRANSACTIONAL_ID_REFUSED};
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;
+use crate::acl::{Operation, ResourceType};
 use crate::config::BrokerConfig;
 use crate::group_service::{durable, GroupService};
 
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
 
-/// (error, message) for one coordinator key.
-fn coordinator_for(key_type: i8, key: &str) -> (i16, Option<&'static str>) {
+/// (error, message) for one coordinator key; DESCRIBE on the group or the
+/// transactional id is asked first, as Kafka does.
+fn coordinator_for(cx: &RequestContext<'_>, key_type: i8, key: &str) -> (i16, Option<&'static str>) {
     match key_type {
+        KEY_TYPE_GROUP if !cx.may_on_group(Operation::Describe, key) => {
+            (error_code::GROUP_AUTHORIZATION_FAILED, Some(GROUP_REFUSED))
+        }
         KEY_TYPE_GROUP if key.is_empty() => (error_code::INVALID_GROUP_ID, Some("the group id is empty")),
         KEY_TYPE_GROUP => (error_code::NONE, None),
+        KEY_TYPE_TRANSACTION if !cx.may_on_transactional_id(Operation::Describe, key) => {
+            (error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED, Some(TRANSACTIONAL_ID_REFUSED))
+        }
         KEY_TYPE_TRANSACTION if key.is_empty() => (error_code::INVALID_REQUEST, Some("the transactional id is empty")),
         KEY_TYPE_TRANSACTION => (error_code::NONE, None),
         _ => (error_code::INVALID_REQUEST, Some("unknown coordinator key type")),
@@ -57,7 +66,7 @@ impl Handler for FindCoordinator {
                 .coordinator_keys
                 .iter()
                 .map(|key| {
-                    let (code, message) = coordinator_for(req.key_type, key);
+                    let (code, message) = coordinator_for(cx, req.key_type, key);
                     let mut c = Coordinator::default();
                     c.key = key.clone();
                     c.error_code = code;
@@ -77,7 +86,7 @@ impl Handler for FindCoordinator {
             return response.into();
         }
         let key_type = if version >= 1 { req.key_type } else { KEY_TYPE_GROUP };
-        let (code, message) = coordinator_for(key_type, &req.key);
+        let (code, message) = coordinator_for(cx, key_type, &req.key);
         response.error_code = code;
         if version >= 1 {
             response.error_message = message.map(str_bytes);
@@ -114,9 +123,12 @@ impl Handler for ListGroups {
         let types: Vec<String> =
             if version >= 5 { req.types_filter.iter().map(|s| s.to_string()).collect() } else { vec![] };
         let listed = groups.read(|c| c.list_groups(&states, &types));
+        // DESCRIBE on the cluster lists every group; else those the client may describe.
+        let all = cx.may_on_cluster(Operation::Describe);
         let mut response = ListGroupsResponse::default();
         response.groups = listed
             .into_iter()
+            .filter(|g| all || cx.may_on_group(Operation::Describe, &g.group_id))
             .map(|g| {
                 let mut out = ListedGroup::default();
                 out.group_id = GroupId(str_bytes(&g.group_id));
@@ -161,16 +173,21 @@ impl Handler for DescribeGroups {
             .into_iter()
             .map(|g| {
                 let mut out = DescribedGroup::default();
+                out.group_id = GroupId(str_bytes(&g.group_id));
+                if !cx.may_on_group(Operation::Describe, &g.group_id) {
+                    out.error_code = error_code::GROUP_AUTHORIZATION_FAILED;
+                    return out;
+                }
                 out.error_code = g.error_code;
                 if version >= GROUP_ID_NOT_FOUND_VERSION_MIN {
                     out.error_message = g.error_message.as_deref().map(str_bytes);
                 }
                 // Kafka fills them in (v3+) for the groups it describes without an error.
-                out.authorized_operations = super::authorized_operations::if_asked(
+                out.authorized_operations = cx.authorized_operations(
                     req.include_authorized_operations && g.error_code == error_code::NONE,
-                    super::authorized_operations::GROUP,
+                    ResourceType::Group,
+                    &g.group_id,
                 );
-                out.group_id = GroupId(str_bytes(&g.group_id));
                 out.group_state = str_bytes(g.state.as_str());
                 out.protocol_type = str_bytes(&g.protocol_type);
                 out.protocol_data = str_bytes(&g.protocol_data);
@@ -208,10 +225,11 @@ impl Handler for DeleteGroups {
 
     async fn handle(
         groups: Self::Services<'_>,
-        _: &RequestContext<'_>,
+        cx: &RequestContext<'_>,
         req: DeleteGroupsRequest,
     ) -> Answer<DeleteGroupsResponse> {
-        let ids: Vec<String> = req.groups_names.iter().map(|g| g.0.to_string()).collect();
+        let (ids, refused): (Vec<String>, Vec<String>) =
+            req.groups_names.iter().map(|g| g.0.to_string()).partition(|g| cx.may_on_group(Operation::Delete, g));
         let now = crate::now_ms();
         let (results, writes) = groups.call(|c| c.delete_groups(now, &ids));
         let stored = durable(writes).await;
@@ -228,6 +246,12 @@ impl Handler for DeleteGroups {
                 r
             })
             .collect();
+        response.results.extend(refused.into_iter().map(|group_id| {
+            let mut r = DeletableGroupResult::default();
+            r.group_id = GroupId(str_bytes(&group_id));
+            r.error_code = error_code::GROUP_AUTHORIZATION_FAILED;
+            r
+        }));
         response.into()
     }
 }

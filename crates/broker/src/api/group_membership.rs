@@ -9,8 +9,9 @@ use kafka_protocol::messages::{
     LeaveGroupResponse, SyncGroupRequest, SyncGroupResponse,
 };
 
-use super::handler::{Answer, Handler, RequestContext, Versions};
+use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
 use super::str_bytes;
+use crate::acl::Operation;
 use crate::group;
 use crate::group_service::{GroupService, Pending};
 
@@ -34,6 +35,9 @@ impl Handler for JoinGroup {
         cx: &RequestContext<'_>,
         req: JoinGroupRequest,
     ) -> Answer<JoinGroupResponse> {
+        if !cx.may_on_group(Operation::Read, &req.group_id.0) {
+            return refusal::<Self>(cx, &req, error_code::GROUP_AUTHORIZATION_FAILED);
+        }
         let version = cx.api_version;
         let request = group::JoinGroupRequest {
             api_version: version,
@@ -111,6 +115,9 @@ impl Handler for SyncGroup {
         cx: &RequestContext<'_>,
         req: SyncGroupRequest,
     ) -> Answer<SyncGroupResponse> {
+        if !cx.may_on_group(Operation::Read, &req.group_id.0) {
+            return refusal::<Self>(cx, &req, error_code::GROUP_AUTHORIZATION_FAILED);
+        }
         let version = cx.api_version;
         let request = group::SyncGroupRequest {
             group_id: req.group_id.0.to_string(),
@@ -156,9 +163,12 @@ impl Handler for Heartbeat {
 
     async fn handle(
         groups: Self::Services<'_>,
-        _: &RequestContext<'_>,
+        cx: &RequestContext<'_>,
         req: HeartbeatRequest,
     ) -> Answer<HeartbeatResponse> {
+        if !cx.may_on_group(Operation::Read, &req.group_id.0) {
+            return refusal::<Self>(cx, &req, error_code::GROUP_AUTHORIZATION_FAILED);
+        }
         let request = group::HeartbeatRequest {
             group_id: req.group_id.0.to_string(),
             generation_id: req.generation_id,
@@ -195,6 +205,9 @@ impl Handler for LeaveGroup {
         cx: &RequestContext<'_>,
         req: LeaveGroupRequest,
     ) -> Answer<LeaveGroupResponse> {
+        if !cx.may_on_group(Operation::Read, &req.group_id.0) {
+            return refusal::<Self>(cx, &req, error_code::GROUP_AUTHORIZATION_FAILED);
+        }
         let version = cx.api_version;
         let members = if version >= 3 {
             req.members

@@ -14,8 +14,9 @@ use kafka_protocol::messages::{
     OffsetFetchResponse,
 };
 
-use super::handler::{Answer, Handler, RequestContext, Versions};
+use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
 use super::{str_bytes, topic_name};
+use crate::acl::Operation;
 use crate::group;
 use crate::group_service::{durable, GroupService};
 use crate::topics::Topics;
@@ -36,18 +37,28 @@ impl Handler for OffsetCommit {
     ) -> Answer<OffsetCommitResponse> {
         let version = cx.api_version;
         let group_id = req.group_id.0.to_string();
-        // Partitions of unknown topics are refused here; the rest go to the coordinator.
-        let mut unknown: Vec<(String, Vec<i32>)> = Vec::new();
+        if !cx.may_on_group(Operation::Read, &group_id) {
+            return refusal::<Self>(cx, &req, error_code::GROUP_AUTHORIZATION_FAILED);
+        }
+        // Partitions of unknown topics (and of topics the client may not
+        // read) are refused here; the rest go to the coordinator.
+        let mut unknown: Vec<(String, Vec<i32>, i16)> = Vec::new();
         let mut known = Vec::new();
         for t in &req.topics {
             let name = t.name.0.to_string();
+            if !cx.may_on_topic(Operation::Read, &name) {
+                let partitions = t.partitions.iter().map(|p| p.partition_index).collect();
+                unknown.push((name, partitions, error_code::TOPIC_AUTHORIZATION_FAILED));
+                continue;
+            }
             let topic = topics.get(&name);
             let (ok, bad): (Vec<_>, Vec<_>) = t
                 .partitions
                 .iter()
                 .partition(|p| topic.as_ref().is_some_and(|t| t.partition(p.partition_index).is_some()));
             if !bad.is_empty() {
-                unknown.push((name.clone(), bad.iter().map(|p| p.partition_index).collect()));
+                let partitions = bad.iter().map(|p| p.partition_index).collect();
+                unknown.push((name.clone(), partitions, error_code::UNKNOWN_TOPIC_OR_PARTITION));
             }
             if !ok.is_empty() {
                 known.push(group::OffsetCommitTopic {
@@ -86,9 +97,8 @@ impl Handler for OffsetCommit {
                 }
             };
         }
-        for (name, partitions) in unknown {
-            codes_by_topic
-                .push((name, partitions.into_iter().map(|p| (p, error_code::UNKNOWN_TOPIC_OR_PARTITION)).collect()));
+        for (name, partitions, code) in unknown {
+            codes_by_topic.push((name, partitions.into_iter().map(|p| (p, code)).collect()));
         }
         answered_in_request_order(&req, |name, index| {
             codes_by_topic
@@ -152,7 +162,7 @@ impl Handler for OffsetFetch {
             for g in req.groups {
                 let topics =
                     g.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
-                let answer = fetch_one(groups, g.group_id.0.to_string(), topics);
+                let answer = fetch_one(cx, groups, g.group_id.0.to_string(), topics);
                 let mut out = OffsetFetchResponseGroup::default();
                 out.group_id = g.group_id;
                 out.error_code = answer.error_code;
@@ -181,8 +191,11 @@ impl Handler for OffsetFetch {
             }
             return response.into();
         }
+        if !cx.may_on_group(Operation::Describe, &req.group_id.0) {
+            return refusal::<Self>(cx, &req, error_code::GROUP_AUTHORIZATION_FAILED);
+        }
         let topics = req.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
-        let answer = fetch_one(groups, req.group_id.0.to_string(), topics);
+        let answer = fetch_one(cx, groups, req.group_id.0.to_string(), topics);
         if version >= 2 {
             response.error_code = answer.error_code;
         }
@@ -258,12 +271,51 @@ impl Handler for OffsetFetch {
     }
 }
 
+/// One group's committed offsets, as far as the client may see them: the
+/// group needs DESCRIBE; a topic asked for by name without DESCRIBE is
+/// answered TOPIC_AUTHORIZATION_FAILED, and left out of "every topic".
 fn fetch_one(
+    cx: &RequestContext<'_>,
     groups: &GroupService,
     group_id: String,
     topics: Option<Vec<(String, Vec<i32>)>>,
 ) -> group::OffsetFetchResponse {
-    groups.read(|c| c.offset_fetch(&group::OffsetFetchRequest { group_id, topics }))
+    if !cx.may_on_group(Operation::Describe, &group_id) {
+        return group::OffsetFetchResponse {
+            group_id,
+            error_code: error_code::GROUP_AUTHORIZATION_FAILED,
+            topics: Vec::new(),
+        };
+    }
+    let visible = |name: &str| cx.may_on_topic(Operation::Describe, name);
+    let (topics, refused): (Option<Vec<_>>, Vec<_>) = match topics {
+        None => (None, Vec::new()),
+        Some(ts) => {
+            let (ok, refused) = ts.into_iter().partition(|(name, _)| visible(name));
+            (Some(ok), refused)
+        }
+    };
+    let every_topic = topics.is_none();
+    let asked_none = topics.as_ref().is_some_and(Vec::is_empty) && !refused.is_empty();
+    let mut answer = if asked_none {
+        group::OffsetFetchResponse { group_id, error_code: error_code::NONE, topics: Vec::new() }
+    } else {
+        groups.read(|c| c.offset_fetch(&group::OffsetFetchRequest { group_id, topics }))
+    };
+    if every_topic {
+        answer.topics.retain(|(name, _)| visible(name));
+    }
+    for (name, partitions) in refused {
+        let refused_partition = |partition| group::FetchedOffset {
+            partition,
+            offset: -1,
+            leader_epoch: -1,
+            metadata: String::new(),
+            error_code: error_code::TOPIC_AUTHORIZATION_FAILED,
+        };
+        answer.topics.push((name, partitions.into_iter().map(refused_partition).collect()));
+    }
+    answer
 }
 
 pub struct OffsetDelete;
@@ -277,17 +329,19 @@ impl Handler for OffsetDelete {
 
     async fn handle(
         groups: Self::Services<'_>,
-        _: &RequestContext<'_>,
+        cx: &RequestContext<'_>,
         req: OffsetDeleteRequest,
     ) -> Answer<OffsetDeleteResponse> {
-        let request = group::OffsetDeleteRequest {
-            group_id: req.group_id.0.to_string(),
-            topics: req
-                .topics
-                .iter()
-                .map(|t| (t.name.0.to_string(), t.partitions.iter().map(|p| p.partition_index).collect()))
-                .collect(),
-        };
+        // DELETE on the group, READ on each topic, as Kafka asks.
+        if !cx.may_on_group(Operation::Delete, &req.group_id.0) {
+            return refusal::<Self>(cx, &req, error_code::GROUP_AUTHORIZATION_FAILED);
+        }
+        let (topics, refused): (Vec<_>, Vec<_>) = req
+            .topics
+            .iter()
+            .map(|t| (t.name.0.to_string(), t.partitions.iter().map(|p| p.partition_index).collect::<Vec<i32>>()))
+            .partition(|(name, _)| cx.may_on_topic(Operation::Read, name));
+        let request = group::OffsetDeleteRequest { group_id: req.group_id.0.to_string(), topics };
         let now = crate::now_ms();
         let (answer, writes) = groups.call(|c| c.offset_delete(now, &request));
         let mut response = OffsetDeleteResponse::default();
@@ -297,9 +351,13 @@ impl Handler for OffsetDelete {
             return response.into();
         }
         response.error_code = answer.error_code;
+        let refused = refused.into_iter().map(|(name, partitions)| {
+            (name, partitions.into_iter().map(|p| (p, error_code::TOPIC_AUTHORIZATION_FAILED)).collect::<Vec<_>>())
+        });
         response.topics = answer
             .topics
             .into_iter()
+            .chain(refused)
             .map(|(name, partitions)| {
                 let mut t = OffsetDeleteResponseTopic::default();
                 t.name = topic_name(&name);

@@ -8,6 +8,7 @@ use std::time::Instant;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::{Encodable, Request};
 
+use crate::acl::{Authorizer, Identity, Operation, ResourceType, CLUSTER_NAME};
 use crate::context::Pick;
 use crate::splice::FileRanges;
 
@@ -41,6 +42,16 @@ pub trait Handler {
     fn refused(_cx: &RequestContext<'_>, _request: &Self::Request, _code: i16) -> Option<Self::Response> {
         None
     }
+}
+
+/// The whole request refused with `code`, through the handler's
+/// [`Handler::refused`] (an authorization failure, as Kafka's
+/// `getErrorResponse`).
+pub fn refusal<H: Handler>(cx: &RequestContext<'_>, request: &H::Request, code: i16) -> Answer<H::Response>
+where
+    H::Response: Default,
+{
+    Answer::Respond(H::refused(cx, request, code).unwrap_or_default())
 }
 
 /// The versions of an API: all of `accepted_min..=max` are handled;
@@ -85,12 +96,52 @@ pub struct RequestContext<'a> {
     /// The role the connection authenticated as (SASL), `None` when
     /// authentication is off.
     pub principal: Option<&'a str>,
+    /// Who the connection is for the authorizer (`User:ANONYMOUS` when
+    /// authentication is off).
+    pub identity: &'a Identity,
+    pub acls: &'a Authorizer,
 }
 
 impl RequestContext<'_> {
     /// The client's host as Kafka reports it (DescribeGroups, ConsumerGroupDescribe).
     pub fn client_host(&self) -> String {
         format!("/{}", self.peer.ip())
+    }
+
+    /// Whether the client may do `operation` on the resource (always, while
+    /// the authorizer is off).
+    pub fn may(&self, operation: Operation, resource_type: ResourceType, name: &str) -> bool {
+        self.acls.authorize(self.identity, self.peer.ip(), operation, resource_type, name)
+    }
+
+    pub fn may_on_topic(&self, operation: Operation, topic: &str) -> bool {
+        self.may(operation, ResourceType::Topic, topic)
+    }
+
+    pub fn may_on_group(&self, operation: Operation, group: &str) -> bool {
+        self.may(operation, ResourceType::Group, group)
+    }
+
+    pub fn may_on_cluster(&self, operation: Operation) -> bool {
+        self.may(operation, ResourceType::Cluster, CLUSTER_NAME)
+    }
+
+    pub fn may_on_transactional_id(&self, operation: Operation, id: &str) -> bool {
+        self.may(operation, ResourceType::TransactionalId, id)
+    }
+
+    /// Kafka's `authorizeByResourceType`: `operation` on some resource of the type.
+    pub fn may_on_any(&self, operation: Operation, resource_type: ResourceType) -> bool {
+        self.acls.authorize_any(self.identity, self.peer.ip(), operation, resource_type)
+    }
+
+    /// KIP-430's authorized operations of a resource, when the request asked
+    /// for them (else Kafka's "omitted").
+    pub fn authorized_operations(&self, asked: bool, resource_type: ResourceType, name: &str) -> i32 {
+        if !asked {
+            return crate::api::authorized_operations::OMITTED;
+        }
+        self.acls.authorized_operations(self.identity, self.peer.ip(), resource_type, name)
     }
 }
 

@@ -15,6 +15,7 @@ use kafgres_wire::error_code;
 use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
+use crate::acl::{Operation, ResourceType};
 
 use crate::catalog::CatalogError;
 use crate::producer_ids::ProducerIds;
@@ -42,6 +43,16 @@ impl Handler for InitProducerId {
         response.producer_epoch = -1;
         match request.transactional_id.as_ref().map(|t| t.0.as_str()) {
             Some("") => response.error_code = error_code::INVALID_REQUEST,
+            Some(id) if !cx.may_on_transactional_id(Operation::Write, id) => {
+                response.error_code = error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            }
+            // An idempotent producer: IDEMPOTENT_WRITE on the cluster, or
+            // WRITE on some topic, as Kafka allows it.
+            None if !cx.may_on_cluster(Operation::IdempotentWrite)
+                && !cx.may_on_any(Operation::Write, ResourceType::Topic) =>
+            {
+                response.error_code = error_code::CLUSTER_AUTHORIZATION_FAILED
+            }
             Some(transactional_id) => {
                 let expected = if version >= 3 { (request.producer_id.0, request.producer_epoch) } else { (-1, -1) };
                 let timeout_ms = request.transaction_timeout_ms;

@@ -7,6 +7,7 @@ use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionRespon
 use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
+use crate::acl::Operation;
 
 use crate::config::BrokerConfig;
 use crate::partition::Partition;
@@ -45,6 +46,7 @@ impl Handler for ListOffsets {
         let mut response = ListOffsetsResponse::default();
         for topic in request.topics {
             let found = topics.get(&topic.name.0);
+            let refused = !cx.may_on_topic(Operation::Describe, &topic.name.0);
             let mut out = ListOffsetsTopicResponse::default();
             out.name = topic.name.clone();
             for p in topic.partitions {
@@ -53,6 +55,7 @@ impl Handler for ListOffsets {
                 r.timestamp = -1;
                 r.offset = -1;
                 match found.as_ref().and_then(|t| t.partition(p.partition_index)) {
+                    _ if refused => r.error_code = error_code::TOPIC_AUTHORIZATION_FAILED,
                     None => r.error_code = topics.missing_code(&topic.name.0, error_code::UNKNOWN_TOPIC_OR_PARTITION),
                     Some(_) if config.is_follower() => r.error_code = error_code::NOT_LEADER_OR_FOLLOWER,
                     Some(partition) => match check_leader_epoch(p.current_leader_epoch, current)

@@ -9,9 +9,9 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{ApiKey, BrokerId, MetadataRequest, MetadataResponse};
 use uuid::Uuid;
 
-use super::authorized_operations::{self, if_asked};
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::{str_bytes, topic_name};
+use crate::acl::{Operation, ResourceType, CLUSTER_NAME};
 use crate::config::BrokerConfig;
 use crate::topic_admin::TopicAdmin;
 use crate::topics::OfflineTopic;
@@ -43,18 +43,35 @@ impl Handler for Metadata {
         response.cluster_id = Some(str_bytes(&config.cluster_id));
         response.controller_id = BrokerId(node_id);
         // Asked for in v8-v10 only; every topic in the answer gets its set when asked.
-        response.cluster_authorized_operations =
-            if_asked(request.include_cluster_authorized_operations, authorized_operations::CLUSTER);
-        let topic_operations = if_asked(request.include_topic_authorized_operations, authorized_operations::TOPIC);
+        response.cluster_authorized_operations = cx.authorized_operations(
+            request.include_cluster_authorized_operations,
+            ResourceType::Cluster,
+            CLUSTER_NAME,
+        );
+        let asked = request.include_topic_authorized_operations;
+        let operations = |name: &str| cx.authorized_operations(asked, ResourceType::Topic, name);
 
         let everything = match &request.topics {
             None => true,
             Some(t) => t.is_empty() && version == 0,
         };
         if everything {
-            response.topics = topics.all().iter().map(|t| describe(t, config, topic_operations)).collect();
+            // Topics the client may not describe are left out, as Kafka does.
+            let visible = |name: &str| cx.may_on_topic(Operation::Describe, name);
+            response.topics = topics
+                .all()
+                .iter()
+                .filter(|t| visible(&t.name))
+                .map(|t| describe(t, config, operations(&t.name)))
+                .collect();
             let registry = topics.read();
-            response.topics.extend(registry.all_offline().iter().map(|t| describe_offline(t, topic_operations)));
+            response.topics.extend(
+                registry
+                    .all_offline()
+                    .iter()
+                    .filter(|t| visible(&t.record.name))
+                    .map(|t| describe_offline(t, operations(&t.record.name))),
+            );
             response.topics.sort_by(|a, b| a.name.cmp(&b.name));
             return response.into();
         }
@@ -68,12 +85,30 @@ impl Handler for Metadata {
                 Some(name) => topics.offline(&name.0),
                 None => topics.offline_by_id(&wanted.topic_id),
             };
+            // DESCRIBE before existence: a refused name is answered
+            // TOPIC_AUTHORIZATION_FAILED whether it exists or not; a refused
+            // id (not secret, says Kafka) with the id and no name.
+            let name = wanted.name.as_ref().map(|n| n.0.to_string()).or_else(|| found.as_ref().map(|t| t.name.clone()));
+            if name.as_ref().is_some_and(|n| !cx.may_on_topic(Operation::Describe, n)) {
+                let mut t = MetadataResponseTopic::default();
+                t.error_code = error_code::TOPIC_AUTHORIZATION_FAILED;
+                t.name = wanted.name.clone();
+                t.topic_id = if wanted.name.is_some() { Uuid::nil() } else { wanted.topic_id };
+                response.topics.push(t);
+                continue;
+            }
+            let topic_operations = operations(name.as_deref().unwrap_or(""));
             if let (None, Some(offline)) = (&found, offline) {
                 response.topics.push(describe_offline(&offline, topic_operations));
                 continue;
             }
+            let may_create =
+                |name: &str| cx.may_on_cluster(Operation::Create) || cx.may_on_topic(Operation::Create, name);
             let topic = match (found, &wanted.name) {
                 (Some(t), _) => Ok(t),
+                (None, Some(name)) if auto_create && !may_create(&name.0) => {
+                    Err(error_code::TOPIC_AUTHORIZATION_FAILED)
+                }
                 (None, Some(name)) if auto_create => {
                     super::create_topics::create_topic(admin, &name.0, config.default_partitions, Default::default())
                         .await

@@ -9,6 +9,7 @@
 //! advertised without being handled. Adding an API is its module and one line
 //! in the list (docs/architecture.md, "How to add an API").
 
+pub mod acls;
 pub mod alter_configs;
 pub mod api_versions;
 pub mod authorized_operations;
@@ -83,6 +84,9 @@ macro_rules! served_apis {
             $crate::api::describe_producers::DescribeProducers,
             $crate::api::sasl::SaslHandshake,
             $crate::api::sasl::SaslAuthenticate,
+            $crate::api::acls::DescribeAcls,
+            $crate::api::acls::CreateAcls,
+            $crate::api::acls::DeleteAcls,
         }
     };
 }

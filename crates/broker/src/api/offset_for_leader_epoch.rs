@@ -17,6 +17,7 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset,
 use kafka_protocol::messages::{ApiKey, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
+use crate::acl::Operation;
 
 use crate::config::BrokerConfig;
 use crate::replication::check_leader_epoch;
@@ -43,8 +44,17 @@ impl Handler for OffsetForLeaderEpoch {
         let current = config.replication.leader_epoch();
         let consumer = version < 3 || request.replica_id.0 < 0;
         let mut response = OffsetForLeaderEpochResponse::default();
+        // A follower needs CLUSTER_ACTION on the cluster, a consumer DESCRIBE on the topic.
+        let follower_refused = !consumer && !cx.may_on_cluster(Operation::ClusterAction);
         for t in request.topics {
             let topic = topics.get(&t.topic.0);
+            let refused = if follower_refused {
+                Some(error_code::CLUSTER_AUTHORIZATION_FAILED)
+            } else if !cx.may_on_topic(Operation::Describe, &t.topic.0) {
+                Some(error_code::TOPIC_AUTHORIZATION_FAILED)
+            } else {
+                None
+            };
             let mut out = OffsetForLeaderTopicResult::default();
             out.topic = t.topic.clone();
             for p in t.partitions {
@@ -52,6 +62,11 @@ impl Handler for OffsetForLeaderEpoch {
                 result.partition = p.partition;
                 result.leader_epoch = UNDEFINED_EPOCH;
                 result.end_offset = UNDEFINED_EPOCH_OFFSET;
+                if let Some(code) = refused {
+                    result.error_code = code;
+                    out.partitions.push(result);
+                    continue;
+                }
                 let found = topic.as_ref().and_then(|t| t.partition(p.partition));
                 // The client's idea of the current epoch is checked first.
                 match (found, check_leader_epoch(p.current_leader_epoch, current)) {

@@ -22,6 +22,7 @@ use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::{str_bytes, topic_name};
+use crate::acl::Operation;
 use crate::config::BrokerConfig;
 use crate::partition::{AppendOutcome, DurabilityError, Partition};
 use crate::topic_config::RecordPolicy;
@@ -69,6 +70,10 @@ impl Handler for Produce {
         let version = cx.api_version;
         let acks = request.acks;
         let mut answers = Vec::with_capacity(request.topic_data.len());
+        // Kafka refuses a transactional produce whole when the client may
+        // not write the transactional id.
+        let transaction_refused =
+            request.transactional_id.as_deref().is_some_and(|id| !cx.may_on_transactional_id(Operation::Write, id));
         for topic_data in request.topic_data {
             let by_id = version >= TOPIC_ID_VERSION_MIN;
             let topic = if by_id { topics.get_by_id(&topic_data.topic_id) } else { topics.get(&topic_data.name.0) };
@@ -80,6 +85,16 @@ impl Handler for Produce {
                 }
                 None if by_id => error_code::UNKNOWN_TOPIC_ID,
                 None => topics.missing_code(&topic_data.name.0, error_code::UNKNOWN_TOPIC_OR_PARTITION),
+            };
+            // Checked before existence, so that a client learns nothing of
+            // topics it may not write; a topic id no topic has names nothing
+            // to check.
+            let refused = if transaction_refused {
+                Some(error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            } else if !(by_id && topic.is_none() || cx.may_on_topic(Operation::Write, &name)) {
+                Some(error_code::TOPIC_AUTHORIZATION_FAILED)
+            } else {
+                None
             };
             let policy = topic.as_ref().map_or_else(
                 || RecordPolicy::from_configs(&Default::default(), config.message_bytes_max),
@@ -94,14 +109,17 @@ impl Handler for Produce {
                 response.log_start_offset = -1;
                 let mut item = Pending { partition: None, end_offset: -1, response };
                 let acks_valid = matches!(acks, -1..=1);
-                match (acks_valid, topic.as_ref().and_then(|t| t.partition(data.index))) {
-                    (false, _) => item.response.error_code = error_code::INVALID_REQUIRED_ACKS,
+                match (acks_valid, refused, topic.as_ref().and_then(|t| t.partition(data.index))) {
+                    (false, _, _) => item.response.error_code = error_code::INVALID_REQUIRED_ACKS,
+                    (true, Some(code), _) => item.response.error_code = code,
                     // A standby's copy takes no records but the leader's.
-                    (true, Some(_)) if config.is_follower() => {
+                    (true, None, Some(_)) if config.is_follower() => {
                         item.response.error_code = error_code::NOT_LEADER_OR_FOLLOWER
                     }
-                    (true, None) => item.response.error_code = unknown_topic,
-                    (true, Some(partition)) => append_one(config, txns, partition, &policy, data.records, &mut item),
+                    (true, None, None) => item.response.error_code = unknown_topic,
+                    (true, None, Some(partition)) => {
+                        append_one(config, txns, partition, &policy, data.records, &mut item)
+                    }
                 }
                 pending.push(item);
             }

@@ -16,8 +16,9 @@ use kafka_protocol::messages::{
     EndTxnRequest, EndTxnResponse, ProducerId, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 
-use super::handler::{Answer, Handler, RequestContext, Versions};
+use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
 use super::topic_name;
+use crate::acl::Operation;
 use crate::txn::rules::fenced;
 use crate::txn::TxnService;
 
@@ -43,6 +44,24 @@ impl Handler for AddPartitionsToTxn {
     ) -> Answer<AddPartitionsToTxnResponse> {
         let version = cx.api_version;
         let transactional_id = req.v3_and_below_transactional_id.0.to_string();
+        if !cx.may_on_transactional_id(Operation::Write, &transactional_id) {
+            return refusal::<Self>(cx, &req, error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+        }
+        // A topic the client may not write fails the request: its partitions
+        // TOPIC_AUTHORIZATION_FAILED, the others OPERATION_NOT_ATTEMPTED.
+        if req.v3_and_below_topics.iter().any(|t| !cx.may_on_topic(Operation::Write, &t.name.0)) {
+            let mut response = refusal::<Self>(cx, &req, error_code::OPERATION_NOT_ATTEMPTED);
+            if let Answer::Respond(r) = &mut response {
+                for t in &mut r.results_by_topic_v3_and_below {
+                    if !cx.may_on_topic(Operation::Write, &t.name.0) {
+                        for p in &mut t.results_by_partition {
+                            p.partition_error_code = error_code::TOPIC_AUTHORIZATION_FAILED;
+                        }
+                    }
+                }
+            }
+            return response;
+        }
         let producer = (req.v3_and_below_producer_id.0, req.v3_and_below_producer_epoch);
         let partitions: Vec<(String, i32)> = req
             .v3_and_below_topics
@@ -117,7 +136,11 @@ impl Handler for AddOffsetsToTxn {
         let version = cx.api_version;
         let mut response = AddOffsetsToTxnResponse::default();
         let group_id = req.group_id.0.to_string();
-        response.error_code = if group_id.is_empty() {
+        response.error_code = if !cx.may_on_transactional_id(Operation::Write, &req.transactional_id.0) {
+            error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        } else if !cx.may_on_group(Operation::Read, &group_id) {
+            error_code::GROUP_AUTHORIZATION_FAILED
+        } else if group_id.is_empty() {
             error_code::INVALID_GROUP_ID
         } else {
             let producer = (req.producer_id.0, req.producer_epoch);
@@ -154,9 +177,19 @@ impl Handler for TxnOffsetCommit {
         req: TxnOffsetCommitRequest,
     ) -> Answer<TxnOffsetCommitResponse> {
         let version = cx.api_version;
+        if !cx.may_on_transactional_id(Operation::Write, &req.transactional_id.0) {
+            return refusal::<Self>(cx, &req, error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+        }
+        if !cx.may_on_group(Operation::Read, &req.group_id.0) {
+            return refusal::<Self>(cx, &req, error_code::GROUP_AUTHORIZATION_FAILED);
+        }
+        // Topics the client may not read are answered TOPIC_AUTHORIZATION_FAILED;
+        // the others' offsets are committed.
+        let readable = |name: &str| cx.may_on_topic(Operation::Read, name);
         let offsets = req
             .topics
             .iter()
+            .filter(|t| readable(&t.name.0))
             .flat_map(|t| {
                 t.partitions.iter().map(move |p| {
                     (
@@ -180,7 +213,15 @@ impl Handler for TxnOffsetCommit {
                 Err(code) => code,
             }
         };
-        every_partition_answered(&req, code).into()
+        let mut response = every_partition_answered(&req, code);
+        for t in &mut response.topics {
+            if !readable(&t.name.0) {
+                for p in &mut t.partitions {
+                    p.error_code = error_code::TOPIC_AUTHORIZATION_FAILED;
+                }
+            }
+        }
+        response.into()
     }
 
     fn refused(_: &RequestContext<'_>, req: &TxnOffsetCommitRequest, code: i16) -> Option<TxnOffsetCommitResponse> {
@@ -232,6 +273,10 @@ impl Handler for EndTxn {
         let mut response = EndTxnResponse::default();
         response.producer_id = ProducerId(-1);
         response.producer_epoch = -1;
+        if !cx.may_on_transactional_id(Operation::Write, &req.transactional_id.0) {
+            response.error_code = error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+            return response.into();
+        }
         response.error_code = match txns.end_txn(&req.transactional_id.0, producer, fenced_code, req.committed).await {
             Ok(()) => error_code::NONE,
             Err(code) => code,

@@ -38,6 +38,7 @@ use kafgres_wire::header::{peek_fixed_header, put_response_header, response_head
 use kafka_protocol::messages::{ApiKey, SaslAuthenticateResponse, SaslHandshakeResponse};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
+use crate::acl::Identity;
 use crate::api::handler::Handler;
 use crate::api::sasl::{SaslAuthenticate, SaslHandshake};
 use crate::catalog::Catalog;
@@ -77,7 +78,8 @@ pub struct SaslSession {
 enum State {
     /// Authentication is off, or done: requests are dispatched.
     Open {
-        principal: Option<String>,
+        /// The authenticated role; `None` when authentication is off.
+        identity: Option<Identity>,
     },
     /// Only ApiVersions and SaslHandshake are accepted.
     AwaitingHandshake,
@@ -97,7 +99,7 @@ enum State {
 impl SaslSession {
     pub fn new(authentication: &Authentication) -> SaslSession {
         let state = match authentication {
-            Authentication::None => State::Open { principal: None },
+            Authentication::None => State::Open { identity: None },
             Authentication::ScramSha256 { .. } => State::AwaitingHandshake,
         };
         SaslSession { authentication: authentication.clone(), state }
@@ -106,8 +108,18 @@ impl SaslSession {
     /// The authenticated role, once authenticated.
     pub fn principal(&self) -> Option<&str> {
         match &self.state {
-            State::Open { principal } => principal.as_deref(),
+            State::Open { identity } => identity.as_ref().map(|i| i.role.as_str()),
             _ => None,
+        }
+    }
+
+    /// Who the connection is for the authorizer: its role once
+    /// authenticated, `User:ANONYMOUS` while authentication is off.
+    pub fn identity(&self) -> &Identity {
+        static ANONYMOUS: std::sync::LazyLock<Identity> = std::sync::LazyLock::new(Identity::anonymous);
+        match &self.state {
+            State::Open { identity: Some(identity) } => identity,
+            _ => &ANONYMOUS,
         }
     }
 
@@ -241,8 +253,14 @@ impl SaslSession {
             }
             State::AwaitingClientFinal { exchange, .. } => {
                 let done = exchange.finish(token).map_err(|e| fail(&e))?;
+                // Read once the password is proven, so that an unknown
+                // client learns nothing from it.
+                let identity = catalog
+                    .identity(done.principal.clone())
+                    .await
+                    .map_err(|e| fail(&format_args!("the role's memberships could not be read: {e}")))?;
                 log::debug!("{peer} authenticated as role {:?} (SASL/SCRAM-SHA-256)", done.principal);
-                self.state = State::Open { principal: Some(done.principal) };
+                self.state = State::Open { identity: Some(identity) };
                 Ok(Bytes::from(done.server_final.into_bytes()))
             }
             other => {
