@@ -485,6 +485,29 @@ def scenario_api_versions(ctx: Context) -> None:
 
 
 @scenario
+def scenario_acls_without_an_authorizer(ctx: Context) -> None:
+    """The ACL APIs on a broker without an authorizer (both run without one): SECURITY_DISABLED, as
+    MirrorMaker 2's ACL sync expects."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    topic = ctx.name("acl")
+    binding = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:alice", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)
+    every = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                             AclPermissionType.ANY)
+    _results(ctx, "create acl", {"binding": ctx.admin.create_acls([binding], request_timeout=T)[binding]})
+    _results(ctx, "describe acls", {"every": ctx.admin.describe_acls(every, request_timeout=T)})
+    _results(ctx, "delete acls", {"every": ctx.admin.delete_acls([every], request_timeout=T)[every]})
+
+
+@scenario
 def scenario_transactions(ctx: Context) -> None:
     """A transactional producer: init, commit, abort; read_committed sees only the commit."""
     from confluent_kafka import Producer

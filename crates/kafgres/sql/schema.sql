@@ -135,3 +135,26 @@ CREATE TABLE kafgres.leader_epochs (
 COMMENT ON TABLE kafgres.leader_epochs IS
     'Every start of a primary''s broker: its leader epoch, node id, advertised address and timeline; written by the broker.';
 REVOKE ALL ON kafgres.leader_epochs FROM PUBLIC;
+
+-- Kafka ACLs (DescribeAcls, CreateAcls, DeleteAcls), enforced while
+-- kafgres.authorizer = acl. A principal User:<role> is a Postgres role; a
+-- binding for a group role applies to the roles that inherit from it.
+-- Written by the broker; an operator's own INSERT or DELETE takes effect at
+-- the next SELECT pg_reload_conf().
+CREATE TABLE kafgres.acls (
+    resource_type text NOT NULL
+        CHECK (resource_type IN ('TOPIC', 'GROUP', 'CLUSTER', 'TRANSACTIONAL_ID', 'DELEGATION_TOKEN', 'USER')),
+    pattern_type  text NOT NULL CHECK (pattern_type IN ('LITERAL', 'PREFIXED')),
+    resource_name text NOT NULL CHECK (resource_name <> ''),
+    principal     text NOT NULL CHECK (principal ~ '^User:.+'),
+    host          text NOT NULL DEFAULT '*' CHECK (host <> ''),
+    operation     text NOT NULL CHECK (operation IN ('ALL', 'READ', 'WRITE', 'CREATE', 'DELETE', 'ALTER', 'DESCRIBE',
+        'CLUSTER_ACTION', 'DESCRIBE_CONFIGS', 'ALTER_CONFIGS', 'IDEMPOTENT_WRITE', 'CREATE_TOKENS', 'DESCRIBE_TOKENS',
+        'TWO_PHASE_COMMIT')),
+    permission    text NOT NULL CHECK (permission IN ('ALLOW', 'DENY')),
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (resource_type, pattern_type, resource_name, principal, host, operation, permission)
+);
+COMMENT ON TABLE kafgres.acls IS
+    'Kafka ACL bindings (kafka-acls.sh), enforced while kafgres.authorizer = acl; principals are User:<role>.';
+REVOKE ALL ON kafgres.acls FROM PUBLIC;

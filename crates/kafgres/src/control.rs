@@ -61,6 +61,21 @@ pub enum ControlRequest {
         username: String,
         reply: oneshot::Sender<Result<Option<ScramCredential>, CatalogError>>,
     },
+    /// Reads what an authenticated role is to the authorizer.
+    Identity {
+        role: String,
+        reply: oneshot::Sender<Result<kafgres_broker::acl::Identity, CatalogError>>,
+    },
+    /// Stores ACL bindings (CreateAcls).
+    CreateAcls {
+        bindings: Vec<kafgres_broker::acl::AclBinding>,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
+    /// Removes ACL bindings (DeleteAcls).
+    DeleteAcls {
+        bindings: Vec<kafgres_broker::acl::AclBinding>,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
     /// Stores a transactional id's state; with `offsets`, completes a commit
     /// (the offsets and the state in one transaction).
     StoreTransaction {
@@ -204,5 +219,17 @@ impl Catalog for ControlPlaneCatalog {
 
     fn scram_credential(&self, username: String) -> CatalogFuture<Option<ScramCredential>> {
         self.call(move |reply| ControlRequest::ScramCredential { username, reply })
+    }
+
+    fn identity(&self, role: String) -> CatalogFuture<kafgres_broker::acl::Identity> {
+        self.call(move |reply| ControlRequest::Identity { role, reply })
+    }
+
+    fn create_acls(&self, bindings: Vec<kafgres_broker::acl::AclBinding>) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::CreateAcls { bindings, reply })
+    }
+
+    fn delete_acls(&self, bindings: Vec<kafgres_broker::acl::AclBinding>) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::DeleteAcls { bindings, reply })
     }
 }

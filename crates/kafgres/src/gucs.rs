@@ -28,6 +28,18 @@ pub enum AuthenticationGuc {
     ScramSha256,
 }
 
+/// `kafgres.authorizer`: whether Kafka requests are checked against ACLs.
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum AuthorizerGuc {
+    /// No authorizer: every client may do everything; the ACL APIs answer SECURITY_DISABLED.
+    #[name = c"none"]
+    None,
+    /// Kafka's ACLs, stored in kafgres.acls, with Postgres roles as principals.
+    #[name = c"acl"]
+    Acl,
+}
+
+pub static AUTHORIZER: GucSetting<AuthorizerGuc> = GucSetting::<AuthorizerGuc>::new(AuthorizerGuc::None);
 pub static AUTHENTICATION: GucSetting<AuthenticationGuc> =
     GucSetting::<AuthenticationGuc>::new(AuthenticationGuc::None);
 pub static LISTEN_ADDRESS: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"127.0.0.1"));
@@ -243,6 +255,16 @@ pub fn register_authentication_setting() {
           with its password (SASL_PLAINTEXT).",
         &AUTHENTICATION,
         GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_enum_guc(
+        c"kafgres.authorizer",
+        c"Whether Kafka requests are checked against the ACLs of kafgres.acls.",
+        c"none: every client may do everything (the ACL APIs answer SECURITY_DISABLED); acl: Kafka's ACLs, \
+          principals User:<role>, bindings of a group role applying to its members, superusers allowed everything. \
+          A reload (SELECT pg_reload_conf()) applies a change and rereads kafgres.acls.",
+        &AUTHORIZER,
+        GucContext::Sighup,
         GucFlags::default(),
     );
 }

@@ -10,7 +10,8 @@
 //! - [`control`]: the messages between the planes and the data plane's
 //!   `Catalog` implementation that sends them;
 //! - [`catalog_sql`]: the SQL the control plane runs, as plans prepared once
-//!   and kept;
+//!   and kept; [`acl_sql`]: the ACL bindings and role memberships the
+//!   authorizer uses;
 //! - [`bridge`]: the SQL bridge, a second background worker that carries
 //!   records sent and offsets committed from SQL transactions to the broker,
 //!   exactly once in commit order, through the broker's Kafka port;
@@ -21,6 +22,7 @@
 
 use pgrx::prelude::*;
 
+pub mod acl_sql;
 pub mod bridge;
 pub mod catalog_sql;
 pub mod control;

@@ -23,6 +23,18 @@ BEGIN;
 INSERT INTO kafgres.topics (topic_id, name, partition_count) VALUES (gen_random_uuid(), 'orders.v1_x-2', 3);
 INSERT INTO kafgres.topics (topic_id, name, partition_count) VALUES (gen_random_uuid(), 'orders.v1_x-2', 3);
 ROLLBACK;
+-- ACL bindings: the table refuses what Kafka's CreateAcls refuses.
+INSERT INTO kafgres.acls (resource_type, pattern_type, resource_name, principal, operation, permission)
+VALUES ('TOPIC', 'MATCH', 'orders', 'User:app', 'READ', 'ALLOW');
+INSERT INTO kafgres.acls (resource_type, pattern_type, resource_name, principal, operation, permission)
+VALUES ('TOPIC', 'LITERAL', 'orders', 'app', 'READ', 'ALLOW');
+INSERT INTO kafgres.acls (resource_type, pattern_type, resource_name, principal, operation, permission)
+VALUES ('TOPIC', 'LITERAL', 'orders', 'User:app', 'ANY', 'ALLOW');
+BEGIN;
+INSERT INTO kafgres.acls (resource_type, pattern_type, resource_name, principal, operation, permission)
+VALUES ('TOPIC', 'PREFIXED', 'orders.', 'User:app', 'READ', 'ALLOW');
+SELECT resource_type, pattern_type, resource_name, principal, host, operation, permission FROM kafgres.acls;
+ROLLBACK;
 
 -- Nothing is granted to PUBLIC.
 CREATE ROLE kafgres_regress_nobody;
@@ -30,7 +42,7 @@ SELECT t AS table_name, has_table_privilege('kafgres_regress_nobody', t, 'SELECT
 FROM unnest(ARRAY['kafgres.topics', 'kafgres.cluster', 'kafgres.consumer_offsets', 'kafgres.transactions',
                   'kafgres.partition_status', 'kafgres.consumer_groups', 'kafgres.consumer_lag',
                   'kafgres.broker_metrics', 'kafgres.flush_latency', 'kafgres.request_latency',
-                  'kafgres.connections']) AS t;
+                  'kafgres.connections', 'kafgres.acls']) AS t;
 -- Every function, each SECURITY DEFINER with a pinned search_path (but the
 -- install-time helper), none executable by PUBLIC.
 SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS arguments, p.prosecdef AS security_definer,

@@ -102,17 +102,26 @@ pub fn broker_address_or_err() -> Result<SocketAddr, String> {
     Ok(SocketAddr::new(ip, gucs::PORT.get() as u16))
 }
 
-/// Runs `f` with the backend's broker connection, connecting first if
-/// needed. A connection that breaks is dropped; when a kept one turns out
-/// stale (the broker restarted), `f` is tried once more on a new one.
-/// Errors become SQL errors.
 /// The SQL side (these functions and the SQL bridge) reaches the broker as
 /// an unauthenticated Kafka client on loopback; with SASL required the
-/// broker closes such connections. Until the SQL side authenticates, every
-/// function that needs the broker says so at once instead of failing as if
-/// the broker were down (or, for `kafgres.send`, leaving a record in the WAL
-/// that the bridge cannot deliver).
-pub fn refuse_while_authentication_is_on(what: &str) {
+/// broker closes such connections, and with the authorizer on it is
+/// `User:ANONYMOUS`. Until the SQL side authenticates and checks the ACLs
+/// for its calling role, every function that needs the broker says so at
+/// once instead of failing as if the broker were down (or, for
+/// `kafgres.send`, leaving a record in the WAL that the bridge cannot deliver).
+pub fn refuse_while_security_is_on(what: &str) {
+    // The link connects as User:ANONYMOUS, like any unauthenticated client:
+    // under the ACLs it would be refused, or, granted, would let every
+    // anonymous client in alike. Until the SQL API checks the ACLs for its
+    // calling role, it is off while the authorizer is on.
+    if crate::gucs::AUTHORIZER.get() != crate::gucs::AuthorizerGuc::None {
+        fail(
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("{what} is not available with kafgres.authorizer = acl"),
+            "the SQL API does not check Kafka ACLs for its calling role yet: use a Kafka client, or set \
+             kafgres.authorizer = none (docs/security.md)",
+        );
+    }
     if crate::gucs::AUTHENTICATION.get() != crate::gucs::AuthenticationGuc::None {
         fail(
             PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
@@ -123,8 +132,12 @@ pub fn refuse_while_authentication_is_on(what: &str) {
     }
 }
 
+/// Runs `f` with the backend's broker connection, connecting first if
+/// needed. A connection that breaks is dropped; when a kept one turns out
+/// stale (the broker restarted), `f` is tried once more on a new one.
+/// Errors become SQL errors.
 pub fn with_broker<T>(what: &str, mut f: impl FnMut(&mut Client<LatchWait>) -> Result<T, ClientError>) -> T {
-    refuse_while_authentication_is_on(what);
+    refuse_while_security_is_on(what);
     for attempt in 0..2 {
         let reused = LINK.with(|l| l.borrow().is_some());
         let outcome = LINK.with(|link| {

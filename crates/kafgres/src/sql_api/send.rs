@@ -106,7 +106,7 @@ fn send_record(
 ) -> i32 {
     super::broker_link::require_broker_database("kafgres.send");
     // The bridge could not deliver it: refused now, not left in the WAL.
-    super::broker_link::refuse_while_authentication_is_on("kafgres.send");
+    super::broker_link::refuse_while_security_is_on("kafgres.send");
     if !wal_level_is_enough() {
         fail(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,

@@ -72,6 +72,18 @@ fn serve_one(plans: &CatalogPlans, request: ControlRequest) {
             let result = run_in_transaction(|| plans.scram_credential(&username));
             let _ = reply.send(result.map_err(failed));
         }
+        ControlRequest::Identity { role, reply } => {
+            let result = run_in_transaction(|| crate::acl_sql::identity(&role));
+            let _ = reply.send(result.map_err(failed));
+        }
+        ControlRequest::CreateAcls { bindings, reply } => {
+            let result = run_in_transaction(|| crate::acl_sql::insert_acls(&bindings));
+            let _ = reply.send(result.map_err(failed));
+        }
+        ControlRequest::DeleteAcls { bindings, reply } => {
+            let result = run_in_transaction(|| crate::acl_sql::delete_acls(&bindings));
+            let _ = reply.send(result.map_err(failed));
+        }
         ControlRequest::StoreTransaction { record, offsets, reply } => {
             let result = run_in_transaction(|| {
                 if !offsets.is_empty() {

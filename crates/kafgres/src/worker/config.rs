@@ -57,6 +57,7 @@ pub fn broker_config(
         group_consumer_session_timeout_ms: gucs::GROUP_CONSUMER_SESSION_TIMEOUT_MS.get(),
         group_consumer_heartbeat_interval_ms: gucs::GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS.get(),
         authentication: authentication(),
+        authorizer_enabled: authorizer_enabled(),
         metrics: crate::shared_metrics::metrics().unwrap_or_else(kafgres_broker::metrics::BrokerMetrics::leaked),
         // The role's own (`super::leader`, `super::standby`) replace these.
         replication: std::sync::Arc::new(kafgres_broker::replication::ReplicationState::new(
@@ -67,6 +68,11 @@ pub fn broker_config(
         follow: None,
         leader: None,
     })
+}
+
+/// `kafgres.authorizer` (read again at each reload).
+pub fn authorizer_enabled() -> bool {
+    gucs::AUTHORIZER.get() == gucs::AuthorizerGuc::Acl
 }
 
 /// `kafgres.authentication`. Unknown users' mock salts derive from

@@ -58,6 +58,7 @@ pub(super) fn run(w: &Worker) -> Ended {
             // A reload is also the operator's way to say "the disk is fixed".
             w.runtime.block_on(broker.reopen_offline_topics());
             broker.set_sync_policy(sync_policy());
+            reload_acls(broker.context());
             w.report_logs();
         }
         if w.wait.wait() == Wakeup::DataPlane {
@@ -70,6 +71,16 @@ pub(super) fn run(w: &Worker) -> Ended {
     requests.close();
     w.stop_broker(broker);
     Ended::Stopped
+}
+
+/// A reload applies `kafgres.authorizer` and rereads `kafgres.acls` (an
+/// operator's own INSERT or DELETE); a failed read keeps the bindings in force.
+pub(super) fn reload_acls(ctx: &kafgres_broker::BrokerContext) {
+    ctx.acls.set_enabled(super::config::authorizer_enabled());
+    match run_in_transaction(crate::acl_sql::load_acls) {
+        Ok(bindings) => ctx.acls.replace(bindings),
+        Err(e) => warning!("kafgres: {e}; the ACLs loaded before stay in force"),
+    }
 }
 
 /// Records this start in `kafgres.leader_epochs`. A schema without the

@@ -230,6 +230,7 @@ fn load_catalog(wait: &WaitSet, database: &str) -> Option<(CatalogPlans, Catalog
                 topics: plans.load_topics()?,
                 offsets: plans.load_offsets(None)?,
                 transactions: plans.load_transactions()?,
+                acls: crate::acl_sql::load_acls()?,
             };
             let cluster_id = plans.cluster_id()?;
             Ok((plans, snapshot, cluster_id))

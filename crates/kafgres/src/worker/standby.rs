@@ -91,6 +91,9 @@ pub(super) fn run(w: &Worker) -> Ended {
             break Ended::Again;
         }
         let reloaded = w.reload_on_sighup();
+        if reloaded {
+            super::leader::reload_acls(broker.context());
+        }
         if reloaded || Instant::now() >= next_housekeeping {
             if Instant::now() >= next_housekeeping {
                 keep_bridge_wal();
