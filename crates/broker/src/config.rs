@@ -62,7 +62,12 @@ pub struct BrokerConfig {
     pub log_dir_owner: crate::log_dir::LogDirOwner,
     pub flush_policy: FlushPolicy,
     pub frame_bytes_max: usize,
+    /// Kafka's `queued.max.request.bytes`: the bytes of request frames being
+    /// read or handled at once, for all connections together.
+    pub request_memory_bytes_max: usize,
     pub connections_max: usize,
+    /// Kafka's `max.connections.per.ip` (0: no limit).
+    pub connections_per_address_max: usize,
     /// Kafka's `connections.max.idle.ms`: a connection with no request (or
     /// with a request that stops arriving half way) for this long is closed.
     pub connection_idle_ms_max: u64,
@@ -137,7 +142,9 @@ impl BrokerConfig {
             log_dir_owner: crate::log_dir::LogDirOwner::for_tests(),
             flush_policy: FlushPolicy::Fsync,
             frame_bytes_max: 100 << 20,
+            request_memory_bytes_max: 512 << 20,
             connections_max: 1000,
+            connections_per_address_max: 0,
             connection_idle_ms_max: 600_000,
             auto_create_topics: true,
             default_partitions: 1,

@@ -64,6 +64,14 @@ pub async fn serve_connection(
                 return;
             }
         };
+        // Room in the broker-wide budget first, then the buffer: while the
+        // budget is spent this connection reads nothing more (its bytes wait
+        // in the socket, and TCP slows the client).
+        let reserved = tokio::select! {
+            _ = shutdown.changed() => return,
+            reserved = ctx.request_memory.reserve(FRAME_LEN_BYTES + len) => reserved,
+        };
+        let Some(_reserved) = reserved else { return };
         // Filled straight from the socket buffer: no zeroing of a buffer
         // that is about to be overwritten (a produce can be megabytes).
         let mut frame = BytesMut::with_capacity(len);

@@ -35,6 +35,9 @@ pub struct BrokerContext {
     pub acls: Arc<Authorizer>,
     /// CreateAcls and DeleteAcls: catalog first, then the authorizer.
     pub acl_admin: AclAdmin,
+    /// The request frames in flight, against `request_memory_bytes_max`
+    /// (the connections' concern, not a handler's service).
+    pub request_memory: crate::limits::RequestMemory,
 }
 
 /// What a handler can be given: one service by reference, `()` for none, or

@@ -1,8 +1,9 @@
 //! The Kafgres data plane: everything between a client's socket and a
 //! partition's log, in plain Rust on a tokio runtime.
 //!
-//! - [`server`]: the listener and the connection limit; [`connection`]: one
-//!   client's read-dispatch-write loop with the frame limit;
+//! - [`server`]: the listener and the connection limits; [`connection`]: one
+//!   client's read-dispatch-write loop with the frame limit; [`limits`]: the
+//!   broker-wide request memory budget and the connections per address;
 //! - [`dispatch`]: header, served-version check, pre-decode guard, decode,
 //!   handler, encode; [`api`]: one module per Kafka API, each declaring its
 //!   key, versions, the services it uses and its handler, and the one list of
@@ -46,6 +47,7 @@ pub mod context;
 pub mod dispatch;
 pub mod group;
 pub mod group_service;
+pub mod limits;
 pub mod log_dir;
 pub mod metrics;
 pub mod partition;

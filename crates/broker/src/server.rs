@@ -128,6 +128,7 @@ impl Broker {
             Arc::clone(&groups),
         );
         let acls = Arc::new(crate::acl::Authorizer::new(config.authorizer_enabled, acls));
+        let config_request_memory = config.request_memory_bytes_max;
         let acl_admin = crate::acl::AclAdmin::new(Arc::clone(&acls), Arc::clone(&catalog));
         let ctx = Arc::new(BrokerContext {
             config,
@@ -139,6 +140,7 @@ impl Broker {
             txns,
             acls,
             acl_admin,
+            request_memory: crate::limits::RequestMemory::new(config_request_memory),
         });
         tokio::spawn(crate::partition::run_cleaner(partitions_of(&ctx.topics), housekeeping.clone()));
         tokio::spawn(crate::partition::run_retention(partitions_of(&ctx.topics), housekeeping));
@@ -182,6 +184,12 @@ impl Broker {
 
     pub fn context(&self) -> &Arc<BrokerContext> {
         &self.ctx
+    }
+
+    /// Bytes of request frames being read or handled now (the budget of
+    /// `request_memory_bytes_max`).
+    pub fn request_bytes_reserved(&self) -> usize {
+        self.ctx.request_memory.reserved_bytes()
     }
 
     /// A standby's follower's progress (all defaults on a leader).
@@ -245,6 +253,9 @@ async fn accept_loop(
     connections: Arc<Semaphore>,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let per_address = crate::limits::ConnectionsPerAddress::new(ctx.config.connections_per_address_max);
+    // A flood of refused connections would write a log line each.
+    let mut refusals = RateLimitedLog::new(std::time::Duration::from_secs(10));
     loop {
         let accepted = tokio::select! {
             _ = shutdown.changed() => return,
@@ -259,20 +270,66 @@ async fn accept_loop(
                 continue;
             }
         };
+        // Per address first: a flood from one address must not use up the
+        // broker-wide slots before it is stopped.
+        let Some(slot) = per_address.admit(peer.ip()) else {
+            ctx.config.metrics.connections_refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            refusals.note(|repeated| {
+                log::warn!(
+                    "refusing connection from {peer}: {} connections open from {} \
+                     (kafgres.max_connections_per_ip){repeated}",
+                    per_address.limit(),
+                    peer.ip()
+                )
+            });
+            continue;
+        };
         let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
             ctx.config.metrics.connections_refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            log::warn!(
-                "refusing connection from {peer}: {} connections open (kafgres.max_connections)",
-                ctx.config.connections_max
-            );
+            refusals.note(|repeated| {
+                log::warn!(
+                    "refusing connection from {peer}: {} connections open (kafgres.max_connections){repeated}",
+                    ctx.config.connections_max
+                )
+            });
             continue;
         };
         let ctx = Arc::clone(&ctx);
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
             serve_connection(stream, peer, ctx, shutdown).await;
-            drop(permit);
+            drop((permit, slot));
         });
+    }
+}
+
+/// A log line at most once per period, saying how many were left out.
+struct RateLimitedLog {
+    period: std::time::Duration,
+    last: Option<std::time::Instant>,
+    suppressed: u64,
+}
+
+impl RateLimitedLog {
+    fn new(period: std::time::Duration) -> RateLimitedLog {
+        RateLimitedLog { period, last: None, suppressed: 0 }
+    }
+
+    /// Calls `log` with a suffix naming the lines suppressed since the last
+    /// one, or counts this one as suppressed.
+    fn note(&mut self, log: impl FnOnce(&str)) {
+        let now = std::time::Instant::now();
+        if self.last.is_some_and(|last| now.duration_since(last) < self.period) {
+            self.suppressed += 1;
+            return;
+        }
+        let repeated = match self.suppressed {
+            0 => String::new(),
+            n => format!(" ({n} more refused since the last such line)"),
+        };
+        log(&repeated);
+        self.last = Some(now);
+        self.suppressed = 0;
     }
 }
 

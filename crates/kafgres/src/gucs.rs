@@ -52,6 +52,8 @@ pub static DATA_PLANE_THREADS: GucSetting<i32> = GucSetting::<i32>::new(2);
 pub static FLUSH_POLICY: GucSetting<FlushPolicyGuc> = GucSetting::<FlushPolicyGuc>::new(FlushPolicyGuc::Fsync);
 pub static MAX_FRAME_BYTES: GucSetting<i32> = GucSetting::<i32>::new(100 * 1024 * 1024);
 pub static MAX_CONNECTIONS: GucSetting<i32> = GucSetting::<i32>::new(1000);
+pub static MAX_CONNECTIONS_PER_IP: GucSetting<i32> = GucSetting::<i32>::new(0);
+pub static REQUEST_MEMORY_MB: GucSetting<i32> = GucSetting::<i32>::new(512);
 pub static AUTO_CREATE_TOPICS: GucSetting<bool> = GucSetting::<bool>::new(true);
 pub static DEFAULT_PARTITIONS: GucSetting<i32> = GucSetting::<i32>::new(1);
 pub static SEGMENT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(1 << 30);
@@ -157,6 +159,26 @@ pub fn register() {
         &MAX_CONNECTIONS,
         1,
         1_000_000,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.max_connections_per_ip",
+        c"Most Kafka client connections from one address at once (0: no limit).",
+        c"Kafka's max.connections.per.ip: one address cannot take every slot of kafgres.max_connections.",
+        &MAX_CONNECTIONS_PER_IP,
+        0,
+        1_000_000,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.request_memory_mb",
+        c"Memory for Kafka request frames being read or handled, all connections together.",
+        c"Kafka's queued.max.request.bytes: while it is spent, connections read nothing more until requests finish.",
+        &REQUEST_MEMORY_MB,
+        1,
+        1_048_576,
         GucContext::Postmaster,
         GucFlags::default(),
     );

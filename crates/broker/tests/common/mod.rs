@@ -128,6 +128,16 @@ impl Client {
         Client { stream, next_correlation_id: 1 }
     }
 
+    /// Connects from `source` (another loopback address: a second client host).
+    pub async fn connect_from(source: std::net::IpAddr, addr: SocketAddr) -> Client {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket.bind(SocketAddr::new(source, 0)).expect("bind the source address");
+        let stream =
+            tokio::time::timeout(IO_TIMEOUT, socket.connect(addr)).await.expect("connect timed out").expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        Client { stream, next_correlation_id: 1 }
+    }
+
     pub fn next_correlation_id(&mut self) -> i32 {
         self.next_correlation_id += 1;
         self.next_correlation_id

@@ -48,6 +48,8 @@ pub fn broker_config(
         },
         frame_bytes_max: gucs::MAX_FRAME_BYTES.get() as usize,
         connections_max: gucs::MAX_CONNECTIONS.get() as usize,
+        connections_per_address_max: gucs::MAX_CONNECTIONS_PER_IP.get().max(0) as usize,
+        request_memory_bytes_max: gucs::REQUEST_MEMORY_MB.get().max(1) as usize * (1 << 20),
         connection_idle_ms_max: gucs::CONNECTIONS_MAX_IDLE_MS.get() as u64,
         auto_create_topics: gucs::AUTO_CREATE_TOPICS.get(),
         default_partitions: gucs::DEFAULT_PARTITIONS.get(),
