@@ -87,6 +87,10 @@ pub struct BrokerConfig {
     pub group_consumer_heartbeat_interval_ms: i32,
     /// How clients authenticate (`kafgres.authentication`).
     pub authentication: Authentication,
+    /// Kafka's `connection.failed.authentication.delay.ms`: a failed login
+    /// is answered after this, doubled for each earlier failure of its
+    /// address or role in the last minute (at most 5 s).
+    pub failed_authentication_delay_ms: u64,
     /// Whether requests are checked against the ACLs (`kafgres.authorizer =
     /// acl`); off, everyone may do everything and the ACL APIs answer
     /// SECURITY_DISABLED, as Kafka without an authorizer does.
@@ -155,6 +159,7 @@ impl BrokerConfig {
             group_consumer_session_timeout_ms: 45_000,
             group_consumer_heartbeat_interval_ms: 5_000,
             authentication: Authentication::None,
+            failed_authentication_delay_ms: 100,
             authorizer_enabled: false,
             metrics: crate::metrics::BrokerMetrics::leaked(),
             replication: std::sync::Arc::new(crate::replication::ReplicationState::new(

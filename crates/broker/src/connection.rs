@@ -117,7 +117,22 @@ pub async fn serve_connection(
             }
             Gate::RespondAndClose(bytes, reason) => {
                 entry.record_request((FRAME_LEN_BYTES + len) as u64, bytes.len() as u64);
-                log::warn!("closing connection from {peer}: {reason}");
+                let failed = ctx.failed_logins.record(peer.ip(), sasl.attempted_user());
+                match failed.log_with_unlogged {
+                    Some(0) => log::warn!("closing connection from {peer}: {reason}"),
+                    Some(n) => log::warn!(
+                        "closing connection from {peer}: {reason} ({n} more failed logins from {} since the last \
+                         such line)",
+                        peer.ip()
+                    ),
+                    None => {}
+                }
+                // Held before the answer, as Kafka holds it: a password
+                // guesser waits longer with every failure.
+                tokio::select! {
+                    _ = shutdown.changed() => return,
+                    _ = tokio::time::sleep(failed.delay) => {}
+                }
                 let _ = writer.write_all(&bytes).await;
                 let _ = writer.shutdown().await;
                 return;

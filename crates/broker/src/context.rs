@@ -38,6 +38,8 @@ pub struct BrokerContext {
     /// The request frames in flight, against `request_memory_bytes_max`
     /// (the connections' concern, not a handler's service).
     pub request_memory: crate::limits::RequestMemory,
+    /// Failed logins by address and role: how long to hold each answer.
+    pub failed_logins: crate::limits::FailedLogins,
 }
 
 /// What a handler can be given: one service by reference, `()` for none, or

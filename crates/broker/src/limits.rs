@@ -1,7 +1,8 @@
 //! What bounds one client, or all of them together, besides the frame
 //! limit: the bytes of requests being read and handled, for the whole broker
-//! (Kafka's `queued.max.request.bytes`), and the connections one address may
-//! hold (`max.connections.per.ip`).
+//! (Kafka's `queued.max.request.bytes`), the connections one address may
+//! hold (`max.connections.per.ip`), and how fast failed logins may be retried
+//! (`connection.failed.authentication.delay.ms`, growing with each failure).
 //!
 //! Without the first, 50 connections that each send 99 MB of a 100 MB frame
 //! and stall make the broker hold 5 GB; with it, a frame's buffer is
@@ -12,6 +13,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 
@@ -109,7 +111,6 @@ impl Drop for AddressSlot {
 #[cfg(test)]
 mod tests {
     use std::net::Ipv4Addr;
-    use std::time::Duration;
 
     use super::*;
 
@@ -145,5 +146,135 @@ mod tests {
         assert_eq!(limits.open_from(a), 1);
         assert!(limits.admit(a).is_some());
         assert!(ConnectionsPerAddress::new(0).admit(a).is_some(), "0: no limit");
+    }
+}
+
+/// Failed SASL logins, per client address and per role name, in a sliding
+/// window: each failure is answered only after a delay (Kafka's
+/// `connection.failed.authentication.delay.ms`) that doubles with every
+/// failure the address or the role had in the window, so guessing passwords
+/// gets slower the more it is tried, from one address or from many against
+/// one role. Also decides which failures are logged (the first of a window,
+/// then one line per period with the count left out).
+#[derive(Debug)]
+pub struct FailedLogins {
+    base_delay: Duration,
+    window: Duration,
+    state: Mutex<FailedLoginState>,
+}
+
+#[derive(Debug, Default)]
+struct FailedLoginState {
+    by_address: HashMap<IpAddr, Failures>,
+    by_role: HashMap<String, Failures>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Failures {
+    count: u32,
+    first: Instant,
+    /// Failures not logged since the last line.
+    unlogged: u32,
+    logged: Instant,
+}
+
+/// What to do with one failed login.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedLogin {
+    /// How long to wait before answering (and closing).
+    pub delay: Duration,
+    /// `Some(n)`: log this failure, saying `n` others from the address were
+    /// not logged since the last line; `None`: count it silently.
+    pub log_with_unlogged: Option<u32>,
+}
+
+/// The longest delay a failure gets, however many came before it.
+pub const FAILED_LOGIN_DELAY_MAX: Duration = Duration::from_secs(5);
+/// Most entries kept per map: past it the oldest windows are forgotten, so
+/// a flood of addresses or names cannot grow the tracker without bound.
+const FAILED_LOGIN_ENTRIES_MAX: usize = 10_000;
+const FAILED_LOGIN_LOG_PERIOD: Duration = Duration::from_secs(10);
+
+impl FailedLogins {
+    pub fn new(base_delay: Duration) -> FailedLogins {
+        FailedLogins { base_delay, window: Duration::from_secs(60), state: Mutex::default() }
+    }
+
+    /// Records a failed login from `address` as `role` (if the client got
+    /// as far as naming one) and says what to do with it.
+    pub fn record(&self, address: IpAddr, role: Option<&str>) -> FailedLogin {
+        let now = Instant::now();
+        let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let window = self.window;
+        let by_address = bump(&mut state.by_address, address, now, window);
+        let by_role = role.map(|r| bump(&mut state.by_role, r.to_owned(), now, window).count).unwrap_or(0);
+        let before = by_address.count.max(by_role).saturating_sub(1).min(16);
+        let delay = self.base_delay.saturating_mul(1 << before).min(FAILED_LOGIN_DELAY_MAX.max(self.base_delay));
+        let log_with_unlogged = match state.by_address.get_mut(&address) {
+            Some(f) if f.count == 1 || now.duration_since(f.logged) >= FAILED_LOGIN_LOG_PERIOD => {
+                let unlogged = f.unlogged;
+                f.unlogged = 0;
+                f.logged = now;
+                Some(unlogged)
+            }
+            Some(f) => {
+                f.unlogged += 1;
+                None
+            }
+            None => Some(0),
+        };
+        FailedLogin { delay, log_with_unlogged }
+    }
+}
+
+/// Counts one failure under `key`, starting a new window when the last one
+/// has passed; returns the entry after counting.
+fn bump<K: std::hash::Hash + Eq>(map: &mut HashMap<K, Failures>, key: K, now: Instant, window: Duration) -> Failures {
+    if map.len() >= FAILED_LOGIN_ENTRIES_MAX {
+        map.retain(|_, f| now.duration_since(f.first) < window);
+        if map.len() >= FAILED_LOGIN_ENTRIES_MAX {
+            map.clear();
+        }
+    }
+    let entry = map.entry(key).or_insert(Failures { count: 0, first: now, unlogged: 0, logged: now });
+    if now.duration_since(entry.first) >= window {
+        *entry = Failures { count: 0, first: now, unlogged: 0, logged: now };
+    }
+    entry.count += 1;
+    *entry
+}
+
+#[cfg(test)]
+mod failed_login_tests {
+    use std::net::Ipv4Addr;
+
+    use super::*;
+
+    #[test]
+    fn the_delay_doubles_per_address_and_per_role() {
+        let logins = FailedLogins::new(Duration::from_millis(100));
+        let a = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+        let delays: Vec<u128> = (0..4).map(|_| logins.record(a, Some("alice")).delay.as_millis()).collect();
+        assert_eq!(delays, vec![100, 200, 400, 800]);
+        // Another address guessing the same role is slowed too.
+        let b = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+        assert_eq!(logins.record(b, Some("alice")).delay.as_millis(), 1600);
+        // A fresh address and role start at the base delay.
+        let c = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 3));
+        assert_eq!(logins.record(c, Some("bob")).delay.as_millis(), 100);
+        for _ in 0..20 {
+            logins.record(a, None);
+        }
+        assert_eq!(logins.record(a, None).delay, FAILED_LOGIN_DELAY_MAX);
+    }
+
+    #[test]
+    fn only_the_first_failure_of_a_period_is_logged() {
+        let logins = FailedLogins::new(Duration::ZERO);
+        let a = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+        assert_eq!(logins.record(a, Some("x")).log_with_unlogged, Some(0));
+        assert_eq!(logins.record(a, Some("x")).log_with_unlogged, None);
+        assert_eq!(logins.record(a, Some("x")).log_with_unlogged, None);
+        assert_eq!(logins.record(a, Some("x")).delay, Duration::ZERO, "a zero base delay stays zero");
     }
 }

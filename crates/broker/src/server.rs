@@ -129,6 +129,7 @@ impl Broker {
         );
         let acls = Arc::new(crate::acl::Authorizer::new(config.authorizer_enabled, acls));
         let config_request_memory = config.request_memory_bytes_max;
+        let failed_login_delay = std::time::Duration::from_millis(config.failed_authentication_delay_ms);
         let acl_admin = crate::acl::AclAdmin::new(Arc::clone(&acls), Arc::clone(&catalog));
         let ctx = Arc::new(BrokerContext {
             config,
@@ -141,6 +142,7 @@ impl Broker {
             acls,
             acl_admin,
             request_memory: crate::limits::RequestMemory::new(config_request_memory),
+            failed_logins: crate::limits::FailedLogins::new(failed_login_delay),
         });
         tokio::spawn(crate::partition::run_cleaner(partitions_of(&ctx.topics), housekeeping.clone()));
         tokio::spawn(crate::partition::run_retention(partitions_of(&ctx.topics), housekeeping));

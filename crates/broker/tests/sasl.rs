@@ -110,12 +110,18 @@ impl ScramClient {
 // ---------------------------------------------------------------- harness
 
 async fn scram_broker() -> TestBroker {
+    // Failed logins are held 1 ms (doubling per failure): these tests fail many.
+    scram_broker_with_delay(1).await
+}
+
+async fn scram_broker_with_delay(failed_authentication_delay_ms: u64) -> TestBroker {
     let dir = tempfile::tempdir().expect("tempdir");
     let catalog = Arc::new(MemoryCatalog::default());
     catalog.set_scram_credential("alice", Some(credential("pencil", b"0123456789abcdef")));
     catalog.set_scram_credential("app,one=two", Some(credential("s3cret", b"fedcba9876543210")));
     let config = BrokerConfig {
         authentication: Authentication::scram_sha_256_random(),
+        failed_authentication_delay_ms,
         ..BrokerConfig::for_tests(dir.path().to_path_buf())
     };
     let broker = Broker::start(config, catalog.clone(), catalog.snapshot()).await.expect("broker starts");
@@ -357,5 +363,27 @@ async fn without_authentication_sasl_requests_are_in_an_illegal_state() {
     metadata_works(&mut client).await;
     // Nothing gates the first request.
     let mut client = broker.client().await;
+    metadata_works(&mut client).await;
+}
+
+#[tokio::test]
+async fn failed_logins_are_answered_later_and_later() {
+    // Kafka's connection.failed.authentication.delay.ms, doubled for every
+    // failure of the address or the role within a minute.
+    let broker = scram_broker_with_delay(100).await;
+    let mut took = Vec::new();
+    for _ in 0..3 {
+        let mut client = broker.client().await;
+        let started = std::time::Instant::now();
+        let response = login(&mut client, 2, "alice", "wrong").await;
+        took.push(started.elapsed());
+        assert_eq!(response.error_code, error_code::SASL_AUTHENTICATION_FAILED);
+        client.expect_closed().await;
+    }
+    let ms: Vec<u128> = took.iter().map(|d| d.as_millis()).collect();
+    assert!(ms[0] >= 100 && ms[1] >= 200 && ms[2] >= 400, "answered after {ms:?} ms");
+    // The right password still logs in (a success is never held).
+    let mut client = broker.client().await;
+    assert_eq!(login(&mut client, 2, "alice", "pencil").await.error_code, 0);
     metadata_works(&mut client).await;
 }

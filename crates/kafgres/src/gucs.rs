@@ -54,6 +54,7 @@ pub static MAX_FRAME_BYTES: GucSetting<i32> = GucSetting::<i32>::new(100 * 1024 
 pub static MAX_CONNECTIONS: GucSetting<i32> = GucSetting::<i32>::new(1000);
 pub static MAX_CONNECTIONS_PER_IP: GucSetting<i32> = GucSetting::<i32>::new(0);
 pub static REQUEST_MEMORY_MB: GucSetting<i32> = GucSetting::<i32>::new(512);
+pub static FAILED_AUTHENTICATION_DELAY_MS: GucSetting<i32> = GucSetting::<i32>::new(100);
 pub static AUTO_CREATE_TOPICS: GucSetting<bool> = GucSetting::<bool>::new(true);
 pub static DEFAULT_PARTITIONS: GucSetting<i32> = GucSetting::<i32>::new(1);
 pub static SEGMENT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(1 << 30);
@@ -276,6 +277,17 @@ pub fn register_authentication_setting() {
         c"none: no authentication (PLAINTEXT); scram-sha-256: SASL/SCRAM-SHA-256 as a PostgreSQL login role \
           with its password (SASL_PLAINTEXT).",
         &AUTHENTICATION,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.failed_authentication_delay_ms",
+        c"How long a failed Kafka login waits for its answer, doubled for each recent failure of its address or role.",
+        c"Kafka's connection.failed.authentication.delay.ms; the doubling (within a minute, at most 5 s) slows \
+          password guessing from one address or against one role.",
+        &FAILED_AUTHENTICATION_DELAY_MS,
+        0,
+        5_000,
         GucContext::Postmaster,
         GucFlags::default(),
     );

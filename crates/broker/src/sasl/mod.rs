@@ -61,7 +61,8 @@ pub enum Gate {
     Dispatch(Bytes),
     /// Send these bytes (length prefix included); the gate answered.
     Respond(Bytes),
-    /// Send these bytes, then close the connection, logging the reason.
+    /// A failed login: send these bytes (none for SaslHandshake v0's bare
+    /// tokens), then close the connection, logging the reason.
     RespondAndClose(Bytes, String),
     /// Close the connection without an answer, logging the reason.
     Close(String),
@@ -72,6 +73,9 @@ pub enum Gate {
 pub struct SaslSession {
     authentication: Authentication,
     state: State,
+    /// The user a client-first message named, kept for the failed-login
+    /// limits (`crate::limits::FailedLogins`) once the exchange fails.
+    attempted_user: Option<String>,
 }
 
 #[derive(Debug)]
@@ -102,7 +106,12 @@ impl SaslSession {
             Authentication::None => State::Open { identity: None },
             Authentication::ScramSha256 { .. } => State::AwaitingHandshake,
         };
-        SaslSession { authentication: authentication.clone(), state }
+        SaslSession { authentication: authentication.clone(), state, attempted_user: None }
+    }
+
+    /// The user the client tried to authenticate as, if it got that far.
+    pub fn attempted_user(&self) -> Option<&str> {
+        self.attempted_user.as_deref()
     }
 
     /// The authenticated role, once authenticated.
@@ -149,7 +158,8 @@ impl SaslSession {
                         out.put_slice(&token);
                         Gate::Respond(out.freeze())
                     }
-                    Err(reason) => Gate::Close(reason),
+                    // No answer in v0, but held like any failed login.
+                    Err(reason) => Gate::RespondAndClose(Bytes::new(), reason),
                 };
             }
             State::Failed => return Gate::Close("SASL authentication failed".into()),
@@ -239,6 +249,7 @@ impl SaslSession {
         match state {
             State::AwaitingClientFirst { framed } => {
                 let client = ClientFirst::parse(token).map_err(|e| fail(&e))?;
+                self.attempted_user = Some(client.username.clone());
                 let Authentication::ScramSha256 { mock_secret } = &self.authentication else {
                     return Err(fail(&"authentication is off"));
                 };
