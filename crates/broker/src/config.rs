@@ -87,9 +87,12 @@ pub struct BrokerConfig {
     pub group_consumer_heartbeat_interval_ms: i32,
     /// How clients authenticate (`kafgres.authentication`).
     pub authentication: Authentication,
+    /// `kafgres.cluster.internal_secret`: with it, Kafgres's own clients
+    /// log in with `KAFGRES-INTERNAL` (`crate::sasl::internal`).
+    pub internal_secret: Option<String>,
     /// Kafka's `connection.failed.authentication.delay.ms`: a failed login
     /// is answered after this, doubled for each earlier failure of its
-    /// address or role in the last minute (at most 5 s).
+    /// address or role in the last minute (at most 1 s).
     pub failed_authentication_delay_ms: u64,
     /// Whether requests are checked against the ACLs (`kafgres.authorizer =
     /// acl`); off, everyone may do everything and the ACL APIs answer
@@ -159,6 +162,7 @@ impl BrokerConfig {
             group_consumer_session_timeout_ms: 45_000,
             group_consumer_heartbeat_interval_ms: 5_000,
             authentication: Authentication::None,
+            internal_secret: None,
             failed_authentication_delay_ms: 100,
             authorizer_enabled: false,
             metrics: crate::metrics::BrokerMetrics::leaked(),

@@ -41,7 +41,7 @@ pub async fn serve_connection(
     let idle = Duration::from_millis(ctx.config.connection_idle_ms_max);
     let metrics = ctx.config.metrics;
     let entry = metrics.open_connection(peer, crate::now_ms());
-    let mut sasl = SaslSession::new(&ctx.config.authentication);
+    let mut sasl = SaslSession::new(&ctx.config.authentication, ctx.config.internal_secret.clone());
     loop {
         let mut prefix = [0u8; FRAME_LEN_BYTES];
         let read = tokio::select! {

@@ -6,7 +6,7 @@
 use kafka_protocol::messages::{
     CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, DescribeGroupsRequest,
     DescribeProducersRequest, FetchRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, ListGroupsRequest,
-    ListOffsetsRequest, MetadataRequest, ProduceRequest,
+    ListOffsetsRequest, MetadataRequest, ProduceRequest, SaslAuthenticateRequest,
 };
 use kafka_protocol::protocol::Request;
 
@@ -51,6 +51,7 @@ pinned! {
     InitProducerIdRequest => "InitProducerId", 4, schemas::INIT_PRODUCER_ID_V4;
     DescribeProducersRequest => "DescribeProducers", 0, schemas::DESCRIBE_PRODUCERS_V0;
     DescribeConfigsRequest => "DescribeConfigs", 4, schemas::DESCRIBE_CONFIGS_V4;
+    SaslAuthenticateRequest => "SaslAuthenticate", 2, schemas::SASL_AUTHENTICATE_V2;
 }
 
 #[cfg(test)]

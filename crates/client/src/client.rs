@@ -27,10 +27,13 @@ pub use producers::{PartitionAnswer, PartitionBatch, ProducerState};
 pub use topics::{PartitionInfo, TopicInfo};
 
 /// Limits and timeouts of one client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientConfig {
     /// How long connecting, or any request, may take (a fetch adds its maximum wait).
     pub request_timeout: Duration,
+    /// Log in with `KAFGRES-INTERNAL` right after connecting (Kafgres's own
+    /// clients: the SQL functions and the SQL bridge).
+    pub internal_login: Option<InternalLogin>,
     /// The longest response frame accepted; a longer one is an error, not an allocation.
     pub frame_bytes_max: usize,
     /// What the compressed batches of one fetch may inflate to, together.
@@ -41,11 +44,29 @@ impl Default for ClientConfig {
     fn default() -> Self {
         ClientConfig {
             request_timeout: Duration::from_secs(30),
+            internal_login: None,
             frame_bytes_max: 64 << 20,
             decompressed_bytes_max: 64 << 20,
         }
     }
 }
+
+/// A `KAFGRES-INTERNAL` login (`kafgres_broker::sasl::internal`): the
+/// cluster's internal secret, and the role to act as (empty: the internal
+/// superuser).
+#[derive(Clone, PartialEq, Eq)]
+pub struct InternalLogin {
+    pub secret: String,
+    pub role: String,
+}
+
+impl std::fmt::Debug for InternalLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InternalLogin").field("secret", &"…").field("role", &self.role).finish()
+    }
+}
+
+const INTERNAL_MECHANISM: &str = "KAFGRES-INTERNAL";
 
 /// The longest timeout or wait accepted, so that deadlines never overflow.
 const DURATION_MAX: Duration = Duration::from_secs(24 * 3600);
@@ -73,7 +94,29 @@ impl<W: Wait> Client<W> {
         }
         let deadline = Instant::now() + config.request_timeout;
         let conn = Connection::open(addr, client_id, waiter, config.frame_bytes_max, deadline)?;
-        Ok(Client { conn, config })
+        let mut client = Client { conn, config };
+        if let Some(login) = client.config.internal_login.clone() {
+            client.log_in(&login, deadline)?;
+        }
+        Ok(client)
+    }
+
+    fn log_in(&mut self, login: &InternalLogin, deadline: Instant) -> Result<(), ClientError> {
+        const API: &str = "SaslAuthenticate";
+        let code = self.conn.sasl_handshake_v1(INTERNAL_MECHANISM, deadline)?;
+        if code != error_code::NONE {
+            return Err(ClientError::kafka("SaslHandshake", code, format!("the broker refused {INTERNAL_MECHANISM}")));
+        }
+        let mut token = Vec::with_capacity(login.secret.len() + 1 + login.role.len());
+        token.extend_from_slice(login.secret.as_bytes());
+        token.push(0);
+        token.extend_from_slice(login.role.as_bytes());
+        let request = kafka_protocol::messages::SaslAuthenticateRequest::default().with_auth_bytes(token.into());
+        let answer = self.conn.call(&request, deadline)?;
+        match answer.error_code {
+            error_code::NONE => Ok(()),
+            code => Err(ClientError::kafka(API, code, answer.error_message.map(|m| m.to_string()).unwrap_or_default())),
+        }
     }
 
     pub fn config(&self) -> &ClientConfig {

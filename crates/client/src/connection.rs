@@ -119,6 +119,47 @@ impl<W: Wait> Connection<W> {
         self.receive::<R>(correlation_id, deadline)
     }
 
+    /// SaslHandshake v1 for `mechanism`, answered with its error code. The
+    /// one request this client sends in a non-flexible version (SaslHandshake
+    /// has no other), so it is framed and read here, not through
+    /// [`crate::api`]: only the error code is read, the mechanism list skipped.
+    pub fn sasl_handshake_v1(&mut self, mechanism: &str, deadline: Instant) -> Result<i16, ClientError> {
+        const API: &str = "SaslHandshake";
+        const KEY: i16 = 17;
+        if self.broken {
+            return Err(ClientError::Broken);
+        }
+        let correlation_id = self.next_correlation_id;
+        self.next_correlation_id = self.next_correlation_id.checked_add(1).unwrap_or(1);
+        let mut frame = BytesMut::with_capacity(32 + mechanism.len());
+        frame.put_i32(0);
+        frame.put_i16(KEY);
+        frame.put_i16(1);
+        frame.put_i32(correlation_id);
+        frame.put_i16(self.client_id.len() as i16);
+        frame.put_slice(self.client_id.as_bytes());
+        frame.put_i16(mechanism.len() as i16);
+        frame.put_slice(mechanism.as_bytes());
+        let body_len = (frame.len() - FRAME_LEN_BYTES) as i32;
+        frame[..FRAME_LEN_BYTES].copy_from_slice(&body_len.to_be_bytes());
+        let result = self.write_all(&frame, deadline, API).and_then(|()| self.read_frame(deadline, API));
+        self.broken |= result.is_err();
+        let mut answer = result?;
+        // correlation id (header v0), then the body's error code.
+        if answer.remaining() < 6 {
+            self.broken = true;
+            return Err(ClientError::Protocol(format!("{API} v1: a response of {} bytes", answer.remaining())));
+        }
+        let received = answer.get_i32();
+        if received != correlation_id {
+            self.broken = true;
+            return Err(ClientError::Protocol(format!(
+                "{API}: response carries correlation id {received}, expected {correlation_id}"
+            )));
+        }
+        Ok(answer.get_i16())
+    }
+
     /// Length prefix, request header (v2: key, version, correlation id, client
     /// id, empty tagged fields; v1 without the tagged fields), body.
     fn encode<R: Pinned>(&self, request: &R, correlation_id: i32) -> Result<Bytes, ClientError> {

@@ -337,6 +337,9 @@ pub mod schemas {
     );
 
     /// DescribeProducersResponse v0.
+    // error_code, error_message, auth_bytes, session_lifetime_ms
+    pub const SASL_AUTHENTICATE_V2: Kind = Struct(&[I16, STR, STR, I64], &[]);
+
     pub const DESCRIBE_PRODUCERS_V0: Kind = Struct(
         &[
             I32, // throttle_time_ms

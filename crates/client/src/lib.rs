@@ -34,8 +34,8 @@ pub mod records;
 pub mod wait;
 
 pub use client::{
-    Client, ClientConfig, FetchResult, GroupInfo, ListedGroup, LogBounds, OffsetSpec, PartitionAnswer, PartitionBatch,
-    PartitionInfo, PartitionOffset, ProducerState, TopicInfo,
+    Client, ClientConfig, FetchResult, GroupInfo, InternalLogin, ListedGroup, LogBounds, OffsetSpec, PartitionAnswer,
+    PartitionBatch, PartitionInfo, PartitionOffset, ProducerState, TopicInfo,
 };
 pub use error::ClientError;
 pub use kafgres_record::build::NewRecord;

@@ -27,6 +27,7 @@
 //! a changed password, NOLOGIN or VALID UNTIL applies from the next connection;
 //! established connections stay (Kafka without re-authentication does the same).
 
+pub mod internal;
 pub mod scram;
 
 use std::net::SocketAddr;
@@ -72,6 +73,8 @@ pub enum Gate {
 #[derive(Debug)]
 pub struct SaslSession {
     authentication: Authentication,
+    /// `kafgres.cluster.internal_secret`: `KAFGRES-INTERNAL` is accepted iff set.
+    internal_secret: Option<String>,
     state: State,
     /// The user a client-first message named, kept for the failed-login
     /// limits (`crate::limits::FailedLogins`) once the exchange fails.
@@ -96,17 +99,19 @@ enum State {
         framed: bool,
         exchange: Box<ServerExchange>,
     },
+    /// After a `KAFGRES-INTERNAL` handshake: its one SaslAuthenticate.
+    AwaitingInternalToken,
     /// An exchange failed; the connection is closing.
     Failed,
 }
 
 impl SaslSession {
-    pub fn new(authentication: &Authentication) -> SaslSession {
+    pub fn new(authentication: &Authentication, internal_secret: Option<String>) -> SaslSession {
         let state = match authentication {
             Authentication::None => State::Open { identity: None },
             Authentication::ScramSha256 { .. } => State::AwaitingHandshake,
         };
-        SaslSession { authentication: authentication.clone(), state, attempted_user: None }
+        SaslSession { authentication: authentication.clone(), internal_secret, state, attempted_user: None }
     }
 
     /// The user the client tried to authenticate as, if it got that far.
@@ -149,6 +154,10 @@ impl SaslSession {
     /// Decides what happens to a request frame (without its length prefix).
     pub async fn gate(&mut self, catalog: &dyn Catalog, peer: SocketAddr, frame: Bytes) -> Gate {
         match self.state {
+            // Without authentication, Kafgres's own clients may still log in
+            // as the internal principal (or as a role, for the authorizer);
+            // every other SASL request goes on to ILLEGAL_SASL_STATE.
+            State::Open { identity: None } if self.is_internal_handshake(&frame) => return self.handshake(frame),
             State::Open { .. } => return Gate::Dispatch(frame),
             State::AwaitingClientFirst { framed: false } | State::AwaitingClientFinal { framed: false, .. } => {
                 return match self.step(catalog, peer, &frame).await {
@@ -172,9 +181,10 @@ impl SaslSession {
         match (&self.state, key) {
             (State::AwaitingHandshake, Some(ApiKey::ApiVersions)) => Gate::Dispatch(frame),
             (State::AwaitingHandshake, Some(ApiKey::SaslHandshake)) => self.handshake(frame),
-            (State::AwaitingClientFirst { .. } | State::AwaitingClientFinal { .. }, Some(ApiKey::SaslAuthenticate)) => {
-                self.authenticate(catalog, peer, frame).await
-            }
+            (
+                State::AwaitingClientFirst { .. } | State::AwaitingClientFinal { .. } | State::AwaitingInternalToken,
+                Some(ApiKey::SaslAuthenticate),
+            ) => self.authenticate(catalog, peer, frame).await,
             (state, _) => {
                 let name = key.map_or_else(|| format!("API key {api_key}"), |k| format!("{k:?}"));
                 let stage = match state {
@@ -196,7 +206,14 @@ impl SaslSession {
         };
         let response =
             SaslHandshakeResponse::default().with_mechanisms(vec![StrBytes::from_static_str(scram::MECHANISM)]);
-        if request.mechanism.as_str() == scram::MECHANISM {
+        if request.mechanism.as_str() == internal::MECHANISM && self.internal_secret.is_some() && version >= 1 {
+            self.state = State::AwaitingInternalToken;
+            let response =
+                SaslHandshakeResponse::default().with_mechanisms(vec![StrBytes::from_static_str(internal::MECHANISM)]);
+            respond(ApiKey::SaslHandshake, version, correlation_id, &response)
+        } else if request.mechanism.as_str() == scram::MECHANISM
+            && matches!(self.authentication, Authentication::ScramSha256 { .. })
+        {
             self.state = State::AwaitingClientFirst { framed: version >= 1 };
             respond(ApiKey::SaslHandshake, version, correlation_id, &response)
         } else {
@@ -213,6 +230,19 @@ impl SaslSession {
                 ),
                 other => other,
             }
+        }
+    }
+
+    /// A SaslHandshake v1 asking for `KAFGRES-INTERNAL`.
+    fn is_internal_handshake(&self, frame: &Bytes) -> bool {
+        if self.internal_secret.is_none() {
+            return false;
+        }
+        match peek_fixed_header(frame) {
+            Some((key, version, _)) if key == ApiKey::SaslHandshake as i16 && version >= 1 => {
+                matches!(decode::<SaslHandshake>(frame.clone()), Ok((_, _, r)) if r.mechanism.as_str() == internal::MECHANISM)
+            }
+            _ => false,
         }
     }
 
@@ -247,6 +277,24 @@ impl SaslSession {
         let state = std::mem::replace(&mut self.state, State::Failed);
         let fail = |e: &dyn std::fmt::Display| format!("SASL/SCRAM-SHA-256 authentication of {peer} failed: {e}");
         match state {
+            State::AwaitingInternalToken => {
+                let internal_fail = |e: &dyn std::fmt::Display| {
+                    format!("SASL/{} authentication of {peer} failed: {e}", internal::MECHANISM)
+                };
+                let secret = self.internal_secret.as_deref().ok_or_else(|| internal_fail(&"no internal secret"))?;
+                let identity = match internal::verify(secret, token).map_err(|e| internal_fail(&e))? {
+                    internal::InternalLogin::Superuser => internal::superuser(),
+                    internal::InternalLogin::Role(role) => {
+                        self.attempted_user = Some(role.clone());
+                        catalog.identity(role).await.map_err(|e| {
+                            internal_fail(&format_args!("the role's memberships could not be read: {e}"))
+                        })?
+                    }
+                };
+                log::debug!("{peer} authenticated as {:?} ({})", identity.role, internal::MECHANISM);
+                self.state = State::Open { identity: Some(identity) };
+                Ok(Bytes::new())
+            }
             State::AwaitingClientFirst { framed } => {
                 let client = ClientFirst::parse(token).map_err(|e| fail(&e))?;
                 self.attempted_user = Some(client.username.clone());

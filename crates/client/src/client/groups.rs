@@ -19,6 +19,8 @@ pub struct GroupInfo {
     /// The chosen assignor (e.g. "range"), empty outside Stable.
     pub protocol: String,
     pub members: usize,
+    /// KIP-430's bit field of what this client may do with the group.
+    pub authorized_operations: i32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,8 +32,9 @@ pub struct ListedGroup {
 
 impl<W: Wait> Client<W> {
     pub fn describe_group(&mut self, group: &str) -> Result<GroupInfo, ClientError> {
-        let request =
-            DescribeGroupsRequest::default().with_groups(vec![GroupId(StrBytes::from_string(group.to_owned()))]);
+        let request = DescribeGroupsRequest::default()
+            .with_groups(vec![GroupId(StrBytes::from_string(group.to_owned()))])
+            .with_include_authorized_operations(true);
         let response = self.call(&request)?;
         let [g] = response.groups.as_slice() else {
             return Err(unexpected("DescribeGroups", format_args!("has {} groups, not 1", response.groups.len())));
@@ -43,6 +46,7 @@ impl<W: Wait> Client<W> {
             protocol_type: g.protocol_type.to_string(),
             protocol: g.protocol_data.to_string(),
             members: g.members.len(),
+            authorized_operations: g.authorized_operations,
         })
     }
 

@@ -27,6 +27,9 @@ pub struct TopicInfo {
     pub error_code: i16,
     pub is_internal: bool,
     pub partitions: Vec<PartitionInfo>,
+    /// KIP-430's bit field of what this client may do with the topic
+    /// (`1 << AclOperation code`).
+    pub authorized_operations: i32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +73,8 @@ impl<W: Wait> Client<W> {
             .with_topics(topics.map(|t| {
                 t.iter().map(|name| MetadataRequestTopic::default().with_name(Some(topic_name(name)))).collect()
             }))
-            .with_allow_auto_topic_creation(false);
+            .with_allow_auto_topic_creation(false)
+            .with_include_topic_authorized_operations(true);
         let response = self.call(&request)?;
         let topics = response.topics.into_iter().map(|t| {
             let mut partitions: Vec<PartitionInfo> = t
@@ -85,6 +89,7 @@ impl<W: Wait> Client<W> {
                 error_code: t.error_code,
                 is_internal: t.is_internal,
                 partitions,
+                authorized_operations: t.topic_authorized_operations,
             }
         });
         Ok(topics.collect())

@@ -22,11 +22,17 @@ pub struct TestBroker {
 
 impl TestBroker {
     pub fn start() -> TestBroker {
+        TestBroker::start_with(|_| {})
+    }
+
+    /// Starts with settings the test adjusted (authentication, an authorizer...).
+    pub fn start_with(adjust: impl FnOnce(&mut BrokerConfig)) -> TestBroker {
         let dir = tempfile::tempdir().expect("tempdir");
         let runtime =
             tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
         let catalog: Arc<MemoryCatalog> = Arc::default();
-        let config = BrokerConfig::for_tests(dir.path().to_path_buf());
+        let mut config = BrokerConfig::for_tests(dir.path().to_path_buf());
+        adjust(&mut config);
         let broker = runtime.block_on(Broker::start(config, catalog.clone(), catalog.topics())).expect("broker starts");
         TestBroker { runtime, broker: Some(broker), _dir: dir }
     }
