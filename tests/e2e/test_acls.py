@@ -16,8 +16,8 @@ issue reports: such a role deleted a topic); ACLs created with the Kafka
 Admin API land in `kafgres.acls` and are described and deleted through it;
 ACLs granted to a group role apply to its members, and a DENY wins over the
 group's ALLOW; an ACL inserted by SQL applies after `pg_reload_conf()`;
-kafka-acls.sh (the Java tools, tests/java) adds and lists ACLs; the SQL API,
-which does not check ACLs for its caller yet, refuses with a hint.
+kafka-acls.sh (the Java tools, tests/java) adds and lists ACLs; the SQL
+functions act for their calling role under the same ACLs.
 
 Every wait has a deadline; the cluster is stopped and removed at the end, also
 on failure. Runs as root (initdb and pg_ctl run as the postgres user).
@@ -262,12 +262,34 @@ def test_java_kafka_acls(cluster: Cluster, java_build, tmp_path: Path):
     assert "ClusterAuthorizationException" in refused.stdout + refused.stderr, refused.stdout + refused.stderr[-2000:]
 
 
-def test_the_sql_api_says_it_does_not_check_acls_yet(cluster: Cluster):
-    with psycopg.connect(cluster.conninfo, autocommit=True) as conn:
-        with pytest.raises(psycopg.errors.FeatureNotSupported) as refused:
-            conn.execute("SELECT kafgres.create_topic('e2e-acl-sql', 1)")
-    assert "kafgres.authorizer = acl" in str(refused.value)
-    assert "does not check Kafka ACLs for its calling role yet" in (refused.value.diag.message_hint or "")
+def test_the_sql_api_follows_the_same_acls(cluster: Cluster):
+    """The SQL functions act for their calling role: a role allowed to EXECUTE them is still held to the Kafka
+    ACLs (one rulebook), and a superuser may do everything."""
+    topic = new_topic()
+    cluster.sql(
+        "create role kafka_sqluser login",
+        "grant usage on schema kafgres to kafka_sqluser",
+        "grant execute on all functions in schema kafgres to kafka_sqluser",
+    )
+    as_sqluser = cluster.conninfo.replace("user=postgres", "user=kafka_sqluser")
+    with psycopg.connect(as_sqluser, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
+            conn.execute(f"SELECT kafgres.send('{topic}', 'v'::text)")
+        assert "WRITE" in str(refused.value) and "kafka-acls.sh" in (refused.value.diag.message_hint or "")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(f"SELECT * FROM kafgres.read_text('{topic}', 0)").fetchall()
+    create_acls(
+        acl(ResourceType.TOPIC, topic, "User:kafka_sqluser", AclOperation.WRITE),
+        acl(ResourceType.TOPIC, topic, "User:kafka_sqluser", AclOperation.READ),
+    )
+    with psycopg.connect(as_sqluser, autocommit=True) as conn:
+        with conn.transaction():
+            conn.execute(f"SELECT kafgres.send('{topic}', 'from-sql'::text, 'k'::text)")
+        assert conn.execute("SELECT kafgres.wait_for_sends('30 seconds')").fetchone() == (True,)
+        rows = conn.execute(f"SELECT key, value FROM kafgres.read_text('{topic}', 0)").fetchall()
+    assert rows == [("k", "from-sql")], rows
+    # A superuser needs no ACL.
+    assert cluster.sql(f"SELECT count(*) FROM kafgres.read_text('{topic}', 0)") == [(1,)]
 
 
 def test_no_panic_in_the_server_log(cluster: Cluster):

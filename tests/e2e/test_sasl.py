@@ -18,8 +18,7 @@ topics; a wrong password, an unknown user, NOLOGIN, an expired password and an
 md5 password all fail with an authentication error (the same one); a
 password change applies to the next connection; a client without SASL is
 refused (its first request after ApiVersions closes the connection); the
-SQL API, which does not authenticate to the broker yet, refuses at once with
-FEATURE_NOT_SUPPORTED and a hint.
+SQL API and the SQL bridge, which log in themselves (KAFGRES-INTERNAL), work.
 
 Every wait has a deadline; the cluster is stopped and removed at the end, also
 on failure. Runs as root (initdb and pg_ctl run as the postgres user).
@@ -275,19 +274,24 @@ def test_java_kafka_topics(cluster: Cluster, java_build, tmp_path: Path):
     assert "Authentication failed" in refused.stdout + refused.stderr, refused.stderr[-3000:]
 
 
-def test_the_sql_api_says_it_does_not_authenticate_yet(cluster: Cluster):
-    """The SQL side reaches the broker unauthenticated: with SASL required each function that needs the
-    broker is refused at once with a clear error (no record is left in the WAL that cannot be delivered)."""
-    topic = create_topic(APP_USER, APP_PASSWORD)
+def test_the_sql_api_works_with_sasl_required(cluster: Cluster):
+    """The SQL functions and the SQL bridge log in to the broker themselves (SASL KAFGRES-INTERNAL, with the
+    cluster's internal secret): with SCRAM required of Kafka clients, a topic created from SQL, records sent
+    in a transaction and read back from SQL all work, and a Kafka client sees the records."""
+    topic = f"e2e-sasl-sql-{uuid.uuid4().hex[:8]}"
     with psycopg.connect(cluster.conninfo, autocommit=True) as conn:
-        for statement in (f"SELECT kafgres.send('{topic}', 'v'::text)",
-                          "SELECT kafgres.create_topic('e2e-sasl-sql', 1)",
-                          f"SELECT * FROM kafgres.read_text('{topic}', 0, 0, 10)"):
-            with pytest.raises(psycopg.errors.FeatureNotSupported) as refused:
-                conn.execute(statement)
-            assert "kafgres.authentication = scram-sha-256" in str(refused.value), statement
-            assert "does not authenticate to the broker yet" in (refused.value.diag.message_hint or ""), statement
-    assert not [r for r in cluster.sql("SELECT name FROM kafgres.topics") if r[0] == "e2e-sasl-sql"]
+        conn.execute(f"SELECT kafgres.create_topic('{topic}', 1)")
+        with conn.transaction():
+            for i in range(3):
+                conn.execute(f"SELECT kafgres.send('{topic}', 'v{i}'::text, 'k{i}'::text)")
+        conn.execute("SELECT kafgres.wait_for_sends('30 seconds')")
+        rows = conn.execute(f"SELECT key, value FROM kafgres.read_text('{topic}', 0, 0, 10)").fetchall()
+    assert rows == [(f"k{i}", f"v{i}") for i in range(3)], rows
+    got = consume_all(sasl(APP_USER, APP_PASSWORD), topic, 3)
+    assert got == [(f"k{i}".encode(), f"v{i}".encode()) for i in range(3)]
+    # Its connections show as the calling role (postgres) and the bridge's internal principal.
+    principals = {r[0] for r in cluster.sql("select principal from kafgres.connections where principal is not null")}
+    assert "kafgres (internal)" in principals, principals
 
 
 def test_no_panic_in_the_server_log(cluster: Cluster):

@@ -112,6 +112,11 @@ COMMENT ON TABLE kafgres.leader_epochs IS
     'Every start of a primary''s broker: its leader epoch, node id, advertised address and timeline; written by the broker.';
 REVOKE ALL ON kafgres.leader_epochs FROM PUBLIC;
 
+-- The login of Kafgres's own clients to the broker (SASL KAFGRES-INTERNAL).
+ALTER TABLE kafgres.cluster ADD COLUMN internal_secret text NOT NULL
+    DEFAULT replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', '')
+    CHECK (length(internal_secret) >= 32);
+
 -- Kafka ACLs (DescribeAcls, CreateAcls, DeleteAcls), enforced while
 -- kafgres.authorizer = acl. A principal User:<role> is a Postgres role; a
 -- binding for a group role applies to the roles that inherit from it.

@@ -8,7 +8,14 @@ CREATE TABLE kafgres.cluster (
     cluster_id text NOT NULL,
     -- The first producer id not yet reserved (InitProducerId). The broker
     -- reserves blocks of ids by advancing it; an id is never handed out twice.
-    next_producer_id bigint NOT NULL DEFAULT 0 CHECK (next_producer_id >= 0)
+    next_producer_id bigint NOT NULL DEFAULT 0 CHECK (next_producer_id >= 0),
+    -- What Kafgres's own clients (the SQL functions, the SQL bridge) log in
+    -- to the broker with (SASL KAFGRES-INTERNAL): 244 random bits, readable
+    -- by superusers only, carried to standbys by the WAL. Changing it (then
+    -- restarting) cuts off no Kafka client, only Kafgres's own until they reconnect.
+    internal_secret text NOT NULL
+        DEFAULT replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', '')
+        CHECK (length(internal_secret) >= 32)
 );
 INSERT INTO kafgres.cluster (cluster_id)
 VALUES (translate(rtrim(encode(uuid_send(gen_random_uuid()), 'base64'), '='), '+/', '-_'));

@@ -283,7 +283,7 @@ pub fn register_authentication_setting() {
     GucRegistry::define_int_guc(
         c"kafgres.failed_authentication_delay_ms",
         c"How long a failed Kafka login waits for its answer, doubled for each recent failure of its address or role.",
-        c"Kafka's connection.failed.authentication.delay.ms; the doubling (within a minute, at most 5 s) slows \
+        c"Kafka's connection.failed.authentication.delay.ms; the doubling (within a minute, at most 1 s) slows \
           password guessing from one address or against one role.",
         &FAILED_AUTHENTICATION_DELAY_MS,
         0,

@@ -27,6 +27,7 @@ pub mod bridge;
 pub mod catalog_sql;
 pub mod control;
 pub mod gucs;
+pub mod internal_login;
 pub mod lifecycle;
 pub mod logging;
 pub mod replication;

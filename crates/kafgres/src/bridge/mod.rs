@@ -541,7 +541,12 @@ fn connect<'a>(
     }
     if broker.is_none() {
         let address = crate::sql_api::broker_link::broker_address_or_err()?;
-        let config = ClientConfig::default();
+        // As the internal principal: whatever kafgres.authentication and the
+        // ACLs say, the bridge delivers what SQL transactions committed
+        // (kafgres.send checked the sender's ACLs).
+        let secret = crate::catalog_sql::run_in_transaction(crate::internal_login::read_secret)?;
+        let config =
+            ClientConfig { internal_login: Some(crate::internal_login::superuser(secret)), ..ClientConfig::default() };
         let client = Client::connect_with(address, "kafgres-sql-bridge", BridgeWait, config)
             .map_err(|e| format!("cannot reach the broker at {address}: {e}"))?;
         // The broker may have restarted (and, with a relaxed flush policy,

@@ -74,8 +74,16 @@ impl Wait for LatchWait {
     }
 }
 
+/// The backend's connection, and the role it logged in to act for.
+struct Link {
+    role: String,
+    client: Client<LatchWait>,
+}
+
 thread_local! {
-    static LINK: RefCell<Option<Client<LatchWait>>> = const { RefCell::new(None) };
+    static LINK: RefCell<Option<Link>> = const { RefCell::new(None) };
+    /// `kafgres.cluster.internal_secret`, read once per backend.
+    static SECRET: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
 /// Where the broker listens, as seen from this host.
@@ -102,51 +110,50 @@ pub fn broker_address_or_err() -> Result<SocketAddr, String> {
     Ok(SocketAddr::new(ip, gucs::PORT.get() as u16))
 }
 
-/// The SQL side (these functions and the SQL bridge) reaches the broker as
-/// an unauthenticated Kafka client on loopback; with SASL required the
-/// broker closes such connections, and with the authorizer on it is
-/// `User:ANONYMOUS`. Until the SQL side authenticates and checks the ACLs
-/// for its calling role, every function that needs the broker says so at
-/// once instead of failing as if the broker were down (or, for
-/// `kafgres.send`, leaving a record in the WAL that the bridge cannot deliver).
-pub fn refuse_while_security_is_on(what: &str) {
-    // The link connects as User:ANONYMOUS, like any unauthenticated client:
-    // under the ACLs it would be refused, or, granted, would let every
-    // anonymous client in alike. Until the SQL API checks the ACLs for its
-    // calling role, it is off while the authorizer is on.
-    if crate::gucs::AUTHORIZER.get() != crate::gucs::AuthorizerGuc::None {
-        fail(
-            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-            format!("{what} is not available with kafgres.authorizer = acl"),
-            "the SQL API does not check Kafka ACLs for its calling role yet: use a Kafka client, or set \
-             kafgres.authorizer = none (docs/security.md)",
-        );
+/// The internal secret, read on first use (the SQL functions run as their
+/// owner, a superuser, who may read `kafgres.cluster`).
+fn internal_secret(what: &str) -> String {
+    if let Some(secret) = SECRET.with(|s| s.borrow().clone()) {
+        return secret;
     }
-    if crate::gucs::AUTHENTICATION.get() != crate::gucs::AuthenticationGuc::None {
-        fail(
-            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-            format!("{what} is not available with kafgres.authentication = scram-sha-256"),
-            "the SQL API does not authenticate to the broker yet: use a Kafka client, or set \
-             kafgres.authentication = none (docs/configuration.md)",
-        );
+    match crate::internal_login::read_secret() {
+        Ok(secret) => {
+            SECRET.with(|s| *s.borrow_mut() = Some(secret.clone()));
+            secret
+        }
+        Err(e) => error!("kafgres: {what}: {e}"),
     }
 }
 
 /// Runs `f` with the backend's broker connection, connecting first if
-/// needed. A connection that breaks is dropped; when a kept one turns out
-/// stale (the broker restarted), `f` is tried once more on a new one.
-/// Errors become SQL errors.
+/// needed. The connection logs in (SASL `KAFGRES-INTERNAL`) as the calling
+/// role, so the broker holds it to that role's ACLs, whatever
+/// `kafgres.authentication` says; a call for another role (after `SET ROLE`)
+/// connects again. A connection that breaks is dropped; when a kept one
+/// turns out stale (the broker restarted), `f` is tried once more on a new
+/// one. Errors become SQL errors.
 pub fn with_broker<T>(what: &str, mut f: impl FnMut(&mut Client<LatchWait>) -> Result<T, ClientError>) -> T {
-    refuse_while_security_is_on(what);
+    let role = match crate::internal_login::calling_role() {
+        Ok(role) => role,
+        Err(e) => fail(PgSqlErrorCode::ERRCODE_INVALID_ROLE_SPECIFICATION, format!("{what}: {e}"), "reconnect"),
+    };
     for attempt in 0..2 {
-        let reused = LINK.with(|l| l.borrow().is_some());
+        let reused = LINK.with(|l| l.borrow().as_ref().is_some_and(|link| link.role == role));
         let outcome = LINK.with(|link| {
             let mut link = link.borrow_mut();
-            if link.is_none() {
-                let config = ClientConfig::default();
-                *link = Some(Client::connect_with(broker_address(), "kafgres-sql", LatchWait, config)?);
+            if link.as_ref().is_none_or(|l| l.role != role) {
+                *link = None;
+                let config = ClientConfig {
+                    internal_login: Some(kafgres_client::InternalLogin {
+                        secret: internal_secret(what),
+                        role: role.clone(),
+                    }),
+                    ..ClientConfig::default()
+                };
+                let client = Client::connect_with(broker_address(), "kafgres-sql", LatchWait, config)?;
+                *link = Some(Link { role: role.clone(), client });
             }
-            let client = link.as_mut().ok_or(ClientError::Broken)?;
+            let client = &mut link.as_mut().ok_or(ClientError::Broken)?.client;
             let result = f(client);
             if client.is_broken() {
                 *link = None;
@@ -170,6 +177,28 @@ pub fn with_broker<T>(what: &str, mut f: impl FnMut(&mut Client<LatchWait>) -> R
     error!("kafgres: {what}: the broker connection failed twice")
 }
 
+/// Refuses unless the Kafka ACLs let the calling role do `operation` (an
+/// `AclOperation` code) given `authorized` (KIP-430's bit field the broker
+/// computed for it); nothing to check while `kafgres.authorizer = none`.
+pub fn require_operation(what: &str, authorized: i32, operation: u8, resource: &str) {
+    if crate::gucs::AUTHORIZER.get() == crate::gucs::AuthorizerGuc::None {
+        return;
+    }
+    if authorized != i32::MIN && authorized & (1 << operation) != 0 {
+        return;
+    }
+    let name = match operation {
+        3 => "READ",
+        4 => "WRITE",
+        _ => "this operation",
+    };
+    fail(
+        PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+        format!("{what}: the Kafka ACLs do not allow {name} on {resource} for this role"),
+        "grant it with kafka-acls.sh or INSERT INTO kafgres.acls, then SELECT pg_reload_conf() (docs/security.md)",
+    );
+}
+
 /// The SQL error for a client error: Kafka's error name in the message.
 pub fn raise(what: &str, e: ClientError) -> ! {
     let (code, hint) = match &e {
@@ -183,6 +212,18 @@ pub fn raise(what: &str, e: ClientError) -> ! {
         ClientError::Kafka { code: error_code::TOPIC_ALREADY_EXISTS, .. } => {
             (PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT, "choose another name")
         }
+        ClientError::Kafka {
+            code:
+                error_code::TOPIC_AUTHORIZATION_FAILED
+                | error_code::GROUP_AUTHORIZATION_FAILED
+                | error_code::CLUSTER_AUTHORIZATION_FAILED
+                | error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            ..
+        } => (
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            "the Kafka ACLs (kafgres.authorizer = acl) do not allow it for this role: grant it with kafka-acls.sh \
+             or INSERT INTO kafgres.acls, then SELECT pg_reload_conf() (docs/security.md)",
+        ),
         ClientError::Kafka { .. } | ClientError::InvalidArgument(_) => {
             (PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, "the Kafka error name says why")
         }

@@ -24,6 +24,9 @@ use pgrx::spi::Spi;
 use pgrx::PgSqlErrorCode;
 
 use super::broker_link::{require_broker_database, with_broker};
+
+/// Kafka's `AclOperation` code of READ.
+const READ: u8 = 3;
 use super::read::{check_max_records, FETCH_BYTES};
 use super::rows::{bytes_row, text_row, BytesRow, TextRow};
 use super::send::{fail, log_message};
@@ -87,6 +90,14 @@ fn consume(group_id: &str, topic: &str, max_records: i32, wait: Interval) -> Vec
     let wait = interval_duration(wait);
     let partition_count = topic_partition_count(topic);
     let group = with_broker("kafgres.consume", |c| c.describe_group(group_id));
+    // Under the ACLs, READ on the group (READ on the topic the broker asks
+    // of every fetch, as the calling role).
+    super::broker_link::require_operation(
+        "kafgres.consume",
+        group.authorized_operations,
+        READ,
+        &format!("group \"{group_id}\""),
+    );
     if group.members > 0 {
         fail(
             PgSqlErrorCode::ERRCODE_OBJECT_IN_USE,

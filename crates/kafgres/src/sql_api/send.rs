@@ -105,8 +105,6 @@ fn send_record(
     partition: Option<i32>,
 ) -> i32 {
     super::broker_link::require_broker_database("kafgres.send");
-    // The bridge could not deliver it: refused now, not left in the WAL.
-    super::broker_link::refuse_while_security_is_on("kafgres.send");
     if !wal_level_is_enough() {
         fail(
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -197,6 +195,9 @@ pub fn log_message(prefix: &str, body: &[u8]) {
 }
 
 /// The topic's partition count and size limit, read once per transaction.
+/// Kafka's `AclOperation` code of WRITE.
+const WRITE: u8 = 4;
+
 fn topic_info(topic: &str) -> TopicInfo {
     if let Some(info) = txn_state::cached_topic(topic) {
         return info;
@@ -217,6 +218,15 @@ fn topic_info(topic: &str) -> TopicInfo {
         ),
         Err(e) => error!("kafgres: cannot read topic \"{topic}\": {e}"),
     };
+    // Under the ACLs, the caller must be allowed to WRITE the topic: asked
+    // of the broker (one rulebook for Kafka and SQL) once per topic and
+    // transaction, with the topic's other facts. The SQL bridge delivers
+    // as the internal principal what was checked here.
+    if crate::gucs::AUTHORIZER.get() != crate::gucs::AuthorizerGuc::None {
+        let found = super::broker_link::with_broker("kafgres.send", |c| c.metadata(Some(&[topic])));
+        let authorized = found.iter().find(|t| t.error_code == 0).map_or(i32::MIN, |t| t.authorized_operations);
+        super::broker_link::require_operation("kafgres.send", authorized, WRITE, &format!("topic \"{topic}\""));
+    }
     txn_state::cache_topic(topic, info);
     info
 }

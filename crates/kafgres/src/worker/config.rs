@@ -59,6 +59,8 @@ pub fn broker_config(
         group_consumer_session_timeout_ms: gucs::GROUP_CONSUMER_SESSION_TIMEOUT_MS.get(),
         group_consumer_heartbeat_interval_ms: gucs::GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS.get(),
         authentication: authentication(),
+        // Set by the role's own start (`super::leader`, `super::standby`), from the catalog.
+        internal_secret: None,
         failed_authentication_delay_ms: gucs::FAILED_AUTHENTICATION_DELAY_MS.get().max(0) as u64,
         authorizer_enabled: authorizer_enabled(),
         metrics: crate::shared_metrics::metrics().unwrap_or_else(kafgres_broker::metrics::BrokerMetrics::leaked),

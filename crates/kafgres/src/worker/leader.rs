@@ -19,13 +19,14 @@ use crate::control::ControlPlaneCatalog;
 use crate::replication;
 
 pub(super) fn run(w: &Worker) -> Ended {
-    let Some((plans, snapshot, cluster_id)) = load_catalog(&w.wait, &w.database) else {
+    let Some((plans, snapshot, cluster)) = load_catalog(&w.wait, &w.database) else {
         return Ended::Stopped;
     };
-    let mut config = match broker_config(cluster_id, log_dir_owner(&w.database)) {
+    let mut config = match broker_config(cluster.cluster_id, log_dir_owner(&w.database)) {
         Ok(config) => config,
         Err(e) => stop_for_good(&e),
     };
+    config.internal_secret = Some(cluster.internal_secret);
     if !snapshot.topics.is_empty() && !wait_while_log_dir_lost(w, &config) {
         return Ended::Stopped;
     }

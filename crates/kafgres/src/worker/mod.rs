@@ -217,11 +217,17 @@ fn stop_for_good(message: &str) -> ! {
     }
 }
 
+/// The cluster's id, and the secret Kafgres's own clients log in with.
+struct ClusterIdentity {
+    cluster_id: String,
+    internal_secret: String,
+}
+
 /// Prepares the catalog plans and loads topics, offsets and the cluster id.
 /// A schema that does not match this library (an extension created by an
 /// older build, say) is reported once and waited out on the latch: the next
 /// CREATE/ALTER EXTENSION wakes the worker, which tries again. `None` on SIGTERM.
-fn load_catalog(wait: &WaitSet, database: &str) -> Option<(CatalogPlans, CatalogSnapshot, String)> {
+fn load_catalog(wait: &WaitSet, database: &str) -> Option<(CatalogPlans, CatalogSnapshot, ClusterIdentity)> {
     let mut reported = false;
     loop {
         let loaded = run_in_transaction(|| {
@@ -232,8 +238,11 @@ fn load_catalog(wait: &WaitSet, database: &str) -> Option<(CatalogPlans, Catalog
                 transactions: plans.load_transactions()?,
                 acls: crate::acl_sql::load_acls()?,
             };
-            let cluster_id = plans.cluster_id()?;
-            Ok((plans, snapshot, cluster_id))
+            let cluster = ClusterIdentity {
+                cluster_id: plans.cluster_id()?,
+                internal_secret: crate::internal_login::read_secret()?,
+            };
+            Ok((plans, snapshot, cluster))
         });
         match loaded {
             Ok(loaded) => return Some(loaded),

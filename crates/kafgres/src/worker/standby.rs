@@ -44,13 +44,14 @@ pub(super) fn run(w: &Worker) -> Ended {
         }
     };
     let interval = if notified { HOUSEKEEPING_INTERVAL } else { PROMOTION_CHECK_FALLBACK };
-    let Some((_plans, snapshot, cluster_id)) = load_catalog(&w.wait, &w.database) else {
+    let Some((_plans, snapshot, cluster)) = load_catalog(&w.wait, &w.database) else {
         return Ended::Stopped;
     };
-    let mut config = match broker_config(cluster_id, log_dir_owner(&w.database)) {
+    let mut config = match broker_config(cluster.cluster_id, log_dir_owner(&w.database)) {
         Ok(config) => config,
         Err(e) => stop_for_good(&e),
     };
+    config.internal_secret = Some(cluster.internal_secret);
     let me = (config.advertised_host.clone(), config.advertised_port);
     let leader = match wait_for_leader(w, interval, &me) {
         Waited::Leader(l) => l,
