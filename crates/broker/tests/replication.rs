@@ -294,3 +294,56 @@ async fn a_follower_keeps_records_a_stale_leader_never_had_and_they_do_not_count
     standby.broker.shutdown().await;
     stale.broker.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_logs_in_and_copies_under_the_acls() {
+    // The leader enforces ACLs; anonymous clients may write the topic but
+    // nothing lets them act as a replica (CLUSTER_ACTION). The follower has
+    // the cluster's internal secret (replicated with the catalog) and
+    // copies as the internal superuser.
+    use kafgres_broker::acl::{AclBinding, Operation, PatternType, Permission, ResourceType};
+    use kafgres_broker::catalog::Catalog;
+    const SECRET: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+    let leader_dir = tempfile::tempdir().expect("tempdir");
+    let mut config = leader_config(&leader_dir, 1, None);
+    config.authorizer_enabled = true;
+    config.internal_secret = Some(SECRET.into());
+    let catalog = Arc::new(MemoryCatalog::default());
+    let anonymous = |resource_type, name: &str, operation| AclBinding {
+        resource_type,
+        resource_name: name.into(),
+        pattern_type: PatternType::Literal,
+        principal: "User:ANONYMOUS".into(),
+        host: "*".into(),
+        operation,
+        permission: Permission::Allow,
+    };
+    catalog
+        .create_acls(vec![
+            anonymous(ResourceType::Topic, "secured", Operation::All),
+            anonymous(ResourceType::Cluster, "kafka-cluster", Operation::Create),
+        ])
+        .await
+        .expect("seeded");
+    let leader = TestBroker::start_with(leader_dir, Arc::clone(&catalog), config).await;
+    let mut client = leader.client().await;
+    create_topic(&mut client, "secured", 1).await;
+    assert_eq!(produce(&mut client, 9, "secured", 0, -1, batch(&records("s", 4))).await.error_code, 0);
+
+    // Without the secret a follower is refused (it is User:ANONYMOUS).
+    let refused_dir = tempfile::tempdir().expect("tempdir");
+    let refused_config = follower_config(&refused_dir, &leader, "anonymous");
+    let refused = TestBroker::start_with(refused_dir, Arc::new(MemoryCatalog::default()), refused_config).await;
+    let follower_dir = tempfile::tempdir().expect("tempdir");
+    let mut config = follower_config(&follower_dir, &leader, "standby1");
+    if let Some(follow) = config.follow.as_mut() {
+        follow.internal_secret = Some(SECRET.into());
+    }
+    let follower = TestBroker::start_with(follower_dir, Arc::new(MemoryCatalog::default()), config).await;
+    wait_until("the copy", || has_topic(&follower, "secured") && follower.log_end("secured", 0) == 4).await;
+    assert_eq!(stored_bytes(&follower, "secured", 0), stored_bytes(&leader, "secured", 0));
+    assert!(
+        !has_topic(&refused, "secured") || refused.log_end("secured", 0) == 0,
+        "an anonymous follower copied records it may not read as a replica"
+    );
+}

@@ -70,6 +70,10 @@ pub struct FollowerConfig {
     pub partition_bytes_max: i32,
     pub request_timeout: Duration,
     pub frame_bytes_max: usize,
+    /// The cluster's internal secret (replicated with the catalog): the
+    /// follower logs in to its leader with `KAFGRES-INTERNAL` as the
+    /// internal superuser, so it copies under SASL and under the ACLs.
+    pub internal_secret: Option<String>,
 }
 
 impl FollowerConfig {
@@ -83,6 +87,7 @@ impl FollowerConfig {
             partition_bytes_max: 16 << 20,
             request_timeout: Duration::from_secs(30),
             frame_bytes_max: 100 << 20,
+            internal_secret: None,
         }
     }
 }
@@ -199,6 +204,9 @@ async fn follow(
     state: &FollowerState,
 ) -> Result<(), FollowError> {
     let mut link = LeaderLink::connect(&config.leader, config.request_timeout, config.frame_bytes_max).await?;
+    if let Some(secret) = &config.internal_secret {
+        link.log_in(secret, config.request_timeout).await?;
+    }
     let mut leader_epoch = sync_catalog(&mut link, topics, admin, config, cluster_id).await?;
     let mut catalog_seen = -1i64;
     let mut quarantine = Quarantine::new();

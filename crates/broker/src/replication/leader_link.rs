@@ -24,6 +24,8 @@ pub enum LinkError {
     Timeout(Duration),
     #[error("the leader's answer is malformed: {0}")]
     Protocol(String),
+    #[error("the leader refused the follower's login: {0}")]
+    Refused(String),
 }
 
 pub struct LeaderLink {
@@ -42,6 +44,36 @@ impl LeaderLink {
         };
         stream.set_nodelay(true)?;
         Ok(LeaderLink { stream, next_correlation_id: 0, frame_bytes_max })
+    }
+
+    /// Logs in as the internal superuser (`crate::sasl::internal`). A leader
+    /// that answers the handshake ILLEGAL_SASL_STATE (a build from before the
+    /// mechanism, without authentication) is followed unauthenticated.
+    pub async fn log_in(&mut self, secret: &str, timeout: Duration) -> Result<(), LinkError> {
+        use crate::sasl::internal;
+        use kafgres_wire::error_code;
+        use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+        use kafka_protocol::protocol::StrBytes;
+
+        let handshake = SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(internal::MECHANISM));
+        let answer = self.call(1, &handshake, timeout).await?;
+        match answer.error_code {
+            error_code::NONE => {}
+            error_code::ILLEGAL_SASL_STATE => {
+                log::info!("the leader does not take {} logins: following it unauthenticated", internal::MECHANISM);
+                return Ok(());
+            }
+            code => return Err(LinkError::Refused(format!("SaslHandshake error {code}"))),
+        }
+        let request = SaslAuthenticateRequest::default().with_auth_bytes(internal::token(secret, "").into());
+        let answer = self.call(2, &request, timeout).await?;
+        match answer.error_code {
+            error_code::NONE => Ok(()),
+            code => Err(LinkError::Refused(format!(
+                "SaslAuthenticate error {code}: {} (is this standby's kafgres.cluster.internal_secret the leader's?)",
+                answer.error_message.as_deref().unwrap_or("")
+            ))),
+        }
     }
 
     /// Sends `request` at `version` and waits (at most `timeout`) for its answer.

@@ -66,7 +66,9 @@ pub(super) fn run(w: &Worker) -> Ended {
         );
     }
     let address = format!("{}:{}", leader.host, leader.port);
-    config.follow = Some(FollowerConfig::new(address.clone(), name.clone(), config.node_id));
+    let mut follow = FollowerConfig::new(address.clone(), name.clone(), config.node_id);
+    follow.internal_secret = config.internal_secret.clone();
+    config.follow = Some(follow);
     config.leader = Some(LeaderAddress { node_id: leader.node_id, host: leader.host.clone(), port: leader.port });
     config.replication = Arc::new(ReplicationState::new(leader.epoch, None, LAG_TIME_MAX_DEFAULT));
     let catalog: Arc<dyn kafgres_broker::Catalog> = Arc::new(MemoryCatalog::with_topics(snapshot.topics.clone()));
