@@ -3,8 +3,9 @@
 Two throwaway clusters (primary on 127.0.0.1:5485 / Kafka 9485, its `pg_basebackup -R` standby on 5486 /
 9486), both with `kafgres.authentication = 'scram-sha-256'` and `kafgres.authorizer = 'acl'`. The standby's
 broker logs in to the primary's with KAFGRES-INTERNAL (the cluster's internal secret came with the base
-backup), so records a SCRAM client produces reach the standby, no ACL granted to it. After a promotion the
-former standby serves them, to a role the ACLs (replicated with the catalog) allow and not to one they do not.
+backup), so records a SCRAM client produces reach the standby, no ACL granted to it; a SCRAM client may log
+in to the standby's broker too, which sends it to the leader. After a promotion the former standby serves
+the records, to a role the ACLs (replicated with the catalog) allow and not to one they do not.
 """
 
 from __future__ import annotations
@@ -110,6 +111,11 @@ def test_a_standby_copies_and_a_promoted_one_keeps_the_acls(pair):
     wait_until_caught_up(primary, standby)
     rows = [r for r in primary.replica_partitions() if r["topic"] == topic]
     assert rows and rows[0]["replicated_offset"] == 20, rows
+    # A SCRAM client may log in to the standby's broker too (it reads the replica of the roles), which sends
+    # it to the leader: a bootstrap list naming both nodes works whichever answers first.
+    via_standby = AdminClient(sasl(standby.bootstrap, "kafka_reader"))
+    metadata = via_standby.list_topics(timeout=30)
+    assert topic in metadata.topics and [b.id for b in metadata.brokers.values()] == [1], metadata.brokers
 
     primary.stop("fast")
     standby.promote()

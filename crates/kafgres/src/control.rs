@@ -233,3 +233,83 @@ impl Catalog for ControlPlaneCatalog {
         self.call(move |reply| ControlRequest::DeleteAcls { bindings, reply })
     }
 }
+
+/// A standby's catalog. Its database is read-only and replays the leader's,
+/// so the topics its broker copies are kept in memory ([`MemoryCatalog`],
+/// fed by the follower); what the broker only reads (a role's SCRAM
+/// credential, its memberships) goes to the standby's control plane, which
+/// reads the replica of the leader's roles, so clients can log in to a
+/// standby's broker (to be sent to the leader) and its SQL functions act as
+/// their roles.
+pub struct StandbyCatalog {
+    memory: kafgres_broker::MemoryCatalog,
+    control: ControlPlaneCatalog,
+}
+
+impl StandbyCatalog {
+    pub fn new(memory: kafgres_broker::MemoryCatalog, control: ControlPlaneCatalog) -> StandbyCatalog {
+        StandbyCatalog { memory, control }
+    }
+}
+
+impl Catalog for StandbyCatalog {
+    fn create_topic(&self, topic: TopicRecord) -> CatalogFuture<()> {
+        self.memory.create_topic(topic)
+    }
+
+    fn delete_topic(&self, topic_id: Uuid) -> CatalogFuture<()> {
+        self.memory.delete_topic(topic_id)
+    }
+
+    fn set_partition_count(&self, topic_id: Uuid, partition_count: i32) -> CatalogFuture<()> {
+        self.memory.set_partition_count(topic_id, partition_count)
+    }
+
+    fn set_topic_configs(
+        &self,
+        topic_id: Uuid,
+        configs: std::collections::BTreeMap<String, String>,
+    ) -> CatalogFuture<()> {
+        self.memory.set_topic_configs(topic_id, configs)
+    }
+
+    fn commit_offsets(&self, offsets: Vec<CommittedOffset>) -> CatalogFuture<()> {
+        self.memory.commit_offsets(offsets)
+    }
+
+    fn delete_offsets(&self, group_id: String, partitions: Option<Vec<(String, i32)>>) -> CatalogFuture<()> {
+        self.memory.delete_offsets(group_id, partitions)
+    }
+
+    fn load_group_offsets(&self, group_id: String) -> CatalogFuture<Vec<CommittedOffset>> {
+        self.memory.load_group_offsets(group_id)
+    }
+
+    fn allocate_producer_ids(&self, count: i64) -> CatalogFuture<i64> {
+        self.memory.allocate_producer_ids(count)
+    }
+
+    fn store_transaction(&self, record: TransactionRecord) -> CatalogFuture<()> {
+        self.memory.store_transaction(record)
+    }
+
+    fn complete_transaction(&self, record: TransactionRecord, offsets: Vec<CommittedOffset>) -> CatalogFuture<()> {
+        self.memory.complete_transaction(record, offsets)
+    }
+
+    fn scram_credential(&self, username: String) -> CatalogFuture<Option<ScramCredential>> {
+        self.control.scram_credential(username)
+    }
+
+    fn identity(&self, role: String) -> CatalogFuture<kafgres_broker::acl::Identity> {
+        self.control.identity(role)
+    }
+
+    fn create_acls(&self, bindings: Vec<kafgres_broker::acl::AclBinding>) -> CatalogFuture<()> {
+        self.memory.create_acls(bindings)
+    }
+
+    fn delete_acls(&self, bindings: Vec<kafgres_broker::acl::AclBinding>) -> CatalogFuture<()> {
+        self.memory.delete_acls(bindings)
+    }
+}

@@ -23,10 +23,12 @@ use kafgres_broker::replication::ReplicationState;
 use kafgres_broker::MemoryCatalog;
 use pgrx::prelude::*;
 
+use super::catalog_requests::serve_control_requests;
 use super::config::{broker_config, log_dir_owner};
 use super::wait::{stopping, Wakeup};
 use super::{load_catalog, stop_for_good, Ended, Worker};
 use crate::catalog_sql::run_in_transaction;
+use crate::control::{ControlPlaneCatalog, StandbyCatalog};
 use crate::gucs;
 use crate::logging::RateLimited;
 use crate::replication::{self, leader::LeaderRow};
@@ -44,7 +46,7 @@ pub(super) fn run(w: &Worker) -> Ended {
         }
     };
     let interval = if notified { HOUSEKEEPING_INTERVAL } else { PROMOTION_CHECK_FALLBACK };
-    let Some((_plans, snapshot, cluster)) = load_catalog(&w.wait, &w.database) else {
+    let Some((plans, snapshot, cluster)) = load_catalog(&w.wait, &w.database) else {
         return Ended::Stopped;
     };
     let mut config = match broker_config(cluster.cluster_id, log_dir_owner(&w.database)) {
@@ -71,7 +73,9 @@ pub(super) fn run(w: &Worker) -> Ended {
     config.follow = Some(follow);
     config.leader = Some(LeaderAddress { node_id: leader.node_id, host: leader.host.clone(), port: leader.port });
     config.replication = Arc::new(ReplicationState::new(leader.epoch, None, LAG_TIME_MAX_DEFAULT));
-    let catalog: Arc<dyn kafgres_broker::Catalog> = Arc::new(MemoryCatalog::with_topics(snapshot.topics.clone()));
+    let (control, mut requests) = ControlPlaneCatalog::new(Arc::clone(&w.waker));
+    let catalog: Arc<dyn kafgres_broker::Catalog> =
+        Arc::new(StandbyCatalog::new(MemoryCatalog::with_topics(snapshot.topics.clone()), control));
     let Some(broker) = w.start_broker(&config, &catalog, &snapshot) else {
         return Ended::Stopped;
     };
@@ -86,6 +90,8 @@ pub(super) fn run(w: &Worker) -> Ended {
     let mut next_housekeeping = Instant::now() + interval;
     let ended = loop {
         w.report_logs();
+        // Logins: credentials and memberships, read from the replica.
+        serve_control_requests(&plans, &mut requests);
         if stopping() {
             break Ended::Stopped;
         }
@@ -121,6 +127,7 @@ pub(super) fn run(w: &Worker) -> Ended {
         }
         check_for_interrupts!();
     };
+    requests.close();
     w.stop_broker(broker);
     ended
 }
