@@ -10,6 +10,7 @@
 //! function's caller). Not listed among the mechanisms a handshake answers,
 //! and refused when the broker has no secret.
 
+use super::scram::constant_time_eq;
 use crate::acl::Identity;
 
 pub const MECHANISM: &str = "KAFGRES-INTERNAL";
@@ -46,15 +47,6 @@ pub fn verify(secret: &str, token: &[u8]) -> Result<InternalLogin, &'static str>
 /// The internal superuser's identity.
 pub fn superuser() -> Identity {
     Identity { role: INTERNAL_ROLE.to_owned(), member_of: Vec::new(), superuser: true }
-}
-
-/// Compares without an early exit, so the time taken says nothing about
-/// how much of a guess was right (only its length is not hidden).
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
 /// The token a client sends.
