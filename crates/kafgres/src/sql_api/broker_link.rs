@@ -177,21 +177,17 @@ pub fn with_broker<T>(what: &str, mut f: impl FnMut(&mut Client<LatchWait>) -> R
     error!("kafgres: {what}: the broker connection failed twice")
 }
 
-/// Refuses unless the Kafka ACLs let the calling role do `operation` (an
-/// `AclOperation` code) given `authorized` (KIP-430's bit field the broker
-/// computed for it); nothing to check while `kafgres.authorizer = none`.
-pub fn require_operation(what: &str, authorized: i32, operation: u8, resource: &str) {
+/// Refuses unless the Kafka ACLs let the calling role do `operation`
+/// given `authorized` (KIP-430's bit field the broker computed for it);
+/// nothing to check while `kafgres.authorizer = none`.
+pub fn require_operation(what: &str, authorized: i32, operation: kafgres_broker::acl::Operation, resource: &str) {
     if crate::gucs::AUTHORIZER.get() == crate::gucs::AuthorizerGuc::None {
         return;
     }
-    if authorized != i32::MIN && authorized & (1 << operation) != 0 {
+    if authorized != i32::MIN && authorized & (1 << operation.code()) != 0 {
         return;
     }
-    let name = match operation {
-        3 => "READ",
-        4 => "WRITE",
-        _ => "this operation",
-    };
+    let name = operation.name();
     fail(
         PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
         format!("{what}: the Kafka ACLs do not allow {name} on {resource} for this role"),

@@ -24,9 +24,6 @@ use pgrx::spi::Spi;
 use pgrx::PgSqlErrorCode;
 
 use super::broker_link::{require_broker_database, with_broker};
-
-/// Kafka's `AclOperation` code of READ.
-const READ: u8 = 3;
 use super::read::{check_max_records, FETCH_BYTES};
 use super::rows::{bytes_row, text_row, BytesRow, TextRow};
 use super::send::{fail, log_message};
@@ -95,7 +92,7 @@ fn consume(group_id: &str, topic: &str, max_records: i32, wait: Interval) -> Vec
     super::broker_link::require_operation(
         "kafgres.consume",
         group.authorized_operations,
-        READ,
+        kafgres_broker::acl::Operation::Read,
         &format!("group \"{group_id}\""),
     );
     if group.members > 0 {

@@ -195,10 +195,8 @@ pub fn log_message(prefix: &str, body: &[u8]) {
 }
 
 /// The topic's partition count and size limit, read once per transaction.
-/// Kafka's `AclOperation` code of WRITE.
-const WRITE: u8 = 4;
-
 fn topic_info(topic: &str) -> TopicInfo {
+    use kafgres_broker::acl::Operation;
     if let Some(info) = txn_state::cached_topic(topic) {
         return info;
     }
@@ -225,7 +223,12 @@ fn topic_info(topic: &str) -> TopicInfo {
     if crate::gucs::AUTHORIZER.get() != crate::gucs::AuthorizerGuc::None {
         let found = super::broker_link::with_broker("kafgres.send", |c| c.metadata(Some(&[topic])));
         let authorized = found.iter().find(|t| t.error_code == 0).map_or(i32::MIN, |t| t.authorized_operations);
-        super::broker_link::require_operation("kafgres.send", authorized, WRITE, &format!("topic \"{topic}\""));
+        super::broker_link::require_operation(
+            "kafgres.send",
+            authorized,
+            Operation::Write,
+            &format!("topic \"{topic}\""),
+        );
     }
     txn_state::cache_topic(topic, info);
     info
