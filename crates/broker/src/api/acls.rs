@@ -41,11 +41,8 @@ impl Handler for DescribeAcls {
         let failed = |code: i16, message: &str| {
             DescribeAclsResponse::default().with_error_code(code).with_error_message(Some(str_bytes(message))).into()
         };
-        if !admin.authorizer().enabled() {
-            return failed(error_code::SECURITY_DISABLED, NO_AUTHORIZER);
-        }
-        if !cx.may_on_cluster(Operation::Describe) {
-            return failed(error_code::CLUSTER_AUTHORIZATION_FAILED, CLUSTER_REFUSED);
+        if let Some((code, message)) = refusal(admin, cx, Operation::Describe) {
+            return failed(code, message);
         }
         let filter = match filter_of(
             request.resource_type_filter,
@@ -108,11 +105,8 @@ impl Handler for CreateAcls {
                 AclCreationResult::default().with_error_code(code).with_error_message(Some(str_bytes(message)));
             CreateAclsResponse::default().with_results(vec![result; request.creations.len()]).into()
         };
-        if !admin.authorizer().enabled() {
-            return all(error_code::SECURITY_DISABLED, NO_AUTHORIZER);
-        }
-        if !cx.may_on_cluster(Operation::Alter) {
-            return all(error_code::CLUSTER_AUTHORIZATION_FAILED, CLUSTER_REFUSED);
+        if let Some((code, message)) = refusal(admin, cx, Operation::Alter) {
+            return all(code, message);
         }
         let mut results = Vec::with_capacity(request.creations.len());
         let mut valid = Vec::new();
@@ -162,11 +156,8 @@ impl Handler for DeleteAcls {
                 DeleteAclsFilterResult::default().with_error_code(code).with_error_message(Some(str_bytes(message)));
             DeleteAclsResponse::default().with_filter_results(vec![result; request.filters.len()]).into()
         };
-        if !admin.authorizer().enabled() {
-            return all(error_code::SECURITY_DISABLED, NO_AUTHORIZER);
-        }
-        if !cx.may_on_cluster(Operation::Alter) {
-            return all(error_code::CLUSTER_AUTHORIZATION_FAILED, CLUSTER_REFUSED);
+        if let Some((code, message)) = refusal(admin, cx, Operation::Alter) {
+            return all(code, message);
         }
         let parsed: Vec<Result<AclFilter, String>> = request
             .filters
@@ -203,6 +194,19 @@ impl Handler for DeleteAcls {
             })
             .collect();
         DeleteAclsResponse::default().with_filter_results(results).into()
+    }
+}
+
+/// Why an ACL request is refused whole, if it is: no authorizer
+/// (SECURITY_DISABLED), or not `operation` on the cluster (DESCRIBE to
+/// list, ALTER to change).
+fn refusal(admin: &AclAdmin, cx: &RequestContext<'_>, operation: Operation) -> Option<(i16, &'static str)> {
+    if !admin.authorizer().enabled() {
+        Some((error_code::SECURITY_DISABLED, NO_AUTHORIZER))
+    } else if !cx.may_on_cluster(operation) {
+        Some((error_code::CLUSTER_AUTHORIZATION_FAILED, CLUSTER_REFUSED))
+    } else {
+        None
     }
 }
 
