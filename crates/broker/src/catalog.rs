@@ -144,6 +144,11 @@ pub trait Catalog: Send + Sync + 'static {
     /// member of and whether it is a superuser, read when it authenticates.
     fn identity(&self, role: String) -> CatalogFuture<crate::acl::Identity>;
 
+    /// The role a TLS client certificate named, if it may log in: it exists
+    /// and has LOGIN (as Postgres's `cert` authentication requires; a
+    /// password's VALID UNTIL does not apply to certificates).
+    fn certificate_login(&self, role: String) -> CatalogFuture<Option<crate::acl::Identity>>;
+
     /// Durably adds ACL bindings; one already stored is not an error.
     fn create_acls(&self, bindings: Vec<crate::acl::AclBinding>) -> CatalogFuture<()>;
 
@@ -354,6 +359,19 @@ impl Catalog for MemoryCatalog {
                 })
                 .map_err(|_| CatalogError::Failed("poisoned".into())),
         )
+    }
+
+    fn certificate_login(&self, role: String) -> CatalogFuture<Option<crate::acl::Identity>> {
+        let known = self.identities.lock().map(|i| i.get(&role).cloned());
+        let has_password = self.scram_credentials.lock().map(|c| c.contains_key(&role)).unwrap_or(false);
+        ready(match known {
+            Ok(Some(identity)) => Ok(Some(identity)),
+            Ok(None) if has_password => {
+                Ok(Some(crate::acl::Identity { role, member_of: Vec::new(), superuser: false }))
+            }
+            Ok(None) => Ok(None),
+            Err(_) => Err(CatalogError::Failed("poisoned".into())),
+        })
     }
 
     fn create_acls(&self, bindings: Vec<crate::acl::AclBinding>) -> CatalogFuture<()> {

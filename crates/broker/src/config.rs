@@ -49,7 +49,16 @@ impl std::fmt::Debug for Authentication {
 
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
+    /// The primary listener: PLAINTEXT, or SASL_PLAINTEXT when
+    /// `authentication` asks for SASL.
     pub listen: SocketAddr,
+    /// Listeners besides the primary one (`kafgres.listeners`), any of
+    /// Kafka's four security protocols.
+    pub extra_listeners: Vec<crate::listener::ListenerConfig>,
+    /// The certificate, key and client-certificate policy of the TLS
+    /// listeners; `None` when there are none, or TLS is not configured
+    /// (then TLS listeners are not opened).
+    pub tls: Option<crate::tls::TlsSettings>,
     /// Host and port clients are told to connect to (Metadata, FindCoordinator).
     pub advertised_host: String,
     pub advertised_port: u16,
@@ -126,6 +135,25 @@ impl BrokerConfig {
         self.follow.is_some()
     }
 
+    /// The primary listener's security protocol: SASL_PLAINTEXT when it
+    /// authenticates, else PLAINTEXT.
+    pub fn primary_security(&self) -> crate::listener::SecurityProtocol {
+        match self.authentication {
+            Authentication::None => crate::listener::SecurityProtocol::Plaintext,
+            Authentication::ScramSha256 { .. } => crate::listener::SecurityProtocol::SaslPlaintext,
+        }
+    }
+
+    /// Kafka's `advertised.listeners`: every listener as its clients reach it.
+    pub fn advertised_listeners(&self) -> String {
+        let primary = format!("{}://{}:{}", self.primary_security().name(), self.advertised_host, self.advertised_port);
+        let extra = self
+            .extra_listeners
+            .iter()
+            .map(|l| format!("{}://{}:{}", l.security.name(), l.advertised_host, l.advertised_port));
+        std::iter::once(primary).chain(extra).collect::<Vec<_>>().join(",")
+    }
+
     /// The node clients are sent to (Metadata, FindCoordinator,
     /// DescribeCluster): this broker, or on a standby its leader.
     pub fn serving_node(&self) -> (i32, &str, u16) {
@@ -141,6 +169,8 @@ impl BrokerConfig {
     pub fn for_tests(log_dir: PathBuf) -> BrokerConfig {
         BrokerConfig {
             listen: "127.0.0.1:0".parse().expect("literal address"),
+            extra_listeners: Vec::new(),
+            tls: None,
             advertised_host: "127.0.0.1".into(),
             advertised_port: 0,
             node_id: 1,

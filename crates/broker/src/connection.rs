@@ -1,6 +1,9 @@
 //! One client connection: read a frame, dispatch it, write the answer, in
 //! order. Like Kafka, a connection has one request in progress at a time, so
-//! responses leave in request order without a reorder buffer.
+//! responses leave in request order without a reorder buffer. The stream is
+//! TCP, or TLS over TCP once [`crate::tls`] has shaken hands: file ranges of
+//! a fetch go out with sendfile on TCP, and through the TLS session (read
+//! into memory in chunks) on TLS.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -8,7 +11,7 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use kafgres_wire::frame::{frame_body_len, FRAME_LEN_BYTES};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
@@ -19,29 +22,74 @@ use std::os::fd::AsRawFd;
 use tokio::io::Interest;
 use tokio::net::tcp::OwnedWriteHalf;
 
+use crate::acl::Identity;
+use crate::config::Authentication;
 use crate::context::BrokerContext;
 use crate::dispatch::{handle_frame, Outcome};
+use crate::listener::Endpoint;
 use crate::metrics::{BrokerMetrics, ConnectionEntry};
 use crate::sasl::{Gate, SaslSession};
 use crate::splice::ResponsePart;
 
 const READ_BUFFER_BYTES: usize = 64 * 1024;
+/// How much of a file range a TLS connection reads into memory at a time.
+const TLS_FILE_CHUNK_BYTES: usize = 256 * 1024;
 const PRODUCE_KEY: i16 = 0;
 const FETCH_KEY: i16 = 1;
 
+/// A connection's byte stream.
+pub enum Transport {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+}
+
+/// Where a connection came in and who it is before any request.
+pub struct Accepted {
+    pub peer: SocketAddr,
+    /// Its listener's endpoint (what Metadata tells it).
+    pub endpoint: Arc<Endpoint>,
+    /// Its listener's SASL requirement.
+    pub authentication: Authentication,
+    /// The role its TLS client certificate named (SSL listeners).
+    pub certificate_identity: Option<Identity>,
+}
+
 pub async fn serve_connection(
-    stream: TcpStream,
-    peer: SocketAddr,
+    transport: Transport,
+    accepted: Accepted,
+    ctx: Arc<BrokerContext>,
+    shutdown: watch::Receiver<bool>,
+) {
+    match transport {
+        Transport::Plain(stream) => {
+            let (reader, writer) = stream.into_split();
+            serve(reader, ResponseWriter::Plain(writer), accepted, ctx, shutdown).await
+        }
+        Transport::Tls(stream) => {
+            let (reader, writer) = tokio::io::split(*stream);
+            serve(reader, ResponseWriter::Tls(writer), accepted, ctx, shutdown).await
+        }
+    }
+}
+
+async fn serve<R: AsyncRead + Unpin>(
+    reader: R,
+    mut writer: ResponseWriter,
+    accepted: Accepted,
     ctx: Arc<BrokerContext>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let _ = stream.set_nodelay(true);
-    let (reader, mut writer) = stream.into_split();
+    let Accepted { peer, endpoint, authentication, certificate_identity } = accepted;
     let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, reader);
     let idle = Duration::from_millis(ctx.config.connection_idle_ms_max);
     let metrics = ctx.config.metrics;
     let entry = metrics.open_connection(peer, crate::now_ms());
-    let mut sasl = SaslSession::new(&ctx.config.authentication, ctx.config.internal_secret.clone());
+    let tls = matches!(writer, ResponseWriter::Tls(_));
+    let mut sasl = SaslSession::new(&authentication, ctx.config.internal_secret.clone(), tls);
+    if let Some(identity) = certificate_identity {
+        entry.set_principal(identity.role.as_bytes());
+        sasl.open_as(identity);
+    }
     loop {
         let mut prefix = [0u8; FRAME_LEN_BYTES];
         let read = tokio::select! {
@@ -134,7 +182,7 @@ pub async fn serve_connection(
                     _ = tokio::time::sleep(failed.delay) => {}
                 }
                 let _ = writer.write_all(&bytes).await;
-                let _ = writer.shutdown().await;
+                writer.shutdown().await;
                 return;
             }
             Gate::Close(reason) => {
@@ -142,7 +190,7 @@ pub async fn serve_connection(
                 return;
             }
         };
-        match handle_frame(&ctx, peer, sasl.principal(), sasl.identity(), frame).await {
+        match handle_frame(&ctx, peer, sasl.principal(), sasl.identity(), &endpoint, frame).await {
             Outcome::Respond(bytes) => {
                 entry.record_request((FRAME_LEN_BYTES + len) as u64, bytes.len() as u64);
                 if writer.write_all(&bytes).await.is_err() {
@@ -155,7 +203,7 @@ pub async fn serve_connection(
             Outcome::RespondParts { parts, woken_at } => {
                 let bytes_out: usize = parts.iter().map(ResponsePart::len).sum();
                 entry.record_request((FRAME_LEN_BYTES + len) as u64, bytes_out as u64);
-                if let Err(e) = write_parts(&mut writer, parts).await {
+                if let Err(e) = writer.write_parts(parts).await {
                     log::info!("closing connection from {peer}: sending a response failed: {e}");
                     return;
                 }
@@ -175,6 +223,78 @@ pub async fn serve_connection(
             }
         }
     }
+}
+
+/// The sending half of a connection.
+enum ResponseWriter {
+    Plain(OwnedWriteHalf),
+    Tls(tokio::io::WriteHalf<tokio_rustls::server::TlsStream<TcpStream>>),
+}
+
+impl ResponseWriter {
+    async fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            ResponseWriter::Plain(w) => w.write_all(bytes).await,
+            // Flushed: TLS records wait in the session until then.
+            ResponseWriter::Tls(w) => {
+                w.write_all(bytes).await?;
+                w.flush().await
+            }
+        }
+    }
+
+    async fn write_parts(&mut self, parts: Vec<ResponsePart>) -> std::io::Result<()> {
+        match self {
+            ResponseWriter::Plain(w) => write_parts(w, parts).await,
+            ResponseWriter::Tls(w) => {
+                write_parts_through(w, parts).await?;
+                w.flush().await
+            }
+        }
+    }
+
+    async fn shutdown(&mut self) {
+        let _ = match self {
+            ResponseWriter::Plain(w) => w.shutdown().await,
+            ResponseWriter::Tls(w) => w.shutdown().await,
+        };
+    }
+}
+
+/// Writes a response's parts through a stream that is not a socket (TLS):
+/// file ranges are read from the page cache in chunks and encrypted.
+async fn write_parts_through<W: tokio::io::AsyncWrite + Unpin>(
+    writer: &mut W,
+    parts: Vec<ResponsePart>,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut chunk = Vec::new();
+    for part in parts {
+        match part {
+            ResponsePart::Bytes(bytes) => writer.write_all(&bytes).await?,
+            ResponsePart::File(range) => {
+                let Some(file) = range.file.as_ref().and_then(|f| f.as_std_file()) else {
+                    return Err(std::io::Error::other("a file range without an OS file"));
+                };
+                let mut position = range.position;
+                let end = range.position + range.len;
+                while position < end {
+                    let want = ((end - position) as usize).min(TLS_FILE_CHUNK_BYTES);
+                    chunk.resize(want, 0);
+                    let read = file.read_at(&mut chunk, position)?;
+                    if read == 0 {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::UnexpectedEof,
+                            format!("{} ended before the range being sent", range.path.display()),
+                        ));
+                    }
+                    writer.write_all(&chunk[..read]).await?;
+                    position += read as u64;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Writes a response's parts in order: bytes with write, file ranges with

@@ -67,6 +67,7 @@ pub async fn handle_frame(
     peer: SocketAddr,
     principal: Option<&str>,
     identity: &Identity,
+    endpoint: &crate::listener::Endpoint,
     frame: Bytes,
 ) -> Outcome {
     let Some((api_key, api_version, correlation_id)) = peek_fixed_header(&frame) else {
@@ -99,6 +100,7 @@ pub async fn handle_frame(
         principal,
         identity,
         acls: &ctx.acls,
+        endpoint,
     };
     route(ctx, key, &cx, body).await
 }

@@ -1,9 +1,12 @@
 //! The Kafgres data plane: everything between a client's socket and a
 //! partition's log, in plain Rust on a tokio runtime.
 //!
-//! - [`server`]: the listener and the connection limits; [`connection`]: one
-//!   client's read-dispatch-write loop with the frame limit; [`limits`]: the
-//!   broker-wide request memory budget and the connections per address;
+//! - [`server`]: the listeners and the connection limits; [`listener`]: the
+//!   listeners' security protocols (Kafka's four) and endpoints; [`tls`]: the
+//!   TLS listeners' certificates, handshake and client-certificate roles;
+//!   [`connection`]: one client's read-dispatch-write loop with the frame
+//!   limit; [`limits`]: the broker-wide request memory budget and the
+//!   connections per address;
 //! - [`dispatch`]: header, served-version check, pre-decode guard, decode,
 //!   handler, encode; [`api`]: one module per Kafka API, each declaring its
 //!   key, versions, the services it uses and its handler, and the one list of
@@ -18,8 +21,9 @@
 //!   catalog in blocks (the sequence state itself lives in each partition's log);
 //! - [`acl`]: Kafka's ACLs over Postgres roles, and the authorizer every
 //!   handler asks before it acts;
-//! - [`sasl`]: SASL/SCRAM-SHA-256 authentication of connections against the
-//!   catalog's credentials (PostgreSQL roles), before dispatch;
+//! - [`sasl`]: SASL/SCRAM-SHA-256 (and PLAIN over TLS) authentication of
+//!   connections against the catalog's credentials (PostgreSQL roles),
+//!   before dispatch;
 //! - [`log_dir`]: which database the log directory belongs to, and the
 //!   partition directories no topic claims (removed at startup);
 //! - [`group`] (pure) and [`group_service`], [`txn`]: the group and
@@ -27,7 +31,7 @@
 //! - [`catalog`]: the narrow port to persistent metadata (Postgres tables in
 //!   production, memory in tests).
 //!
-//! Each layer uses only the ones below it: `server` → `connection` (→ `sasl`)
+//! Each layer uses only the ones below it: `server` (→ `tls`) → `connection` (→ `sasl`)
 //! → `dispatch` → `api` → the services (`topics`, `topic_admin`,
 //! `group_service`, `txn`, `producer_ids`, `config`) → `partition`, `group`,
 //! `catalog`. Handlers never see the whole broker: they get the services they
@@ -48,6 +52,7 @@ pub mod dispatch;
 pub mod group;
 pub mod group_service;
 pub mod limits;
+pub mod listener;
 pub mod log_dir;
 pub mod metrics;
 pub mod partition;
@@ -56,6 +61,7 @@ pub mod replication;
 pub mod sasl;
 pub mod server;
 pub mod splice;
+pub mod tls;
 pub mod topic_admin;
 pub mod topic_config;
 pub mod topics;

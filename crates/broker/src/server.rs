@@ -1,6 +1,7 @@
 //! Starting and stopping the data plane: open every partition log, bind the
-//! listener, accept connections under a limit, and on shutdown stop accepting,
-//! let connections go and flush every log.
+//! listeners, accept connections under a limit (shaking hands first on TLS
+//! listeners), and on shutdown stop accepting, let connections go and flush
+//! every log.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -9,13 +10,16 @@ use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
 use crate::catalog::{Catalog, CatalogSnapshot};
+use crate::config::Authentication;
 use crate::config::BrokerConfig;
-use crate::connection::serve_connection;
+use crate::connection::{serve_connection, Accepted, Transport};
 use crate::context::BrokerContext;
 use crate::group_service::GroupService;
+use crate::listener::{Endpoint, SecurityProtocol};
 use crate::partition::Partition;
 use crate::producer_ids::ProducerIds;
 use crate::replication::board::Role;
+use crate::tls::TlsContext;
 use crate::topic_admin::TopicAdmin;
 use crate::topics::{Topic, TopicRegistry, Topics};
 use crate::txn::{TxnService, TxnServiceConfig};
@@ -35,7 +39,11 @@ pub struct Broker {
     ctx: Arc<BrokerContext>,
     local_addr: SocketAddr,
     shutdown: watch::Sender<bool>,
-    accept_loop: tokio::task::JoinHandle<()>,
+    accept_loops: Vec<tokio::task::JoinHandle<()>>,
+    /// The bound address of every listener opened, the primary first.
+    listener_addrs: Vec<(SecurityProtocol, SocketAddr)>,
+    /// The TLS listeners' certificates, when any is open.
+    tls: Option<Arc<TlsContext>>,
     /// One permit per open connection: all of them back means every
     /// connection has ended.
     connections: Arc<Semaphore>,
@@ -46,6 +54,18 @@ pub struct Broker {
 /// How long a shutdown lets requests in flight finish before it closes the
 /// partitions anyway.
 pub const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long a TLS client may take over its handshake before the connection
+/// is dropped (it holds a connection slot meanwhile).
+pub const TLS_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A bound listener and what its connections are.
+struct BoundListener {
+    listener: TcpListener,
+    endpoint: Arc<Endpoint>,
+    authentication: Authentication,
+    tls: Option<Arc<TlsContext>>,
+}
 
 impl Broker {
     /// Opens the logs of `topics` and starts serving. Must run on a tokio runtime.
@@ -87,13 +107,8 @@ impl Broker {
         if !config.is_follower() {
             crate::log_dir::set_strays_aside(&config.log_dir, &registry.partition_dir_names());
         }
-        let listener = TcpListener::bind(config.listen)
-            .await
-            .map_err(|source| StartError::Bind { addr: config.listen, source })?;
-        let local_addr = listener.local_addr().map_err(|source| StartError::Bind { addr: config.listen, source })?;
-        if config.advertised_port == 0 {
-            config.advertised_port = local_addr.port();
-        }
+        let (listeners, tls) = bind_listeners(&mut config).await?;
+        let local_addr = listeners[0].1;
         // Directories set aside for deletion go in the background: a large
         // deleted topic must not hold up the start (a promotion waits for it).
         let deleted_in = config.log_dir.clone();
@@ -171,17 +186,52 @@ impl Broker {
                 tokio::spawn(async move { txns.recover().await });
             }
         }
-        let accept_loop = tokio::spawn(accept_loop(listener, Arc::clone(&ctx), Arc::clone(&connections), shutdown_rx));
+        let per_address = crate::limits::ConnectionsPerAddress::new(ctx.config.connections_per_address_max);
+        let listener_addrs: Vec<(SecurityProtocol, SocketAddr)> =
+            listeners.iter().map(|(l, addr)| (l.endpoint.security, *addr)).collect();
+        let accept_loops = listeners
+            .into_iter()
+            .map(|(listener, _)| {
+                tokio::spawn(accept_loop(
+                    listener,
+                    Arc::clone(&ctx),
+                    Arc::clone(&connections),
+                    per_address.clone(),
+                    shutdown_rx.clone(),
+                ))
+            })
+            .collect();
+        let described: Vec<String> =
+            listener_addrs.iter().map(|(security, addr)| format!("{}://{addr}", security.name())).collect();
         log::info!(
-            "listening for Kafka clients on {local_addr} ({} topics, log directory {})",
+            "listening for Kafka clients on {} ({} topics, log directory {})",
+            described.join(", "),
             records.len(),
             ctx.config.log_dir.display()
         );
-        Ok(Broker { ctx, local_addr, shutdown, accept_loop, connections, follower })
+        Ok(Broker { ctx, local_addr, shutdown, accept_loops, listener_addrs, tls, connections, follower })
     }
 
+    /// The primary listener's bound address.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The bound address of the first open listener of `security`.
+    pub fn listener_addr(&self, security: SecurityProtocol) -> Option<SocketAddr> {
+        self.listener_addrs.iter().find(|(s, _)| *s == security).map(|(_, addr)| *addr)
+    }
+
+    /// Loads the TLS listeners' certificate, key and client CA again (a
+    /// SIGHUP): new handshakes use them, established connections keep
+    /// theirs. On an error the files in use stay, and the error says why.
+    /// `false`: no TLS listener is open (one that could not start at
+    /// startup needs a restart).
+    pub fn reload_tls(&self, settings: crate::tls::TlsSettings) -> Result<bool, crate::tls::TlsError> {
+        let Some(tls) = &self.tls else { return Ok(false) };
+        // Loaded even under the same names: they may hold renewed files.
+        tls.reload(settings)?;
+        Ok(true)
     }
 
     pub fn context(&self) -> &Arc<BrokerContext> {
@@ -227,7 +277,9 @@ impl Broker {
     /// an append arriving after it is refused).
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
-        let _ = self.accept_loop.await;
+        for accept_loop in self.accept_loops {
+            let _ = accept_loop.await;
+        }
         self.ctx.topics.begin_draining();
         let all = u32::try_from(self.ctx.config.connections_max).unwrap_or(u32::MAX);
         match tokio::time::timeout(DRAIN_TIMEOUT, self.connections.acquire_many(all)).await {
@@ -249,13 +301,94 @@ impl Broker {
     }
 }
 
+/// Binds the primary listener and the extra ones; a TLS listener only if
+/// the TLS settings load (never as plain text). Returns them with their
+/// bound addresses, the primary first, and the TLS context they share.
+async fn bind_listeners(
+    config: &mut BrokerConfig,
+) -> Result<(Vec<(BoundListener, SocketAddr)>, Option<Arc<TlsContext>>), StartError> {
+    let bind = |addr: SocketAddr| async move {
+        let listener = TcpListener::bind(addr).await.map_err(|source| StartError::Bind { addr, source })?;
+        let bound = listener.local_addr().map_err(|source| StartError::Bind { addr, source })?;
+        Ok::<_, StartError>((listener, bound))
+    };
+    let (primary, primary_addr) = bind(config.listen).await?;
+    if config.advertised_port == 0 {
+        config.advertised_port = primary_addr.port();
+    }
+    let mut bound = vec![(
+        BoundListener {
+            listener: primary,
+            endpoint: Arc::new(Endpoint {
+                security: config.primary_security(),
+                host: config.advertised_host.clone(),
+                port: config.advertised_port,
+            }),
+            authentication: config.authentication.clone(),
+            tls: None,
+        },
+        primary_addr,
+    )];
+    let wants_tls = config.extra_listeners.iter().any(|l| l.security.is_tls());
+    let tls = match (&config.tls, wants_tls) {
+        (_, false) => None,
+        (None, true) => {
+            log::error!(
+                "the TLS listeners are not opened: no certificate is configured (kafgres.ssl_cert_file and \
+                 kafgres.ssl_key_file, or ssl = on with PostgreSQL's ssl_cert_file and ssl_key_file); fix it and \
+                 restart"
+            );
+            None
+        }
+        (Some(settings), true) => match TlsContext::load(settings.clone()) {
+            Ok(tls) => Some(Arc::new(tls)),
+            Err(e) => {
+                log::error!("the TLS listeners are not opened: {e}; fix it and restart");
+                None
+            }
+        },
+    };
+    let mut opened = Vec::new();
+    for listener in &config.extra_listeners {
+        if listener.security.is_tls() && tls.is_none() {
+            continue;
+        }
+        let (socket, addr) = bind(listener.listen).await?;
+        let port = match listener.advertised_port {
+            0 => addr.port(),
+            p => p,
+        };
+        opened.push((listener.security, listener.advertised_host.clone(), port));
+        bound.push((
+            BoundListener {
+                listener: socket,
+                endpoint: Arc::new(Endpoint {
+                    security: listener.security,
+                    host: listener.advertised_host.clone(),
+                    port,
+                }),
+                authentication: listener.authentication.clone(),
+                tls: listener.security.is_tls().then(|| tls.clone()).flatten(),
+            },
+            addr,
+        ));
+    }
+    // What DescribeConfigs reports as advertised.listeners: the ones open.
+    config.extra_listeners.retain(|l| !l.security.is_tls() || tls.is_some());
+    for (listener, (_, _, port)) in config.extra_listeners.iter_mut().zip(opened) {
+        listener.advertised_port = port;
+    }
+    Ok((bound, tls))
+}
+
 async fn accept_loop(
-    listener: TcpListener,
+    bound: BoundListener,
     ctx: Arc<BrokerContext>,
     connections: Arc<Semaphore>,
+    per_address: crate::limits::ConnectionsPerAddress,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let per_address = crate::limits::ConnectionsPerAddress::new(ctx.config.connections_per_address_max);
+    let BoundListener { listener, endpoint, authentication, tls } = bound;
     // A flood of refused connections would write a log line each.
     let mut refusals = RateLimitedLog::new(std::time::Duration::from_secs(10));
     loop {
@@ -298,11 +431,77 @@ async fn accept_loop(
         };
         let ctx = Arc::clone(&ctx);
         let shutdown = shutdown.clone();
+        let endpoint = Arc::clone(&endpoint);
+        let authentication = authentication.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            serve_connection(stream, peer, ctx, shutdown).await;
+            let _ = stream.set_nodelay(true);
+            let accepted = Accepted { peer, endpoint, authentication, certificate_identity: None };
+            match tls {
+                None => serve_connection(Transport::Plain(stream), accepted, ctx, shutdown).await,
+                Some(tls) => {
+                    if let Some((transport, accepted)) = shake_hands(&tls, stream, accepted, &ctx).await {
+                        serve_connection(transport, accepted, ctx, shutdown).await;
+                    }
+                }
+            }
             drop((permit, slot));
         });
     }
+}
+
+/// The TLS handshake of an accepted connection and, on an SSL listener, the
+/// role its client certificate names. `None`: the connection is dropped
+/// (the reason logged at info: failed handshakes are a scanner's noise).
+async fn shake_hands(
+    tls: &TlsContext,
+    stream: tokio::net::TcpStream,
+    mut accepted: Accepted,
+    ctx: &BrokerContext,
+) -> Option<(Transport, Accepted)> {
+    let peer = accepted.peer;
+    let stream = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, tls.accept(stream)).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
+            log::info!("TLS handshake with {peer} failed: {e}");
+            return None;
+        }
+        Err(_) => {
+            log::info!("TLS handshake with {peer} did not finish within {TLS_HANDSHAKE_TIMEOUT:?}");
+            return None;
+        }
+    };
+    // On SASL_SSL, SASL decides who the client is; the certificate (if
+    // asked for) only had to verify.
+    if accepted.endpoint.security == SecurityProtocol::Ssl {
+        if let Some(der) = crate::tls::peer_certificate(&stream) {
+            let role = match crate::tls::subject::common_name(der) {
+                Ok(role) => role,
+                Err(e) => {
+                    log::warn!("closing TLS connection from {peer}: its client certificate names no role: {e}");
+                    return None;
+                }
+            };
+            match ctx.catalog.certificate_login(role.clone()).await {
+                Ok(Some(identity)) => {
+                    log::debug!("{peer} authenticated as role {role:?} (TLS client certificate)");
+                    accepted.certificate_identity = Some(identity);
+                }
+                Ok(None) => {
+                    log::warn!(
+                        "closing TLS connection from {peer}: its client certificate names role {role:?}, which \
+                         does not exist or may not log in"
+                    );
+                    return None;
+                }
+                Err(e) => {
+                    log::warn!("closing TLS connection from {peer}: role {role:?} could not be read: {e}");
+                    return None;
+                }
+            }
+        }
+    }
+    Some((Transport::Tls(Box::new(stream)), accepted))
 }
 
 /// A log line at most once per period, saying how many were left out.

@@ -54,7 +54,7 @@ async fn requests_appends_flushes_and_connections_are_counted() {
     let live = metrics.connections.snapshot();
     assert_eq!(live.len(), 1);
     assert_eq!(live[0].client_id, CLIENT_ID);
-    assert_eq!(live[0].peer, client.stream.local_addr().expect("local address"));
+    assert_eq!(live[0].peer, client.local_addr);
     assert!(live[0].requests >= 5 && live[0].bytes_in > 0 && live[0].bytes_out > 0);
 
     drop(client);

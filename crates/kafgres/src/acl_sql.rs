@@ -89,6 +89,26 @@ pub fn delete_acls(bindings: &[AclBinding]) -> Result<(), String> {
     change(DELETE, bindings).map_err(|e| format!("deleting {} ACL bindings: {e}", bindings.len()))
 }
 
+const CAN_LOG_IN: &str = "SELECT r.rolcanlogin FROM pg_catalog.pg_roles r WHERE r.rolname = $1";
+
+/// The role a TLS client certificate names, if it exists and has LOGIN
+/// (Postgres's `cert` authentication: VALID UNTIL is a password's, not a
+/// certificate's).
+pub fn certificate_login(role: &str) -> Result<Option<Identity>, String> {
+    let can_log_in = Spi::connect(|client| {
+        let mut can = false;
+        for row in client.select(CAN_LOG_IN, Some(1), &[role.to_owned().into()])? {
+            can = row.get::<bool>(1)?.unwrap_or(false);
+        }
+        Ok::<_, pgrx::spi::Error>(can)
+    })
+    .map_err(|e| format!("reading whether role {role:?} may log in: {e}"))?;
+    if !can_log_in {
+        return Ok(None);
+    }
+    identity(role).map(Some)
+}
+
 /// What `role` is to the authorizer; a role that is gone (dropped since it
 /// authenticated) is a member of nothing.
 pub fn identity(role: &str) -> Result<Identity, String> {

@@ -66,6 +66,11 @@ pub enum ControlRequest {
         role: String,
         reply: oneshot::Sender<Result<kafgres_broker::acl::Identity, CatalogError>>,
     },
+    /// Reads whether a TLS client certificate's role may log in, and what it is.
+    CertificateLogin {
+        role: String,
+        reply: oneshot::Sender<Result<Option<kafgres_broker::acl::Identity>, CatalogError>>,
+    },
     /// Stores ACL bindings (CreateAcls).
     CreateAcls {
         bindings: Vec<kafgres_broker::acl::AclBinding>,
@@ -225,6 +230,10 @@ impl Catalog for ControlPlaneCatalog {
         self.call(move |reply| ControlRequest::Identity { role, reply })
     }
 
+    fn certificate_login(&self, role: String) -> CatalogFuture<Option<kafgres_broker::acl::Identity>> {
+        self.call(move |reply| ControlRequest::CertificateLogin { role, reply })
+    }
+
     fn create_acls(&self, bindings: Vec<kafgres_broker::acl::AclBinding>) -> CatalogFuture<()> {
         self.call(move |reply| ControlRequest::CreateAcls { bindings, reply })
     }
@@ -303,6 +312,10 @@ impl Catalog for StandbyCatalog {
 
     fn identity(&self, role: String) -> CatalogFuture<kafgres_broker::acl::Identity> {
         self.control.identity(role)
+    }
+
+    fn certificate_login(&self, role: String) -> CatalogFuture<Option<kafgres_broker::acl::Identity>> {
+        self.control.certificate_login(role)
     }
 
     fn create_acls(&self, bindings: Vec<kafgres_broker::acl::AclBinding>) -> CatalogFuture<()> {

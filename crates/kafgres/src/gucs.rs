@@ -39,6 +39,25 @@ pub enum AuthorizerGuc {
     Acl,
 }
 
+/// `kafgres.ssl_client_auth`: Kafka's `ssl.client.auth`.
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum SslClientAuthGuc {
+    /// No client certificate is asked for.
+    #[name = c"none"]
+    None,
+    /// Asked for; a client without one connects as User:ANONYMOUS.
+    #[name = c"requested"]
+    Requested,
+    /// A client without a certificate signed by kafgres.ssl_ca_file fails the handshake.
+    #[name = c"required"]
+    Required,
+}
+
+pub static LISTENERS: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static SSL_CERT_FILE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static SSL_KEY_FILE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static SSL_CA_FILE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static SSL_CLIENT_AUTH: GucSetting<SslClientAuthGuc> = GucSetting::<SslClientAuthGuc>::new(SslClientAuthGuc::None);
 pub static AUTHORIZER: GucSetting<AuthorizerGuc> = GucSetting::<AuthorizerGuc>::new(AuthorizerGuc::None);
 pub static AUTHENTICATION: GucSetting<AuthenticationGuc> =
     GucSetting::<AuthenticationGuc>::new(AuthenticationGuc::None);
@@ -71,6 +90,7 @@ pub fn register() {
     register_group_settings();
     register_connection_settings();
     register_authentication_setting();
+    register_tls_settings();
     register_sql_bridge_settings();
     register_replication_settings();
     GucRegistry::define_string_guc(
@@ -268,6 +288,78 @@ pub fn register_replication_settings() {
         GucContext::Sighup,
         GucFlags::default(),
     );
+}
+
+fn register_tls_settings() {
+    GucRegistry::define_string_guc(
+        c"kafgres.listeners",
+        c"Kafka listeners besides the one on kafgres.listen_address and kafgres.port.",
+        c"Comma-separated PROTOCOL://address:port, PROTOCOL one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL (as \
+          Kafka's listeners), e.g. 'SASL_SSL://0.0.0.0:9093'. SASL listeners take SCRAM-SHA-256 (and PLAIN on \
+          SASL_SSL); SSL and SASL_SSL need kafgres.ssl_cert_file and kafgres.ssl_key_file (or ssl = on). Clients \
+          are told kafgres.advertised_host and the listener's port when its address is a wildcard.",
+        &LISTENERS,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"kafgres.ssl_cert_file",
+        c"PEM certificate chain of the TLS listeners.",
+        c"Empty means PostgreSQL's ssl_cert_file when ssl = on. Relative to the data directory. Reloaded on \
+          SIGHUP without dropping connections.",
+        &SSL_CERT_FILE,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"kafgres.ssl_key_file",
+        c"PEM private key of the TLS listeners (unencrypted).",
+        c"Empty means PostgreSQL's ssl_key_file when ssl = on.",
+        &SSL_KEY_FILE,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"kafgres.ssl_ca_file",
+        c"PEM certificates of the CAs client certificates must chain to.",
+        c"Empty means PostgreSQL's ssl_ca_file when ssl = on. Needed unless kafgres.ssl_client_auth = none.",
+        &SSL_CA_FILE,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_enum_guc(
+        c"kafgres.ssl_client_auth",
+        c"Whether TLS clients must present a certificate (Kafka's ssl.client.auth).",
+        c"none, requested or required. On an SSL listener a certificate's CN is the PostgreSQL role the client \
+          logs in as (it must exist and have LOGIN, as with PostgreSQL's cert authentication).",
+        &SSL_CLIENT_AUTH,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+}
+
+/// A PostgreSQL setting's value (`ssl`, `ssl_cert_file`…), read on the main thread.
+pub fn postgres_setting(name: &std::ffi::CStr) -> Option<String> {
+    // SAFETY: GetConfigOption with missing_ok returns NULL or a string owned
+    // by the GUC machinery, copied at once; called on the main thread.
+    let value = unsafe { pgrx::pg_sys::GetConfigOption(name.as_ptr(), true, false) };
+    if value.is_null() {
+        return None;
+    }
+    // SAFETY: a non-NULL result is a NUL-terminated string (see above).
+    Some(unsafe { std::ffi::CStr::from_ptr(value) }.to_string_lossy().into_owned())
+}
+
+/// A path as PostgreSQL reads its file settings: relative to the data directory.
+pub fn data_dir_path(path: &str) -> std::path::PathBuf {
+    let path = std::path::PathBuf::from(path);
+    if path.is_absolute() {
+        return path;
+    }
+    // SAFETY: DataDir is set before any extension code runs and never
+    // changes; read on the process's main thread.
+    let data_dir = unsafe { std::ffi::CStr::from_ptr(pgrx::pg_sys::DataDir) }.to_string_lossy().into_owned();
+    std::path::PathBuf::from(data_dir).join(path)
 }
 
 pub fn register_authentication_setting() {

@@ -30,7 +30,7 @@ impl Handler for DescribeCluster {
         let version = cx.api_version;
         let mut response = DescribeClusterResponse::default();
         response.cluster_id = str_bytes(&config.cluster_id);
-        let (node_id, host, port) = config.serving_node();
+        let (node_id, host, port) = cx.serving_node(config);
         response.controller_id = BrokerId(node_id);
         response.cluster_authorized_operations = cx.authorized_operations(
             request.include_cluster_authorized_operations,

@@ -107,7 +107,7 @@ fn broker_entries(c: &BrokerConfig, name: &str) -> Result<Vec<Entry>, (i16, Opti
     if !name.is_empty() && name != c.node_id.to_string() {
         return Err((error_code::INVALID_REQUEST, Some(format!("this is broker {}, not {name}", c.node_id))));
     }
-    let listener = format!("PLAINTEXT://{}:{}", c.advertised_host, c.advertised_port);
+    let listener = c.advertised_listeners();
     // (name, value, type, Kafka 4.x's default)
     let values: Vec<(&str, String, ConfigType, Option<&str>)> = vec![
         ("advertised.listeners", listener, ConfigType::List, None),

@@ -57,7 +57,7 @@ impl Handler for FindCoordinator {
     ) -> Answer<FindCoordinatorResponse> {
         let version = cx.api_version;
         let mut response = FindCoordinatorResponse::default();
-        let (node_id, host, port) = config.serving_node();
+        let (node_id, host, port) = cx.serving_node(config);
         let node = BrokerId(node_id);
         let host = str_bytes(host);
         let port = i32::from(port);

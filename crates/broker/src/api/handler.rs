@@ -100,9 +100,21 @@ pub struct RequestContext<'a> {
     /// authentication is off).
     pub identity: &'a Identity,
     pub acls: &'a Authorizer,
+    /// The listener the request came in on: where its client is sent back.
+    pub endpoint: &'a crate::listener::Endpoint,
 }
 
 impl RequestContext<'_> {
+    /// The node clients are sent to (Metadata, FindCoordinator,
+    /// DescribeCluster): this broker at the endpoint of the listener the
+    /// request came in on, or on a standby its leader.
+    pub fn serving_node<'c>(&'c self, config: &'c crate::config::BrokerConfig) -> (i32, &'c str, u16) {
+        match &config.leader {
+            Some(l) if config.is_follower() => (l.node_id, &l.host, l.port),
+            _ => (config.node_id, &self.endpoint.host, self.endpoint.port),
+        }
+    }
+
     /// The client's host as Kafka reports it (DescribeGroups, ConsumerGroupDescribe).
     pub fn client_host(&self) -> String {
         format!("/{}", self.peer.ip())

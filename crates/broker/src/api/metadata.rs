@@ -34,7 +34,7 @@ impl Handler for Metadata {
     ) -> Answer<MetadataResponse> {
         let version = cx.api_version;
         let mut response = MetadataResponse::default();
-        let (node_id, host, port) = config.serving_node();
+        let (node_id, host, port) = cx.serving_node(config);
         let mut broker = MetadataResponseBroker::default();
         broker.node_id = BrokerId(node_id);
         broker.host = str_bytes(host);

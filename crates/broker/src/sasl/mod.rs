@@ -16,7 +16,10 @@
 //! AwaitingClientFinal ──SaslAuthenticate(client-final)──▶ Open{principal}
 //! ```
 //! Once open, every frame is dispatched (SASL requests too, answered
-//! ILLEGAL_SASL_STATE there).
+//! ILLEGAL_SASL_STATE there). On a TLS listener (SASL_SSL) the handshake
+//! also offers PLAIN ([`plain`]): one SaslAuthenticate whose password is
+//! checked against the same SCRAM verifier. An SSL listener opens a
+//! connection as the role of its client certificate ([`SaslSession::open_as`]).
 //! Any failure answers SASL_AUTHENTICATION_FAILED (or UNSUPPORTED_SASL_MECHANISM
 //! at the handshake) and closes the connection. Frames before authentication
 //! are capped at [`UNAUTHENTICATED_FRAME_BYTES_MAX`] (Kafka's
@@ -28,6 +31,7 @@
 //! established connections stay (Kafka without re-authentication does the same).
 
 pub mod internal;
+pub mod plain;
 pub mod scram;
 
 use std::net::SocketAddr;
@@ -79,6 +83,10 @@ pub struct SaslSession {
     /// The user a client-first message named, kept for the failed-login
     /// limits (`crate::limits::FailedLogins`) once the exchange fails.
     attempted_user: Option<String>,
+    /// Whether the connection is TLS: SASL/PLAIN is offered only then.
+    tls: bool,
+    /// The mechanism the handshake chose, for the log lines.
+    mechanism: &'static str,
 }
 
 #[derive(Debug)]
@@ -101,17 +109,46 @@ enum State {
     },
     /// After a `KAFGRES-INTERNAL` handshake: its one SaslAuthenticate.
     AwaitingInternalToken,
+    /// After a PLAIN handshake: the token (framed as for SCRAM).
+    AwaitingPlainToken {
+        framed: bool,
+    },
     /// An exchange failed; the connection is closing.
     Failed,
 }
 
 impl SaslSession {
-    pub fn new(authentication: &Authentication, internal_secret: Option<String>) -> SaslSession {
+    /// `tls`: the connection came in on a TLS listener (PLAIN is offered).
+    pub fn new(authentication: &Authentication, internal_secret: Option<String>, tls: bool) -> SaslSession {
         let state = match authentication {
             Authentication::None => State::Open { identity: None },
             Authentication::ScramSha256 { .. } => State::AwaitingHandshake,
         };
-        SaslSession { authentication: authentication.clone(), internal_secret, state, attempted_user: None }
+        SaslSession {
+            authentication: authentication.clone(),
+            internal_secret,
+            state,
+            attempted_user: None,
+            tls,
+            mechanism: scram::MECHANISM,
+        }
+    }
+
+    /// Opens a connection without SASL as `identity` (the role a TLS
+    /// client certificate named, on an SSL listener).
+    pub fn open_as(&mut self, identity: Identity) {
+        if matches!(self.state, State::Open { identity: None }) {
+            self.state = State::Open { identity: Some(identity) };
+        }
+    }
+
+    /// The mechanisms this connection may use, as the handshake lists them.
+    fn mechanisms(&self) -> Vec<StrBytes> {
+        let mut names = vec![StrBytes::from_static_str(scram::MECHANISM)];
+        if self.tls {
+            names.push(StrBytes::from_static_str(plain::MECHANISM));
+        }
+        names
     }
 
     /// The user the client tried to authenticate as, if it got that far.
@@ -159,7 +196,9 @@ impl SaslSession {
             // every other SASL request goes on to ILLEGAL_SASL_STATE.
             State::Open { identity: None } if self.is_internal_handshake(&frame) => return self.handshake(frame),
             State::Open { .. } => return Gate::Dispatch(frame),
-            State::AwaitingClientFirst { framed: false } | State::AwaitingClientFinal { framed: false, .. } => {
+            State::AwaitingClientFirst { framed: false }
+            | State::AwaitingClientFinal { framed: false, .. }
+            | State::AwaitingPlainToken { framed: false } => {
                 return match self.step(catalog, peer, &frame).await {
                     Ok(token) => {
                         let mut out = BytesMut::with_capacity(4 + token.len());
@@ -182,7 +221,10 @@ impl SaslSession {
             (State::AwaitingHandshake, Some(ApiKey::ApiVersions)) => Gate::Dispatch(frame),
             (State::AwaitingHandshake, Some(ApiKey::SaslHandshake)) => self.handshake(frame),
             (
-                State::AwaitingClientFirst { .. } | State::AwaitingClientFinal { .. } | State::AwaitingInternalToken,
+                State::AwaitingClientFirst { .. }
+                | State::AwaitingClientFinal { .. }
+                | State::AwaitingInternalToken
+                | State::AwaitingPlainToken { .. },
                 Some(ApiKey::SaslAuthenticate),
             ) => self.authenticate(catalog, peer, frame).await,
             (state, _) => {
@@ -191,10 +233,7 @@ impl SaslSession {
                     State::AwaitingHandshake => "SASL handshake",
                     _ => "SASL authentication",
                 };
-                Gate::Close(format!(
-                    "unexpected Kafka request of type {name} v{api_version} during {stage} \
-                     (kafgres.authentication = scram-sha-256)"
-                ))
+                Gate::Close(format!("unexpected Kafka request of type {name} v{api_version} during {stage}"))
             }
         }
     }
@@ -204,33 +243,47 @@ impl SaslSession {
             Ok(decoded) => decoded,
             Err(reason) => return Gate::Close(reason),
         };
-        let response =
-            SaslHandshakeResponse::default().with_mechanisms(vec![StrBytes::from_static_str(scram::MECHANISM)]);
+        let response = SaslHandshakeResponse::default().with_mechanisms(self.mechanisms());
+        let sasl_enabled = matches!(self.authentication, Authentication::ScramSha256 { .. });
         if request.mechanism.as_str() == internal::MECHANISM && self.internal_secret.is_some() && version >= 1 {
             self.state = State::AwaitingInternalToken;
             let response =
                 SaslHandshakeResponse::default().with_mechanisms(vec![StrBytes::from_static_str(internal::MECHANISM)]);
             respond(ApiKey::SaslHandshake, version, correlation_id, &response)
-        } else if request.mechanism.as_str() == scram::MECHANISM
-            && matches!(self.authentication, Authentication::ScramSha256 { .. })
-        {
+        } else if request.mechanism.as_str() == scram::MECHANISM && sasl_enabled {
             self.state = State::AwaitingClientFirst { framed: version >= 1 };
+            respond(ApiKey::SaslHandshake, version, correlation_id, &response)
+        } else if request.mechanism.as_str() == plain::MECHANISM && sasl_enabled && self.tls {
+            self.state = State::AwaitingPlainToken { framed: version >= 1 };
+            self.mechanism = plain::MECHANISM;
             respond(ApiKey::SaslHandshake, version, correlation_id, &response)
         } else {
             self.state = State::Failed;
             let response = response.with_error_code(error_code::UNSUPPORTED_SASL_MECHANISM);
             match respond(ApiKey::SaslHandshake, version, correlation_id, &response) {
-                Gate::Respond(bytes) => Gate::RespondAndClose(
-                    bytes,
-                    format!(
-                        "unsupported SASL mechanism {:?} (enabled: {})",
-                        truncated(request.mechanism.as_str()),
-                        scram::MECHANISM
-                    ),
-                ),
+                Gate::Respond(bytes) => {
+                    Gate::RespondAndClose(bytes, self.refused_mechanism(request.mechanism.as_str()))
+                }
                 other => other,
             }
         }
+    }
+
+    /// Why a mechanism was refused, for the log: the ones Postgres cannot
+    /// back say so, since no setting enables them.
+    fn refused_mechanism(&self, mechanism: &str) -> String {
+        let enabled: Vec<String> = self.mechanisms().iter().map(|m| m.to_string()).collect();
+        let why = match mechanism {
+            "SCRAM-SHA-512" => {
+                "; PostgreSQL stores only SCRAM-SHA-256 verifiers (pg_authid.rolpassword), so no role has a \
+                 SCRAM-SHA-512 credential: use SCRAM-SHA-256"
+            }
+            plain::MECHANISM if !self.tls => {
+                "; PLAIN sends the password as is, so it is served only on SASL_SSL listeners"
+            }
+            _ => "",
+        };
+        format!("unsupported SASL mechanism {:?} (enabled: {}){why}", truncated(mechanism), enabled.join(", "))
     }
 
     /// A SaslHandshake v1 asking for `KAFGRES-INTERNAL`.
@@ -262,7 +315,7 @@ impl SaslSession {
             Err(reason) => {
                 let response = SaslAuthenticateResponse::default()
                     .with_error_code(error_code::SASL_AUTHENTICATION_FAILED)
-                    .with_error_message(Some(StrBytes::from_static_str(AUTHENTICATION_FAILED_MESSAGE)));
+                    .with_error_message(Some(StrBytes::from_string(failed_message(self.mechanism))));
                 match respond(ApiKey::SaslAuthenticate, version, correlation_id, &response) {
                     Gate::Respond(bytes) => Gate::RespondAndClose(bytes, reason),
                     other => other,
@@ -277,6 +330,33 @@ impl SaslSession {
         let state = std::mem::replace(&mut self.state, State::Failed);
         let fail = |e: &dyn std::fmt::Display| format!("SASL/SCRAM-SHA-256 authentication of {peer} failed: {e}");
         match state {
+            State::AwaitingPlainToken { .. } => {
+                let plain_fail = |e: &dyn std::fmt::Display| format!("SASL/PLAIN authentication of {peer} failed: {e}");
+                let token = plain::PlainToken::parse(token).map_err(|e| plain_fail(&e))?;
+                self.attempted_user = Some(token.username.clone());
+                let credential = catalog
+                    .scram_credential(token.username.clone())
+                    .await
+                    .map_err(|e| plain_fail(&format_args!("credentials could not be obtained: {e}")))?;
+                let Some(credential) = credential else {
+                    return Err(plain_fail(&scram::ScramError::UnknownUser(token.username)));
+                };
+                // Thousands of HMACs: off the connection threads.
+                let password = token.password;
+                let matches = tokio::task::spawn_blocking(move || credential.matches_password(&password))
+                    .await
+                    .map_err(|e| plain_fail(&format_args!("the password check failed: {e}")))?;
+                if !matches {
+                    return Err(plain_fail(&scram::ScramError::WrongProof(token.username)));
+                }
+                let identity = catalog
+                    .identity(token.username.clone())
+                    .await
+                    .map_err(|e| plain_fail(&format_args!("the role's memberships could not be read: {e}")))?;
+                log::debug!("{peer} authenticated as role {:?} (SASL/PLAIN)", token.username);
+                self.state = State::Open { identity: Some(identity) };
+                Ok(Bytes::new())
+            }
             State::AwaitingInternalToken => {
                 let internal_fail = |e: &dyn std::fmt::Display| {
                     format!("SASL/{} authentication of {peer} failed: {e}", internal::MECHANISM)
@@ -327,6 +407,14 @@ impl SaslSession {
                 Err(fail(&"no SCRAM exchange in progress"))
             }
         }
+    }
+}
+
+/// What a failed exchange tells the client, in Kafka's words.
+fn failed_message(mechanism: &str) -> String {
+    match mechanism {
+        plain::MECHANISM => "Authentication failed: Invalid username or password".to_owned(),
+        _ => AUTHENTICATION_FAILED_MESSAGE.to_owned(),
     }
 }
 

@@ -81,6 +81,15 @@ impl ScramCredential {
         ScramCredential::from_verifier(rolpassword?)
     }
 
+    /// Whether `password` is the one this verifier was made from (SASL/PLAIN
+    /// checked against the SCRAM verifier: no second password store). The
+    /// cost is the verifier's iterations of HMAC, as at `CREATE ROLE`.
+    pub fn matches_password(&self, password: &[u8]) -> bool {
+        let salted = salted_password(password, &self.salt, self.iterations);
+        let stored: [u8; KEY_BYTES] = Sha256::digest(hmac(&salted, b"Client Key")).into();
+        constant_time_eq(&stored, &self.stored_key)
+    }
+
     /// A credential for a user that does not exist (or may not log in): the
     /// same salt and iterations at every attempt for a given name, and keys
     /// no password matches in practice (the exchange fails regardless).
@@ -324,6 +333,21 @@ pub fn unescape_saslname(name: &str) -> Option<String> {
 /// RFC 5802: printable ASCII except ','; not empty.
 fn is_valid_nonce(nonce: &str) -> bool {
     !nonce.is_empty() && nonce.bytes().all(|b| (0x21..=0x7e).contains(&b) && b != b',')
+}
+
+/// Hi() of RFC 5802 (PBKDF2-HMAC-SHA-256 with one output block).
+pub(crate) fn salted_password(password: &[u8], salt: &[u8], iterations: u32) -> [u8; KEY_BYTES] {
+    let mut block = salt.to_vec();
+    block.extend_from_slice(&1u32.to_be_bytes());
+    let mut u = hmac(password, &block);
+    let mut out = u;
+    for _ in 1..iterations {
+        u = hmac(password, &u);
+        for (o, x) in out.iter_mut().zip(u) {
+            *o ^= x;
+        }
+    }
+    out
 }
 
 fn hmac(key: &[u8], data: &[u8]) -> [u8; KEY_BYTES] {

@@ -89,8 +89,14 @@ impl TestBroker {
 
 // ---------------------------------------------------------------- client
 
+/// The client's byte stream: TCP, or TLS over TCP (`tests/tls.rs`).
+pub trait ClientStream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> ClientStream for S {}
+
 pub struct Client {
-    pub stream: TcpStream,
+    pub stream: Box<dyn ClientStream>,
+    /// The client's end of the connection.
+    pub local_addr: SocketAddr,
     next_correlation_id: i32,
 }
 
@@ -124,8 +130,19 @@ impl Client {
             .await
             .expect("connect timed out")
             .expect("connect");
+        Client::over(stream)
+    }
+
+    /// A client on an open TCP connection.
+    pub fn over(stream: TcpStream) -> Client {
         stream.set_nodelay(true).expect("nodelay");
-        Client { stream, next_correlation_id: 1 }
+        let local_addr = stream.local_addr().expect("local address");
+        Client { stream: Box::new(stream), local_addr, next_correlation_id: 1 }
+    }
+
+    /// A client on a stream already set up (a TLS session).
+    pub fn over_stream(stream: Box<dyn ClientStream>, local_addr: SocketAddr) -> Client {
+        Client { stream, local_addr, next_correlation_id: 1 }
     }
 
     /// Connects from `source` (another loopback address: a second client host).
@@ -134,8 +151,7 @@ impl Client {
         socket.bind(SocketAddr::new(source, 0)).expect("bind the source address");
         let stream =
             tokio::time::timeout(IO_TIMEOUT, socket.connect(addr)).await.expect("connect timed out").expect("connect");
-        stream.set_nodelay(true).expect("nodelay");
-        Client { stream, next_correlation_id: 1 }
+        Client::over(stream)
     }
 
     pub fn next_correlation_id(&mut self) -> i32 {
@@ -144,7 +160,11 @@ impl Client {
     }
 
     pub async fn send_raw(&mut self, bytes: &[u8]) {
-        tokio::time::timeout(IO_TIMEOUT, self.stream.write_all(bytes)).await.expect("write timed out").expect("write");
+        let write = async {
+            self.stream.write_all(bytes).await?;
+            self.stream.flush().await
+        };
+        tokio::time::timeout(IO_TIMEOUT, write).await.expect("write timed out").expect("write");
     }
 
     /// Sends a request; returns its correlation id.

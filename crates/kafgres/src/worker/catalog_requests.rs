@@ -76,6 +76,10 @@ fn serve_one(plans: &CatalogPlans, request: ControlRequest) {
             let result = run_in_transaction(|| crate::acl_sql::identity(&role));
             let _ = reply.send(result.map_err(failed));
         }
+        ControlRequest::CertificateLogin { role, reply } => {
+            let result = run_in_transaction(|| crate::acl_sql::certificate_login(&role));
+            let _ = reply.send(result.map_err(failed));
+        }
         ControlRequest::CreateAcls { bindings, reply } => {
             let result = run_in_transaction(|| crate::acl_sql::insert_acls(&bindings));
             let _ = reply.send(result.map_err(failed));

@@ -34,9 +34,13 @@ pub fn broker_config(
         p => p as u16,
     };
     let log_dir = gucs::log_dir();
+    let advertised_host = gucs::string_or(&gucs::ADVERTISED_HOST, &address);
+    let extra_listeners = extra_listeners(&advertised_host, port)?;
     Ok(BrokerConfig {
         listen: SocketAddr::new(ip, port),
-        advertised_host: gucs::string_or(&gucs::ADVERTISED_HOST, &address),
+        extra_listeners,
+        tls: tls_settings(),
+        advertised_host,
         advertised_port,
         node_id: gucs::NODE_ID.get(),
         cluster_id,
@@ -75,6 +79,83 @@ pub fn broker_config(
     })
 }
 
+/// `kafgres.listeners`: each with its own port, advertised under its own
+/// address unless that is a wildcard (then `kafgres.advertised_host`).
+fn extra_listeners(
+    advertised_host: &str,
+    primary_port: u16,
+) -> Result<Vec<kafgres_broker::listener::ListenerConfig>, String> {
+    let specs = kafgres_broker::listener::parse_listeners(&gucs::string_or(&gucs::LISTENERS, ""))
+        .map_err(|e| format!("kafgres.listeners: {e}"))?;
+    let mut listeners = Vec::new();
+    for spec in specs {
+        if spec.port == primary_port {
+            return Err(format!(
+                "kafgres.listeners: port {} is kafgres.port's (the primary listener); give the listener another port",
+                spec.port
+            ));
+        }
+        let listen = spec.bind_address()?;
+        let host = if spec.is_wildcard() { advertised_host.to_owned() } else { listen.ip().to_string() };
+        let authentication =
+            if spec.security.is_sasl() { scram_authentication() } else { kafgres_broker::sasl::Authentication::None };
+        listeners.push(kafgres_broker::listener::ListenerConfig {
+            security: spec.security,
+            listen,
+            advertised_host: host,
+            advertised_port: spec.port,
+            authentication,
+        });
+    }
+    Ok(listeners)
+}
+
+/// The TLS listeners' files: `kafgres.ssl_*`, each defaulting to
+/// PostgreSQL's own setting when `ssl = on` (one certificate for both).
+/// `None` (with a warning naming what is missing) when only half is set:
+/// the TLS listeners then stay closed, never plain text.
+pub fn tls_settings() -> Option<kafgres_broker::tls::TlsSettings> {
+    let postgres_ssl = gucs::postgres_setting(c"ssl").as_deref() == Some("on");
+    let pick = |ours: &pgrx::GucSetting<Option<std::ffi::CString>>, theirs: &std::ffi::CStr| {
+        Some(gucs::string_or(ours, ""))
+            .filter(|s| !s.is_empty())
+            .or_else(|| postgres_ssl.then(|| gucs::postgres_setting(theirs)).flatten().filter(|s| !s.is_empty()))
+            .map(|p| gucs::data_dir_path(&p))
+    };
+    let cert = pick(&gucs::SSL_CERT_FILE, c"ssl_cert_file");
+    let key = pick(&gucs::SSL_KEY_FILE, c"ssl_key_file");
+    let client_auth = match gucs::SSL_CLIENT_AUTH.get() {
+        gucs::SslClientAuthGuc::None => kafgres_broker::tls::ClientAuth::None,
+        gucs::SslClientAuthGuc::Requested => kafgres_broker::tls::ClientAuth::Requested,
+        gucs::SslClientAuthGuc::Required => kafgres_broker::tls::ClientAuth::Required,
+    };
+    match (cert, key) {
+        (Some(cert_file), Some(key_file)) => Some(kafgres_broker::tls::TlsSettings {
+            cert_file,
+            key_file,
+            ca_file: pick(&gucs::SSL_CA_FILE, c"ssl_ca_file"),
+            client_auth,
+        }),
+        (None, None) => None,
+        (cert, _) => {
+            let missing = if cert.is_none() { "kafgres.ssl_cert_file" } else { "kafgres.ssl_key_file" };
+            warning!("kafgres: TLS is half configured: {missing} is not set (nor ssl = on with PostgreSQL's own)");
+            None
+        }
+    }
+}
+
+/// A reload loads the TLS files again (a renewed certificate, another
+/// client-certificate policy); an error keeps the ones in use.
+pub fn reload_tls(broker: &kafgres_broker::Broker) {
+    let Some(settings) = tls_settings() else { return };
+    match broker.reload_tls(settings) {
+        Ok(true) => log!("kafgres: TLS certificate and settings reloaded"),
+        Ok(false) => {}
+        Err(e) => warning!("kafgres: the TLS settings could not be reloaded: {e}; the ones loaded before stay in use"),
+    }
+}
+
 /// `kafgres.authorizer` (read again at each reload).
 pub fn authorizer_enabled() -> bool {
     gucs::AUTHORIZER.get() == gucs::AuthorizerGuc::Acl
@@ -86,19 +167,21 @@ pub fn authorizer_enabled() -> bool {
 fn authentication() -> kafgres_broker::sasl::Authentication {
     match gucs::AUTHENTICATION.get() {
         gucs::AuthenticationGuc::None => kafgres_broker::sasl::Authentication::None,
-        gucs::AuthenticationGuc::ScramSha256 => {
-            let mut mock_secret = [0u8; pg_sys::MOCK_AUTH_NONCE_LEN as usize];
-            // SAFETY: pg_control's nonce is MOCK_AUTH_NONCE_LEN bytes, read on the main thread.
-            let nonce = unsafe { pg_sys::GetMockAuthenticationNonce() };
-            if nonce.is_null() {
-                return kafgres_broker::sasl::Authentication::scram_sha_256_random();
-            }
-            // SAFETY: a non-NULL nonce points at pg_control's
-            // mock_authentication_nonce, MOCK_AUTH_NONCE_LEN bytes in shared
-            // memory that no one writes after startup; `mock_secret` is a local
-            // array of that length, so the two cannot overlap.
-            unsafe { std::ptr::copy_nonoverlapping(nonce.cast::<u8>(), mock_secret.as_mut_ptr(), mock_secret.len()) };
-            kafgres_broker::sasl::Authentication::ScramSha256 { mock_secret }
-        }
+        gucs::AuthenticationGuc::ScramSha256 => scram_authentication(),
     }
+}
+
+fn scram_authentication() -> kafgres_broker::sasl::Authentication {
+    let mut mock_secret = [0u8; pg_sys::MOCK_AUTH_NONCE_LEN as usize];
+    // SAFETY: pg_control's nonce is MOCK_AUTH_NONCE_LEN bytes, read on the main thread.
+    let nonce = unsafe { pg_sys::GetMockAuthenticationNonce() };
+    if nonce.is_null() {
+        return kafgres_broker::sasl::Authentication::scram_sha_256_random();
+    }
+    // SAFETY: a non-NULL nonce points at pg_control's
+    // mock_authentication_nonce, MOCK_AUTH_NONCE_LEN bytes in shared
+    // memory that no one writes after startup; `mock_secret` is a local
+    // array of that length, so the two cannot overlap.
+    unsafe { std::ptr::copy_nonoverlapping(nonce.cast::<u8>(), mock_secret.as_mut_ptr(), mock_secret.len()) };
+    kafgres_broker::sasl::Authentication::ScramSha256 { mock_secret }
 }

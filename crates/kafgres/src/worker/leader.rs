@@ -60,6 +60,7 @@ pub(super) fn run(w: &Worker) -> Ended {
             w.runtime.block_on(broker.reopen_offline_topics());
             broker.set_sync_policy(sync_policy());
             reload_acls(broker.context());
+            super::config::reload_tls(&broker);
             w.report_logs();
         }
         if w.wait.wait() == Wakeup::DataPlane {

@@ -102,6 +102,7 @@ pub(super) fn run(w: &Worker) -> Ended {
         let reloaded = w.reload_on_sighup();
         if reloaded {
             super::leader::reload_acls(broker.context());
+            super::config::reload_tls(&broker);
         }
         if reloaded || Instant::now() >= next_housekeeping {
             if Instant::now() >= next_housekeeping {

@@ -1,23 +1,8 @@
 use super::*;
 
-/// Hi() of RFC 5802 (PBKDF2-HMAC-SHA-256 with one output block).
-fn salted_password(password: &str, salt: &[u8], iterations: u32) -> [u8; KEY_BYTES] {
-    let mut block = salt.to_vec();
-    block.extend_from_slice(&1u32.to_be_bytes());
-    let mut u = hmac(password.as_bytes(), &block);
-    let mut out = u;
-    for _ in 1..iterations {
-        u = hmac(password.as_bytes(), &u);
-        for (o, x) in out.iter_mut().zip(u) {
-            *o ^= x;
-        }
-    }
-    out
-}
-
 /// What `CREATE ROLE … PASSWORD` stores under `password_encryption = 'scram-sha-256'`.
 fn verifier(password: &str, salt: &[u8], iterations: u32) -> String {
-    let salted = salted_password(password, salt, iterations);
+    let salted = salted_password(password.as_bytes(), salt, iterations);
     let stored: [u8; KEY_BYTES] = Sha256::digest(hmac(&salted, b"Client Key")).into();
     let server = hmac(&salted, b"Server Key");
     format!("SCRAM-SHA-256${iterations}:{}${}:{}", BASE64.encode(salt), BASE64.encode(stored), BASE64.encode(server))
@@ -47,7 +32,7 @@ fn client_final_prefixed(
             _ => {}
         }
     }
-    let salted = salted_password(password, &salt, iterations);
+    let salted = salted_password(password.as_bytes(), &salt, iterations);
     let client_key = hmac(&salted, b"Client Key");
     let stored_key: [u8; KEY_BYTES] = Sha256::digest(client_key).into();
     let without_proof = format!("c={},r={prefix}{nonce}", BASE64.encode(gs2));

@@ -1,0 +1,170 @@
+//! TLS for the SSL and SASL_SSL listeners (rustls, TLS 1.2 and 1.3 only).
+//!
+//! Owns loading the server certificate, its key and the client CA from PEM
+//! files, the client-certificate policy (Kafka's `ssl.client.auth`), the
+//! handshake of an accepted connection, and reading a client certificate's
+//! subject as a Postgres role name ([`subject`]). A reload replaces the
+//! configuration new handshakes use; established connections keep theirs.
+//! What a certificate's role may do is the authorizer's; whether it may log
+//! in is the catalog's. Never falls back to plain text: a listener whose TLS
+//! cannot be loaded is not opened.
+
+pub mod subject;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{RootCertStore, ServerConfig};
+use tokio::net::TcpStream;
+
+/// Kafka's `ssl.client.auth`: whether clients must present a certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// No certificate is asked for.
+    None,
+    /// Asked for; a client without one connects as `User:ANONYMOUS`.
+    Requested,
+    /// A client without a certificate the CA signed fails the handshake.
+    Required,
+}
+
+impl ClientAuth {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientAuth::None => "none",
+            ClientAuth::Requested => "requested",
+            ClientAuth::Required => "required",
+        }
+    }
+}
+
+/// Where the TLS material is and what is asked of clients.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsSettings {
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+    /// The CAs client certificates must chain to; needed unless
+    /// `client_auth` is [`ClientAuth::None`].
+    pub ca_file: Option<PathBuf>,
+    pub client_auth: ClientAuth,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("cannot read the {what} {path}: {source}")]
+    Pem { what: &'static str, path: PathBuf, source: rustls::pki_types::pem::Error },
+    #[error("the {what} {path} holds no certificate")]
+    NoCertificate { what: &'static str, path: PathBuf },
+    #[error("ssl_client_auth = {0} needs a CA file for client certificates (kafgres.ssl_ca_file)")]
+    NoCa(&'static str),
+    #[error("the client CA file {path}: {source}")]
+    Ca { path: PathBuf, source: rustls::Error },
+    #[error("client certificates cannot be verified with {path}: {source}")]
+    ClientVerifier { path: PathBuf, source: rustls::server::VerifierBuilderError },
+    #[error("the certificate {cert} and key {key} do not make a TLS server: {source}")]
+    Server { cert: PathBuf, key: PathBuf, source: rustls::Error },
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn certificates(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let pem = |source| TlsError::Pem { what, path: path.to_owned(), source };
+    let certs = CertificateDer::pem_file_iter(path).map_err(pem)?.collect::<Result<Vec<_>, _>>().map_err(pem)?;
+    if certs.is_empty() {
+        return Err(TlsError::NoCertificate { what, path: path.to_owned() });
+    }
+    Ok(certs)
+}
+
+/// Builds a rustls server configuration from the files named.
+pub fn load(settings: &TlsSettings) -> Result<Arc<ServerConfig>, TlsError> {
+    let provider = provider();
+    let chain = certificates("certificate", &settings.cert_file)?;
+    let key = PrivateKeyDer::from_pem_file(&settings.key_file).map_err(|source| TlsError::Pem {
+        what: "private key",
+        path: settings.key_file.clone(),
+        source,
+    })?;
+    let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(|source| TlsError::Server {
+            cert: settings.cert_file.clone(),
+            key: settings.key_file.clone(),
+            source,
+        })?;
+    let builder = match settings.client_auth {
+        ClientAuth::None => builder.with_no_client_auth(),
+        auth => {
+            let ca_file = settings.ca_file.as_deref().ok_or(TlsError::NoCa(auth.name()))?;
+            let mut roots = RootCertStore::empty();
+            for ca in certificates("client CA file", ca_file)? {
+                roots.add(ca).map_err(|source| TlsError::Ca { path: ca_file.to_owned(), source })?;
+            }
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+            let verifier = match auth {
+                ClientAuth::Requested => verifier.allow_unauthenticated(),
+                _ => verifier,
+            };
+            let verifier =
+                verifier.build().map_err(|source| TlsError::ClientVerifier { path: ca_file.to_owned(), source })?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let config = builder.with_single_cert(chain, key).map_err(|source| TlsError::Server {
+        cert: settings.cert_file.clone(),
+        key: settings.key_file.clone(),
+        source,
+    })?;
+    Ok(Arc::new(config))
+}
+
+/// The configuration TLS handshakes use now, replaced by a reload.
+pub struct TlsContext {
+    settings: RwLock<TlsSettings>,
+    config: RwLock<Arc<ServerConfig>>,
+}
+
+impl std::fmt::Debug for TlsContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsContext").field("settings", &self.settings()).finish_non_exhaustive()
+    }
+}
+
+impl TlsContext {
+    pub fn load(settings: TlsSettings) -> Result<TlsContext, TlsError> {
+        let config = load(&settings)?;
+        Ok(TlsContext { settings: RwLock::new(settings), config: RwLock::new(config) })
+    }
+
+    pub fn settings(&self) -> TlsSettings {
+        self.settings.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Loads the files again (they may have been replaced under the same
+    /// names). On an error the configuration in use stays.
+    pub fn reload(&self, settings: TlsSettings) -> Result<(), TlsError> {
+        let config = load(&settings)?;
+        *self.config.write().unwrap_or_else(|p| p.into_inner()) = config;
+        *self.settings.write().unwrap_or_else(|p| p.into_inner()) = settings;
+        Ok(())
+    }
+
+    fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
+        tokio_rustls::TlsAcceptor::from(Arc::clone(&self.config.read().unwrap_or_else(|p| p.into_inner())))
+    }
+
+    /// The server side of the handshake on an accepted connection.
+    pub async fn accept(&self, stream: TcpStream) -> std::io::Result<tokio_rustls::server::TlsStream<TcpStream>> {
+        self.acceptor().accept(stream).await
+    }
+}
+
+/// The DER of the certificate a client presented, if any.
+pub fn peer_certificate(stream: &tokio_rustls::server::TlsStream<TcpStream>) -> Option<&[u8]> {
+    stream.get_ref().1.peer_certificates().and_then(|chain| chain.first()).map(|c| c.as_ref())
+}

@@ -1,0 +1,417 @@
+//! TLS listeners over the wire: certificates made here with rcgen (a CA, a
+//! server certificate for 127.0.0.1, client certificates whose CN is a
+//! role), a rustls client, and the broker's SSL and SASL_SSL listeners next
+//! to its PLAINTEXT one.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use common::*;
+use kafgres_broker::acl::{AclBinding, Identity, Operation, PatternType, Permission, ResourceType};
+use kafgres_broker::listener::{ListenerConfig, SecurityProtocol};
+use kafgres_broker::sasl::Authentication;
+use kafgres_broker::tls::{ClientAuth, TlsSettings};
+use kafgres_broker::{BrokerConfig, MemoryCatalog};
+use kafgres_wire::error_code;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use tempfile::TempDir;
+
+// ---------------------------------------------------------------- certificates
+
+struct Ca {
+    key: rcgen::KeyPair,
+    cert: rcgen::Certificate,
+}
+
+impl Ca {
+    fn new(name: &str) -> Ca {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.distinguished_name.push(rcgen::DnType::CommonName, name);
+        let cert = params.self_signed(&key).expect("CA certificate");
+        Ca { key, cert }
+    }
+
+    /// A leaf certificate: a server's for 127.0.0.1, or a client's named `cn`.
+    fn issue(&self, cn: &str, server: bool) -> (rcgen::Certificate, rcgen::KeyPair) {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let names = if server { vec!["localhost".to_owned()] } else { Vec::new() };
+        let mut params = rcgen::CertificateParams::new(names).expect("params");
+        if server {
+            params.subject_alt_names.push(rcgen::SanType::IpAddress([127, 0, 0, 1].into()));
+            params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+        } else {
+            params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        }
+        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        let cert = params.signed_by(&key, &self.cert, &self.key).expect("signed");
+        (cert, key)
+    }
+
+    fn der(&self) -> CertificateDer<'static> {
+        self.cert.der().clone()
+    }
+}
+
+/// The broker's TLS files in a directory of their own.
+struct ServerFiles {
+    _dir: TempDir,
+    settings: TlsSettings,
+}
+
+fn server_files(server_ca: &Ca, client_ca: Option<&Ca>, client_auth: ClientAuth) -> ServerFiles {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (cert, key) = server_ca.issue("kafgres test broker", true);
+    let write = |name: &str, pem: String| -> PathBuf {
+        let path = dir.path().join(name);
+        std::fs::write(&path, pem).expect("write PEM");
+        path
+    };
+    let cert_file = write("server.crt", cert.pem());
+    let key_file = write("server.key", key.serialize_pem());
+    let ca_file = client_ca.map(|ca| write("clients-ca.crt", ca.cert.pem()));
+    ServerFiles { settings: TlsSettings { cert_file, key_file, ca_file, client_auth }, _dir: dir }
+}
+
+// ---------------------------------------------------------------- broker and client
+
+fn listener(security: SecurityProtocol) -> ListenerConfig {
+    let authentication = match security.is_sasl() {
+        true => Authentication::scram_sha_256_random(),
+        false => Authentication::None,
+    };
+    ListenerConfig {
+        security,
+        listen: "127.0.0.1:0".parse().expect("address"),
+        advertised_host: "127.0.0.1".into(),
+        advertised_port: 0,
+        authentication,
+    }
+}
+
+async fn start(catalog: Arc<MemoryCatalog>, tls: Option<TlsSettings>, extra: &[SecurityProtocol]) -> TestBroker {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = BrokerConfig::for_tests(dir.path().to_path_buf());
+    config.tls = tls;
+    config.extra_listeners = extra.iter().map(|s| listener(*s)).collect();
+    TestBroker::start_with(dir, catalog, config).await
+}
+
+fn client_config(trusted: &Ca, identity: Option<(&rcgen::Certificate, &rcgen::KeyPair)>) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(trusted.der()).expect("root");
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots);
+    let config = match identity {
+        None => builder.with_no_client_auth(),
+        Some((cert, key)) => builder
+            .with_client_auth_cert(
+                vec![cert.der().clone()],
+                PrivateKeyDer::try_from(key.serialize_der()).expect("client key"),
+            )
+            .expect("client certificate"),
+    };
+    Arc::new(config)
+}
+
+/// A TLS connection; the handshake's error if the broker refused it. A
+/// client certificate refused is only seen at the first read under TLS 1.3.
+async fn connect_tls(addr: std::net::SocketAddr, config: Arc<rustls::ClientConfig>) -> std::io::Result<Client> {
+    let tcp = tokio::net::TcpStream::connect(addr).await?;
+    let local = tcp.local_addr()?;
+    let connector = tokio_rustls::TlsConnector::from(config);
+    let name = ServerName::try_from("127.0.0.1").expect("server name");
+    let stream = tokio::time::timeout(IO_TIMEOUT, connector.connect(name, tcp))
+        .await
+        .map_err(|_| std::io::Error::other("handshake timed out"))??;
+    Ok(Client::over_stream(Box::new(stream), local))
+}
+
+async fn api_versions(client: &mut Client) -> Result<ApiVersionsResponse, String> {
+    let request = ApiVersionsRequest::default()
+        .with_client_software_name(StrBytes::from_static_str("tls-test"))
+        .with_client_software_version(StrBytes::from_static_str("1"));
+    client.try_call(3, &request).await
+}
+
+fn tls_addr(broker: &TestBroker, security: SecurityProtocol) -> std::net::SocketAddr {
+    broker.broker.listener_addr(security).expect("listener open")
+}
+
+// ---------------------------------------------------------------- tests
+
+#[tokio::test]
+async fn an_ssl_listener_serves_beside_plaintext_and_advertises_its_own_port() {
+    let ca = Ca::new("server CA");
+    let files = server_files(&ca, None, ClientAuth::None);
+    let broker = start(Arc::default(), Some(files.settings.clone()), &[SecurityProtocol::Ssl]).await;
+    let ssl = tls_addr(&broker, SecurityProtocol::Ssl);
+    assert_ne!(ssl, broker.addr());
+
+    let mut tls = connect_tls(ssl, client_config(&ca, None)).await.expect("TLS handshake");
+    assert_eq!(api_versions(&mut tls).await.expect("ApiVersions over TLS").error_code, 0);
+    create_topic(&mut tls, "secure", 1).await;
+    let meta = tls.call(12, &metadata_request(Some(&["secure"]), false)).await;
+    assert_eq!(meta.brokers.len(), 1);
+    assert_eq!(meta.brokers[0].port, i32::from(ssl.port()), "Metadata on the SSL listener names the SSL port");
+    let mut plain = broker.client().await;
+    let meta = plain.call(12, &metadata_request(Some(&["secure"]), false)).await;
+    assert_eq!(meta.brokers[0].port, i32::from(broker.addr().port()), "and the PLAINTEXT one its own");
+
+    // Records produced in plain text come back through TLS intact: the
+    // fetch's file ranges are read and encrypted, not sent with sendfile.
+    let written: Vec<_> = (0..200).map(|i| records(&format!("r{i}-{}", "x".repeat(3000)), 3)).collect();
+    for batch_records in &written {
+        let response = produce(&mut plain, 9, "secure", 0, -1, batch(batch_records)).await;
+        assert_eq!(response.error_code, 0);
+    }
+    let mut got = Vec::new();
+    let mut offset = 0;
+    while offset < 600 {
+        let partition = fetch(&mut tls, 12, TopicRef::Name("secure"), 0, offset, 16 << 20).await;
+        assert_eq!(partition.error_code, 0);
+        let through_tcp = fetch(&mut plain, 12, TopicRef::Name("secure"), 0, offset, 16 << 20).await;
+        assert_eq!(partition.records, through_tcp.records, "TLS and TCP fetches differ at {offset}");
+        let decoded = decode_records(&partition.records.clone().unwrap_or_default());
+        assert!(!decoded.is_empty(), "fetch at {offset} returned nothing");
+        offset = decoded.last().map(|(o, _)| o + 1).expect("records");
+        got.extend(decoded);
+    }
+    let want: Vec<_> = written.iter().enumerate().flat_map(|(i, r)| expected(r, i as i64 * 3)).collect();
+    assert_eq!(got, want);
+
+    // A plain-text client on the TLS port gets no Kafka answer.
+    let mut confused = Client::connect(ssl).await;
+    assert!(api_versions(&mut confused).await.is_err());
+    assert!(DescribeConfigsAnswer::advertised_listeners(&mut plain)
+        .await
+        .contains(&format!("SSL://127.0.0.1:{}", ssl.port())));
+    broker.shutdown().await;
+}
+
+struct DescribeConfigsAnswer;
+
+impl DescribeConfigsAnswer {
+    async fn advertised_listeners(client: &mut Client) -> String {
+        let resource = describe_configs_request::DescribeConfigsResource::default()
+            .with_resource_type(4)
+            .with_resource_name(StrBytes::from_static_str("1"))
+            .with_configuration_keys(Some(vec![StrBytes::from_static_str("advertised.listeners")]));
+        let response = client.call(4, &DescribeConfigsRequest::default().with_resources(vec![resource])).await;
+        response.results[0].configs[0].value.as_ref().map(|v| v.to_string()).unwrap_or_default()
+    }
+}
+
+#[tokio::test]
+async fn required_client_certificates_name_the_role_the_authorizer_checks() {
+    let server_ca = Ca::new("server CA");
+    let client_ca = Ca::new("client CA");
+    let files = server_files(&server_ca, Some(&client_ca), ClientAuth::Required);
+    let catalog: Arc<MemoryCatalog> = Arc::default();
+    catalog.set_identity(Identity { role: "reader".into(), member_of: vec!["readers".into()], superuser: false });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = BrokerConfig::for_tests(dir.path().to_path_buf());
+    config.tls = Some(files.settings.clone());
+    config.extra_listeners = vec![listener(SecurityProtocol::Ssl)];
+    let broker = TestBroker::start_with(dir, Arc::clone(&catalog), config).await;
+    let mut admin = broker.client().await;
+    for topic in ["visible", "hidden"] {
+        create_topic(&mut admin, topic, 1).await;
+    }
+    broker.broker.context().acls.set_enabled(true);
+    broker.broker.context().acls.replace(vec![AclBinding {
+        resource_type: ResourceType::Topic,
+        resource_name: "visible".into(),
+        pattern_type: PatternType::Literal,
+        principal: "User:readers".into(),
+        host: "*".into(),
+        operation: Operation::Describe,
+        permission: Permission::Allow,
+    }]);
+    let ssl = tls_addr(&broker, SecurityProtocol::Ssl);
+
+    // No certificate: the handshake (or the first read after it) fails.
+    let without = connect_tls(ssl, client_config(&server_ca, None)).await;
+    if let Ok(mut client) = without {
+        assert!(api_versions(&mut client).await.is_err(), "a client without a certificate was served");
+    }
+    // A certificate from another CA: refused the same way.
+    let stranger_ca = Ca::new("stranger CA");
+    let (cert, key) = stranger_ca.issue("reader", false);
+    if let Ok(mut client) = connect_tls(ssl, client_config(&server_ca, Some((&cert, &key)))).await {
+        assert!(api_versions(&mut client).await.is_err(), "a certificate of an unknown CA was accepted");
+    }
+    // CN=reader: a member of `readers`, so it sees the topic granted to the group role only.
+    let (cert, key) = client_ca.issue("reader", false);
+    let mut reader = connect_tls(ssl, client_config(&server_ca, Some((&cert, &key)))).await.expect("handshake");
+    let meta = reader.call(12, &metadata_request(None, false)).await;
+    let names: Vec<String> = meta.topics.iter().filter_map(|t| t.name.as_ref().map(|n| n.to_string())).collect();
+    assert_eq!(names, vec!["visible".to_owned()]);
+    let live = broker.broker.context().config.metrics.connections.snapshot();
+    assert!(
+        live.iter().any(|c| c.principal.as_deref() == Some("reader")),
+        "the connection table shows the certificate's role: {live:?}"
+    );
+    // CN=nobody: no such role, so the connection is closed before any answer.
+    let (cert, key) = client_ca.issue("nobody", false);
+    if let Ok(mut client) = connect_tls(ssl, client_config(&server_ca, Some((&cert, &key)))).await {
+        assert!(api_versions(&mut client).await.is_err(), "a certificate naming no role was served");
+    }
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn requested_client_certificates_let_a_client_without_one_in_as_anonymous() {
+    let server_ca = Ca::new("server CA");
+    let client_ca = Ca::new("client CA");
+    let files = server_files(&server_ca, Some(&client_ca), ClientAuth::Requested);
+    let broker = start(Arc::default(), Some(files.settings.clone()), &[SecurityProtocol::Ssl]).await;
+    let ssl = tls_addr(&broker, SecurityProtocol::Ssl);
+    let mut anonymous = connect_tls(ssl, client_config(&server_ca, None)).await.expect("handshake");
+    assert_eq!(api_versions(&mut anonymous).await.expect("served").error_code, 0);
+    let live = broker.broker.context().config.metrics.connections.snapshot();
+    assert!(live.iter().all(|c| c.principal.is_none()), "{live:?}");
+    broker.shutdown().await;
+}
+
+async fn sasl_handshake(client: &mut Client, mechanism: &'static str) -> SaslHandshakeResponse {
+    client.call(1, &SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(mechanism))).await
+}
+
+async fn sasl_authenticate(client: &mut Client, token: &[u8]) -> Result<SaslAuthenticateResponse, String> {
+    client.try_call(2, &SaslAuthenticateRequest::default().with_auth_bytes(bytes::Bytes::copy_from_slice(token))).await
+}
+
+#[tokio::test]
+async fn sasl_plain_over_tls_checks_the_scram_verifier_and_is_refused_in_plain_text() {
+    let ca = Ca::new("server CA");
+    let files = server_files(&ca, None, ClientAuth::None);
+    let catalog: Arc<MemoryCatalog> = Arc::default();
+    catalog.set_scram_credential("alice", Some(scram_verifier("wonderland")));
+    let broker = start(
+        Arc::clone(&catalog),
+        Some(files.settings.clone()),
+        &[SecurityProtocol::SaslSsl, SecurityProtocol::SaslPlaintext],
+    )
+    .await;
+    let sasl_ssl = tls_addr(&broker, SecurityProtocol::SaslSsl);
+
+    let mut client = connect_tls(sasl_ssl, client_config(&ca, None)).await.expect("handshake");
+    let handshake = sasl_handshake(&mut client, "PLAIN").await;
+    assert_eq!(handshake.error_code, 0);
+    let offered: Vec<String> = handshake.mechanisms.iter().map(|m| m.to_string()).collect();
+    assert_eq!(offered, vec!["SCRAM-SHA-256".to_owned(), "PLAIN".to_owned()]);
+    let answer = sasl_authenticate(&mut client, b"\0alice\0wonderland").await.expect("answered");
+    assert_eq!(answer.error_code, 0, "{:?}", answer.error_message);
+    assert_eq!(api_versions(&mut client).await.expect("served after login").error_code, 0);
+    let live = broker.broker.context().config.metrics.connections.snapshot();
+    assert!(live.iter().any(|c| c.principal.as_deref() == Some("alice")), "{live:?}");
+
+    let mut wrong = connect_tls(sasl_ssl, client_config(&ca, None)).await.expect("handshake");
+    assert_eq!(sasl_handshake(&mut wrong, "PLAIN").await.error_code, 0);
+    let answer = sasl_authenticate(&mut wrong, b"\0alice\0looking-glass").await.expect("answered");
+    assert_eq!(answer.error_code, error_code::SASL_AUTHENTICATION_FAILED);
+    assert_eq!(answer.error_message.as_deref(), Some("Authentication failed: Invalid username or password"));
+    wrong.expect_closed().await;
+
+    // SCRAM-SHA-512 cannot be backed by a Postgres verifier: refused, with the list.
+    let mut sha512 = connect_tls(sasl_ssl, client_config(&ca, None)).await.expect("handshake");
+    let refused = sasl_handshake(&mut sha512, "SCRAM-SHA-512").await;
+    assert_eq!(refused.error_code, error_code::UNSUPPORTED_SASL_MECHANISM);
+
+    // On SASL_PLAINTEXT, PLAIN is not offered: the password would cross in clear.
+    let mut cleartext = Client::connect(tls_addr(&broker, SecurityProtocol::SaslPlaintext)).await;
+    let refused = sasl_handshake(&mut cleartext, "PLAIN").await;
+    assert_eq!(refused.error_code, error_code::UNSUPPORTED_SASL_MECHANISM);
+    let offered: Vec<String> = refused.mechanisms.iter().map(|m| m.to_string()).collect();
+    assert_eq!(offered, vec!["SCRAM-SHA-256".to_owned()]);
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_reload_serves_the_new_certificate_and_keeps_established_connections() {
+    let old_ca = Ca::new("old CA");
+    let files = server_files(&old_ca, None, ClientAuth::None);
+    let broker = start(Arc::default(), Some(files.settings.clone()), &[SecurityProtocol::Ssl]).await;
+    let ssl = tls_addr(&broker, SecurityProtocol::Ssl);
+    let mut established = connect_tls(ssl, client_config(&old_ca, None)).await.expect("handshake");
+    assert_eq!(api_versions(&mut established).await.expect("served").error_code, 0);
+
+    let new_ca = Ca::new("new CA");
+    let renewed = server_files(&new_ca, None, ClientAuth::None);
+    assert!(broker.broker.reload_tls(renewed.settings.clone()).expect("reloads"));
+    // New handshakes get the new certificate: a client trusting only the old CA fails.
+    assert!(connect_tls(ssl, client_config(&old_ca, None)).await.is_err());
+    let mut fresh = connect_tls(ssl, client_config(&new_ca, None)).await.expect("the new certificate");
+    assert_eq!(api_versions(&mut fresh).await.expect("served").error_code, 0);
+    assert_eq!(api_versions(&mut established).await.expect("still served").error_code, 0);
+
+    // A broken reload keeps what is in use.
+    let mut broken = renewed.settings.clone();
+    broken.key_file = broken.cert_file.clone();
+    assert!(broker.broker.reload_tls(broken).is_err());
+    let mut again = connect_tls(ssl, client_config(&new_ca, None)).await.expect("still the new certificate");
+    assert_eq!(api_versions(&mut again).await.expect("served").error_code, 0);
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn half_configured_tls_leaves_the_tls_listener_closed_never_plain_text() {
+    // A TLS listener and no certificate: not opened; the primary serves.
+    let broker = start(Arc::default(), None, &[SecurityProtocol::Ssl, SecurityProtocol::Plaintext]).await;
+    assert!(broker.broker.listener_addr(SecurityProtocol::Ssl).is_none());
+    assert_eq!(api_versions(&mut broker.client().await).await.expect("primary serves").error_code, 0);
+    let mut extra = Client::connect(tls_addr(&broker, SecurityProtocol::Plaintext)).await;
+    assert_eq!(api_versions(&mut extra).await.expect("the other listener serves").error_code, 0);
+    broker.shutdown().await;
+
+    // A key file that is not a key: not opened either.
+    let ca = Ca::new("server CA");
+    let mut files = server_files(&ca, None, ClientAuth::None);
+    files.settings.key_file = files.settings.cert_file.clone();
+    let broker = start(Arc::default(), Some(files.settings.clone()), &[SecurityProtocol::Ssl]).await;
+    assert!(broker.broker.listener_addr(SecurityProtocol::Ssl).is_none());
+    broker.shutdown().await;
+
+    // Client certificates required without a CA file: not opened.
+    let files = server_files(&ca, None, ClientAuth::Required);
+    let broker = start(Arc::default(), Some(files.settings.clone()), &[SecurityProtocol::Ssl]).await;
+    assert!(broker.broker.listener_addr(SecurityProtocol::Ssl).is_none());
+    broker.shutdown().await;
+}
+
+/// The verifier Postgres stores for `password` (SCRAM-SHA-256, 4096 iterations).
+fn scram_verifier(password: &str) -> kafgres_broker::sasl::scram::ScramCredential {
+    use base64::Engine;
+    use hmac::{KeyInit, Mac};
+    use sha2::Digest;
+    let mac = |key: &[u8], data: &[u8]| -> Vec<u8> {
+        let mut m = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(key).expect("any key");
+        m.update(data);
+        m.finalize().into_bytes().to_vec()
+    };
+    let salt = b"a salt of sixteen";
+    let mut block = salt.to_vec();
+    block.extend_from_slice(&1u32.to_be_bytes());
+    let mut u = mac(password.as_bytes(), &block);
+    let mut salted = u.clone();
+    for _ in 1..4096 {
+        u = mac(password.as_bytes(), &u);
+        salted.iter_mut().zip(&u).for_each(|(o, x)| *o ^= x);
+    }
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let verifier = format!(
+        "SCRAM-SHA-256$4096:{}${}:{}",
+        b64.encode(salt),
+        b64.encode(sha2::Sha256::digest(mac(&salted, b"Client Key"))),
+        b64.encode(mac(&salted, b"Server Key"))
+    );
+    kafgres_broker::sasl::scram::ScramCredential::from_verifier(&verifier).expect("verifier")
+}

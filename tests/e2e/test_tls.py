@@ -1,0 +1,274 @@
+"""TLS listeners with real clients (docs/security.md, "TLS listeners").
+
+A throwaway cluster of its own: Postgres on 127.0.0.1:5493 with `ssl = on`,
+Kafka's primary PLAINTEXT listener on 127.0.0.1:9493, and
+`kafgres.listeners = 'SSL://127.0.0.1:9494,SASL_SSL://127.0.0.1:9495'` with
+no `kafgres.ssl_cert_file`: the broker takes PostgreSQL's own certificate
+and key (one certificate serves both), `kafgres.ssl_client_auth =
+'requested'`, `kafgres.authorizer = 'acl'`. Certificates are made here with
+openssl: a CA, the server's for 127.0.0.1, client certificates whose CN is a
+role.
+
+Checked with confluent-kafka (librdkafka 2.12) and kcat (librdkafka 2.0.2):
+- psql and a Kafka client verify the same certificate against the same CA;
+- SASL_SSL with PLAIN (checked against the role's SCRAM verifier) and with
+  SCRAM-SHA-256; a wrong PLAIN password fails;
+- on the SSL listener a client certificate's CN is the role: CN=tls_app may
+  write where an ACL lets User:tls_app write; without a certificate the
+  client is User:ANONYMOUS and is refused; a certificate naming no role is
+  dropped;
+- Metadata on each listener advertises that listener, so clients stay on it;
+- a new certificate and CA under the same file names take effect on
+  `pg_reload_conf()`: new clients need the new CA, an established producer
+  keeps producing.
+
+Every wait has a deadline; the cluster is stopped and removed at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, AdminClient, NewTopic, ResourcePatternType, ResourceType
+
+from support import ThrowawayCluster, port_is_free, wait_for_topic_metadata
+
+PG_PORT = 5493
+KAFKA_PORT = 9493
+SSL_PORT = 9494
+SASL_SSL_PORT = 9495
+PASSWORD = "tls-secret"
+CALL_TIMEOUT_S = 20.0
+
+
+def openssl(*args: str, cwd: Path) -> None:
+    result = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, f"openssl {' '.join(args)}: {result.stderr}"
+
+
+class Certificates:
+    """A CA and the certificates it signs, as PEM files in `dir`."""
+
+    def __init__(self, dir: Path, name: str) -> None:
+        self.dir = dir
+        self.name = name
+        dir.mkdir(parents=True, exist_ok=True)
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN={name}",
+                "-keyout", f"{name}-ca.key", "-out", f"{name}-ca.crt", cwd=dir)
+        self.ca = dir / f"{name}-ca.crt"
+
+    def issue(self, cn: str, server: bool = False) -> tuple[Path, Path]:
+        key, csr, crt = (self.dir / f"{cn}.{ext}" for ext in ("key", "csr", "crt"))
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={cn}", "-keyout", key.name, "-out", csr.name,
+                cwd=self.dir)
+        ext = self.dir / f"{cn}.ext"
+        usage = "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n" if server else (
+            "extendedKeyUsage=clientAuth\n")
+        ext.write_text(usage)
+        openssl("x509", "-req", "-in", csr.name, "-CA", self.ca.name, "-CAkey", f"{self.name}-ca.key",
+                "-CAcreateserial", "-days", "2", "-extfile", ext.name, "-out", crt.name, cwd=self.dir)
+        return crt, key
+
+
+class Cluster(ThrowawayCluster):
+    def __init__(self) -> None:
+        super().__init__("tls", PG_PORT, KAFKA_PORT)
+        self.certs = Certificates(self.home / "certs", "first")
+
+    def install_server_certificate(self, certs: Certificates) -> None:
+        """The server certificate and key where PostgreSQL's ssl_cert_file and ssl_key_file point."""
+        crt, key = certs.issue("server", server=True)
+        for source, target in ((crt, "server.crt"), (key, "server.key")):
+            shutil.copyfile(source, self.pgdata / target)
+            shutil.chown(self.pgdata / target, "postgres", "postgres")
+            os.chmod(self.pgdata / target, 0o600)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    if os.geteuid() != 0:
+        pytest.fail("the TLS test must run as root (it runs initdb and pg_ctl as postgres)")
+    for port in (PG_PORT, KAFKA_PORT, SSL_PORT, SASL_SSL_PORT):
+        assert port_is_free(port), f"port {port} is in use: is a TLS-test cluster from an earlier run still up?"
+    c = Cluster()
+    try:
+        clients_ca = c.home / "clients-ca.crt"
+        shutil.copyfile(c.certs.ca, clients_ca)
+        c.init({
+            "ssl": "on",
+            "ssl_ca_file": f"'{clients_ca}'",
+            "kafgres.listeners": f"'SSL://127.0.0.1:{SSL_PORT},SASL_SSL://127.0.0.1:{SASL_SSL_PORT}'",
+            "kafgres.ssl_client_auth": "requested",
+            "kafgres.authorizer": "acl",
+        })
+        c.install_server_certificate(c.certs)
+        c.start()
+        c.sql(
+            "create extension kafgres",
+            f"create role kafka_admin superuser login password '{PASSWORD}'",
+            "create role tls_app login",
+            "create role tls_nologin nologin",
+        )
+        c.wait_until_serving(60)
+        yield c
+    finally:
+        c.destroy()
+
+
+def ssl_config(cluster: Cluster, ca: Path, port: int = SSL_PORT, **extra) -> dict:
+    return {"bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SSL", "ssl.ca.location": str(ca),
+            "ssl.endpoint.identification.algorithm": "https", **extra}
+
+
+def admin_config(cluster: Cluster, mechanism: str = "PLAIN", password: str = PASSWORD) -> dict:
+    return {
+        "bootstrap.servers": f"127.0.0.1:{SASL_SSL_PORT}",
+        "security.protocol": "SASL_SSL",
+        "ssl.ca.location": str(cluster.certs.ca),
+        "sasl.mechanism": mechanism,
+        "sasl.username": "kafka_admin",
+        "sasl.password": password,
+    }
+
+
+def produce_one(config: dict, topic: str, value: bytes) -> KafkaError | None:
+    """Produces one record; the delivery error, or None when it was written."""
+    outcome: list = []
+    producer = Producer({**config, "message.timeout.ms": 10000, "retries": 0})
+    producer.produce(topic, value, on_delivery=lambda err, _msg: outcome.append(err))
+    producer.flush(CALL_TIMEOUT_S)
+    assert outcome, "no delivery report"
+    return outcome[0]
+
+
+def create_topic(config: dict, topic: str) -> None:
+    admin = AdminClient(config)
+    admin.create_topics([NewTopic(topic, 1, 1)], request_timeout=CALL_TIMEOUT_S)[topic].result(CALL_TIMEOUT_S)
+
+
+def test_postgres_and_kafka_serve_one_certificate_and_sasl_ssl_logs_in_with_the_roles_password(cluster):
+    # psql verifies the certificate the broker presents: the same file.
+    conninfo = (f"host=127.0.0.1 port={PG_PORT} user=postgres dbname=postgres sslmode=verify-full "
+                f"sslrootcert={cluster.certs.ca} connect_timeout=5")
+    with psycopg.connect(conninfo) as conn:
+        assert conn.execute("select ssl from pg_stat_ssl where pid = pg_backend_pid()").fetchone() == (True,)
+    broker_cert = subprocess.run(
+        ["openssl", "s_client", "-connect", f"127.0.0.1:{SASL_SSL_PORT}", "-CAfile", str(cluster.certs.ca)],
+        input="", capture_output=True, text=True, timeout=30,
+    ).stdout
+    assert "Verify return code: 0 (ok)" in broker_cert and "CN = server" in broker_cert, broker_cert[-2000:]
+
+    topic = f"tls-{uuid.uuid4().hex[:8]}"
+    create_topic(admin_config(cluster, "PLAIN"), topic)
+    wait_for_topic_metadata(AdminClient(admin_config(cluster, "SCRAM-SHA-256")), topic, 1)
+    assert produce_one(admin_config(cluster, "SCRAM-SHA-256"), topic, b"over SASL_SSL with SCRAM") is None
+    assert produce_one(admin_config(cluster, "PLAIN"), topic, b"over SASL_SSL with PLAIN") is None
+
+    consumer = Consumer({**admin_config(cluster), "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    values = []
+    deadline = time.monotonic() + CALL_TIMEOUT_S
+    while len(values) < 2 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            values.append(msg.value())
+    consumer.close()
+    assert values == [b"over SASL_SSL with SCRAM", b"over SASL_SSL with PLAIN"]
+
+    # Each listener advertises itself: a client that bootstrapped on SASL_SSL stays there.
+    brokers = AdminClient(admin_config(cluster)).list_topics(timeout=CALL_TIMEOUT_S).brokers
+    assert [(b.host, b.port) for b in brokers.values()] == [("127.0.0.1", SASL_SSL_PORT)]
+
+    wrong = AdminClient({**admin_config(cluster, "PLAIN", "not-the-password")})
+    with pytest.raises(KafkaException) as failed:
+        wrong.list_topics(timeout=10)
+    assert failed.value.args[0].code() in (KafkaError._AUTHENTICATION, KafkaError._TRANSPORT, KafkaError._TIMED_OUT)
+    assert "SASL/PLAIN authentication of" in cluster.log_text()
+
+
+def test_a_client_certificate_logs_in_as_its_cn_role_under_the_acls(cluster):
+    topic = f"mtls-{uuid.uuid4().hex[:8]}"
+    admin_cfg = admin_config(cluster)
+    create_topic(admin_cfg, topic)
+    admin = AdminClient(admin_cfg)
+    allow = [
+        AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:tls_app", "*", op, AclPermissionType.ALLOW)
+        for op in (AclOperation.WRITE, AclOperation.DESCRIBE)
+    ]
+    for future in admin.create_acls(allow, request_timeout=CALL_TIMEOUT_S).values():
+        future.result(CALL_TIMEOUT_S)
+
+    crt, key = cluster.certs.issue("tls_app")
+    with_cert = ssl_config(cluster, cluster.certs.ca, **{"ssl.certificate.location": str(crt), "ssl.key.location": str(key)})
+    producer = Producer({**with_cert, "message.timeout.ms": 10000, "retries": 0})
+    outcome: list = []
+    producer.produce(topic, b"from CN=tls_app", on_delivery=lambda err, _msg: outcome.append(err))
+    producer.flush(CALL_TIMEOUT_S)
+    assert outcome == [None]
+    # While it is connected, the connection table names the certificate's role.
+    principals = {row[0] for row in cluster.sql("select principal from kafgres.connections where principal is not null")}
+    assert "tls_app" in principals, principals
+    del producer
+
+    # No certificate: User:ANONYMOUS, which no ACL lets write.
+    refused = produce_one(ssl_config(cluster, cluster.certs.ca), topic, b"anonymous")
+    assert refused is not None and refused.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, refused
+
+    # A certificate whose CN is a role without LOGIN is dropped at the handshake's end.
+    crt, key = cluster.certs.issue("tls_nologin")
+    dropped = AdminClient(ssl_config(cluster, cluster.certs.ca, **{
+        "ssl.certificate.location": str(crt), "ssl.key.location": str(key)}))
+    with pytest.raises(KafkaException):
+        dropped.list_topics(timeout=5)
+    assert 'names role "tls_nologin", which does not exist or may not log in' in cluster.log_text()
+
+    # kcat (librdkafka 2.0.2) over the SSL listener.
+    crt, key = cluster.certs.issue("tls_app")
+    listed = subprocess.run(
+        ["kcat", "-b", f"127.0.0.1:{SSL_PORT}", "-X", "security.protocol=SSL", "-X", f"ssl.ca.location={cluster.certs.ca}",
+         "-X", f"ssl.certificate.location={crt}", "-X", f"ssl.key.location={key}", "-L", "-t", topic, "-m", "15"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert f'topic "{topic}" with 1 partitions' in listed.stdout, listed.stdout
+    assert f"127.0.0.1:{SSL_PORT}" in listed.stdout, listed.stdout
+
+
+def test_a_reload_serves_a_renewed_certificate_without_dropping_connections(cluster):
+    topic = f"renew-{uuid.uuid4().hex[:8]}"
+    create_topic(admin_config(cluster), topic)
+    established = Producer({**admin_config(cluster), "message.timeout.ms": 10000})
+    delivered: list = []
+    established.produce(topic, b"before", on_delivery=lambda err, _m: delivered.append(err))
+    established.flush(CALL_TIMEOUT_S)
+    assert delivered == [None]
+
+    renewed = Certificates(cluster.home / "certs-renewed", "second")
+    cluster.install_server_certificate(renewed)
+    cluster.sql("select pg_reload_conf()")
+    deadline = time.monotonic() + 30
+    while "TLS certificate and settings reloaded" not in cluster.log_text():
+        assert time.monotonic() < deadline, cluster.log_tail()
+        time.sleep(0.2)
+
+    # New clients must trust the new CA; the old CA no longer verifies.
+    fresh = {**admin_config(cluster), "ssl.ca.location": str(renewed.ca)}
+    assert produce_one(fresh, topic, b"after, new client") is None
+    stale = AdminClient({**admin_config(cluster), "socket.timeout.ms": 5000})
+    with pytest.raises(KafkaException):
+        stale.list_topics(timeout=5)
+    # The producer connected before the reload keeps its session.
+    established.produce(topic, b"after, old connection", on_delivery=lambda err, _m: delivered.append(err))
+    established.flush(CALL_TIMEOUT_S)
+    assert delivered == [None, None]
+    # Restore the first certificate for the other tests of the module.
+    cluster.install_server_certificate(cluster.certs)
+    cluster.sql("select pg_reload_conf()")
