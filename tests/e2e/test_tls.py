@@ -9,14 +9,15 @@ and key (one certificate serves both), `kafgres.ssl_client_auth =
 openssl: a CA, the server's for 127.0.0.1, client certificates whose CN is a
 role.
 
-Checked with confluent-kafka (librdkafka 2.12) and kcat (librdkafka 2.0.2):
+Checked with confluent-kafka (librdkafka 2.12), kcat (librdkafka 2.0.2) and
+kafka-python (Python's ssl module):
 - psql and a Kafka client verify the same certificate against the same CA;
 - SASL_SSL with PLAIN (checked against the role's SCRAM verifier) and with
   SCRAM-SHA-256; a wrong PLAIN password fails;
 - on the SSL listener a client certificate's CN is the role: CN=tls_app may
   write where an ACL lets User:tls_app write; without a certificate the
   client is User:ANONYMOUS and is refused; a certificate naming no role is
-  dropped;
+  dropped, and so is one of another CA or an expired one;
 - Metadata on each listener advertises that listener, so clients stay on it;
 - a new certificate and CA under the same file names take effect on
   `pg_reload_conf()`: new clients need the new CA, an established producer
@@ -65,8 +66,9 @@ class Certificates:
                 "-keyout", f"{name}-ca.key", "-out", f"{name}-ca.crt", cwd=dir)
         self.ca = dir / f"{name}-ca.crt"
 
-    def issue(self, cn: str, server: bool = False) -> tuple[Path, Path]:
-        key, csr, crt = (self.dir / f"{cn}.{ext}" for ext in ("key", "csr", "crt"))
+    def issue(self, cn: str, server: bool = False, days: int = 2, tag: str = "") -> tuple[Path, Path]:
+        """A certificate for `cn`; days=0 makes one that expires the second it is made."""
+        key, csr, crt = (self.dir / f"{cn}{tag}.{ext}" for ext in ("key", "csr", "crt"))
         openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={cn}", "-keyout", key.name, "-out", csr.name,
                 cwd=self.dir)
         ext = self.dir / f"{cn}.ext"
@@ -74,7 +76,7 @@ class Certificates:
             "extendedKeyUsage=clientAuth\n")
         ext.write_text(usage)
         openssl("x509", "-req", "-in", csr.name, "-CA", self.ca.name, "-CAkey", f"{self.name}-ca.key",
-                "-CAcreateserial", "-days", "2", "-extfile", ext.name, "-out", crt.name, cwd=self.dir)
+                "-CAcreateserial", "-days", str(days), "-extfile", ext.name, "-out", crt.name, cwd=self.dir)
         return crt, key
 
 
@@ -110,6 +112,8 @@ def cluster():
             "kafgres.authorizer": "acl",
         })
         c.install_server_certificate(c.certs)
+        # Expired long before it is used (made now, valid for no time at all).
+        c.expired = c.certs.issue("tls_app", days=0, tag="-expired")
         c.start()
         c.sql(
             "create extension kafgres",
@@ -240,6 +244,53 @@ def test_a_client_certificate_logs_in_as_its_cn_role_under_the_acls(cluster):
     assert listed.returncode == 0, listed.stderr
     assert f'topic "{topic}" with 1 partitions' in listed.stdout, listed.stdout
     assert f"127.0.0.1:{SSL_PORT}" in listed.stdout, listed.stdout
+
+
+def set_client_auth(cluster: Cluster, mode: str) -> None:
+    """ALTER SYSTEM SET kafgres.ssl_client_auth, reloaded; waits for the broker's reload line."""
+    marker = "TLS certificate and settings reloaded"
+    before = cluster.log_text().count(marker)
+    cluster.sql(f"alter system set kafgres.ssl_client_auth = '{mode}'", "select pg_reload_conf()")
+    deadline = time.monotonic() + 30
+    while cluster.log_text().count(marker) <= before:
+        assert time.monotonic() < deadline, cluster.log_tail()
+        time.sleep(0.1)
+
+
+def test_certificates_of_another_ca_or_expired_are_refused_and_kafka_python_is_served(cluster):
+    topic = f"refuse-{uuid.uuid4().hex[:8]}"
+    create_topic(admin_config(cluster), topic)
+    # Client certificates become required at a reload, without a restart.
+    set_client_auth(cluster, "required")
+    try:
+        stranger = Certificates(cluster.home / "certs-stranger", "stranger")
+        offset = len(cluster.log_text())
+        for crt, key in (stranger.issue("tls_app"), cluster.expired, (None, None)):
+            files = {"ssl.certificate.location": str(crt), "ssl.key.location": str(key)} if crt else {}
+            client = AdminClient(ssl_config(cluster, cluster.certs.ca, **files))
+            with pytest.raises(KafkaException):
+                client.list_topics(timeout=5)
+        refusals = cluster.log_text()[offset:]
+        assert refusals.count("TLS handshake with") >= 3, refusals[-3000:]
+        assert "expired" in refusals.lower(), refusals[-3000:]
+        crt, key = cluster.certs.issue("tls_app", tag="-required")
+        assert AdminClient(ssl_config(cluster, cluster.certs.ca, **{
+            "ssl.certificate.location": str(crt), "ssl.key.location": str(key)})).list_topics(timeout=10)
+    finally:
+        set_client_auth(cluster, "requested")
+
+    # kafka-python over SSL with a client certificate (its own TLS stack: Python's ssl module).
+    from kafka import KafkaConsumer, KafkaProducer
+    crt, key = cluster.certs.issue("kafka_admin", tag="-python")
+    tls = {"security_protocol": "SSL", "ssl_cafile": str(cluster.certs.ca), "ssl_certfile": str(crt),
+           "ssl_keyfile": str(key), "bootstrap_servers": f"127.0.0.1:{SSL_PORT}"}
+    producer = KafkaProducer(**tls, request_timeout_ms=20000)
+    producer.send(topic, b"from kafka-python over SSL").get(timeout=CALL_TIMEOUT_S)
+    producer.close()
+    consumer = KafkaConsumer(topic, **tls, auto_offset_reset="earliest", consumer_timeout_ms=10000)
+    values = [m.value for m in consumer]
+    consumer.close()
+    assert values == [b"from kafka-python over SSL"]
 
 
 def test_a_reload_serves_a_renewed_certificate_without_dropping_connections(cluster):
