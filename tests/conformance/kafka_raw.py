@@ -22,7 +22,8 @@ API_NAMES = {
     25: "AddOffsetsToTxn", 26: "EndTxn", 28: "TxnOffsetCommit", 29: "DescribeAcls", 30: "CreateAcls",
     31: "DeleteAcls", 32: "DescribeConfigs",
     33: "AlterConfigs", 35: "DescribeLogDirs", 37: "CreatePartitions", 42: "DeleteGroups",
-    44: "IncrementalAlterConfigs", 47: "OffsetDelete", 60: "DescribeCluster", 68: "ConsumerGroupHeartbeat",
+    44: "IncrementalAlterConfigs", 47: "OffsetDelete", 48: "DescribeClientQuotas", 49: "AlterClientQuotas",
+    60: "DescribeCluster", 68: "ConsumerGroupHeartbeat",
     69: "ConsumerGroupDescribe", 75: "DescribeTopicPartitions",
 }
 SERVED_API_KEYS = frozenset(API_NAMES)

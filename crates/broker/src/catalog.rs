@@ -56,13 +56,15 @@ pub struct TransactionRecord {
 }
 
 /// What the broker loads from the catalog at startup.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CatalogSnapshot {
     pub topics: Vec<TopicRecord>,
     pub offsets: Vec<CommittedOffset>,
     pub transactions: Vec<TransactionRecord>,
     /// The ACL bindings (`kafgres.acls`).
     pub acls: Vec<crate::acl::AclBinding>,
+    /// The client quotas (`kafgres.client_quotas`).
+    pub client_quotas: Vec<crate::quota::QuotaRule>,
 }
 
 impl From<Vec<TopicRecord>> for CatalogSnapshot {
@@ -154,6 +156,9 @@ pub trait Catalog: Send + Sync + 'static {
 
     /// Durably removes ACL bindings (those a DeleteAcls filter matched).
     fn delete_acls(&self, bindings: Vec<crate::acl::AclBinding>) -> CatalogFuture<()>;
+
+    /// Durably sets and removes client quotas (one AlterClientQuotas), all or none.
+    fn alter_client_quotas(&self, changes: Vec<crate::quota::admin::QuotaChange>) -> CatalogFuture<()>;
 }
 
 /// A catalog in memory, for tests and for running the broker without Postgres.
@@ -170,6 +175,7 @@ pub struct MemoryCatalog {
     /// Role memberships and superusers by role (authorization tests); a
     /// role not here is a member of nothing.
     identities: Mutex<BTreeMap<String, crate::acl::Identity>>,
+    client_quotas: Mutex<BTreeMap<(crate::quota::QuotaEntity, crate::quota::QuotaKey), f64>>,
     acls: Mutex<std::collections::BTreeSet<crate::acl::AclBinding>>,
 }
 
@@ -220,6 +226,21 @@ impl MemoryCatalog {
         }
     }
 
+    pub fn client_quotas(&self) -> Vec<crate::quota::QuotaRule> {
+        self.client_quotas
+            .lock()
+            .map(|q| {
+                q.iter()
+                    .map(|((entity, key), value)| crate::quota::QuotaRule {
+                        entity: entity.clone(),
+                        key: *key,
+                        value: *value,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     pub fn acls(&self) -> Vec<crate::acl::AclBinding> {
         self.acls.lock().map(|a| a.iter().cloned().collect()).unwrap_or_default()
     }
@@ -231,6 +252,7 @@ impl MemoryCatalog {
             offsets: self.offsets(),
             transactions: self.transactions(),
             acls: self.acls(),
+            client_quotas: self.client_quotas(),
         }
     }
 }
@@ -372,6 +394,19 @@ impl Catalog for MemoryCatalog {
             Ok(None) => Ok(None),
             Err(_) => Err(CatalogError::Failed("poisoned".into())),
         })
+    }
+
+    fn alter_client_quotas(&self, changes: Vec<crate::quota::admin::QuotaChange>) -> CatalogFuture<()> {
+        ready((|| {
+            let mut quotas = self.client_quotas.lock().map_err(|_| CatalogError::Failed("poisoned".into()))?;
+            for change in changes {
+                match change.value {
+                    Some(value) => quotas.insert((change.entity, change.key), value),
+                    None => quotas.remove(&(change.entity, change.key)),
+                };
+            }
+            Ok(())
+        })())
     }
 
     fn create_acls(&self, bindings: Vec<crate::acl::AclBinding>) -> CatalogFuture<()> {

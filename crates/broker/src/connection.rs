@@ -28,6 +28,7 @@ use crate::context::BrokerContext;
 use crate::dispatch::{handle_frame, Outcome};
 use crate::listener::Endpoint;
 use crate::metrics::{BrokerMetrics, ConnectionEntry};
+use crate::quota::QuotaKey;
 use crate::sasl::{Gate, SaslSession};
 use crate::splice::ResponsePart;
 
@@ -190,9 +191,29 @@ async fn serve<R: AsyncRead + Unpin>(
                 return;
             }
         };
-        match handle_frame(&ctx, peer, sasl.principal(), sasl.identity(), &endpoint, frame).await {
+        // Quotas (KIP-219): the answer carries the throttle time, and the
+        // connection reads nothing more from the client until it has passed.
+        let quota_client = ctx.quotas.active().then(|| header_client_id(&frame).to_owned());
+        let user = sasl.identity().role.as_str();
+        let throttle = match (&quota_client, api_key) {
+            (Some(client_id), Some(PRODUCE_KEY)) => {
+                ctx.quotas.record(QuotaKey::ProducerByteRate, user, client_id, FRAME_LEN_BYTES + len)
+            }
+            // Already over its rate: the fetch is answered empty, as Kafka does.
+            (Some(client_id), Some(FETCH_KEY)) => ctx.quotas.record(QuotaKey::ConsumerByteRate, user, client_id, 0),
+            _ => Duration::ZERO,
+        };
+        let throttle_ms = i32::try_from(throttle.as_millis()).unwrap_or(i32::MAX);
+        let mut mute = throttle;
+        let mut count_fetched = |bytes_out: usize| {
+            if let (Some(client_id), Some(FETCH_KEY), true) = (&quota_client, api_key, throttle.is_zero()) {
+                mute = ctx.quotas.record(QuotaKey::ConsumerByteRate, user, client_id, bytes_out);
+            }
+        };
+        match handle_frame(&ctx, peer, sasl.principal(), sasl.identity(), &endpoint, throttle_ms, frame).await {
             Outcome::Respond(bytes) => {
                 entry.record_request((FRAME_LEN_BYTES + len) as u64, bytes.len() as u64);
+                count_fetched(bytes.len());
                 if writer.write_all(&bytes).await.is_err() {
                     return;
                 }
@@ -203,6 +224,7 @@ async fn serve<R: AsyncRead + Unpin>(
             Outcome::RespondParts { parts, woken_at } => {
                 let bytes_out: usize = parts.iter().map(ResponsePart::len).sum();
                 entry.record_request((FRAME_LEN_BYTES + len) as u64, bytes_out as u64);
+                count_fetched(bytes_out);
                 if let Err(e) = writer.write_parts(parts).await {
                     log::info!("closing connection from {peer}: sending a response failed: {e}");
                     return;
@@ -222,7 +244,25 @@ async fn serve<R: AsyncRead + Unpin>(
                 return;
             }
         }
+        if !mute.is_zero() {
+            metrics.throttled_requests.fetch_add(1, Ordering::Relaxed);
+            tokio::select! {
+                _ = shutdown.changed() => return,
+                _ = tokio::time::sleep(mute) => {}
+            }
+        }
     }
+}
+
+/// The request header's client id (after key, version and correlation id:
+/// an int16-length string); empty when null or not UTF-8.
+fn header_client_id(frame: &[u8]) -> &str {
+    let Some(len) = frame.get(8..10).map(|l| i16::from_be_bytes([l[0], l[1]])) else { return "" };
+    usize::try_from(len)
+        .ok()
+        .and_then(|len| frame.get(10..10 + len))
+        .and_then(|id| std::str::from_utf8(id).ok())
+        .unwrap_or("")
 }
 
 /// The sending half of a connection.

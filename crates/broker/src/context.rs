@@ -35,6 +35,11 @@ pub struct BrokerContext {
     pub acls: Arc<Authorizer>,
     /// CreateAcls and DeleteAcls: catalog first, then the authorizer.
     pub acl_admin: AclAdmin,
+    /// The client quotas in force and the rates measured against them; the
+    /// host replaces the rules when it reloads.
+    pub quotas: Arc<crate::quota::ClientQuotas>,
+    /// AlterClientQuotas: catalog first, then the quotas.
+    pub quota_admin: crate::quota::admin::QuotaAdmin,
     /// The request frames in flight, against `request_memory_bytes_max`
     /// (the connections' concern, not a handler's service).
     pub request_memory: crate::limits::RequestMemory,
@@ -71,6 +76,7 @@ services! {
     TxnService => txns,
     Authorizer => acls,
     AclAdmin => acl_admin,
+    crate::quota::admin::QuotaAdmin => quota_admin,
 }
 
 impl<'a, A: Pick<'a>, B: Pick<'a>> Pick<'a> for (A, B) {

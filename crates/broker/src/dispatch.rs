@@ -68,6 +68,7 @@ pub async fn handle_frame(
     principal: Option<&str>,
     identity: &Identity,
     endpoint: &crate::listener::Endpoint,
+    throttle_time_ms: i32,
     frame: Bytes,
 ) -> Outcome {
     let Some((api_key, api_version, correlation_id)) = peek_fixed_header(&frame) else {
@@ -101,6 +102,7 @@ pub async fn handle_frame(
         identity,
         acls: &ctx.acls,
         endpoint,
+        throttle_time_ms,
     };
     route(ctx, key, &cx, body).await
 }

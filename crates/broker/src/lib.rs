@@ -20,7 +20,8 @@
 //! - [`producer_ids`]: producer ids for InitProducerId, reserved from the
 //!   catalog in blocks (the sequence state itself lives in each partition's log);
 //! - [`acl`]: Kafka's ACLs over Postgres roles, and the authorizer every
-//!   handler asks before it acts;
+//!   handler asks before it acts; [`quota`]: client byte-rate quotas and the
+//!   throttle time a request earns;
 //! - [`sasl`]: SASL/SCRAM-SHA-256 (and PLAIN over TLS) authentication of
 //!   connections against the catalog's credentials (PostgreSQL roles),
 //!   before dispatch;
@@ -57,6 +58,7 @@ pub mod log_dir;
 pub mod metrics;
 pub mod partition;
 pub mod producer_ids;
+pub mod quota;
 pub mod replication;
 pub mod sasl;
 pub mod server;

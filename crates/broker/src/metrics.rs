@@ -56,6 +56,8 @@ pub struct BrokerMetrics {
     pub connections_accepted: AtomicU64,
     pub connections_open: AtomicU64,
     pub connections_refused: AtomicU64,
+    /// Responses after which a connection was muted for its quota.
+    pub throttled_requests: AtomicU64,
     /// Rounds of committed SQL transactions applied, and their records.
     pub sql_rounds: AtomicU64,
     pub sql_records: AtomicU64,
@@ -118,6 +120,7 @@ impl BrokerMetrics {
             ("connections_accepted", get(&self.connections_accepted)),
             ("connections_open", get(&self.connections_open)),
             ("connections_refused", get(&self.connections_refused)),
+            ("throttled_requests", get(&self.throttled_requests)),
             ("sql_rounds", get(&self.sql_rounds)),
             ("sql_records", get(&self.sql_records)),
         ]

@@ -74,7 +74,7 @@ impl Broker {
         catalog: Arc<dyn Catalog>,
         snapshot: impl Into<CatalogSnapshot>,
     ) -> Result<Broker, StartError> {
-        let CatalogSnapshot { topics: records, offsets, transactions, acls } = snapshot.into();
+        let CatalogSnapshot { topics: records, offsets, transactions, acls, client_quotas } = snapshot.into();
         let mut registry = TopicRegistry::default();
         let housekeeping = crate::partition::Housekeeping::default();
         let now = crate::now_ms();
@@ -146,6 +146,8 @@ impl Broker {
         let config_request_memory = config.request_memory_bytes_max;
         let failed_login_delay = std::time::Duration::from_millis(config.failed_authentication_delay_ms);
         let acl_admin = crate::acl::AclAdmin::new(Arc::clone(&acls), Arc::clone(&catalog));
+        let quotas = Arc::new(crate::quota::ClientQuotas::new(client_quotas));
+        let quota_admin = crate::quota::admin::QuotaAdmin::new(Arc::clone(&quotas), Arc::clone(&catalog));
         let ctx = Arc::new(BrokerContext {
             config,
             catalog,
@@ -156,6 +158,8 @@ impl Broker {
             txns,
             acls,
             acl_admin,
+            quotas,
+            quota_admin,
             request_memory: crate::limits::RequestMemory::new(config_request_memory),
             failed_logins: crate::limits::FailedLogins::new(failed_login_delay),
         });

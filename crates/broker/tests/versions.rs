@@ -402,6 +402,32 @@ async fn exchange(
             let only = configs.len() == 1 && configs.get("max.message.bytes") == Some(&value);
             check(r.responses[0].error_code == 0 && only, format!("{r:?} {configs:?}"))
         }
+        // A quota per version, set and then described back.
+        ApiKey::AlterClientQuotas => {
+            use kafka_protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
+            let entry = EntryData::default()
+                .with_entity(vec![EntityData::default()
+                    .with_entity_type(StrBytes::from_static_str("client-id"))
+                    .with_entity_name(Some(StrBytes::from_string(format!("sweep-v{version}"))))])
+                .with_ops(vec![OpData::default()
+                    .with_key(StrBytes::from_static_str("producer_byte_rate"))
+                    .with_value(1e9 + f64::from(version))]);
+            let request = kafka_protocol::messages::AlterClientQuotasRequest::default().with_entries(vec![entry]);
+            let r = client.try_call(version, &request).await?;
+            check(r.entries.len() == 1 && r.entries[0].error_code == 0, format!("{r:?}"))
+        }
+        ApiKey::DescribeClientQuotas => {
+            use kafka_protocol::messages::describe_client_quotas_request::ComponentData;
+            let component = ComponentData::default()
+                .with_entity_type(StrBytes::from_static_str("client-id"))
+                .with_match_type(0)
+                .with_match(Some(StrBytes::from_string(format!("sweep-v{version}"))));
+            let request =
+                kafka_protocol::messages::DescribeClientQuotasRequest::default().with_components(vec![component]);
+            let r = client.try_call(version, &request).await?;
+            let values: Vec<f64> = r.entries.iter().flatten().flat_map(|e| e.values.iter().map(|v| v.value)).collect();
+            check(r.error_code == 0 && values == vec![1e9 + f64::from(version)], format!("{r:?}"))
+        }
         // The sweep's broker has no authorizer: SECURITY_DISABLED, as Kafka's.
         ApiKey::DescribeAcls => {
             let request = DescribeAclsRequest::default()
@@ -586,6 +612,8 @@ async fn every_served_version_answers() {
         DescribeAcls,
         CreateAcls,
         DeleteAcls,
+        AlterClientQuotas,
+        DescribeClientQuotas,
     ];
     for key in order {
         let api = SERVED_APIS.iter().find(|a| a.key == key).expect("served");

@@ -140,6 +140,24 @@ COMMENT ON TABLE kafgres.acls IS
     'Kafka ACL bindings (kafka-acls.sh), enforced while kafgres.authorizer = acl; principals are User:<role>.';
 REVOKE ALL ON kafgres.acls FROM PUBLIC;
 
+-- Client quotas (DescribeClientQuotas, AlterClientQuotas; kafka-configs.sh
+-- --entity-type users / clients): bytes per second for a user (a role), a
+-- client id, or both. '<default>' is the default entity of its kind, NULL a
+-- kind the quota does not name. Written by the broker; an operator's own
+-- change takes effect at the next SELECT pg_reload_conf().
+CREATE TABLE kafgres.client_quotas (
+    user_name   text CHECK (user_name <> ''),
+    client_id   text,
+    quota_key   text NOT NULL CHECK (quota_key IN ('producer_byte_rate', 'consumer_byte_rate')),
+    quota_value float8 NOT NULL CHECK (quota_value > 0 AND quota_value = trunc(quota_value)),
+    CHECK (user_name IS NOT NULL OR client_id IS NOT NULL),
+    UNIQUE NULLS NOT DISTINCT (user_name, client_id, quota_key)
+);
+COMMENT ON TABLE kafgres.client_quotas IS
+    'Kafka client quotas (kafka-configs.sh --entity-type users/clients), bytes per second; ''<default>'' is the default entity.';
+REVOKE ALL ON kafgres.client_quotas FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('kafgres.client_quotas', '');
+
 -- kafgres::replication::status::_replication
 CREATE  FUNCTION "_replication"() RETURNS TABLE (
 	"role" TEXT,  /* String */

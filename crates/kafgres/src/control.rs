@@ -81,6 +81,11 @@ pub enum ControlRequest {
         bindings: Vec<kafgres_broker::acl::AclBinding>,
         reply: oneshot::Sender<Result<(), CatalogError>>,
     },
+    /// Sets and removes client quotas (AlterClientQuotas), in one transaction.
+    AlterClientQuotas {
+        changes: Vec<kafgres_broker::quota::admin::QuotaChange>,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
     /// Stores a transactional id's state; with `offsets`, completes a commit
     /// (the offsets and the state in one transaction).
     StoreTransaction {
@@ -241,6 +246,10 @@ impl Catalog for ControlPlaneCatalog {
     fn delete_acls(&self, bindings: Vec<kafgres_broker::acl::AclBinding>) -> CatalogFuture<()> {
         self.call(move |reply| ControlRequest::DeleteAcls { bindings, reply })
     }
+
+    fn alter_client_quotas(&self, changes: Vec<kafgres_broker::quota::admin::QuotaChange>) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::AlterClientQuotas { changes, reply })
+    }
 }
 
 /// A standby's catalog. Its database is read-only and replays the leader's,
@@ -324,5 +333,9 @@ impl Catalog for StandbyCatalog {
 
     fn delete_acls(&self, bindings: Vec<kafgres_broker::acl::AclBinding>) -> CatalogFuture<()> {
         self.memory.delete_acls(bindings)
+    }
+
+    fn alter_client_quotas(&self, changes: Vec<kafgres_broker::quota::admin::QuotaChange>) -> CatalogFuture<()> {
+        self.memory.alter_client_quotas(changes)
     }
 }

@@ -30,6 +30,7 @@ pub mod gucs;
 pub mod internal_login;
 pub mod lifecycle;
 pub mod logging;
+pub mod quota_sql;
 pub mod replication;
 pub mod shared_metrics;
 pub mod sql_api;

@@ -75,6 +75,12 @@ impl Handler for Fetch {
             }
             return follower::handle(topics, &config.replication, replica_id, request).await;
         }
+        if cx.throttle_time_ms > 0 {
+            // Over its consumer_byte_rate: no records and no wait, only the
+            // time to back off (Kafka's throttled fetch answer).
+            let response = FetchResponse::default().with_throttle_time_ms(cx.throttle_time_ms);
+            return Answer::Spliced { response, ranges: FileRanges::default(), woken_at: None };
+        }
         let leader_epoch = config.replication.leader_epoch();
         let by_id = version >= 13;
         let mut response = FetchResponse::default();

@@ -102,6 +102,10 @@ pub struct RequestContext<'a> {
     pub acls: &'a Authorizer,
     /// The listener the request came in on: where its client is sent back.
     pub endpoint: &'a crate::listener::Endpoint,
+    /// The time the client is throttled for by its quota (Produce: this
+    /// request's bytes counted; Fetch: already over its quota, so it gets an
+    /// empty answer), for the response's `throttle_time_ms`.
+    pub throttle_time_ms: i32,
 }
 
 impl RequestContext<'_> {

@@ -13,6 +13,7 @@ pub mod acls;
 pub mod alter_configs;
 pub mod api_versions;
 pub mod authorized_operations;
+pub mod client_quotas;
 pub mod consumer_group;
 pub mod create_partitions;
 pub mod create_topics;
@@ -87,6 +88,8 @@ macro_rules! served_apis {
             $crate::api::acls::DescribeAcls,
             $crate::api::acls::CreateAcls,
             $crate::api::acls::DeleteAcls,
+            $crate::api::client_quotas::DescribeClientQuotas,
+            $crate::api::client_quotas::AlterClientQuotas,
         }
     };
 }

@@ -131,7 +131,7 @@ impl Handler for Produce {
         // acks=all with a synchronous policy waits for the standbys at most
         // the request's own timeout, as Kafka bounds its ISR wait.
         let replication_timeout = std::time::Duration::from_millis(request.timeout_ms.clamp(0, i32::MAX) as u64);
-        let mut response = ProduceResponse::default();
+        let mut response = ProduceResponse::default().with_throttle_time_ms(cx.throttle_time_ms);
         for (name, topic_id, pending) in answers {
             let mut topic_response = TopicProduceResponse::default();
             topic_response.name = topic_name(&name);

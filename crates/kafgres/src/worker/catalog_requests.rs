@@ -88,6 +88,10 @@ fn serve_one(plans: &CatalogPlans, request: ControlRequest) {
             let result = run_in_transaction(|| crate::acl_sql::delete_acls(&bindings));
             let _ = reply.send(result.map_err(failed));
         }
+        ControlRequest::AlterClientQuotas { changes, reply } => {
+            let result = run_in_transaction(|| crate::quota_sql::alter_quotas(&changes));
+            let _ = reply.send(result.map_err(failed));
+        }
         ControlRequest::StoreTransaction { record, offsets, reply } => {
             let result = run_in_transaction(|| {
                 if !offsets.is_empty() {

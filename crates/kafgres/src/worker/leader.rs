@@ -75,13 +75,21 @@ pub(super) fn run(w: &Worker) -> Ended {
     Ended::Stopped
 }
 
-/// A reload applies `kafgres.authorizer` and rereads `kafgres.acls` (an
-/// operator's own INSERT or DELETE); a failed read keeps the bindings in force.
+/// A reload applies `kafgres.authorizer` and rereads `kafgres.acls` and
+/// `kafgres.client_quotas` (an operator's own INSERT or DELETE); a failed
+/// read keeps what is in force.
 pub(super) fn reload_acls(ctx: &kafgres_broker::BrokerContext) {
     ctx.acls.set_enabled(super::config::authorizer_enabled());
     match run_in_transaction(crate::acl_sql::load_acls) {
         Ok(bindings) => ctx.acls.replace(bindings),
         Err(e) => warning!("kafgres: {e}; the ACLs loaded before stay in force"),
+    }
+    match run_in_transaction(crate::quota_sql::load_quotas) {
+        Ok(rules) => {
+            log!("kafgres: reloaded {} client quotas", rules.len());
+            ctx.quotas.replace(rules);
+        }
+        Err(e) => warning!("kafgres: {e}; the client quotas loaded before stay in force"),
     }
 }
 

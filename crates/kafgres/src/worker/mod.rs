@@ -237,6 +237,7 @@ fn load_catalog(wait: &WaitSet, database: &str) -> Option<(CatalogPlans, Catalog
                 offsets: plans.load_offsets(None)?,
                 transactions: plans.load_transactions()?,
                 acls: crate::acl_sql::load_acls()?,
+                client_quotas: crate::quota_sql::load_quotas()?,
             };
             let cluster = ClusterIdentity {
                 cluster_id: plans.cluster_id()?,

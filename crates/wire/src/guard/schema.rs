@@ -48,8 +48,6 @@ pub(crate) enum Kind {
     Int16,
     Int32,
     Int64,
-    // Part of the schema language; no covered request has a float yet.
-    #[allow(dead_code)]
     Float64,
     /// One byte; Kafka and `kafka-protocol` read any non-zero byte as true.
     Bool,

@@ -20,6 +20,7 @@ pub(crate) mod cluster;
 pub(crate) mod consumer_groups;
 pub(crate) mod data;
 pub(crate) mod groups;
+pub(crate) mod quotas;
 pub(crate) mod topics;
 pub(crate) mod txn;
 
@@ -61,6 +62,8 @@ pub(crate) static APIS: &[&ApiSchema] = &[
     &topics::CREATE_PARTITIONS,
     &groups::DELETE_GROUPS,
     &cluster::INCREMENTAL_ALTER_CONFIGS,
+    &quotas::DESCRIBE_CLIENT_QUOTAS,
+    &quotas::ALTER_CLIENT_QUOTAS,
     &groups::OFFSET_DELETE,
     &cluster::DESCRIBE_CLUSTER,
     &txn::DESCRIBE_PRODUCERS,

@@ -6,21 +6,22 @@
 
 use bytes::Bytes;
 use kafka_protocol::messages::{
-    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest, ApiVersionsRequest,
-    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest, CreatePartitionsRequest,
-    CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
-    DescribeAclsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
-    DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest, EndTxnRequest, FetchRequest,
-    FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest,
-    LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, ListTransactionsRequest, MetadataRequest,
-    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest,
-    SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest, TxnOffsetCommitRequest,
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterClientQuotasRequest, AlterConfigsRequest,
+    ApiVersionsRequest, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest,
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
+    DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest, DescribeClusterRequest,
+    DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest,
+    DescribeTopicPartitionsRequest, DescribeTransactionsRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest,
+    HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
+    ListGroupsRequest, ListOffsetsRequest, ListTransactionsRequest, MetadataRequest, OffsetCommitRequest,
+    OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, SaslAuthenticateRequest,
+    SaslHandshakeRequest, SyncGroupRequest, TxnOffsetCommitRequest,
 };
 use kafka_protocol::protocol::{Decodable, Message};
 
 use super::{
     alloc, requests_acls, requests_admin, requests_cluster, requests_consumer_groups, requests_data, requests_groups,
-    requests_topics, requests_txn, roundtrip,
+    requests_quotas, requests_topics, requests_txn, roundtrip,
 };
 use crate::guard::schemas;
 
@@ -112,6 +113,10 @@ covered_apis! {
         requests_consumer_groups::delete_groups;
     44 roundtrip_incremental_alter_configs: IncrementalAlterConfigsRequest, 0..=1,
         requests_cluster::incremental_alter_configs;
+    48 roundtrip_describe_client_quotas: DescribeClientQuotasRequest, 0..=1,
+        requests_quotas::describe_client_quotas;
+    49 roundtrip_alter_client_quotas: AlterClientQuotasRequest, 0..=1,
+        requests_quotas::alter_client_quotas;
     47 roundtrip_offset_delete: OffsetDeleteRequest, 0..=0,
         requests_consumer_groups::offset_delete;
     60 roundtrip_describe_cluster: DescribeClusterRequest, 0..=2,

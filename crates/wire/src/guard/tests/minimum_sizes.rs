@@ -54,7 +54,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::Encodable;
 
 use crate::guard::schema::{Encoding, Kind, StructSchema};
-use crate::guard::schemas::{self, acls, admin, cluster, consumer_groups, data, groups, topics, txn};
+use crate::guard::schemas::{self, acls, admin, cluster, consumer_groups, data, groups, quotas, topics, txn};
 
 /// Checks one struct at every version of its API; returns the API and the struct's name (names
 /// repeat across APIs: AlterConfigsResource, TopicRequest).
@@ -130,6 +130,12 @@ fn minimum_sizes_match_default_encodings() {
 fn checked_later() -> Vec<(i16, &'static str)> {
     vec![
         check::<SaslHandshakeRequest>(17, &admin::SASL_HANDSHAKE_REQUEST),
+        check::<kafka_protocol::messages::DescribeClientQuotasRequest>(48, &quotas::DESCRIBE_CLIENT_QUOTAS_REQUEST),
+        check::<kafka_protocol::messages::describe_client_quotas_request::ComponentData>(48, &quotas::COMPONENT_DATA),
+        check::<kafka_protocol::messages::AlterClientQuotasRequest>(49, &quotas::ALTER_CLIENT_QUOTAS_REQUEST),
+        check::<kafka_protocol::messages::alter_client_quotas_request::EntryData>(49, &quotas::ENTRY_DATA),
+        check::<kafka_protocol::messages::alter_client_quotas_request::EntityData>(49, &quotas::ENTITY_DATA),
+        check::<kafka_protocol::messages::alter_client_quotas_request::OpData>(49, &quotas::OP_DATA),
         check::<SaslAuthenticateRequest>(36, &admin::SASL_AUTHENTICATE_REQUEST),
         check::<CreatePartitionsRequest>(37, &topics::CREATE_PARTITIONS_REQUEST),
         check::<CreatePartitionsTopic>(37, &topics::CREATE_PARTITIONS_TOPIC),

@@ -35,6 +35,7 @@ mod requests_cluster;
 mod requests_consumer_groups;
 mod requests_data;
 mod requests_groups;
+mod requests_quotas;
 mod requests_topics;
 mod requests_txn;
 mod tagged;

@@ -33,6 +33,7 @@ public final class KafgresProbe {
             "cooperative", CooperativeScenario::run,
             "consumer-protocol", ConsumerProtocolScenario::run,
             "transactions", TransactionsScenario::run,
+            "quotas", QuotasScenario::run,
             "failover", FailoverScenario::run);
 
     private KafgresProbe() {}

@@ -1,0 +1,260 @@
+//! Client quotas: byte rates per user (a Postgres role), client id, or both,
+//! as Kafka's `ClientQuotaManager` applies them.
+//!
+//! Owns the quota vocabulary (entities, keys), the rules in force
+//! ([`ClientQuotas`], replaced whole at start, after AlterClientQuotas and
+//! at a reload), the rate each quota entity is measured at ([`rate`]) and
+//! the throttle time a request earns. The rules are stored by the catalog
+//! (`kafgres.client_quotas`); [`admin`] writes there first, then here. It
+//! never delays anything itself: the connection sends the answer with the
+//! throttle time and reads nothing more from the client until it has passed
+//! (KIP-219), as Kafka does.
+//!
+//! A client's quota is the most specific of (Kafka's order):
+//! `user+client-id`, `user+default client-id`, `user`, `default user+client-id`,
+//! `default user+default client-id`, `default user`, `client-id`,
+//! `default client-id`. Clients that match the same configured entity share
+//! one rate (a `user` quota bounds all of that role's clients together); a
+//! default entity gives each user or client id a rate of its own.
+
+pub mod admin;
+pub mod rate;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use rate::Rate;
+
+/// The quota kinds Kafgres enforces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum QuotaKey {
+    /// Bytes per second of Produce requests.
+    ProducerByteRate,
+    /// Bytes per second of Fetch responses.
+    ConsumerByteRate,
+}
+
+impl QuotaKey {
+    pub const ALL: [QuotaKey; 2] = [QuotaKey::ProducerByteRate, QuotaKey::ConsumerByteRate];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            QuotaKey::ProducerByteRate => "producer_byte_rate",
+            QuotaKey::ConsumerByteRate => "consumer_byte_rate",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<QuotaKey> {
+        QuotaKey::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// One component of a quota entity: a named user or client id, or the
+/// default one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EntityName {
+    Default,
+    Named(String),
+}
+
+impl EntityName {
+    /// Kafka's wire form: a name, or null for the default.
+    pub fn from_wire(name: Option<&str>) -> EntityName {
+        name.map_or(EntityName::Default, |n| EntityName::Named(n.to_owned()))
+    }
+
+    pub fn to_wire(&self) -> Option<&str> {
+        match self {
+            EntityName::Default => None,
+            EntityName::Named(n) => Some(n),
+        }
+    }
+}
+
+/// What a quota is for: a user, a client id, or both (at least one).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct QuotaEntity {
+    pub user: Option<EntityName>,
+    pub client_id: Option<EntityName>,
+}
+
+/// The entity type names of the protocol.
+pub const USER: &str = "user";
+pub const CLIENT_ID: &str = "client-id";
+
+/// A configured quota.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuotaRule {
+    pub entity: QuotaEntity,
+    pub key: QuotaKey,
+    /// Bytes per second.
+    pub value: f64,
+}
+
+/// Which clients share one measured rate: the configured entity a client
+/// matched, with defaults replaced by the client's own names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct SensorKey {
+    key: QuotaKey,
+    user: Option<String>,
+    client_id: Option<String>,
+}
+
+/// How many sensors may exist before idle ones are swept (one per user or
+/// client id that a default quota applies to).
+const SENSOR_SWEEP_AT: usize = 4096;
+
+/// The rules in force and the rates measured against them.
+#[derive(Debug, Default)]
+pub struct ClientQuotas {
+    rules: RwLock<Arc<HashMap<(QuotaEntity, QuotaKey), f64>>>,
+    sensors: Mutex<HashMap<SensorKey, Rate>>,
+}
+
+fn millis_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+impl ClientQuotas {
+    pub fn new(rules: Vec<QuotaRule>) -> ClientQuotas {
+        let quotas = ClientQuotas::default();
+        quotas.replace(rules);
+        quotas
+    }
+
+    /// Replaces every rule (the catalog's whole set). Rates measured so far stay.
+    pub fn replace(&self, rules: Vec<QuotaRule>) {
+        let index = rules.into_iter().map(|r| ((r.entity, r.key), r.value)).collect();
+        *self.rules.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(index);
+    }
+
+    /// Whether any quota is configured (else nothing is measured).
+    pub fn active(&self) -> bool {
+        !self.rules.read().unwrap_or_else(|p| p.into_inner()).is_empty()
+    }
+
+    pub fn rules(&self) -> Vec<QuotaRule> {
+        let rules = Arc::clone(&self.rules.read().unwrap_or_else(|p| p.into_inner()));
+        let mut all: Vec<QuotaRule> = rules
+            .iter()
+            .map(|((entity, key), value)| QuotaRule { entity: entity.clone(), key: *key, value: *value })
+            .collect();
+        all.sort_by(|a, b| (&a.entity, a.key).cmp(&(&b.entity, b.key)));
+        all
+    }
+
+    /// The quota that applies to (`user`, `client_id`) for `key`, and which
+    /// clients share its rate.
+    fn resolve(&self, key: QuotaKey, user: &str, client_id: &str) -> Option<(f64, SensorKey)> {
+        let rules = Arc::clone(&self.rules.read().unwrap_or_else(|p| p.into_inner()));
+        if rules.is_empty() {
+            return None;
+        }
+        let named = |n: &str| Some(EntityName::Named(n.to_owned()));
+        let default = || Some(EntityName::Default);
+        let both = || (Some(user.to_owned()), Some(client_id.to_owned()));
+        let candidates = [
+            (named(user), named(client_id), both()),
+            (named(user), default(), both()),
+            (named(user), None, (Some(user.to_owned()), None)),
+            (default(), named(client_id), both()),
+            (default(), default(), both()),
+            (default(), None, (Some(user.to_owned()), None)),
+            (None, named(client_id), (None, Some(client_id.to_owned()))),
+            (None, default(), (None, Some(client_id.to_owned()))),
+        ];
+        candidates.into_iter().find_map(|(u, c, (sensor_user, sensor_client))| {
+            let value = rules.get(&(QuotaEntity { user: u, client_id: c }, key))?;
+            Some((*value, SensorKey { key, user: sensor_user, client_id: sensor_client }))
+        })
+    }
+
+    /// Records `bytes` against the client's `key` quota; the time it must
+    /// be throttled for (zero when no quota applies or it is under it).
+    pub fn record(&self, key: QuotaKey, user: &str, client_id: &str, bytes: usize) -> Duration {
+        self.record_at(key, user, client_id, bytes, millis_now())
+    }
+
+    fn record_at(&self, key: QuotaKey, user: &str, client_id: &str, bytes: usize, now_ms: u64) -> Duration {
+        let Some((quota, sensor)) = self.resolve(key, user, client_id) else {
+            return Duration::ZERO;
+        };
+        let mut sensors = self.sensors.lock().unwrap_or_else(|p| p.into_inner());
+        if sensors.len() >= SENSOR_SWEEP_AT && !sensors.contains_key(&sensor) {
+            sensors.retain(|_, rate| !rate.idle(now_ms));
+        }
+        let rate = sensors.entry(sensor).or_default();
+        rate.record(now_ms, bytes as f64);
+        rate.throttle(now_ms, quota)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(user: Option<EntityName>, client_id: Option<EntityName>, key: QuotaKey, value: f64) -> QuotaRule {
+        QuotaRule { entity: QuotaEntity { user, client_id }, key, value }
+    }
+
+    fn named(n: &str) -> Option<EntityName> {
+        Some(EntityName::Named(n.into()))
+    }
+
+    const P: QuotaKey = QuotaKey::ProducerByteRate;
+
+    #[test]
+    fn the_most_specific_entity_wins_in_kafkas_order() {
+        let quotas = ClientQuotas::new(vec![
+            rule(None, Some(EntityName::Default), P, 1.0),
+            rule(None, named("app"), P, 2.0),
+            rule(Some(EntityName::Default), None, P, 3.0),
+            rule(Some(EntityName::Default), Some(EntityName::Default), P, 4.0),
+            rule(Some(EntityName::Default), named("app"), P, 5.0),
+            rule(named("alice"), None, P, 6.0),
+            rule(named("alice"), Some(EntityName::Default), P, 7.0),
+            rule(named("alice"), named("app"), P, 8.0),
+        ]);
+        let value = |user: &str, client: &str| quotas.resolve(P, user, client).map(|(v, _)| v);
+        assert_eq!(value("alice", "app"), Some(8.0));
+        assert_eq!(value("alice", "other"), Some(7.0));
+        assert_eq!(value("bob", "app"), Some(5.0));
+        assert_eq!(value("bob", "other"), Some(4.0));
+        assert_eq!(quotas.resolve(QuotaKey::ConsumerByteRate, "alice", "app"), None);
+
+        let only_clients =
+            ClientQuotas::new(vec![rule(None, named("app"), P, 2.0), rule(None, Some(EntityName::Default), P, 1.0)]);
+        assert_eq!(only_clients.resolve(P, "anyone", "app").map(|(v, _)| v), Some(2.0));
+        assert_eq!(only_clients.resolve(P, "anyone", "x").map(|(v, _)| v), Some(1.0));
+        let user_only =
+            ClientQuotas::new(vec![rule(named("alice"), None, P, 6.0), rule(Some(EntityName::Default), None, P, 3.0)]);
+        assert_eq!(user_only.resolve(P, "alice", "x").map(|(v, _)| v), Some(6.0));
+        assert_eq!(user_only.resolve(P, "bob", "x").map(|(v, _)| v), Some(3.0));
+    }
+
+    #[test]
+    fn a_user_quota_is_shared_by_its_clients_a_default_one_is_per_user() {
+        let quotas = ClientQuotas::new(vec![
+            rule(named("alice"), None, P, 1000.0),
+            rule(Some(EntityName::Default), None, P, 1000.0),
+        ]);
+        // alice's two client ids share one rate: 6,000 + 6,000 bytes is over 1,000/s.
+        assert_eq!(quotas.record_at(P, "alice", "a", 6000, 0), Duration::ZERO);
+        assert!(quotas.record_at(P, "alice", "b", 6000, 0) > Duration::ZERO);
+        // Under the default, bob and carol each have their own rate.
+        assert_eq!(quotas.record_at(P, "bob", "a", 6000, 0), Duration::ZERO);
+        assert_eq!(quotas.record_at(P, "carol", "a", 6000, 0), Duration::ZERO);
+    }
+
+    #[test]
+    fn without_rules_nothing_is_measured_or_throttled() {
+        let quotas = ClientQuotas::default();
+        assert_eq!(quotas.record_at(P, "alice", "a", usize::MAX / 2, 0), Duration::ZERO);
+        assert!(quotas.sensors.lock().unwrap().is_empty());
+        quotas.replace(vec![rule(named("alice"), None, P, 10.0)]);
+        assert!(quotas.record_at(P, "alice", "a", 1_000_000, 0) > Duration::ZERO);
+        quotas.replace(Vec::new());
+        assert_eq!(quotas.record_at(P, "alice", "a", 1_000_000, 0), Duration::ZERO);
+    }
+}
