@@ -27,6 +27,10 @@ missing=()
 for tool in fio:fio iperf3:iperf3 java:openjdk-17-jdk-headless mvn:maven; do
     command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}")
 done
+# kafgres-bench links librdkafka with OpenSSL (the TLS figures, scripts/bench/tls_bench.py).
+for package in libssl-dev pkg-config; do
+    dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+done
 if ((${#missing[@]})); then
     [ "$(id -u)" = 0 ] || die "missing packages (${missing[*]}); run as root or install them"
     say "installing ${missing[*]}"
