@@ -77,6 +77,9 @@ pub struct BrokerConfig {
     pub connections_max: usize,
     /// Kafka's `max.connections.per.ip` (0: no limit).
     pub connections_per_address_max: usize,
+    /// Kafka's ip quota `connection_creation_rate`: new connections per
+    /// second from one address (0: no limit).
+    pub connection_rate_per_address_max: f64,
     /// Kafka's `connections.max.idle.ms`: a connection with no request (or
     /// with a request that stops arriving half way) for this long is closed.
     pub connection_idle_ms_max: u64,
@@ -182,6 +185,7 @@ impl BrokerConfig {
             request_memory_bytes_max: 512 << 20,
             connections_max: 1000,
             connections_per_address_max: 0,
+            connection_rate_per_address_max: 0.0,
             connection_idle_ms_max: 600_000,
             auto_create_topics: true,
             default_partitions: 1,

@@ -1,7 +1,8 @@
 //! What bounds one client, or all of them together, besides the frame
 //! limit: the bytes of requests being read and handled, for the whole broker
 //! (Kafka's `queued.max.request.bytes`), the connections one address may
-//! hold (`max.connections.per.ip`), and how fast failed logins may be retried
+//! hold (`max.connections.per.ip`) and open per second (the ip quota
+//! `connection_creation_rate`), and how fast failed logins may be retried
 //! (`connection.failed.authentication.delay.ms`, growing with each failure, up to 1 s).
 //!
 //! Without the first, 50 connections that each send 99 MB of a 100 MB frame
@@ -51,6 +52,55 @@ impl RequestMemory {
 
     pub fn budget_bytes(&self) -> usize {
         self.units as usize * UNIT_BYTES
+    }
+}
+
+/// New connections per second by client address, measured as quotas are
+/// (11 one-second samples, at least 10 s: a burst of ten seconds' worth is
+/// let through), against a limit per address. Kafka's ip quota
+/// `connection_creation_rate`; a connection over it is closed at once.
+#[derive(Debug)]
+pub struct ConnectionRates {
+    /// Connections per second; 0: no limit.
+    limit: f64,
+    rates: Mutex<HashMap<IpAddr, crate::quota::rate::Rate>>,
+}
+
+/// Addresses kept before idle ones are swept.
+const CONNECTION_RATE_SWEEP_AT: usize = 4096;
+
+impl ConnectionRates {
+    pub fn new(limit_per_second: f64) -> ConnectionRates {
+        ConnectionRates { limit: limit_per_second.max(0.0), rates: Mutex::default() }
+    }
+
+    pub fn limit(&self) -> f64 {
+        self.limit
+    }
+
+    /// Counts a new connection from `address`; `false` when it puts the
+    /// address over the limit (it is then not counted: a refused connection
+    /// does not push the address further over).
+    pub fn admit(&self, address: IpAddr) -> bool {
+        self.admit_at(address, crate::quota::rate::now_ms())
+    }
+
+    fn admit_at(&self, address: IpAddr, now_ms: u64) -> bool {
+        if self.limit == 0.0 {
+            return true;
+        }
+        let mut rates = self.rates.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if rates.len() >= CONNECTION_RATE_SWEEP_AT && !rates.contains_key(&address) {
+            rates.retain(|_, rate| !rate.idle(now_ms));
+        }
+        let rate = rates.entry(address).or_default();
+        let mut with_this = rate.clone();
+        with_this.record(now_ms, 1.0);
+        if with_this.per_second(now_ms) > self.limit {
+            return false;
+        }
+        *rate = with_this;
+        true
     }
 }
 
@@ -113,6 +163,20 @@ mod tests {
     use std::net::Ipv4Addr;
 
     use super::*;
+
+    #[test]
+    fn connections_over_the_rate_are_refused_and_not_counted() {
+        let rates = ConnectionRates::new(2.0);
+        let a = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+        let b = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+        // 2 per second over the 10 s minimum window: a burst of 20, then no more.
+        let admitted = (0..30).filter(|_| rates.admit_at(a, 1_000)).count();
+        assert_eq!(admitted, 20);
+        assert!(rates.admit_at(b, 1_000), "another address has a rate of its own");
+        // Once the burst leaves the window, the address connects again.
+        assert!(rates.admit_at(a, 12_500));
+        assert!(ConnectionRates::new(0.0).admit_at(a, 0), "0: no limit");
+    }
 
     #[tokio::test]
     async fn reads_wait_while_the_budget_is_spent() {

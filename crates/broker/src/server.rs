@@ -191,6 +191,7 @@ impl Broker {
             }
         }
         let per_address = crate::limits::ConnectionsPerAddress::new(ctx.config.connections_per_address_max);
+        let rates = Arc::new(crate::limits::ConnectionRates::new(ctx.config.connection_rate_per_address_max));
         let listener_addrs: Vec<(SecurityProtocol, SocketAddr)> =
             listeners.iter().map(|(l, addr)| (l.endpoint.security, *addr)).collect();
         let accept_loops = listeners
@@ -201,6 +202,7 @@ impl Broker {
                     Arc::clone(&ctx),
                     Arc::clone(&connections),
                     per_address.clone(),
+                    Arc::clone(&rates),
                     shutdown_rx.clone(),
                 ))
             })
@@ -390,6 +392,7 @@ async fn accept_loop(
     ctx: Arc<BrokerContext>,
     connections: Arc<Semaphore>,
     per_address: crate::limits::ConnectionsPerAddress,
+    rates: Arc<crate::limits::ConnectionRates>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let BoundListener { listener, endpoint, authentication, tls } = bound;
@@ -411,6 +414,18 @@ async fn accept_loop(
         };
         // Per address first: a flood from one address must not use up the
         // broker-wide slots before it is stopped.
+        if !rates.admit(peer.ip()) {
+            ctx.config.metrics.connections_refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            refusals.note(|repeated| {
+                log::warn!(
+                    "refusing connection from {peer}: {} opens more than {} connections per second \
+                     (kafgres.max_connection_rate_per_ip){repeated}",
+                    peer.ip(),
+                    rates.limit()
+                )
+            });
+            continue;
+        }
         let Some(slot) = per_address.admit(peer.ip()) else {
             ctx.config.metrics.connections_refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             refusals.note(|repeated| {

@@ -67,6 +67,27 @@ async fn stalled_frames_hold_no_more_than_the_budget() {
 }
 
 #[tokio::test]
+async fn one_address_cannot_open_connections_faster_than_its_rate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config =
+        BrokerConfig { connection_rate_per_address_max: 1.0, ..BrokerConfig::for_tests(dir.path().to_path_buf()) };
+    let broker = TestBroker::start_with(dir, Arc::default(), config).await;
+    // 1 per second over the 10 s minimum window: ten at once are served...
+    for _ in 0..10 {
+        let mut client = broker.client().await;
+        assert_eq!(client.call(2, &ApiVersionsRequest::default()).await.error_code, 0);
+    }
+    // ...the eleventh is closed unanswered, however few are open.
+    let mut refused = broker.client().await;
+    assert!(refused.try_call(2, &ApiVersionsRequest::default()).await.is_err());
+    let mut elsewhere = Client::connect_from("127.0.0.2".parse().expect("address"), broker.addr()).await;
+    assert_eq!(elsewhere.call(2, &ApiVersionsRequest::default()).await.error_code, 0);
+    let counters: std::collections::HashMap<_, _> =
+        broker.broker.context().config.metrics.counters().into_iter().collect();
+    assert_eq!(counters["connections_refused"], 1);
+}
+
+#[tokio::test]
 async fn one_address_cannot_take_every_connection() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = BrokerConfig {

@@ -72,6 +72,7 @@ pub static FLUSH_POLICY: GucSetting<FlushPolicyGuc> = GucSetting::<FlushPolicyGu
 pub static MAX_FRAME_BYTES: GucSetting<i32> = GucSetting::<i32>::new(100 * 1024 * 1024);
 pub static MAX_CONNECTIONS: GucSetting<i32> = GucSetting::<i32>::new(1000);
 pub static MAX_CONNECTIONS_PER_IP: GucSetting<i32> = GucSetting::<i32>::new(0);
+pub static MAX_CONNECTION_RATE_PER_IP: GucSetting<i32> = GucSetting::<i32>::new(0);
 pub static REQUEST_MEMORY_MB: GucSetting<i32> = GucSetting::<i32>::new(512);
 pub static FAILED_AUTHENTICATION_DELAY_MS: GucSetting<i32> = GucSetting::<i32>::new(100);
 pub static AUTO_CREATE_TOPICS: GucSetting<bool> = GucSetting::<bool>::new(true);
@@ -188,6 +189,17 @@ pub fn register() {
         c"Most Kafka client connections from one address at once (0: no limit).",
         c"Kafka's max.connections.per.ip: one address cannot take every slot of kafgres.max_connections.",
         &MAX_CONNECTIONS_PER_IP,
+        0,
+        1_000_000,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.max_connection_rate_per_ip",
+        c"New Kafka connections per second from one client address; 0 means no limit.",
+        c"Kafka's ip quota connection_creation_rate, measured over 11 one-second samples (a burst of ten seconds' \
+          worth passes); a connection over it is closed at once.",
+        &MAX_CONNECTION_RATE_PER_IP,
         0,
         1_000_000,
         GucContext::Postmaster,

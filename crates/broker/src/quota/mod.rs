@@ -112,10 +112,6 @@ pub struct ClientQuotas {
     sensors: Mutex<HashMap<SensorKey, Rate>>,
 }
 
-fn millis_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
-
 impl ClientQuotas {
     pub fn new(rules: Vec<QuotaRule>) -> ClientQuotas {
         let quotas = ClientQuotas::default();
@@ -173,7 +169,7 @@ impl ClientQuotas {
     /// Records `bytes` against the client's `key` quota; the time it must
     /// be throttled for (zero when no quota applies or it is under it).
     pub fn record(&self, key: QuotaKey, user: &str, client_id: &str, bytes: usize) -> Duration {
-        self.record_at(key, user, client_id, bytes, millis_now())
+        self.record_at(key, user, client_id, bytes, rate::now_ms())
     }
 
     fn record_at(&self, key: QuotaKey, user: &str, client_id: &str, bytes: usize, now_ms: u64) -> Duration {

@@ -10,6 +10,11 @@ pub const SAMPLES: usize = 11;
 /// One sample's span (Kafka's `quota.window.size.seconds`).
 pub const SAMPLE_MS: u64 = 1000;
 
+/// Wall-clock milliseconds, the samples' clock.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
 #[derive(Debug, Clone)]
 pub struct Rate {
     /// (sample start in ms, bytes), oldest first, at most [`SAMPLES`].

@@ -53,6 +53,7 @@ pub fn broker_config(
         frame_bytes_max: gucs::MAX_FRAME_BYTES.get() as usize,
         connections_max: gucs::MAX_CONNECTIONS.get() as usize,
         connections_per_address_max: gucs::MAX_CONNECTIONS_PER_IP.get().max(0) as usize,
+        connection_rate_per_address_max: f64::from(gucs::MAX_CONNECTION_RATE_PER_IP.get().max(0)),
         request_memory_bytes_max: gucs::REQUEST_MEMORY_MB.get().max(1) as usize * (1 << 20),
         connection_idle_ms_max: gucs::CONNECTIONS_MAX_IDLE_MS.get() as u64,
         auto_create_topics: gucs::AUTO_CREATE_TOPICS.get(),
