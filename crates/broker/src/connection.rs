@@ -301,6 +301,24 @@ impl ResponseWriter {
     }
 }
 
+/// The open file behind a range of a fetch answer.
+fn os_file(range: &kafgres_log::ReadSlice) -> std::io::Result<&std::fs::File> {
+    range
+        .file
+        .as_ref()
+        .and_then(|f| f.as_std_file())
+        .ok_or_else(|| std::io::Error::other("a file range without an OS file"))
+}
+
+/// A range that ends before its length: the file shrank under the answer,
+/// whose length prefix is already sent, so the connection must close.
+fn ended_early(range: &kafgres_log::ReadSlice) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::UnexpectedEof,
+        format!("{} ended before the range being sent", range.path.display()),
+    )
+}
+
 /// Writes a response's parts through a stream that is not a socket (TLS):
 /// file ranges are read from the page cache in chunks and encrypted.
 async fn write_parts_through<W: tokio::io::AsyncWrite + Unpin>(
@@ -313,9 +331,7 @@ async fn write_parts_through<W: tokio::io::AsyncWrite + Unpin>(
         match part {
             ResponsePart::Bytes(bytes) => writer.write_all(&bytes).await?,
             ResponsePart::File(range) => {
-                let Some(file) = range.file.as_ref().and_then(|f| f.as_std_file()) else {
-                    return Err(std::io::Error::other("a file range without an OS file"));
-                };
+                let file = os_file(&range)?;
                 let mut position = range.position;
                 let end = range.position + range.len;
                 while position < end {
@@ -323,10 +339,7 @@ async fn write_parts_through<W: tokio::io::AsyncWrite + Unpin>(
                     chunk.resize(want, 0);
                     let read = file.read_at(&mut chunk, position)?;
                     if read == 0 {
-                        return Err(std::io::Error::new(
-                            std::io::ErrorKind::UnexpectedEof,
-                            format!("{} ended before the range being sent", range.path.display()),
-                        ));
+                        return Err(ended_early(&range));
                     }
                     writer.write_all(&chunk[..read]).await?;
                     position += read as u64;
@@ -374,9 +387,7 @@ async fn write_parts_corked(writer: &mut OwnedWriteHalf, parts: Vec<ResponsePart
         match part {
             ResponsePart::Bytes(bytes) => writer.write_all(&bytes).await?,
             ResponsePart::File(range) => {
-                let Some(file) = range.file.as_ref().and_then(|f| f.as_std_file()) else {
-                    return Err(std::io::Error::other("a file range without an OS file"));
-                };
+                let file = os_file(&range)?;
                 let socket: &tokio::net::TcpStream = writer.as_ref();
                 let mut offset = range.position as libc::off_t;
                 let end = offset + range.len as libc::off_t;
@@ -395,10 +406,7 @@ async fn write_parts_corked(writer: &mut OwnedWriteHalf, parts: Vec<ResponsePart
                         })
                         .await?;
                     if sent == 0 {
-                        return Err(std::io::Error::new(
-                            std::io::ErrorKind::UnexpectedEof,
-                            format!("{} ended before the range being sent", range.path.display()),
-                        ));
+                        return Err(ended_early(&range));
                     }
                 }
             }
