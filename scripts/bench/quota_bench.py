@@ -37,8 +37,15 @@ def bench(binary: str, *args: str, timeout_s: float) -> dict[str, str]:
 
 
 def reload(cluster: KafgresCluster) -> None:
+    """pg_reload_conf(), then waits for the broker's line saying it reread the quotas."""
+    log = Path(cluster.env.get("KAFGRES_PG_LOG", ROOT / ".kafgres/cluster/postgres.log"))
+    offset = log.stat().st_size
     cluster.psql("SELECT pg_reload_conf()")
-    time.sleep(2)  # the worker rereads the table on its next wake-up; a benchmark can afford the margin
+    deadline = time.monotonic() + 30
+    while b"kafgres: reloaded" not in log.read_bytes()[offset:]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the broker did not reload within 30 s (see {log})")
+        time.sleep(0.05)
 
 
 def main() -> int:

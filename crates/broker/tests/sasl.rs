@@ -12,15 +12,12 @@ use base64::Engine;
 use bytes::{BufMut, Bytes};
 use common::*;
 use hmac::{Hmac, KeyInit, Mac};
-use kafgres_broker::sasl::scram::ScramCredential;
 use kafgres_broker::sasl::{Authentication, AUTHENTICATION_FAILED_MESSAGE};
 use kafgres_broker::{Broker, BrokerConfig, MemoryCatalog};
 use kafgres_wire::error_code;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use sha2::{Digest, Sha256};
-
-const ITERATIONS: u32 = 4096;
 
 // ---------------------------------------------------------------- SCRAM client
 
@@ -41,21 +38,6 @@ fn salted_password(password: &str, salt: &[u8], iterations: u32) -> [u8; 32] {
         out.iter_mut().zip(u).for_each(|(o, x)| *o ^= x);
     }
     out
-}
-
-/// The verifier `CREATE ROLE … PASSWORD '<password>'` stores with
-/// `password_encryption = 'scram-sha-256'`.
-fn credential(password: &str, salt: &[u8]) -> ScramCredential {
-    let salted = salted_password(password, salt, ITERATIONS);
-    let stored: [u8; 32] = Sha256::digest(hmac(&salted, b"Client Key")).into();
-    let server = hmac(&salted, b"Server Key");
-    let verifier = format!(
-        "SCRAM-SHA-256${ITERATIONS}:{}${}:{}",
-        BASE64.encode(salt),
-        BASE64.encode(stored),
-        BASE64.encode(server)
-    );
-    ScramCredential::from_verifier(&verifier).expect("a verifier")
 }
 
 struct ScramClient {
@@ -117,8 +99,8 @@ async fn scram_broker() -> TestBroker {
 async fn scram_broker_with_delay(failed_authentication_delay_ms: u64) -> TestBroker {
     let dir = tempfile::tempdir().expect("tempdir");
     let catalog = Arc::new(MemoryCatalog::default());
-    catalog.set_scram_credential("alice", Some(credential("pencil", b"0123456789abcdef")));
-    catalog.set_scram_credential("app,one=two", Some(credential("s3cret", b"fedcba9876543210")));
+    catalog.set_scram_credential("alice", Some(scram_credential("pencil", b"0123456789abcdef")));
+    catalog.set_scram_credential("app,one=two", Some(scram_credential("s3cret", b"fedcba9876543210")));
     let config = BrokerConfig {
         authentication: Authentication::scram_sha_256_random(),
         failed_authentication_delay_ms,
@@ -235,7 +217,7 @@ async fn a_password_change_applies_to_the_next_connection() {
     let broker = scram_broker().await;
     let mut before = broker.client().await;
     assert_eq!(login(&mut before, 2, "alice", "pencil").await.error_code, 0);
-    broker.catalog.set_scram_credential("alice", Some(credential("new-pencil", b"another salt 123")));
+    broker.catalog.set_scram_credential("alice", Some(scram_credential("new-pencil", b"another salt 123")));
     let mut old = broker.client().await;
     assert_eq!(login(&mut old, 2, "alice", "pencil").await.error_code, error_code::SASL_AUTHENTICATION_FAILED);
     let mut new = broker.client().await;

@@ -294,7 +294,7 @@ async fn sasl_plain_over_tls_checks_the_scram_verifier_and_is_refused_in_plain_t
     let ca = Ca::new("server CA");
     let files = server_files(&ca, None, ClientAuth::None);
     let catalog: Arc<MemoryCatalog> = Arc::default();
-    catalog.set_scram_credential("alice", Some(scram_verifier("wonderland")));
+    catalog.set_scram_credential("alice", Some(scram_credential("wonderland", b"a salt of sixteen")));
     let broker = start(
         Arc::clone(&catalog),
         Some(files.settings.clone()),
@@ -385,33 +385,4 @@ async fn half_configured_tls_leaves_the_tls_listener_closed_never_plain_text() {
     let broker = start(Arc::default(), Some(files.settings.clone()), &[SecurityProtocol::Ssl]).await;
     assert!(broker.broker.listener_addr(SecurityProtocol::Ssl).is_none());
     broker.shutdown().await;
-}
-
-/// The verifier Postgres stores for `password` (SCRAM-SHA-256, 4096 iterations).
-fn scram_verifier(password: &str) -> kafgres_broker::sasl::scram::ScramCredential {
-    use base64::Engine;
-    use hmac::{KeyInit, Mac};
-    use sha2::Digest;
-    let mac = |key: &[u8], data: &[u8]| -> Vec<u8> {
-        let mut m = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(key).expect("any key");
-        m.update(data);
-        m.finalize().into_bytes().to_vec()
-    };
-    let salt = b"a salt of sixteen";
-    let mut block = salt.to_vec();
-    block.extend_from_slice(&1u32.to_be_bytes());
-    let mut u = mac(password.as_bytes(), &block);
-    let mut salted = u.clone();
-    for _ in 1..4096 {
-        u = mac(password.as_bytes(), &u);
-        salted.iter_mut().zip(&u).for_each(|(o, x)| *o ^= x);
-    }
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let verifier = format!(
-        "SCRAM-SHA-256$4096:{}${}:{}",
-        b64.encode(salt),
-        b64.encode(sha2::Sha256::digest(mac(&salted, b"Client Key"))),
-        b64.encode(mac(&salted, b"Server Key"))
-    );
-    kafgres_broker::sasl::scram::ScramCredential::from_verifier(&verifier).expect("verifier")
 }

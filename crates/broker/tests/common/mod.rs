@@ -87,6 +87,40 @@ impl TestBroker {
     }
 }
 
+// ---------------------------------------------------------------- credentials
+
+/// The verifier `CREATE ROLE … PASSWORD '<password>'` stores with
+/// `password_encryption = 'scram-sha-256'` (4096 iterations), computed here
+/// from the password as PostgreSQL computes it.
+pub fn scram_credential(password: &str, salt: &[u8]) -> kafgres_broker::sasl::scram::ScramCredential {
+    use base64::engine::general_purpose::STANDARD as BASE64;
+    use base64::Engine;
+    use hmac::{KeyInit, Mac};
+    use sha2::Digest;
+    const ITERATIONS: u32 = 4096;
+    let mac = |key: &[u8], data: &[u8]| -> Vec<u8> {
+        let mut m = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(key).expect("any key length");
+        m.update(data);
+        m.finalize().into_bytes().to_vec()
+    };
+    // RFC 5802's Hi(): PBKDF2-HMAC-SHA-256, one block.
+    let mut block = salt.to_vec();
+    block.extend_from_slice(&1u32.to_be_bytes());
+    let mut u = mac(password.as_bytes(), &block);
+    let mut salted = u.clone();
+    for _ in 1..ITERATIONS {
+        u = mac(password.as_bytes(), &u);
+        salted.iter_mut().zip(&u).for_each(|(o, x)| *o ^= x);
+    }
+    let verifier = format!(
+        "SCRAM-SHA-256${ITERATIONS}:{}${}:{}",
+        BASE64.encode(salt),
+        BASE64.encode(sha2::Sha256::digest(mac(&salted, b"Client Key"))),
+        BASE64.encode(mac(&salted, b"Server Key"))
+    );
+    kafgres_broker::sasl::scram::ScramCredential::from_verifier(&verifier).expect("a verifier")
+}
+
 // ---------------------------------------------------------------- client
 
 /// The client's byte stream: TCP, or TLS over TCP (`tests/tls.rs`).
