@@ -135,7 +135,9 @@ class KafkaBroker:
         properties.write_text(self.server_properties(data_dir))
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         subprocess.run(
-            self.java(classpath, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties)),
+            # `--cluster-id=…` in one argument: an id starting with '-' (1 in 64) would read as an option.
+            self.java(classpath, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c",
+                      str(properties)),
             check=True,
             stdout=subprocess.DEVNULL,
             timeout=120,

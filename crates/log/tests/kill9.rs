@@ -71,6 +71,7 @@ fn acknowledged_records_survive_kill_9() {
             .spawn()
             .expect("spawn the writer");
         let stdout = child.stdout.take().unwrap();
+        let (opened_tx, opened_rx) = std::sync::mpsc::channel();
         let reader = std::thread::spawn(move || {
             // Only whole lines count: a line cut by the kill was never printed.
             let mut lines = Vec::new();
@@ -79,11 +80,18 @@ fn acknowledged_records_survive_kill_9() {
             while r.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
                 if line.ends_with(b"\n") {
                     lines.push(String::from_utf8_lossy(&line[..line.len() - 1]).into_owned());
+                    if lines.len() == 1 {
+                        let _ = opened_tx.send(());
+                    }
                 }
                 line.clear();
             }
             lines
         });
+        // The kill lands while the writer appends, not while it starts: a
+        // slow start on a loaded machine would otherwise be killed before
+        // it opened its log (a round that tests nothing).
+        let _ = opened_rx.recv_timeout(Duration::from_secs(30));
         std::thread::sleep(Duration::from_millis(30 + rng.next_u64() % 200));
         child.kill().expect("SIGKILL"); // std sends SIGKILL on Unix
         child.wait().unwrap();
