@@ -257,12 +257,14 @@ async fn serve<R: AsyncRead + Unpin>(
 /// The request header's client id (after key, version and correlation id:
 /// an int16-length string); empty when null or not UTF-8.
 fn header_client_id(frame: &[u8]) -> &str {
-    let Some(len) = frame.get(8..10).map(|l| i16::from_be_bytes([l[0], l[1]])) else { return "" };
-    usize::try_from(len)
-        .ok()
-        .and_then(|len| frame.get(10..10 + len))
-        .and_then(|id| std::str::from_utf8(id).ok())
-        .unwrap_or("")
+    header_client_id_bytes(frame).and_then(|id| std::str::from_utf8(id).ok()).unwrap_or("")
+}
+
+/// The client id's bytes in a request header (every header version puts
+/// it at the same place), `None` when null or cut short.
+fn header_client_id_bytes(frame: &[u8]) -> Option<&[u8]> {
+    let len = frame.get(8..10).map(|l| i16::from_be_bytes([l[0], l[1]]))?;
+    usize::try_from(len).ok().and_then(|len| frame.get(10..10 + len))
 }
 
 /// The sending half of a connection.
@@ -428,10 +430,8 @@ fn count_request(metrics: &BrokerMetrics, entry: &ConnectionEntry<'_>, frame: &[
         _ => 0,
     };
     if entry.needs_client_id() {
-        if let Some(len) = frame.get(8..10).map(|l| i16::from_be_bytes([l[0], l[1]])) {
-            if let Some(id) = usize::try_from(len).ok().and_then(|len| frame.get(10..10 + len)) {
-                entry.set_client_id(id);
-            }
+        if let Some(id) = header_client_id_bytes(frame) {
+            entry.set_client_id(id);
         }
     }
     Some(key)
