@@ -12,6 +12,8 @@ PG_PORT=${KAFGRES_PG_PORT:-5433}
 KAFKA_PORT=${KAFGRES_KAFKA_PORT:-9092}
 STANDBY_PG_PORT=${KAFGRES_STANDBY_PG_PORT:-5434}
 STANDBY_KAFKA_PORT=${KAFGRES_STANDBY_KAFKA_PORT:-9093}
+METRICS_PORT=${KAFGRES_METRICS_PORT:-9190}
+STANDBY_METRICS_PORT=${KAFGRES_STANDBY_METRICS_PORT:-9191}
 STANDBY_NAME=kafgres_standby
 STATE=$ROOT/.kafgres
 APT_PACKAGES=(postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR libclang-dev clang build-essential pkg-config kcat python3-venv cmake zlib1g-dev openjdk-17-jdk-headless maven)
@@ -113,6 +115,8 @@ wal_log_hints = on
 kafgres.port = $KAFKA_PORT
 kafgres.listen_address = '127.0.0.1'
 kafgres.database = 'postgres'
+# Prometheus: http://127.0.0.1:$METRICS_PORT/metrics (off unless set).
+kafgres.metrics_port = $METRICS_PORT
 CONF
     chown postgres:postgres "$PGDATA_DIR/kafgres.conf"
 }
@@ -129,6 +133,7 @@ write_env() {
     cat >"$STATE/env" <<ENV
 KAFGRES_ROOT=$ROOT
 KAFGRES_BOOTSTRAP=127.0.0.1:$KAFKA_PORT
+KAFGRES_METRICS_URL=http://127.0.0.1:$METRICS_PORT/metrics
 KAFGRES_PGDATA=$PGDATA_DIR
 KAFGRES_PG_LOG=$PG_LOG
 KAFGRES_PG_BIN=$PG_BIN
@@ -247,6 +252,7 @@ kafgres.port = $STANDBY_KAFKA_PORT
 kafgres.listen_address = '127.0.0.1'
 kafgres.database = 'postgres'
 kafgres.node_id = 2
+kafgres.metrics_port = $STANDBY_METRICS_PORT
 CONF
     chown postgres:postgres "$STANDBY_PGDATA/kafgres.conf"
 }

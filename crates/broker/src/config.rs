@@ -122,6 +122,8 @@ pub struct BrokerConfig {
     pub follow: Option<crate::replication::follower::FollowerConfig>,
     /// On a standby, the leader as clients reach it (node id, host, port).
     pub leader: Option<LeaderAddress>,
+    /// The Prometheus endpoint (`kafgres.metrics_port`), if on.
+    pub metrics_endpoint: Option<crate::prometheus::MetricsEndpoint>,
 }
 
 /// Where clients find the leader.
@@ -207,6 +209,7 @@ impl BrokerConfig {
             )),
             follow: None,
             leader: None,
+            metrics_endpoint: None,
         }
     }
 }

@@ -47,6 +47,8 @@ pub enum Transport {
 /// Where a connection came in and who it is before any request.
 pub struct Accepted {
     pub peer: SocketAddr,
+    /// Its listener's bound port (the connection table's listener).
+    pub listener_port: u16,
     /// Its listener's endpoint (what Metadata tells it).
     pub endpoint: Arc<Endpoint>,
     /// Its listener's SASL requirement.
@@ -80,11 +82,11 @@ async fn serve<R: AsyncRead + Unpin>(
     ctx: Arc<BrokerContext>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let Accepted { peer, endpoint, authentication, certificate_identity } = accepted;
+    let Accepted { peer, listener_port, endpoint, authentication, certificate_identity } = accepted;
     let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, reader);
     let idle = Duration::from_millis(ctx.config.connection_idle_ms_max);
     let metrics = ctx.config.metrics;
-    let entry = metrics.open_connection(peer, crate::now_ms());
+    let entry = metrics.open_connection(peer, listener_port, crate::now_ms());
     let tls = matches!(writer, ResponseWriter::Tls(_));
     let mut sasl = SaslSession::new(&authentication, ctx.config.internal_secret.clone(), tls);
     if let Some(identity) = certificate_identity {
@@ -149,7 +151,13 @@ async fn serve<R: AsyncRead + Unpin>(
         // answer written (durability wait included): what a client's send
         // latency owes the broker, the rest being the client's and the
         // network's (`kafgres.broker_metrics`).
-        let produce_started = (api_key == Some(PRODUCE_KEY)).then(std::time::Instant::now);
+        let started = std::time::Instant::now();
+        let produce_started = (api_key == Some(PRODUCE_KEY)).then_some(started);
+        let answered = |metrics: &BrokerMetrics| {
+            if let Some(key) = api_key {
+                metrics.api.record_time(key, started.elapsed());
+            }
+        };
         // Authentication first: SASL requests are answered here, and nothing
         // else reaches dispatch before the client has authenticated.
         let frame = match sasl.gate(ctx.catalog.as_ref(), peer, frame.freeze()).await {
@@ -159,6 +167,7 @@ async fn serve<R: AsyncRead + Unpin>(
                 if writer.write_all(&bytes).await.is_err() {
                     return;
                 }
+                answered(metrics);
                 if let Some(principal) = sasl.principal() {
                     entry.set_principal(principal.as_bytes());
                 }
@@ -217,6 +226,7 @@ async fn serve<R: AsyncRead + Unpin>(
                 if writer.write_all(&bytes).await.is_err() {
                     return;
                 }
+                answered(metrics);
                 if let Some(started) = produce_started {
                     metrics.record_produce_time(started.elapsed());
                 }
@@ -229,12 +239,14 @@ async fn serve<R: AsyncRead + Unpin>(
                     log::info!("closing connection from {peer}: sending a response failed: {e}");
                     return;
                 }
+                answered(metrics);
                 if let Some(woken_at) = woken_at {
                     metrics.record_fetch_wake_time(woken_at.elapsed());
                 }
             }
             Outcome::NoResponse => {
                 entry.record_request((FRAME_LEN_BYTES + len) as u64, 0);
+                answered(metrics);
                 if let Some(started) = produce_started {
                     metrics.record_produce_time(started.elapsed());
                 }
@@ -417,13 +429,16 @@ async fn write_parts_corked(writer: &mut OwnedWriteHalf, parts: Vec<ResponsePart
     Ok(())
 }
 
-/// Counts a request by API and, on a connection's first request, records the
+/// Counts a request by API and version and, on a connection's first request, records the
 /// client id from its header (api key, version, correlation id, then the
 /// client id as a nullable int16-length string in every header version).
 /// Returns the API key, if the frame has one.
 fn count_request(metrics: &BrokerMetrics, entry: &ConnectionEntry<'_>, frame: &[u8]) -> Option<i16> {
     metrics.requests.fetch_add(1, Ordering::Relaxed);
     let key = frame.get(0..2).map(|k| i16::from_be_bytes([k[0], k[1]]))?;
+    if let Some(v) = frame.get(2..4) {
+        metrics.api.count_request(key, i16::from_be_bytes([v[0], v[1]]));
+    }
     match key {
         PRODUCE_KEY => metrics.produce_requests.fetch_add(1, Ordering::Relaxed),
         FETCH_KEY => metrics.fetch_requests.fetch_add(1, Ordering::Relaxed),

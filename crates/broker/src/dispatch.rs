@@ -19,6 +19,7 @@ use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::acl::Identity;
+use crate::api::error_counts::ErrorCounts;
 use crate::api::{self, Answer, Handler, RequestContext, Served};
 use crate::context::{BrokerContext, Pick};
 
@@ -118,7 +119,10 @@ macro_rules! routes {
                     Ok(request) if ctx.config.is_follower() && !SERVED_BY_A_FOLLOWER.contains(&key) => {
                         refuse_on_a_standby::<$handler>(cx, &request)
                     }
-                    Ok(request) => encode::<$handler>(cx, <$handler>::handle(Pick::pick(ctx), cx, request).await),
+                    Ok(request) => {
+                        let answer = <$handler>::handle(Pick::pick(ctx), cx, request).await;
+                        encode::<$handler>(cx, ctx.config.metrics, answer)
+                    }
                     Err(closed) => closed,
                 },)*
                 // `served` answers only keys of the same list.
@@ -146,8 +150,18 @@ fn decode<H: Handler>(mut body: Bytes, cx: &RequestContext<'_>) -> Result<H::Req
         .map_err(|e| Outcome::Close(format!("cannot decode {:?} v{}: {e}", H::KEY, cx.api_version)))
 }
 
-fn encode<H: Handler>(cx: &RequestContext<'_>, answer: Answer<H::Response>) -> Outcome {
+fn encode<H: Handler>(
+    cx: &RequestContext<'_>,
+    metrics: &crate::metrics::BrokerMetrics,
+    answer: Answer<H::Response>,
+) -> Outcome
+where
+    H::Response: ErrorCounts,
+{
     let (key, version, correlation_id) = (H::KEY, cx.api_version, cx.correlation_id);
+    if let Answer::Respond(response) | Answer::Spliced { response, .. } = &answer {
+        response.error_codes(&mut |code| metrics.api.count_error(key as i16, code));
+    }
     match answer {
         Answer::Respond(response) => respond(key, version, correlation_id, &response),
         Answer::Spliced { response, ranges, woken_at } => {

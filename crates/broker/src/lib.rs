@@ -29,6 +29,8 @@
 //!   partition directories no topic claims (removed at startup);
 //! - [`group`] (pure) and [`group_service`], [`txn`]: the group and
 //!   transaction coordinators;
+//! - [`prometheus`]: the `/metrics` endpoint, rendering what the data plane
+//!   already counts in the Prometheus text format;
 //! - [`catalog`]: the narrow port to persistent metadata (Postgres tables in
 //!   production, memory in tests).
 //!
@@ -58,6 +60,7 @@ pub mod log_dir;
 pub mod metrics;
 pub mod partition;
 pub mod producer_ids;
+pub mod prometheus;
 pub mod quota;
 pub mod replication;
 pub mod sasl;

@@ -22,6 +22,14 @@ pub const CONNECTION_SLOTS: usize = 1024;
 pub const CLIENT_ID_BYTES: usize = 64;
 /// Bytes of an authenticated principal kept (PostgreSQL role names have at most 63).
 pub const PRINCIPAL_BYTES: usize = 64;
+/// API keys counted one by one (Kafka 4.4's highest is below this); a
+/// request of a higher key counts in no per-API row.
+pub const API_KEYS: usize = 128;
+/// Versions counted per API; higher ones count in the last row.
+pub const API_VERSIONS: usize = 32;
+/// Error codes counted per API: -1 (UNKNOWN_SERVER_ERROR) up to
+/// `ERROR_CODES - 2`; any other counts as -1.
+pub const ERROR_CODES: usize = 160;
 
 #[repr(C)]
 #[derive(Debug, Default)]
@@ -61,6 +69,11 @@ pub struct BrokerMetrics {
     /// Rounds of committed SQL transactions applied, and their records.
     pub sql_rounds: AtomicU64,
     pub sql_records: AtomicU64,
+    /// Per API (Kafka's RequestMetrics): requests by version, the error
+    /// codes their answers carried (as Kafka's `errorCounts`, NONE
+    /// included), and each request's time in the broker from its last byte
+    /// read to its answer written.
+    pub api: ApiMetrics,
     pub connections: ConnectionTable,
     /// This node's replication (`crate::replication::board`).
     pub replication: crate::replication::board::ReplicationBoard,
@@ -70,7 +83,11 @@ impl BrokerMetrics {
     /// A zeroed block that lives for the rest of the process (tests, and any
     /// host without shared memory).
     pub fn leaked() -> &'static BrokerMetrics {
-        Box::leak(Box::default())
+        // Zeroed in place, as the extension's shared memory is: the block is
+        // hundreds of KiB, too large to build on a test thread's stack first.
+        // SAFETY: BrokerMetrics is `repr(C)` and made only of atomic integers
+        // and arrays of them, for which all-zero bytes are a valid value.
+        Box::leak(unsafe { Box::<BrokerMetrics>::new_zeroed().assume_init() })
     }
 
     pub fn record_flush(&self, batches: u64, micros: u64) {
@@ -141,6 +158,89 @@ impl BrokerMetrics {
     }
 }
 
+/// The per-API counters of [`BrokerMetrics::api`].
+#[repr(C)]
+#[derive(Debug)]
+pub struct ApiMetrics {
+    requests: [[AtomicU64; API_VERSIONS]; API_KEYS],
+    errors: [[AtomicU64; ERROR_CODES]; API_KEYS],
+    latency: [[AtomicU64; LATENCY_BUCKETS]; API_KEYS],
+    micros_total: [AtomicU64; API_KEYS],
+}
+
+impl Default for ApiMetrics {
+    fn default() -> Self {
+        ApiMetrics {
+            requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            errors: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            latency: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            micros_total: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+/// One API's counters, as [`ApiMetrics::snapshot`] copies them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiCounts {
+    pub api_key: i16,
+    /// (version, requests), versions with none left out.
+    pub requests: Vec<(i16, u64)>,
+    /// (error code, times answered), codes never answered left out.
+    pub errors: Vec<(i16, u64)>,
+    /// As [`BrokerMetrics::flush_histogram`] gives buckets.
+    pub latency: Vec<(u64, u64)>,
+    pub micros_total: u64,
+}
+
+impl ApiMetrics {
+    pub fn count_request(&self, api_key: i16, version: i16) {
+        let (Ok(key), Ok(version)) = (usize::try_from(api_key), usize::try_from(version)) else { return };
+        if let Some(row) = self.requests.get(key) {
+            row[version.min(API_VERSIONS - 1)].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn count_error(&self, api_key: i16, code: i16) {
+        let Some(row) = usize::try_from(api_key).ok().and_then(|k| self.errors.get(k)) else { return };
+        let index = usize::try_from(i32::from(code) + 1).ok().filter(|&i| i < ERROR_CODES).unwrap_or(0);
+        row[index].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn record_time(&self, api_key: i16, spent: std::time::Duration) {
+        let Some(key) = usize::try_from(api_key).ok().filter(|&k| k < API_KEYS) else { return };
+        let micros = u64::try_from(spent.as_micros()).unwrap_or(u64::MAX);
+        self.micros_total[key].fetch_add(micros, Ordering::Relaxed);
+        count_in_bucket(&self.latency[key], micros);
+    }
+
+    /// Every API that has been asked anything.
+    pub fn snapshot(&self) -> Vec<ApiCounts> {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        (0..API_KEYS)
+            .filter_map(|key| {
+                let requests: Vec<(i16, u64)> = (0..API_VERSIONS)
+                    .map(|v| (v as i16, get(&self.requests[key][v])))
+                    .filter(|&(_, n)| n > 0)
+                    .collect();
+                if requests.is_empty() {
+                    return None;
+                }
+                let errors = (0..ERROR_CODES)
+                    .map(|i| (i as i16 - 1, get(&self.errors[key][i])))
+                    .filter(|&(_, n)| n > 0)
+                    .collect();
+                Some(ApiCounts {
+                    api_key: key as i16,
+                    requests,
+                    errors,
+                    latency: histogram(&self.latency[key]),
+                    micros_total: get(&self.micros_total[key]),
+                })
+            })
+            .collect()
+    }
+}
+
 fn count_in_bucket(buckets: &[AtomicU64; LATENCY_BUCKETS], micros: u64) {
     let bucket = (64 - micros.leading_zeros() as usize).min(LATENCY_BUCKETS - 1);
     buckets[bucket].fetch_add(1, Ordering::Relaxed);
@@ -159,6 +259,8 @@ fn histogram(buckets: &[AtomicU64; LATENCY_BUCKETS]) -> Vec<(u64, u64)> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectionInfo {
     pub peer: SocketAddr,
+    /// The port of the listener it came in on.
+    pub listener_port: u16,
     pub client_id: String,
     /// The role the connection authenticated as (SASL); `None` before, or without authentication.
     pub principal: Option<String>,
@@ -176,6 +278,7 @@ pub struct ConnectionSlot {
     ip_high: AtomicU64,
     ip_low: AtomicU64,
     port: AtomicU32,
+    listener_port: AtomicU32,
     client_id_len: AtomicU32,
     client_id: [AtomicU64; CLIENT_ID_BYTES / 8],
     /// 0: not authenticated; else the principal's length + 1.
@@ -206,7 +309,7 @@ pub struct ConnectionEntry<'a> {
 }
 
 impl ConnectionTable {
-    fn claim(&self, peer: SocketAddr, now_ms: i64) -> Option<&ConnectionSlot> {
+    fn claim(&self, peer: SocketAddr, listener_port: u16, now_ms: i64) -> Option<&ConnectionSlot> {
         let slot = self.slots.iter().find(|s| {
             s.sequence.load(Ordering::Relaxed) == 0
                 && s.sequence.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok()
@@ -219,6 +322,7 @@ impl ConnectionTable {
         slot.ip_high.store((bits >> 64) as u64, Ordering::Relaxed);
         slot.ip_low.store(bits as u64, Ordering::Relaxed);
         slot.port.store(peer.port() as u32, Ordering::Relaxed);
+        slot.listener_port.store(listener_port as u32, Ordering::Relaxed);
         slot.client_id_len.store(0, Ordering::Relaxed);
         slot.principal_len.store(0, Ordering::Relaxed);
         slot.connected_at_ms.store(now_ms, Ordering::Relaxed);
@@ -250,6 +354,7 @@ impl ConnectionTable {
                 };
                 let info = ConnectionInfo {
                     peer: SocketAddr::new(ip, slot.port.load(Ordering::Relaxed) as u16),
+                    listener_port: slot.listener_port.load(Ordering::Relaxed) as u16,
                     client_id: id,
                     principal,
                     connected_at_ms: slot.connected_at_ms.load(Ordering::Relaxed),
@@ -269,11 +374,12 @@ impl ConnectionTable {
 }
 
 impl BrokerMetrics {
-    /// Counts a new connection and lists it (if a slot is free).
-    pub fn open_connection(&self, peer: SocketAddr, now_ms: i64) -> ConnectionEntry<'_> {
+    /// Counts a new connection from `peer` to the listener on `listener_port`
+    /// and lists it (if a slot is free).
+    pub fn open_connection(&self, peer: SocketAddr, listener_port: u16, now_ms: i64) -> ConnectionEntry<'_> {
         self.connections_accepted.fetch_add(1, Ordering::Relaxed);
         self.connections_open.fetch_add(1, Ordering::Relaxed);
-        ConnectionEntry { slot: self.connections.claim(peer, now_ms), metrics: self }
+        ConnectionEntry { slot: self.connections.claim(peer, listener_port, now_ms), metrics: self }
     }
 }
 
@@ -362,8 +468,8 @@ mod tests {
     fn connections_are_listed_until_they_close() {
         let m = BrokerMetrics::leaked();
         let peer: SocketAddr = "127.0.0.1:5555".parse().expect("literal");
-        let a = m.open_connection(peer, 1000);
-        let b = m.open_connection("[::1]:6000".parse().expect("literal"), 2000);
+        let a = m.open_connection(peer, 9092, 1000);
+        let b = m.open_connection("[::1]:6000".parse().expect("literal"), 9093, 2000);
         assert!(a.needs_client_id());
         a.set_client_id(b"rdkafka-client-with-a-rather-long-name-that-goes-past-the-sixty-four-byte-limit");
         a.record_request(100, 40);
@@ -372,6 +478,7 @@ mod tests {
         live.sort_by_key(|c| c.connected_at_ms);
         assert_eq!(live.len(), 2);
         assert_eq!(live[0].peer, peer);
+        assert_eq!((live[0].listener_port, live[1].listener_port), (9092, 9093));
         assert_eq!(live[0].client_id.len(), CLIENT_ID_BYTES);
         assert!(live[0].client_id.starts_with("rdkafka-client"));
         assert_eq!(live[0].principal.as_deref(), Some("app_role"));

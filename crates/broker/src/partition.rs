@@ -84,6 +84,7 @@ pub struct Partition {
     appends_since_flush: AtomicU64,
     closed: AtomicBool,
     metrics: &'static crate::metrics::BrokerMetrics,
+    traffic: Traffic,
     housekeeping: housekeeping::PartitionHousekeeping,
     replication: replica::PartitionReplication,
 }
@@ -94,6 +95,22 @@ mod replica;
 pub use compaction::{cleaner_config, keyless_record_refusal, run_cleaner, CleanupPolicy};
 pub use housekeeping::{run_retention, Housekeeping};
 pub use replica::{FollowerAck, NOT_REQUIRED};
+
+/// A partition's counters of client traffic.
+#[derive(Debug, Default)]
+struct Traffic {
+    bytes_in: AtomicU64,
+    records_in: AtomicU64,
+    bytes_out: AtomicU64,
+}
+
+/// A copy of a partition's [`Traffic`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TrafficCounts {
+    pub bytes_in: u64,
+    pub records_in: u64,
+    pub bytes_out: u64,
+}
 
 /// What every partition of a broker shares: the flush policy, the counters,
 /// the replication state.
@@ -183,6 +200,7 @@ impl Partition {
             appends_since_flush: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             metrics,
+            traffic: Traffic::default(),
             housekeeping: housekeeping::PartitionHousekeeping::new(housekeeping, configs),
             replication,
         });
@@ -246,7 +264,11 @@ impl Partition {
             appended
         };
         self.appends_since_flush.fetch_add(headers.len() as u64, Ordering::Relaxed);
-        self.metrics.record_append(headers.len() as u64, headers.iter().map(|h| h.total_bytes() as u64).sum());
+        let bytes: u64 = headers.iter().map(|h| h.total_bytes() as u64).sum();
+        self.metrics.record_append(headers.len() as u64, bytes);
+        self.traffic.bytes_in.fetch_add(bytes, Ordering::Relaxed);
+        let records: u64 = headers.iter().map(|h| h.records_count.max(0) as u64).sum();
+        self.traffic.records_in.fetch_add(records, Ordering::Relaxed);
         match self.policy {
             FlushPolicy::Fsync => self.flush_wanted.notify_one(),
             FlushPolicy::PageCache => self.publish(result.end),
@@ -365,6 +387,27 @@ impl Partition {
 
     pub fn log_start_offset(&self) -> i64 {
         self.lock_log().log_start_offset()
+    }
+
+    /// What clients produced to and fetched from this partition since the
+    /// broker started (Kafka's BrokerTopicMetrics, per partition here).
+    pub fn traffic(&self) -> TrafficCounts {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        TrafficCounts {
+            bytes_in: get(&self.traffic.bytes_in),
+            records_in: get(&self.traffic.records_in),
+            bytes_out: get(&self.traffic.bytes_out),
+        }
+    }
+
+    /// Counts `bytes` of records sent to a consumer (not to a standby's copy).
+    pub fn count_bytes_out(&self, bytes: u64) {
+        self.traffic.bytes_out.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// The bytes of the partition's segments (Kafka's `Log.Size`).
+    pub fn size_bytes(&self) -> u64 {
+        self.lock_log().size_bytes()
     }
 
     pub fn log_end_offset(&self) -> i64 {

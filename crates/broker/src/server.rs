@@ -49,6 +49,8 @@ pub struct Broker {
     connections: Arc<Semaphore>,
     /// A standby's follower: how the copy goes.
     follower: Arc<crate::replication::follower::FollowerState>,
+    /// The Prometheus endpoint's bound address, when it is open.
+    metrics_addr: Option<SocketAddr>,
 }
 
 /// How long a shutdown lets requests in flight finish before it closes the
@@ -207,6 +209,10 @@ impl Broker {
                 ))
             })
             .collect();
+        let metrics_addr = match ctx.config.metrics_endpoint.clone() {
+            Some(endpoint) => open_metrics_endpoint(endpoint, &ctx, &listener_addrs, shutdown_rx.clone()).await,
+            None => None,
+        };
         let described: Vec<String> =
             listener_addrs.iter().map(|(security, addr)| format!("{}://{addr}", security.name())).collect();
         log::info!(
@@ -215,7 +221,12 @@ impl Broker {
             records.len(),
             ctx.config.log_dir.display()
         );
-        Ok(Broker { ctx, local_addr, shutdown, accept_loops, listener_addrs, tls, connections, follower })
+        Ok(Broker { ctx, local_addr, shutdown, accept_loops, listener_addrs, tls, connections, follower, metrics_addr })
+    }
+
+    /// The Prometheus endpoint's bound address, if it is open.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// The primary listener's bound address.
@@ -310,6 +321,34 @@ impl Broker {
 /// Binds the primary listener and the extra ones; a TLS listener only if
 /// the TLS settings load (never as plain text). Returns them with their
 /// bound addresses, the primary first, and the TLS context they share.
+/// Binds and serves the Prometheus endpoint. A port that cannot be bound
+/// leaves the endpoint closed with a log line: monitoring never stops the
+/// broker from serving clients.
+async fn open_metrics_endpoint(
+    endpoint: crate::prometheus::MetricsEndpoint,
+    ctx: &Arc<BrokerContext>,
+    listeners: &[(SecurityProtocol, SocketAddr)],
+    shutdown: watch::Receiver<bool>,
+) -> Option<SocketAddr> {
+    let listener = match TcpListener::bind(endpoint.listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            log::error!(
+                "the metrics endpoint is not opened: cannot listen on {}: {e} (kafgres.metrics_port); \
+                 Kafka clients are served",
+                endpoint.listen
+            );
+            return None;
+        }
+    };
+    let addr = listener.local_addr().ok()?;
+    let scraped =
+        crate::prometheus::Scraped { ctx: Arc::clone(ctx), listeners: listeners.to_vec(), host: endpoint.host };
+    tokio::spawn(crate::prometheus::serve(listener, scraped, shutdown));
+    log::info!("serving Prometheus metrics on http://{addr}/metrics");
+    Some(addr)
+}
+
 async fn bind_listeners(
     config: &mut BrokerConfig,
 ) -> Result<(Vec<(BoundListener, SocketAddr)>, Option<Arc<TlsContext>>), StartError> {
@@ -396,6 +435,7 @@ async fn accept_loop(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let BoundListener { listener, endpoint, authentication, tls } = bound;
+    let listener_port = listener.local_addr().map_or(0, |a| a.port());
     // A flood of refused connections would write a log line each.
     let mut refusals = RateLimitedLog::new(std::time::Duration::from_secs(10));
     loop {
@@ -455,7 +495,7 @@ async fn accept_loop(
         let tls = tls.clone();
         tokio::spawn(async move {
             let _ = stream.set_nodelay(true);
-            let accepted = Accepted { peer, endpoint, authentication, certificate_identity: None };
+            let accepted = Accepted { peer, listener_port, endpoint, authentication, certificate_identity: None };
             match tls {
                 None => serve_connection(Transport::Plain(stream), accepted, ctx, shutdown).await,
                 Some(tls) => {

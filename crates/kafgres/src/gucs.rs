@@ -73,6 +73,8 @@ pub static MAX_FRAME_BYTES: GucSetting<i32> = GucSetting::<i32>::new(100 * 1024 
 pub static MAX_CONNECTIONS: GucSetting<i32> = GucSetting::<i32>::new(1000);
 pub static MAX_CONNECTIONS_PER_IP: GucSetting<i32> = GucSetting::<i32>::new(0);
 pub static MAX_CONNECTION_RATE_PER_IP: GucSetting<i32> = GucSetting::<i32>::new(0);
+pub static METRICS_PORT: GucSetting<i32> = GucSetting::<i32>::new(0);
+pub static METRICS_LISTEN_ADDRESS: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"127.0.0.1"));
 pub static REQUEST_MEMORY_MB: GucSetting<i32> = GucSetting::<i32>::new(512);
 pub static FAILED_AUTHENTICATION_DELAY_MS: GucSetting<i32> = GucSetting::<i32>::new(100);
 pub static AUTO_CREATE_TOPICS: GucSetting<bool> = GucSetting::<bool>::new(true);
@@ -202,6 +204,24 @@ pub fn register() {
         &MAX_CONNECTION_RATE_PER_IP,
         0,
         1_000_000,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.metrics_port",
+        c"TCP port of the Prometheus endpoint (GET /metrics); 0 means off.",
+        c"Served by the broker from its own counters, with no SQL (docs/operations.md lists the metrics).",
+        &METRICS_PORT,
+        0,
+        65535,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"kafgres.metrics_listen_address",
+        c"IP address the Prometheus endpoint listens on.",
+        c"127.0.0.1 unless set: the figures name topics, groups and roles.",
+        &METRICS_LISTEN_ADDRESS,
         GucContext::Postmaster,
         GucFlags::default(),
     );

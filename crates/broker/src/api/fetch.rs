@@ -295,6 +295,7 @@ fn read_all(
                 match records {
                     Ok(bytes) => {
                         total += bytes.len();
+                        p.count_bytes_out(bytes.len() as u64);
                         data.records = Some(bytes);
                     }
                     Err(LogError::OffsetOutOfRange { .. }) => {

@@ -24,6 +24,7 @@ pub mod describe_configs;
 pub mod describe_log_dirs;
 pub mod describe_producers;
 pub mod describe_topic_partitions;
+pub mod error_counts;
 pub mod fetch;
 pub mod group_admin;
 pub mod group_membership;

@@ -88,6 +88,16 @@ impl Ctx<'_> {
     }
 }
 
+/// A group's committed offsets, as [`GroupCoordinator::committed_offsets`] copies them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupOffsets {
+    pub group_id: String,
+    pub state: GroupState,
+    pub members: usize,
+    /// (topic, partition, offset)
+    pub offsets: Vec<(String, i32, i64)>,
+}
+
 impl GroupCoordinator {
     /// A coordinator with random member ids.
     pub fn new(config: GroupConfig) -> GroupCoordinator {
@@ -116,6 +126,24 @@ impl GroupCoordinator {
 
     pub fn group_count(&self) -> usize {
         self.groups.len()
+    }
+
+    /// Every group's state and committed offsets, groups in id order (the
+    /// metrics endpoint's consumer lag).
+    pub fn committed_offsets(&self) -> Vec<GroupOffsets> {
+        self.groups
+            .values()
+            .map(|g| GroupOffsets {
+                group_id: g.group_id.clone(),
+                state: g.state,
+                members: g.members.len() + g.consumer.as_ref().map_or(0, |c| c.members.len()),
+                offsets: g
+                    .offsets
+                    .iter()
+                    .flat_map(|(topic, partitions)| partitions.iter().map(move |(p, v)| (topic.clone(), *p, v.offset)))
+                    .collect(),
+            })
+            .collect()
     }
 
     /// When `on_deadline` must next be called, if ever.

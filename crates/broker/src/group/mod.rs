@@ -86,7 +86,7 @@ pub mod types;
 mod tests;
 
 pub use consumer::types::*;
-pub use coordinator::GroupCoordinator;
+pub use coordinator::{GroupCoordinator, GroupOffsets};
 pub use types::*;
 
 /// Coordinator settings, named after Kafka's broker configs.

@@ -26,6 +26,7 @@
 //! finds only in part is never delivered in part (the end message of
 //! `kafgres_bridge::message` tells).
 
+pub mod prometheus;
 pub mod shared;
 mod slot;
 pub mod status;

@@ -20,6 +20,22 @@ pub fn log_dir_owner(database: &str) -> kafgres_broker::log_dir::LogDirOwner {
     }
 }
 
+/// `kafgres.metrics_port` and `kafgres.metrics_listen_address`.
+fn metrics_endpoint() -> Result<Option<kafgres_broker::prometheus::MetricsEndpoint>, String> {
+    let port = gucs::METRICS_PORT.get();
+    if port == 0 {
+        return Ok(None);
+    }
+    let address = gucs::string_or(&gucs::METRICS_LISTEN_ADDRESS, "127.0.0.1");
+    let Ok(ip) = address.parse::<IpAddr>() else {
+        return Err(format!("kafgres.metrics_listen_address = '{address}' is not an IP address"));
+    };
+    Ok(Some(kafgres_broker::prometheus::MetricsEndpoint {
+        listen: SocketAddr::new(ip, port as u16),
+        host: Some(std::sync::Arc::new(crate::bridge::prometheus::BridgeMetrics)),
+    }))
+}
+
 pub fn broker_config(
     cluster_id: String,
     log_dir_owner: kafgres_broker::log_dir::LogDirOwner,
@@ -36,6 +52,7 @@ pub fn broker_config(
     let log_dir = gucs::log_dir();
     let advertised_host = gucs::string_or(&gucs::ADVERTISED_HOST, &address);
     let extra_listeners = extra_listeners(&advertised_host, port)?;
+    let metrics_endpoint = metrics_endpoint()?;
     Ok(BrokerConfig {
         listen: SocketAddr::new(ip, port),
         extra_listeners,
@@ -77,6 +94,7 @@ pub fn broker_config(
         )),
         follow: None,
         leader: None,
+        metrics_endpoint,
     })
 }
 
