@@ -58,6 +58,10 @@ build_extension() {
     say "building the extension (release)"
     (cd "$ROOT/crates/kafgres" && cargo pgrx install --release --pg-config "$PG_CONFIG" >"$STATE/build.log" 2>&1) ||
         { tail -n 40 "$STATE/build.log" >&2; die "extension build failed (full log: $STATE/build.log)"; }
+    # cargo pgrx install copies the upgrade scripts only. The first release's
+    # full script goes next to them, so that the upgrade test can install
+    # 0.1.0 and update it (tests/e2e/test_upgrade.py).
+    install -m 644 "$ROOT/crates/kafgres/sql/kafgres--0.1.0.sql" "$($PG_CONFIG --sharedir)/extension/"
 }
 
 library_hash() { sha256sum "$(installed_library)" | cut -d' ' -f1; }

@@ -444,6 +444,30 @@ pub fn extension_installed() -> Result<bool, String> {
         .map_err(|e| format!("checking for the extension: {e}"))
 }
 
+/// The version of the kafgres extension installed in this database, if any.
+pub fn installed_extension_version() -> Result<Option<String>, String> {
+    read_one::<String>("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'kafgres'")
+        .map_err(|e| format!("checking the extension's version: {e}"))
+}
+
+/// What to tell an operator whose catalog this library cannot read: an
+/// older schema is updated in place (ALTER EXTENSION keeps every topic,
+/// offset and transaction); anything else names both versions.
+pub fn schema_mismatch_advice(installed: Option<&str>) -> String {
+    let library = env!("CARGO_PKG_VERSION");
+    match installed {
+        Some(v) if v != library => format!(
+            "the kafgres schema in this database is version {v} and this library is {library}: run ALTER EXTENSION \
+             kafgres UPDATE (it keeps every topic, record, offset and transaction)"
+        ),
+        Some(_) => format!(
+            "the kafgres schema is version {library}, as this library, but does not match it (was it edited by \
+             hand?): run ALTER EXTENSION kafgres UPDATE if an update is pending"
+        ),
+        None => "the kafgres extension is not installed: run CREATE EXTENSION kafgres".to_string(),
+    }
+}
+
 /// Runs `body` in its own transaction. Commits when it returns `Ok`; rolls
 /// back when it returns `Err` or raises a Postgres error, which comes back as
 /// `Err(message)` instead of ending the worker.

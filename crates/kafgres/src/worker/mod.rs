@@ -248,10 +248,9 @@ fn load_catalog(wait: &WaitSet, database: &str) -> Option<(CatalogPlans, Catalog
         match loaded {
             Ok(loaded) => return Some(loaded),
             Err(e) if !reported => {
-                warning!(
-                    "kafgres: cannot load the catalog from database {database}: {e}; \
-                     waiting for the extension to be recreated or updated (DROP/CREATE EXTENSION kafgres)"
-                );
+                let installed = run_in_transaction(crate::catalog_sql::installed_extension_version).ok().flatten();
+                let advice = crate::catalog_sql::schema_mismatch_advice(installed.as_deref());
+                warning!("kafgres: cannot load the catalog from database {database}: {e}; {advice}; waiting for it");
                 reported = true;
             }
             Err(_) => {}

@@ -1,0 +1,181 @@
+"""Upgrades keep everything (docs/operations.md, "Upgrades").
+
+The first released schema, 0.1.0 (`crates/kafgres/sql/kafgres--0.1.0.sql`, as
+pgrx generated it then, installed next to the current scripts by `./kafgres
+start`), is installed with `CREATE EXTENSION kafgres VERSION '0.1.0'` and
+filled the way a 0.1.0 broker filled its catalog; `ALTER EXTENSION kafgres
+UPDATE` then runs the upgrade scripts in order. Checked:
+
+- on scratch databases of the dev cluster: every row survives, and the updated
+  schema is the one a fresh `CREATE EXTENSION kafgres` makes, object for object
+  (tables, columns, defaults, constraints, indexes, views, functions with their
+  C symbols and settings, comments, privileges, what pg_dump keeps: the
+  fingerprint of `sql/schema_fingerprint.sql`), so an upgrade script that
+  forgets what schema.sql gained fails here;
+- on a throwaway cluster of its own (Postgres on 127.0.0.1:5488, Kafka on
+  127.0.0.1:9488) whose broker database holds the 0.1.0 schema: the worker
+  says "run ALTER EXTENSION kafgres UPDATE" and waits (no crash loop); after
+  the update it serves the 0.1.0 topic and the group's committed offsets, and
+  records produce and consume.
+
+`check_function_bodies = off` while 0.1.0 is created: its C functions are
+checked against the current library only once the update has replaced them.
+Every wait has a deadline; scratch databases and the cluster are removed at
+the end.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from support import ThrowawayCluster, port_is_free, produce_all
+
+FIRST_RELEASE = "0.1.0"
+FINGERPRINT = (Path(__file__).parent / "sql" / "schema_fingerprint.sql").read_text()
+PG_PORT = 5488
+KAFKA_PORT = 9488
+READY_TIMEOUT_S = 60.0
+
+TOPIC_ID = "6f1d2c3b-4a59-4e68-8f7a-9b0c1d2e3f40"
+FILL_0_1_0 = [
+    f"INSERT INTO kafgres.topics (topic_id, name, partition_count, configs) "
+    f"VALUES ('{TOPIC_ID}', 'kept-orders', 2, '{{\"retention.ms\": \"86400000\"}}')",
+    "INSERT INTO kafgres.consumer_offsets (group_id, topic, partition, committed_offset, leader_epoch, metadata) "
+    "VALUES ('billing', 'kept-orders', 0, 0, -1, 'm0'), ('billing', 'kept-orders', 1, 0, -1, NULL)",
+    "INSERT INTO kafgres.transactions (transactional_id, producer_id, producer_epoch, timeout_ms, state, "
+    "started_at) VALUES ('kept-txn', 7, 2, 60000, 'Empty', now())",
+    "UPDATE kafgres.cluster SET next_producer_id = 1000",
+]
+KEPT_ROWS = [
+    ("SELECT name, partition_count, configs->>'retention.ms' FROM kafgres.topics",
+     [("kept-orders", 2, "86400000")]),
+    ("SELECT group_id, topic, partition, committed_offset, metadata FROM kafgres.consumer_offsets ORDER BY partition",
+     [("billing", "kept-orders", 0, 0, "m0"), ("billing", "kept-orders", 1, 0, None)]),
+    ("SELECT transactional_id, producer_id, producer_epoch, state FROM kafgres.transactions",
+     [("kept-txn", 7, 2, "Empty")]),
+    ("SELECT next_producer_id FROM kafgres.cluster", [(1000,)]),
+]
+
+
+def rows(conn, query: str) -> list[tuple]:
+    return conn.execute(query).fetchall()
+
+
+def fingerprint(conn) -> list[str]:
+    return [r[0] for r in conn.execute(FINGERPRINT).fetchall()]
+
+
+@pytest.fixture
+def scratch_databases(kafgres):
+    names = [f"kafgres_upgrade_{tag}_{uuid.uuid4().hex[:6]}" for tag in ("updated", "fresh")]
+    conninfo = dict(host=kafgres.env["PGHOST"], port=kafgres.env["PGPORT"], user=kafgres.env["PGUSER"],
+                    connect_timeout=10)
+    with psycopg.connect(dbname=kafgres.env["PGDATABASE"], autocommit=True, **conninfo) as admin:
+        for name in names:
+            admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            connections = [psycopg.connect(dbname=name, autocommit=True, **conninfo) for name in names]
+            try:
+                yield connections
+            finally:
+                for conn in connections:
+                    conn.close()
+        finally:
+            for name in names:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_an_update_from_the_first_release_keeps_every_row_and_ends_at_the_fresh_schema(scratch_databases):
+    updated, fresh = scratch_databases
+    updated.execute("SET check_function_bodies = off")
+    updated.execute(f"CREATE EXTENSION kafgres VERSION '{FIRST_RELEASE}'")
+    for statement in FILL_0_1_0:
+        updated.execute(statement)
+    updated.execute("ALTER EXTENSION kafgres UPDATE")
+    fresh.execute("CREATE EXTENSION kafgres")
+    (current,) = rows(fresh, "SELECT extversion FROM pg_extension WHERE extname = 'kafgres'")[0]
+    assert current != FIRST_RELEASE
+    assert rows(updated, "SELECT extversion FROM pg_extension WHERE extname = 'kafgres'") == [(current,)]
+    for query, expected in KEPT_ROWS:
+        assert rows(updated, query) == expected, query
+    got, want = fingerprint(updated), fingerprint(fresh)
+    assert len(want) > 100, "the fingerprint sees the schema"
+    missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
+    assert not missing and not extra, (
+        f"ALTER EXTENSION kafgres UPDATE from {FIRST_RELEASE} does not end at the schema of a fresh install:\n"
+        f"missing after the update: {missing}\nleft over by the update: {extra}"
+    )
+
+
+class Cluster(ThrowawayCluster):
+    def __init__(self) -> None:
+        super().__init__("upgrade", PG_PORT, KAFKA_PORT)
+
+
+@pytest.fixture
+def cluster():
+    if os.geteuid() != 0:
+        pytest.fail("this test must run as root (it runs initdb and pg_ctl as postgres)")
+    for port in (PG_PORT, KAFKA_PORT):
+        assert port_is_free(port), f"port {port} is in use: is an upgrade-test cluster from an earlier run still up?"
+    c = Cluster()
+    try:
+        c.init({"kafgres.group_initial_rebalance_delay_ms": "0"})
+        c.start()
+        yield c
+    finally:
+        c.destroy()
+
+
+def wait_for_log(cluster: Cluster, text: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while text not in cluster.log_text():
+        assert time.monotonic() < deadline, f"the server log never said {text!r}:\n{cluster.log_tail()}"
+        time.sleep(0.1)
+
+
+def test_a_broker_on_the_first_release_waits_for_the_update_then_serves_its_catalog(cluster: Cluster):
+    bootstrap = cluster.bootstrap
+    cluster.sql("SET check_function_bodies = off", f"CREATE EXTENSION kafgres VERSION '{FIRST_RELEASE}'",
+                *FILL_0_1_0)
+    wait_for_log(cluster, "ALTER EXTENSION kafgres UPDATE", READY_TIMEOUT_S)
+    starts_before = cluster.log_text().count("kafgres: leading in epoch")
+    assert starts_before == 0, "a broker started on the 0.1.0 schema"
+    cluster.sql("ALTER EXTENSION kafgres UPDATE")
+    cluster.wait_until_serving(READY_TIMEOUT_S)
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + 30
+    while True:
+        topics = admin.list_topics(timeout=10).topics
+        if "kept-orders" in topics or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert "kept-orders" in topics, f"the 0.1.0 topic is not served: {sorted(topics)}"
+    assert sorted(topics["kept-orders"].partitions) == [0, 1]
+
+    produce_all(Producer({"bootstrap.servers": bootstrap, "acks": "all"}),
+                [dict(topic="kept-orders", partition=p, value=f"after-{p}".encode()) for p in (0, 1)])
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "billing", "enable.auto.commit": False,
+                         "auto.offset.reset": "error"})
+    try:
+        committed = consumer.committed([TopicPartition("kept-orders", p) for p in (0, 1)], timeout=20)
+        assert [(c.partition, c.offset) for c in committed] == [(0, 0), (1, 0)]
+        consumer.assign(committed)
+        values, deadline = set(), time.monotonic() + 30
+        while len(values) < 2 and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                values.add(message.value())
+        assert values == {b"after-0", b"after-1"}
+    finally:
+        consumer.close()
+    assert "terminated by signal" not in cluster.log_text(), cluster.log_tail()
