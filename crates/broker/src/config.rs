@@ -124,6 +124,10 @@ pub struct BrokerConfig {
     pub leader: Option<LeaderAddress>,
     /// The Prometheus endpoint (`kafgres.metrics_port`), if on.
     pub metrics_endpoint: Option<crate::prometheus::MetricsEndpoint>,
+    /// The reloadable settings in force: built by `Broker::start` from the
+    /// initial values above (`flush_policy`, `frame_bytes_max`, ...), changed
+    /// by `Broker::reload`. Read these, not the initial values, once started.
+    pub live: std::sync::Arc<crate::settings::LiveSettings>,
 }
 
 /// Where clients find the leader.
@@ -210,6 +214,7 @@ impl BrokerConfig {
             follow: None,
             leader: None,
             metrics_endpoint: None,
+            live: std::sync::Arc::new(crate::settings::LiveSettings::placeholder()),
         }
     }
 }

@@ -84,7 +84,6 @@ async fn serve<R: AsyncRead + Unpin>(
 ) {
     let Accepted { peer, listener_port, endpoint, authentication, certificate_identity } = accepted;
     let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, reader);
-    let idle = Duration::from_millis(ctx.config.connection_idle_ms_max);
     let metrics = ctx.config.metrics;
     let entry = metrics.open_connection(peer, listener_port, crate::now_ms());
     let tls = matches!(writer, ResponseWriter::Tls(_));
@@ -94,6 +93,8 @@ async fn serve<R: AsyncRead + Unpin>(
         sasl.open_as(identity);
     }
     loop {
+        // Read at each request: a reload may change it.
+        let idle = Duration::from_millis(ctx.config.live.connection_idle_ms_max());
         let mut prefix = [0u8; FRAME_LEN_BYTES];
         let read = tokio::select! {
             _ = shutdown.changed() => return,
@@ -107,7 +108,7 @@ async fn serve<R: AsyncRead + Unpin>(
                 return;
             }
         }
-        let len = match frame_body_len(prefix, sasl.frame_bytes_max(ctx.config.frame_bytes_max)) {
+        let len = match frame_body_len(prefix, sasl.frame_bytes_max(ctx.config.live.frame_bytes_max())) {
             Ok(len) => len,
             Err(e) => {
                 let stage = if sasl.authenticating() { " before SASL authentication" } else { "" };

@@ -31,6 +31,7 @@
 //!   transaction coordinators;
 //! - [`prometheus`]: the `/metrics` endpoint, rendering what the data plane
 //!   already counts in the Prometheus text format;
+//! - [`settings`]: the settings a reload changes while the broker serves;
 //! - [`catalog`]: the narrow port to persistent metadata (Postgres tables in
 //!   production, memory in tests).
 //!
@@ -65,6 +66,7 @@ pub mod quota;
 pub mod replication;
 pub mod sasl;
 pub mod server;
+pub mod settings;
 pub mod splice;
 pub mod tls;
 pub mod topic_admin;

@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,8 +26,9 @@ const UNIT_BYTES: usize = 1024;
 /// The memory budget for request frames in flight, shared by every connection.
 #[derive(Debug)]
 pub struct RequestMemory {
-    permits: Semaphore,
-    units: u32,
+    permits: Arc<Semaphore>,
+    /// The budget in units; a reload may change it.
+    units: AtomicU32,
 }
 
 impl RequestMemory {
@@ -34,24 +36,53 @@ impl RequestMemory {
         let units = u32::try_from(budget_bytes.div_ceil(UNIT_BYTES)).unwrap_or(u32::MAX >> 3).max(1);
         // tokio's semaphore holds at most usize::MAX >> 3 permits.
         let units = units.min(u32::MAX >> 3);
-        RequestMemory { permits: Semaphore::new(units as usize), units }
+        RequestMemory { permits: Arc::new(Semaphore::new(units as usize)), units: AtomicU32::new(units) }
+    }
+
+    fn units_for(budget_bytes: usize) -> u32 {
+        u32::try_from(budget_bytes.div_ceil(UNIT_BYTES)).unwrap_or(u32::MAX >> 3).clamp(1, u32::MAX >> 3)
+    }
+
+    /// A reload's new budget. Growing adds room at once; shrinking takes
+    /// back what is free now and the rest as frames in flight finish (a
+    /// task holds it, ahead of new reservations, then forgets it). Must run
+    /// on the broker's runtime.
+    pub fn resize(&self, budget_bytes: usize) {
+        let wanted = Self::units_for(budget_bytes);
+        let before = self.units.swap(wanted, Ordering::AcqRel);
+        if wanted > before {
+            self.permits.add_permits((wanted - before) as usize);
+        } else if wanted < before {
+            let deficit = (before - wanted) as usize;
+            let taken = self.permits.forget_permits(deficit);
+            let rest = u32::try_from(deficit - taken).unwrap_or(u32::MAX);
+            if rest > 0 {
+                let permits = Arc::clone(&self.permits);
+                tokio::spawn(async move {
+                    if let Ok(held) = permits.acquire_many_owned(rest).await {
+                        held.forget();
+                    }
+                });
+            }
+        }
     }
 
     /// Reserves room for a frame of `bytes`, waiting while the budget is
     /// spent. A frame larger than the whole budget takes all of it, so it
     /// waits for every other frame to finish rather than never being read.
     pub async fn reserve(&self, bytes: usize) -> Option<SemaphorePermit<'_>> {
-        let wanted = u32::try_from(bytes.div_ceil(UNIT_BYTES).max(1)).unwrap_or(u32::MAX).min(self.units);
+        let units = self.units.load(Ordering::Acquire);
+        let wanted = u32::try_from(bytes.div_ceil(UNIT_BYTES).max(1)).unwrap_or(u32::MAX).min(units);
         self.permits.acquire_many(wanted).await.ok()
     }
 
     /// Bytes reserved by frames being read or handled now (to the KiB).
     pub fn reserved_bytes(&self) -> usize {
-        (self.units as usize - self.permits.available_permits()) * UNIT_BYTES
+        (self.units.load(Ordering::Acquire) as usize).saturating_sub(self.permits.available_permits()) * UNIT_BYTES
     }
 
     pub fn budget_bytes(&self) -> usize {
-        self.units as usize * UNIT_BYTES
+        self.units.load(Ordering::Acquire) as usize * UNIT_BYTES
     }
 }
 
@@ -61,8 +92,8 @@ impl RequestMemory {
 /// `connection_creation_rate`; a connection over it is closed at once.
 #[derive(Debug)]
 pub struct ConnectionRates {
-    /// Connections per second; 0: no limit.
-    limit: f64,
+    /// Connections per second (an f64's bits); 0: no limit.
+    limit: AtomicU64,
     rates: Mutex<HashMap<IpAddr, crate::quota::rate::Rate>>,
 }
 
@@ -71,11 +102,16 @@ const CONNECTION_RATE_SWEEP_AT: usize = 4096;
 
 impl ConnectionRates {
     pub fn new(limit_per_second: f64) -> ConnectionRates {
-        ConnectionRates { limit: limit_per_second.max(0.0), rates: Mutex::default() }
+        ConnectionRates { limit: AtomicU64::new(limit_per_second.max(0.0).to_bits()), rates: Mutex::default() }
     }
 
     pub fn limit(&self) -> f64 {
-        self.limit
+        f64::from_bits(self.limit.load(Ordering::Relaxed))
+    }
+
+    /// A reload's new limit; the rates measured so far are kept.
+    pub fn set_limit(&self, limit_per_second: f64) {
+        self.limit.store(limit_per_second.max(0.0).to_bits(), Ordering::Relaxed);
     }
 
     /// Counts a new connection from `address`; `false` when it puts the
@@ -86,7 +122,8 @@ impl ConnectionRates {
     }
 
     fn admit_at(&self, address: IpAddr, now_ms: u64) -> bool {
-        if self.limit == 0.0 {
+        let limit = self.limit();
+        if limit == 0.0 {
             return true;
         }
         let mut rates = self.rates.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -96,7 +133,7 @@ impl ConnectionRates {
         let rate = rates.entry(address).or_default();
         let mut with_this = rate.clone();
         with_this.record(now_ms, 1.0);
-        if with_this.per_second(now_ms) > self.limit {
+        if with_this.per_second(now_ms) > limit {
             return false;
         }
         *rate = with_this;
@@ -107,7 +144,7 @@ impl ConnectionRates {
 /// Open connections by client address, against a limit per address.
 #[derive(Debug, Clone)]
 pub struct ConnectionsPerAddress {
-    limit: usize,
+    limit: Arc<AtomicUsize>,
     open: Arc<Mutex<HashMap<IpAddr, usize>>>,
 }
 
@@ -121,11 +158,17 @@ pub struct AddressSlot {
 impl ConnectionsPerAddress {
     /// `limit` 0: no limit.
     pub fn new(limit: usize) -> ConnectionsPerAddress {
-        ConnectionsPerAddress { limit, open: Arc::default() }
+        ConnectionsPerAddress { limit: Arc::new(AtomicUsize::new(limit)), open: Arc::default() }
     }
 
     pub fn limit(&self) -> usize {
-        self.limit
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    /// A reload's new limit: connections already open stay, new ones count
+    /// against it.
+    pub fn set_limit(&self, limit: usize) {
+        self.limit.store(limit, Ordering::Relaxed);
     }
 
     /// A slot for a new connection from `address`; `None` when it already
@@ -133,7 +176,8 @@ impl ConnectionsPerAddress {
     pub fn admit(&self, address: IpAddr) -> Option<AddressSlot> {
         let mut open = self.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let count = open.entry(address).or_insert(0);
-        if self.limit != 0 && *count >= self.limit {
+        let limit = self.limit();
+        if limit != 0 && *count >= limit {
             return None;
         }
         *count += 1;
@@ -222,7 +266,8 @@ mod tests {
 /// then one line per period with the count left out).
 #[derive(Debug)]
 pub struct FailedLogins {
-    base_delay: Duration,
+    /// Microseconds; a reload may change it.
+    base_delay_micros: AtomicU64,
     window: Duration,
     state: Mutex<FailedLoginState>,
 }
@@ -263,7 +308,16 @@ const FAILED_LOGIN_LOG_PERIOD: Duration = Duration::from_secs(10);
 
 impl FailedLogins {
     pub fn new(base_delay: Duration) -> FailedLogins {
-        FailedLogins { base_delay, window: Duration::from_secs(60), state: Mutex::default() }
+        FailedLogins {
+            base_delay_micros: AtomicU64::new(u64::try_from(base_delay.as_micros()).unwrap_or(u64::MAX)),
+            window: Duration::from_secs(60),
+            state: Mutex::default(),
+        }
+    }
+
+    /// A reload's new `failed_authentication_delay_ms`.
+    pub fn set_base_delay(&self, base_delay: Duration) {
+        self.base_delay_micros.store(u64::try_from(base_delay.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
     /// Records a failed login from `address` as `role` (if the client got
@@ -275,7 +329,8 @@ impl FailedLogins {
         let by_address = bump(&mut state.by_address, address, now, window);
         let by_role = role.map(|r| bump(&mut state.by_role, r.to_owned(), now, window).count).unwrap_or(0);
         let before = by_address.count.max(by_role).saturating_sub(1).min(16);
-        let delay = self.base_delay.saturating_mul(1 << before).min(FAILED_LOGIN_DELAY_MAX.max(self.base_delay));
+        let base_delay = Duration::from_micros(self.base_delay_micros.load(Ordering::Relaxed));
+        let delay = base_delay.saturating_mul(1 << before).min(FAILED_LOGIN_DELAY_MAX.max(base_delay));
         let log_with_unlogged = match state.by_address.get_mut(&address) {
             Some(f) if f.count == 1 || now.duration_since(f.logged) >= FAILED_LOGIN_LOG_PERIOD => {
                 let unlogged = f.unlogged;

@@ -75,7 +75,7 @@ impl FetchWaiter {
 pub struct Partition {
     pub topic: String,
     pub index: i32,
-    policy: FlushPolicy,
+    policy: crate::settings::SharedFlushPolicy,
     log: Mutex<PartitionLog>,
     high_watermark: watch::Sender<LogPosition>,
     durable: watch::Sender<DurableState>,
@@ -116,7 +116,8 @@ pub struct TrafficCounts {
 /// the replication state.
 #[derive(Clone)]
 pub struct PartitionSettings {
-    pub policy: FlushPolicy,
+    /// The broker's flush policy in force (a reload switches it).
+    pub policy: crate::settings::SharedFlushPolicy,
     pub metrics: &'static crate::metrics::BrokerMetrics,
     pub replication: Arc<crate::replication::ReplicationState>,
 }
@@ -124,7 +125,7 @@ pub struct PartitionSettings {
 impl From<&crate::config::BrokerConfig> for PartitionSettings {
     fn from(config: &crate::config::BrokerConfig) -> Self {
         PartitionSettings {
-            policy: config.flush_policy,
+            policy: config.live.flush_policy.clone(),
             metrics: config.metrics,
             replication: Arc::clone(&config.replication),
         }
@@ -269,7 +270,7 @@ impl Partition {
         self.traffic.bytes_in.fetch_add(bytes, Ordering::Relaxed);
         let records: u64 = headers.iter().map(|h| h.records_count.max(0) as u64).sum();
         self.traffic.records_in.fetch_add(records, Ordering::Relaxed);
-        match self.policy {
+        match self.policy.get() {
             FlushPolicy::Fsync => self.flush_wanted.notify_one(),
             FlushPolicy::PageCache => self.publish(result.end),
         }
@@ -298,7 +299,7 @@ impl Partition {
             }
         };
         self.appends_since_flush.fetch_add(1, Ordering::Relaxed);
-        match self.policy {
+        match self.policy.get() {
             FlushPolicy::Fsync => self.flush_wanted.notify_one(),
             FlushPolicy::PageCache => self.publish(result.end),
         }
@@ -377,7 +378,15 @@ impl Partition {
     }
 
     pub fn flush_policy(&self) -> FlushPolicy {
-        self.policy
+        self.policy.get()
+    }
+
+    /// After a reload switched the broker's flush policy: to `page_cache`,
+    /// what waits for an fdatasync becomes visible now; to `fsync`, the tail
+    /// written without one is flushed (acks=all waits for it from now on).
+    pub fn flush_policy_changed(&self) {
+        self.publish_durable();
+        self.flush_wanted.notify_one();
     }
 
     /// The position consumers may read up to.
@@ -471,7 +480,7 @@ impl Partition {
 
     /// The end of what is durable here (under `page_cache`, of what is written).
     pub fn durable_offset(&self) -> i64 {
-        match self.policy {
+        match self.policy.get() {
             FlushPolicy::Fsync => self.durable.borrow().position.offset,
             FlushPolicy::PageCache => self.log_end_offset(),
         }
@@ -479,7 +488,7 @@ impl Partition {
 
     /// Publishes what is durable here, as far as the standbys allow.
     fn publish_durable(&self) {
-        let local = match self.policy {
+        let local = match self.policy.get() {
             FlushPolicy::Fsync => self.durable.borrow().position,
             FlushPolicy::PageCache => self.lock_log().end_position(),
         };

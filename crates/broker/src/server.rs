@@ -51,7 +51,18 @@ pub struct Broker {
     follower: Arc<crate::replication::follower::FollowerState>,
     /// The Prometheus endpoint's bound address, when it is open.
     metrics_addr: Option<SocketAddr>,
+    /// The connection limits the accept loops share (a reload changes them).
+    per_address: crate::limits::ConnectionsPerAddress,
+    rates: Arc<crate::limits::ConnectionRates>,
+    /// The runtime the broker runs on (a reload may start a task on it).
+    runtime: tokio::runtime::Handle,
 }
+
+/// Permits of the semaphore that counts open connections (one each): far
+/// above any `connections_max`, which is checked against the count so that a
+/// reload can change it. A shutdown takes them all back to know every
+/// connection has ended.
+const CONNECTION_PERMITS: u32 = 1 << 24;
 
 /// How long a shutdown lets requests in flight finish before it closes the
 /// partitions anyway.
@@ -77,6 +88,7 @@ impl Broker {
         snapshot: impl Into<CatalogSnapshot>,
     ) -> Result<Broker, StartError> {
         let CatalogSnapshot { topics: records, offsets, transactions, acls, client_quotas } = snapshot.into();
+        config.live = Arc::new(crate::settings::LiveSettings::new(&crate::settings::Reloadable::from(&config)));
         let mut registry = TopicRegistry::default();
         let housekeeping = crate::partition::Housekeeping::default();
         let now = crate::now_ms();
@@ -116,7 +128,7 @@ impl Broker {
         let deleted_in = config.log_dir.clone();
         tokio::task::spawn_blocking(move || crate::log_dir::remove_deleted_dirs(&deleted_in));
         let config = Arc::new(config);
-        let connections = Arc::new(Semaphore::new(config.connections_max));
+        let connections = Arc::new(Semaphore::new(CONNECTION_PERMITS as usize));
         let groups = GroupService::start(
             crate::group::GroupConfig {
                 initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
@@ -221,7 +233,51 @@ impl Broker {
             records.len(),
             ctx.config.log_dir.display()
         );
-        Ok(Broker { ctx, local_addr, shutdown, accept_loops, listener_addrs, tls, connections, follower, metrics_addr })
+        Ok(Broker {
+            ctx,
+            local_addr,
+            shutdown,
+            accept_loops,
+            listener_addrs,
+            tls,
+            connections,
+            follower,
+            metrics_addr,
+            per_address,
+            rates,
+            runtime: tokio::runtime::Handle::current(),
+        })
+    }
+
+    /// Applies a reload's settings to a running broker: what requests read
+    /// (frame limit, idle timeout, topic auto-creation), the connection
+    /// limits, the request memory budget, the failed-login delay, the group
+    /// timings and the flush policy of every partition. Established
+    /// connections stay; a limit lowered below what is open refuses new
+    /// connections until enough have closed. Callable from any thread.
+    pub fn reload(&self, settings: &crate::settings::Reloadable) {
+        let _runtime = self.runtime.enter();
+        let live = &self.ctx.config.live;
+        let policy_changed = live.store(settings);
+        self.per_address.set_limit(settings.connections_per_address_max);
+        self.rates.set_limit(settings.connection_rate_per_address_max);
+        self.ctx.request_memory.resize(settings.request_memory_bytes_max);
+        self.ctx
+            .failed_logins
+            .set_base_delay(std::time::Duration::from_millis(settings.failed_authentication_delay_ms));
+        self.ctx.groups.call(|c| {
+            c.set_timings(
+                settings.group_initial_rebalance_delay_ms,
+                settings.group_consumer_session_timeout_ms,
+                settings.group_consumer_heartbeat_interval_ms,
+            );
+            ((), Vec::new())
+        });
+        if policy_changed && live.flush_policy.set(settings.flush_policy) {
+            for partition in self.ctx.topics.all_partitions() {
+                partition.flush_policy_changed();
+            }
+        }
     }
 
     /// The Prometheus endpoint's bound address, if it is open.
@@ -298,7 +354,7 @@ impl Broker {
             let _ = accept_loop.await;
         }
         self.ctx.topics.begin_draining();
-        let all = u32::try_from(self.ctx.config.connections_max).unwrap_or(u32::MAX);
+        let all = CONNECTION_PERMITS;
         match tokio::time::timeout(DRAIN_TIMEOUT, self.connections.acquire_many(all)).await {
             Ok(_) => {}
             Err(_) => log::warn!(
@@ -478,12 +534,18 @@ async fn accept_loop(
             });
             continue;
         };
-        let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
+        // Counted by taking a permit first, then checked against the limit in
+        // force (a reload may lower it): racing accepts can only undershoot.
+        let max = ctx.config.live.connections_max();
+        let permit = Arc::clone(&connections)
+            .try_acquire_owned()
+            .ok()
+            .filter(|_| CONNECTION_PERMITS as usize - connections.available_permits() <= max);
+        let Some(permit) = permit else {
             ctx.config.metrics.connections_refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             refusals.note(|repeated| {
                 log::warn!(
-                    "refusing connection from {peer}: {} connections open (kafgres.max_connections){repeated}",
-                    ctx.config.connections_max
+                    "refusing connection from {peer}: {max} connections open (kafgres.max_connections){repeated}"
                 )
             });
             continue;

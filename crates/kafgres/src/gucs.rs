@@ -8,6 +8,18 @@ use std::ffi::CString;
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting, PostgresGucEnum};
 
 #[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum LogLevelGuc {
+    #[name = c"error"]
+    Error,
+    #[name = c"warning"]
+    Warning,
+    #[name = c"info"]
+    Info,
+    #[name = c"debug"]
+    Debug,
+}
+
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
 pub enum FlushPolicyGuc {
     /// fdatasync before acknowledging acks=all and before consumers see records.
     #[name = c"fsync"]
@@ -73,6 +85,7 @@ pub static MAX_FRAME_BYTES: GucSetting<i32> = GucSetting::<i32>::new(100 * 1024 
 pub static MAX_CONNECTIONS: GucSetting<i32> = GucSetting::<i32>::new(1000);
 pub static MAX_CONNECTIONS_PER_IP: GucSetting<i32> = GucSetting::<i32>::new(0);
 pub static MAX_CONNECTION_RATE_PER_IP: GucSetting<i32> = GucSetting::<i32>::new(0);
+pub static LOG_LEVEL: GucSetting<LogLevelGuc> = GucSetting::<LogLevelGuc>::new(LogLevelGuc::Info);
 pub static METRICS_PORT: GucSetting<i32> = GucSetting::<i32>::new(0);
 pub static METRICS_LISTEN_ADDRESS: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"127.0.0.1"));
 pub static REQUEST_MEMORY_MB: GucSetting<i32> = GucSetting::<i32>::new(512);
@@ -163,7 +176,7 @@ pub fn register() {
         c"When produced records are acknowledged and made visible.",
         c"fsync: after fdatasync (durable, the default); page_cache: after the write reaches the OS.",
         &FLUSH_POLICY,
-        GucContext::Postmaster,
+        GucContext::Sighup,
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
@@ -173,7 +186,7 @@ pub fn register() {
         &MAX_FRAME_BYTES,
         1024,
         i32::MAX,
-        GucContext::Postmaster,
+        GucContext::Sighup,
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
@@ -183,7 +196,7 @@ pub fn register() {
         &MAX_CONNECTIONS,
         1,
         1_000_000,
-        GucContext::Postmaster,
+        GucContext::Sighup,
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
@@ -193,7 +206,7 @@ pub fn register() {
         &MAX_CONNECTIONS_PER_IP,
         0,
         1_000_000,
-        GucContext::Postmaster,
+        GucContext::Sighup,
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
@@ -204,7 +217,15 @@ pub fn register() {
         &MAX_CONNECTION_RATE_PER_IP,
         0,
         1_000_000,
-        GucContext::Postmaster,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_enum_guc(
+        c"kafgres.log_level",
+        c"The least severe of the broker's own lines written to the server log.",
+        c"error, warning, info (the default) or debug; debug lines are written at LOG.",
+        &LOG_LEVEL,
+        GucContext::Sighup,
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
@@ -232,7 +253,7 @@ pub fn register() {
         &REQUEST_MEMORY_MB,
         1,
         1_048_576,
-        GucContext::Postmaster,
+        GucContext::Sighup,
         GucFlags::default(),
     );
     GucRegistry::define_bool_guc(
@@ -240,7 +261,7 @@ pub fn register() {
         c"Create unknown topics on Metadata requests that allow it.",
         c"Kafka's auto.create.topics.enable.",
         &AUTO_CREATE_TOPICS,
-        GucContext::Postmaster,
+        GucContext::Sighup,
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
@@ -250,7 +271,7 @@ pub fn register() {
         &DEFAULT_PARTITIONS,
         1,
         10_000,
-        GucContext::Postmaster,
+        GucContext::Sighup,
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
@@ -273,7 +294,7 @@ pub fn register_connection_settings() {
         &CONNECTIONS_MAX_IDLE_MS,
         1_000,
         i32::MAX,
-        GucContext::Postmaster,
+        GucContext::Sighup,
         GucFlags::default(),
     );
 }
@@ -412,7 +433,7 @@ pub fn register_authentication_setting() {
         &FAILED_AUTHENTICATION_DELAY_MS,
         0,
         5_000,
-        GucContext::Postmaster,
+        GucContext::Sighup,
         GucFlags::default(),
     );
     GucRegistry::define_enum_guc(
@@ -435,7 +456,7 @@ pub fn register_group_settings() {
         &GROUP_INITIAL_REBALANCE_DELAY_MS,
         0,
         300_000,
-        GucContext::Postmaster,
+        GucContext::Sighup,
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
@@ -445,7 +466,7 @@ pub fn register_group_settings() {
         &GROUP_CONSUMER_SESSION_TIMEOUT_MS,
         1_000,
         3_600_000,
-        GucContext::Postmaster,
+        GucContext::Sighup,
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
@@ -455,7 +476,7 @@ pub fn register_group_settings() {
         &GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS,
         100,
         600_000,
-        GucContext::Postmaster,
+        GucContext::Sighup,
         GucFlags::default(),
     );
 }

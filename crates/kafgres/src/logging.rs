@@ -40,7 +40,7 @@ static LOGGER: OnceLock<QueueLogger> = OnceLock::new();
 
 impl log::Log for QueueLogger {
     fn enabled(&self, metadata: &log::Metadata) -> bool {
-        metadata.level() <= log::Level::Info
+        metadata.level() <= log::max_level()
     }
 
     fn log(&self, record: &log::Record) {
@@ -87,8 +87,13 @@ pub fn install(waker: Arc<EventFd>) -> Option<Receiver<LogLine>> {
     LOGGER.set(QueueLogger { lines, waker, dropped: AtomicU64::new(0), repeats: std::sync::Mutex::default() }).ok()?;
     let logger = LOGGER.get()?;
     log::set_logger(logger).ok()?;
-    log::set_max_level(log::LevelFilter::Info);
+    log::set_max_level(crate::worker::config::log_level());
     Some(receiver)
+}
+
+/// `kafgres.log_level` after a reload: which of the broker's lines are queued.
+pub fn set_level(level: log::LevelFilter) {
+    log::set_max_level(level);
 }
 
 /// Lines dropped because the queue was full since the last call.

@@ -181,7 +181,7 @@ async fn create_checked(
     }
     crate::topic_config::validate_topic_config_names(configs.keys().map(String::as_str))
         .map_err(|m| (error_code::INVALID_CONFIG, m))?;
-    let partitions = if num_partitions == -1 { config.default_partitions } else { num_partitions };
+    let partitions = if num_partitions == -1 { config.live.default_partitions() } else { num_partitions };
     if partitions <= 0 {
         return Err((
             error_code::INVALID_PARTITIONS,

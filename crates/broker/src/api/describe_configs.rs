@@ -111,23 +111,23 @@ fn broker_entries(c: &BrokerConfig, name: &str) -> Result<Vec<Entry>, (i16, Opti
     // (name, value, type, Kafka 4.x's default)
     let values: Vec<(&str, String, ConfigType, Option<&str>)> = vec![
         ("advertised.listeners", listener, ConfigType::List, None),
-        ("auto.create.topics.enable", c.auto_create_topics.to_string(), ConfigType::Boolean, Some("true")),
-        ("connections.max.idle.ms", c.connection_idle_ms_max.to_string(), ConfigType::Long, Some("600000")),
+        ("auto.create.topics.enable", c.live.auto_create_topics().to_string(), ConfigType::Boolean, Some("true")),
+        ("connections.max.idle.ms", c.live.connection_idle_ms_max().to_string(), ConfigType::Long, Some("600000")),
         (
             "group.consumer.heartbeat.interval.ms",
-            c.group_consumer_heartbeat_interval_ms.to_string(),
+            c.live.group_consumer_heartbeat_interval_ms().to_string(),
             ConfigType::Int,
             Some("5000"),
         ),
         (
             "group.consumer.session.timeout.ms",
-            c.group_consumer_session_timeout_ms.to_string(),
+            c.live.group_consumer_session_timeout_ms().to_string(),
             ConfigType::Int,
             Some("45000"),
         ),
         (
             "group.initial.rebalance.delay.ms",
-            c.group_initial_rebalance_delay_ms.to_string(),
+            c.live.group_initial_rebalance_delay_ms().to_string(),
             ConfigType::Int,
             Some("3000"),
         ),
@@ -138,7 +138,7 @@ fn broker_entries(c: &BrokerConfig, name: &str) -> Result<Vec<Entry>, (i16, Opti
             ConfigType::Int,
             broker_config_default("log.segment.bytes"),
         ),
-        ("max.connections", c.connections_max.to_string(), ConfigType::Int, Some("2147483647")),
+        ("max.connections", c.live.connections_max().to_string(), ConfigType::Int, Some("2147483647")),
         (
             "message.max.bytes",
             c.message_bytes_max.to_string(),
@@ -146,8 +146,8 @@ fn broker_entries(c: &BrokerConfig, name: &str) -> Result<Vec<Entry>, (i16, Opti
             broker_config_default("message.max.bytes"),
         ),
         ("node.id", c.node_id.to_string(), ConfigType::Int, None),
-        ("num.partitions", c.default_partitions.to_string(), ConfigType::Int, Some("1")),
-        ("socket.request.max.bytes", c.frame_bytes_max.to_string(), ConfigType::Int, Some("104857600")),
+        ("num.partitions", c.live.default_partitions().to_string(), ConfigType::Int, Some("1")),
+        ("socket.request.max.bytes", c.live.frame_bytes_max().to_string(), ConfigType::Int, Some("104857600")),
     ];
     Ok(values
         .into_iter()

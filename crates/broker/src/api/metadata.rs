@@ -75,7 +75,7 @@ impl Handler for Metadata {
             response.topics.sort_by(|a, b| a.name.cmp(&b.name));
             return response.into();
         }
-        let auto_create = config.auto_create_topics && (version < 4 || request.allow_auto_topic_creation);
+        let auto_create = config.live.auto_create_topics() && (version < 4 || request.allow_auto_topic_creation);
         for wanted in request.topics.unwrap_or_default() {
             let found = match &wanted.name {
                 Some(name) => topics.get(&name.0),
@@ -110,13 +110,18 @@ impl Handler for Metadata {
                     Err(error_code::TOPIC_AUTHORIZATION_FAILED)
                 }
                 (None, Some(name)) if auto_create => {
-                    super::create_topics::create_topic(admin, &name.0, config.default_partitions, Default::default())
-                        .await
-                        .or_else(|(code, _)| match code {
-                            // Created concurrently by another client: serve it.
-                            error_code::TOPIC_ALREADY_EXISTS => topics.get(&name.0).ok_or(code),
-                            other => Err(other),
-                        })
+                    super::create_topics::create_topic(
+                        admin,
+                        &name.0,
+                        config.live.default_partitions(),
+                        Default::default(),
+                    )
+                    .await
+                    .or_else(|(code, _)| match code {
+                        // Created concurrently by another client: serve it.
+                        error_code::TOPIC_ALREADY_EXISTS => topics.get(&name.0).ok_or(code),
+                        other => Err(other),
+                    })
                 }
                 (None, Some(_)) => Err(error_code::UNKNOWN_TOPIC_OR_PARTITION),
                 (None, None) => Err(error_code::UNKNOWN_TOPIC_ID),

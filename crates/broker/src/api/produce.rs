@@ -183,7 +183,7 @@ fn append_one(
         item.response.error_code = error_code::CORRUPT_MESSAGE;
         return;
     };
-    let limit = decompress_limit(records.len(), policy, config.frame_bytes_max);
+    let limit = decompress_limit(records.len(), policy, config.live.frame_bytes_max());
     let validated = match validate_produced_batches(&records, limit) {
         Ok(v) => v,
         Err(e) => {

@@ -102,7 +102,7 @@ async fn run(args: &Args, dir: &std::path::Path) -> Result<(), String> {
     let metrics = BrokerMetrics::leaked();
     let housekeeping = Housekeeping::default();
     let settings = kafgres_broker::partition::PartitionSettings {
-        policy: args.policy,
+        policy: kafgres_broker::settings::SharedFlushPolicy::new(args.policy),
         metrics,
         replication: std::sync::Arc::new(kafgres_broker::replication::ReplicationState::new(
             0,

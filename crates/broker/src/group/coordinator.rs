@@ -119,6 +119,19 @@ impl GroupCoordinator {
         &self.config
     }
 
+    /// A reload's new group timings; rebalances and sessions already under
+    /// way keep the deadlines they were given.
+    pub fn set_timings(
+        &mut self,
+        initial_rebalance_delay_ms: i32,
+        consumer_session_timeout_ms: i32,
+        consumer_heartbeat_interval_ms: i32,
+    ) {
+        self.config.initial_rebalance_delay_ms = initial_rebalance_delay_ms;
+        self.config.consumer_session_timeout_ms = consumer_session_timeout_ms;
+        self.config.consumer_heartbeat_interval_ms = consumer_heartbeat_interval_ms;
+    }
+
     /// The state of a group, `None` if it does not exist.
     pub fn group_state(&self, group_id: &str) -> Option<GroupState> {
         self.groups.get(group_id).map(|g| g.state)

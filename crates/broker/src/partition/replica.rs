@@ -126,7 +126,7 @@ impl Partition {
     /// it requires; at most `timeout` for the standbys (the produce's own
     /// `timeout_ms`, as Kafka bounds acks=all).
     pub async fn wait_committed(&self, end_offset: i64, timeout: std::time::Duration) -> Result<(), DurabilityError> {
-        if self.policy == FlushPolicy::Fsync {
+        if self.policy.get() == FlushPolicy::Fsync {
             self.wait_durable(end_offset).await?;
         }
         if self.replicated_offset() >= end_offset {
@@ -202,7 +202,7 @@ impl Partition {
         self.refuse_if_flush_failed()?;
         let result = self.lock_log().append_replicated(batches, headers, now_ms)?;
         self.appends_since_flush.fetch_add(headers.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        match self.policy {
+        match self.policy.get() {
             FlushPolicy::Fsync => self.flush_wanted.notify_one(),
             FlushPolicy::PageCache => self.publish(result.end),
         }

@@ -3,6 +3,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use kafgres_broker::settings::Reloadable;
 use kafgres_broker::{BrokerConfig, FlushPolicy};
 use pgrx::prelude::*;
 
@@ -53,6 +54,7 @@ pub fn broker_config(
     let advertised_host = gucs::string_or(&gucs::ADVERTISED_HOST, &address);
     let extra_listeners = extra_listeners(&advertised_host, port)?;
     let metrics_endpoint = metrics_endpoint()?;
+    let live = reloadable();
     Ok(BrokerConfig {
         listen: SocketAddr::new(ip, port),
         extra_listeners,
@@ -63,6 +65,42 @@ pub fn broker_config(
         cluster_id,
         log_dir,
         log_dir_owner,
+        flush_policy: live.flush_policy,
+        frame_bytes_max: live.frame_bytes_max,
+        connections_max: live.connections_max,
+        connections_per_address_max: live.connections_per_address_max,
+        connection_rate_per_address_max: live.connection_rate_per_address_max,
+        request_memory_bytes_max: live.request_memory_bytes_max,
+        connection_idle_ms_max: live.connection_idle_ms_max,
+        auto_create_topics: live.auto_create_topics,
+        default_partitions: live.default_partitions,
+        message_bytes_max: kafgres_broker::topic_config::MESSAGE_BYTES_MAX_DEFAULT,
+        segment_bytes_max: gucs::SEGMENT_BYTES.get() as u64,
+        group_initial_rebalance_delay_ms: live.group_initial_rebalance_delay_ms,
+        group_consumer_session_timeout_ms: live.group_consumer_session_timeout_ms,
+        group_consumer_heartbeat_interval_ms: live.group_consumer_heartbeat_interval_ms,
+        authentication: authentication(),
+        // Set by the role's own start (`super::leader`, `super::standby`), from the catalog.
+        internal_secret: None,
+        failed_authentication_delay_ms: live.failed_authentication_delay_ms,
+        authorizer_enabled: authorizer_enabled(),
+        metrics: crate::shared_metrics::metrics().unwrap_or_else(kafgres_broker::metrics::BrokerMetrics::leaked),
+        // The role's own (`super::leader`, `super::standby`) replace these.
+        replication: std::sync::Arc::new(kafgres_broker::replication::ReplicationState::new(
+            0,
+            None,
+            kafgres_broker::replication::state::LAG_TIME_MAX_DEFAULT,
+        )),
+        follow: None,
+        leader: None,
+        metrics_endpoint,
+        live: std::sync::Arc::new(kafgres_broker::settings::LiveSettings::placeholder()),
+    })
+}
+
+/// The settings a reload applies to a running broker, as the GUCs say now.
+pub fn reloadable() -> Reloadable {
+    Reloadable {
         flush_policy: match gucs::FLUSH_POLICY.get() {
             gucs::FlushPolicyGuc::Fsync => FlushPolicy::Fsync,
             gucs::FlushPolicyGuc::PageCache => FlushPolicy::PageCache,
@@ -75,27 +113,59 @@ pub fn broker_config(
         connection_idle_ms_max: gucs::CONNECTIONS_MAX_IDLE_MS.get() as u64,
         auto_create_topics: gucs::AUTO_CREATE_TOPICS.get(),
         default_partitions: gucs::DEFAULT_PARTITIONS.get(),
-        message_bytes_max: kafgres_broker::topic_config::MESSAGE_BYTES_MAX_DEFAULT,
-        segment_bytes_max: gucs::SEGMENT_BYTES.get() as u64,
+        failed_authentication_delay_ms: gucs::FAILED_AUTHENTICATION_DELAY_MS.get().max(0) as u64,
         group_initial_rebalance_delay_ms: gucs::GROUP_INITIAL_REBALANCE_DELAY_MS.get(),
         group_consumer_session_timeout_ms: gucs::GROUP_CONSUMER_SESSION_TIMEOUT_MS.get(),
         group_consumer_heartbeat_interval_ms: gucs::GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS.get(),
-        authentication: authentication(),
-        // Set by the role's own start (`super::leader`, `super::standby`), from the catalog.
-        internal_secret: None,
-        failed_authentication_delay_ms: gucs::FAILED_AUTHENTICATION_DELAY_MS.get().max(0) as u64,
-        authorizer_enabled: authorizer_enabled(),
-        metrics: crate::shared_metrics::metrics().unwrap_or_else(kafgres_broker::metrics::BrokerMetrics::leaked),
-        // The role's own (`super::leader`, `super::standby`) replace these.
-        replication: std::sync::Arc::new(kafgres_broker::replication::ReplicationState::new(
-            0,
-            None,
-            kafgres_broker::replication::state::LAG_TIME_MAX_DEFAULT,
-        )),
-        follow: None,
-        leader: None,
-        metrics_endpoint,
-    })
+    }
+}
+
+/// The `kafgres.*` settings a reload may change (context `sighup`), for the
+/// worker's "is now" lines; `reloadable` reads the broker's share of them.
+pub const RELOADABLE_SETTINGS: &[&std::ffi::CStr] = &[
+    c"kafgres.flush_policy",
+    c"kafgres.max_frame_bytes",
+    c"kafgres.max_connections",
+    c"kafgres.max_connections_per_ip",
+    c"kafgres.max_connection_rate_per_ip",
+    c"kafgres.request_memory_mb",
+    c"kafgres.connections_max_idle_ms",
+    c"kafgres.auto_create_topics",
+    c"kafgres.default_partitions",
+    c"kafgres.failed_authentication_delay_ms",
+    c"kafgres.group_initial_rebalance_delay_ms",
+    c"kafgres.group_consumer_session_timeout_ms",
+    c"kafgres.group_consumer_heartbeat_interval_ms",
+    c"kafgres.log_level",
+    c"kafgres.authorizer",
+    c"kafgres.ssl_cert_file",
+    c"kafgres.ssl_key_file",
+    c"kafgres.ssl_ca_file",
+    c"kafgres.ssl_client_auth",
+    c"kafgres.primary_kafka_address",
+    c"kafgres.sql_bridge_memory_mb",
+];
+
+/// Each reloadable setting's value as `SHOW` prints it.
+pub fn reloadable_values() -> Vec<Option<String>> {
+    RELOADABLE_SETTINGS.iter().map(|name| gucs::postgres_setting(name)).collect()
+}
+
+/// A reload: the broker takes the new settings, the log level follows
+/// `kafgres.log_level`.
+pub fn reload_settings(broker: &kafgres_broker::Broker) {
+    crate::logging::set_level(log_level());
+    broker.reload(&reloadable());
+}
+
+/// `kafgres.log_level` as the `log` crate filters.
+pub fn log_level() -> log::LevelFilter {
+    match gucs::LOG_LEVEL.get() {
+        gucs::LogLevelGuc::Error => log::LevelFilter::Error,
+        gucs::LogLevelGuc::Warning => log::LevelFilter::Warn,
+        gucs::LogLevelGuc::Info => log::LevelFilter::Info,
+        gucs::LogLevelGuc::Debug => log::LevelFilter::Debug,
+    }
 }
 
 /// `kafgres.listeners`: each with its own port, advertised under its own

@@ -61,6 +61,7 @@ pub(super) fn run(w: &Worker) -> Ended {
             broker.set_sync_policy(sync_policy());
             reload_acls(broker.context());
             super::config::reload_tls(&broker);
+            super::config::reload_settings(&broker);
             w.report_logs();
         }
         if w.wait.wait() == Wakeup::DataPlane {

@@ -20,7 +20,7 @@
 //! [`RESTART_DELAY`].
 
 mod catalog_requests;
-mod config;
+pub(crate) mod config;
 mod leader;
 mod standby;
 mod threads;
@@ -181,8 +181,20 @@ impl Worker {
         if !BackgroundWorker::sighup_received() {
             return false;
         }
+        let before = config::reloadable_values();
         // SAFETY: the worker's main thread, between transactions.
         unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+        let after = config::reloadable_values();
+        for ((name, was), now) in config::RELOADABLE_SETTINGS.iter().zip(&before).zip(&after) {
+            if was != now {
+                log!(
+                    "kafgres: {} is now {} (was {})",
+                    name.to_string_lossy(),
+                    now.as_deref().unwrap_or("unset"),
+                    was.as_deref().unwrap_or("unset")
+                );
+            }
+        }
         true
     }
 }

@@ -103,6 +103,7 @@ pub(super) fn run(w: &Worker) -> Ended {
         if reloaded {
             super::leader::reload_acls(broker.context());
             super::config::reload_tls(&broker);
+            super::config::reload_settings(&broker);
         }
         if reloaded || Instant::now() >= next_housekeeping {
             if Instant::now() >= next_housekeeping {

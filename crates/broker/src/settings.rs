@@ -1,0 +1,207 @@
+//! The broker settings a reload changes while it serves (`pg_reload_conf()`
+//! in the extension): [`Reloadable`] is a full set of them, [`LiveSettings`]
+//! the values in force, read where they act (an atomic load each), and
+//! [`crate::Broker::reload`] applies a new set to them and to the services
+//! that keep their own copy (the connection limits, the request memory
+//! budget, the failed-login delay, the group coordinator).
+//!
+//! It owns no policy about which settings may change: the host decides what
+//! it offers as reloadable; settings that shape what is bound or opened at
+//! start (listeners, the log directory, threads) are not here.
+
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crate::config::{BrokerConfig, FlushPolicy};
+
+/// One full set of reloadable settings, as the host read them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reloadable {
+    pub flush_policy: FlushPolicy,
+    pub frame_bytes_max: usize,
+    pub connections_max: usize,
+    pub connections_per_address_max: usize,
+    pub connection_rate_per_address_max: f64,
+    pub request_memory_bytes_max: usize,
+    pub connection_idle_ms_max: u64,
+    pub auto_create_topics: bool,
+    pub default_partitions: i32,
+    pub failed_authentication_delay_ms: u64,
+    pub group_initial_rebalance_delay_ms: i32,
+    pub group_consumer_session_timeout_ms: i32,
+    pub group_consumer_heartbeat_interval_ms: i32,
+}
+
+impl From<&BrokerConfig> for Reloadable {
+    fn from(c: &BrokerConfig) -> Reloadable {
+        Reloadable {
+            flush_policy: c.flush_policy,
+            frame_bytes_max: c.frame_bytes_max,
+            connections_max: c.connections_max,
+            connections_per_address_max: c.connections_per_address_max,
+            connection_rate_per_address_max: c.connection_rate_per_address_max,
+            request_memory_bytes_max: c.request_memory_bytes_max,
+            connection_idle_ms_max: c.connection_idle_ms_max,
+            auto_create_topics: c.auto_create_topics,
+            default_partitions: c.default_partitions,
+            failed_authentication_delay_ms: c.failed_authentication_delay_ms,
+            group_initial_rebalance_delay_ms: c.group_initial_rebalance_delay_ms,
+            group_consumer_session_timeout_ms: c.group_consumer_session_timeout_ms,
+            group_consumer_heartbeat_interval_ms: c.group_consumer_heartbeat_interval_ms,
+        }
+    }
+}
+
+/// The flush policy in force, shared by every partition of a broker (they
+/// read it at each append).
+#[derive(Debug, Clone)]
+pub struct SharedFlushPolicy(Arc<AtomicU8>);
+
+impl SharedFlushPolicy {
+    pub fn new(policy: FlushPolicy) -> SharedFlushPolicy {
+        SharedFlushPolicy(Arc::new(AtomicU8::new(encode(policy))))
+    }
+
+    pub fn get(&self) -> FlushPolicy {
+        match self.0.load(Ordering::Acquire) {
+            0 => FlushPolicy::Fsync,
+            _ => FlushPolicy::PageCache,
+        }
+    }
+
+    /// Sets the policy; returns whether it changed.
+    pub fn set(&self, policy: FlushPolicy) -> bool {
+        self.0.swap(encode(policy), Ordering::AcqRel) != encode(policy)
+    }
+}
+
+fn encode(policy: FlushPolicy) -> u8 {
+    match policy {
+        FlushPolicy::Fsync => 0,
+        FlushPolicy::PageCache => 1,
+    }
+}
+
+/// The reloadable values read on the request path. Built by
+/// `Broker::start` from the config's initial values; a reload stores new ones.
+#[derive(Debug)]
+pub struct LiveSettings {
+    pub flush_policy: SharedFlushPolicy,
+    frame_bytes_max: AtomicUsize,
+    connections_max: AtomicUsize,
+    connection_idle_ms_max: AtomicU64,
+    auto_create_topics: AtomicBool,
+    default_partitions: AtomicI32,
+    group_initial_rebalance_delay_ms: AtomicI32,
+    group_consumer_session_timeout_ms: AtomicI32,
+    group_consumer_heartbeat_interval_ms: AtomicI32,
+}
+
+impl LiveSettings {
+    /// What a config holds until `Broker::start` builds the real one from
+    /// its initial values.
+    pub fn placeholder() -> LiveSettings {
+        LiveSettings {
+            flush_policy: SharedFlushPolicy::new(FlushPolicy::Fsync),
+            frame_bytes_max: AtomicUsize::new(0),
+            connections_max: AtomicUsize::new(0),
+            connection_idle_ms_max: AtomicU64::new(0),
+            auto_create_topics: AtomicBool::new(false),
+            default_partitions: AtomicI32::new(1),
+            group_initial_rebalance_delay_ms: AtomicI32::new(0),
+            group_consumer_session_timeout_ms: AtomicI32::new(0),
+            group_consumer_heartbeat_interval_ms: AtomicI32::new(0),
+        }
+    }
+
+    pub fn new(initial: &Reloadable) -> LiveSettings {
+        let live = LiveSettings {
+            flush_policy: SharedFlushPolicy::new(initial.flush_policy),
+            frame_bytes_max: AtomicUsize::new(0),
+            connections_max: AtomicUsize::new(0),
+            connection_idle_ms_max: AtomicU64::new(0),
+            auto_create_topics: AtomicBool::new(false),
+            default_partitions: AtomicI32::new(1),
+            group_initial_rebalance_delay_ms: AtomicI32::new(0),
+            group_consumer_session_timeout_ms: AtomicI32::new(0),
+            group_consumer_heartbeat_interval_ms: AtomicI32::new(0),
+        };
+        live.store(initial);
+        live
+    }
+
+    /// Stores every value of `settings` but the flush policy (which the
+    /// broker switches partition by partition). Returns whether the flush
+    /// policy differs from the one in force.
+    pub(crate) fn store(&self, s: &Reloadable) -> bool {
+        let relaxed = Ordering::Relaxed;
+        self.frame_bytes_max.store(s.frame_bytes_max, relaxed);
+        self.connections_max.store(s.connections_max, relaxed);
+        self.connection_idle_ms_max.store(s.connection_idle_ms_max, relaxed);
+        self.auto_create_topics.store(s.auto_create_topics, relaxed);
+        self.default_partitions.store(s.default_partitions, relaxed);
+        self.group_initial_rebalance_delay_ms.store(s.group_initial_rebalance_delay_ms, relaxed);
+        self.group_consumer_session_timeout_ms.store(s.group_consumer_session_timeout_ms, relaxed);
+        self.group_consumer_heartbeat_interval_ms.store(s.group_consumer_heartbeat_interval_ms, relaxed);
+        self.flush_policy.get() != s.flush_policy
+    }
+
+    /// Kafka's `socket.request.max.bytes`: the largest request frame read.
+    pub fn frame_bytes_max(&self) -> usize {
+        self.frame_bytes_max.load(Ordering::Relaxed)
+    }
+
+    /// Connections served at once; more are refused at accept.
+    pub fn connections_max(&self) -> usize {
+        self.connections_max.load(Ordering::Relaxed)
+    }
+
+    pub fn connection_idle_ms_max(&self) -> u64 {
+        self.connection_idle_ms_max.load(Ordering::Relaxed)
+    }
+
+    pub fn auto_create_topics(&self) -> bool {
+        self.auto_create_topics.load(Ordering::Relaxed)
+    }
+
+    pub fn default_partitions(&self) -> i32 {
+        self.default_partitions.load(Ordering::Relaxed)
+    }
+
+    pub fn group_initial_rebalance_delay_ms(&self) -> i32 {
+        self.group_initial_rebalance_delay_ms.load(Ordering::Relaxed)
+    }
+
+    pub fn group_consumer_session_timeout_ms(&self) -> i32 {
+        self.group_consumer_session_timeout_ms.load(Ordering::Relaxed)
+    }
+
+    pub fn group_consumer_heartbeat_interval_ms(&self) -> i32 {
+        self.group_consumer_heartbeat_interval_ms.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_keeps_the_flush_policy_for_the_broker_to_switch() {
+        let config = BrokerConfig::for_tests(std::path::PathBuf::from("/nonexistent"));
+        let initial = Reloadable::from(&config);
+        let live = LiveSettings::new(&initial);
+        assert_eq!(live.flush_policy.get(), FlushPolicy::Fsync);
+        let changed = Reloadable {
+            flush_policy: FlushPolicy::PageCache,
+            frame_bytes_max: 4096,
+            auto_create_topics: false,
+            default_partitions: 7,
+            ..initial
+        };
+        assert!(live.store(&changed), "the flush policy differs");
+        assert_eq!(live.flush_policy.get(), FlushPolicy::Fsync, "not switched by store");
+        assert_eq!((live.frame_bytes_max(), live.auto_create_topics(), live.default_partitions()), (4096, false, 7));
+        assert!(live.flush_policy.set(FlushPolicy::PageCache));
+        assert!(!live.flush_policy.set(FlushPolicy::PageCache), "no change the second time");
+    }
+}
