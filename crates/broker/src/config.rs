@@ -122,6 +122,8 @@ pub struct BrokerConfig {
     pub follow: Option<crate::replication::follower::FollowerConfig>,
     /// On a standby, the leader as clients reach it (node id, host, port).
     pub leader: Option<LeaderAddress>,
+    /// `kafgres.archive_command` at start (a reload may change it).
+    pub archive_command: Option<String>,
     /// The Prometheus endpoint (`kafgres.metrics_port`), if on.
     pub metrics_endpoint: Option<crate::prometheus::MetricsEndpoint>,
     /// The reloadable settings in force: built by `Broker::start` from the
@@ -214,6 +216,7 @@ impl BrokerConfig {
             follow: None,
             leader: None,
             metrics_endpoint: None,
+            archive_command: None,
             live: std::sync::Arc::new(crate::settings::LiveSettings::placeholder()),
         }
     }

@@ -17,6 +17,8 @@
 //!   partition, its log, high watermark, group-commit flusher and the waiters
 //!   woken when data becomes visible; [`topic_admin`]: topic creation,
 //!   growth, reconfiguration and deletion, catalog first;
+//! - [`archive`]: `kafgres.archive_command` for every closed segment, and
+//!   the hold it puts on retention until a segment is archived;
 //! - [`producer_ids`]: producer ids for InitProducerId, reserved from the
 //!   catalog in blocks (the sequence state itself lives in each partition's log);
 //! - [`acl`]: Kafka's ACLs over Postgres roles, and the authorizer every
@@ -48,6 +50,7 @@
 
 pub mod acl;
 pub mod api;
+pub mod archive;
 pub mod catalog;
 pub mod config;
 pub mod connection;

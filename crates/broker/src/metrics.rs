@@ -75,6 +75,8 @@ pub struct BrokerMetrics {
     /// read to its answer written.
     pub api: ApiMetrics,
     pub connections: ConnectionTable,
+    /// Segment archiving (`crate::archive`).
+    pub archive: ArchiveBoard,
     /// This node's replication (`crate::replication::board`).
     pub replication: crate::replication::board::ReplicationBoard,
 }
@@ -155,6 +157,100 @@ impl BrokerMetrics {
     /// `fetch_woken_micros_total` add up.
     pub fn span_histograms(&self) -> Vec<(&'static str, Vec<(u64, u64)>)> {
         vec![("produce", histogram(&self.produce_latency)), ("fetch_woken", histogram(&self.fetch_woken_latency))]
+    }
+}
+
+/// Bytes kept of the last archived file's name and of the last failure.
+pub const ARCHIVE_TEXT_BYTES: usize = 256;
+
+/// What `crate::archive` did, for `kafgres.archive_status` and the metrics
+/// endpoint. Texts are written under `sequence` (odd while changing).
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct ArchiveBoard {
+    pub segments_archived: AtomicU64,
+    pub files_archived: AtomicU64,
+    pub bytes_archived: AtomicU64,
+    pub failures: AtomicU64,
+    /// Closed segments not archived yet, as of the task's last pass.
+    pub backlog_segments: AtomicU64,
+    pub last_archived_ms: AtomicI64,
+    pub last_failure_ms: AtomicI64,
+    sequence: AtomicU64,
+    last_archived_len: AtomicU32,
+    last_archived: [AtomicU64; ARCHIVE_TEXT_BYTES / 8],
+    last_failure_len: AtomicU32,
+    last_failure: [AtomicU64; ARCHIVE_TEXT_BYTES / 8],
+}
+
+/// A copy of the [`ArchiveBoard`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ArchiveStatus {
+    pub segments_archived: u64,
+    pub files_archived: u64,
+    pub bytes_archived: u64,
+    pub failures: u64,
+    pub backlog_segments: u64,
+    /// Milliseconds since the Unix epoch; 0: never.
+    pub last_archived_ms: i64,
+    pub last_archived: String,
+    pub last_failure_ms: i64,
+    pub last_failure: String,
+}
+
+impl ArchiveBoard {
+    pub fn record_file(&self, now_ms: i64, relative: &str, bytes: u64) {
+        self.files_archived.fetch_add(1, Ordering::Relaxed);
+        self.bytes_archived.fetch_add(bytes, Ordering::Relaxed);
+        self.last_archived_ms.store(now_ms, Ordering::Relaxed);
+        let seq = self.sequence.fetch_add(1, Ordering::Acquire);
+        let len = write_bytes(&self.last_archived, relative.as_bytes());
+        self.last_archived_len.store(len as u32, Ordering::Relaxed);
+        self.sequence.store(seq + 2, Ordering::Release);
+    }
+
+    pub fn record_segment(&self) {
+        self.segments_archived.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn record_failure(&self, now_ms: i64, reason: &str) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        self.last_failure_ms.store(now_ms, Ordering::Relaxed);
+        let seq = self.sequence.fetch_add(1, Ordering::Acquire);
+        let len = write_bytes(&self.last_failure, reason.as_bytes());
+        self.last_failure_len.store(len as u32, Ordering::Relaxed);
+        self.sequence.store(seq + 2, Ordering::Release);
+    }
+
+    pub fn set_backlog(&self, segments: u64) {
+        self.backlog_segments.store(segments, Ordering::Relaxed);
+    }
+
+    pub fn status(&self) -> ArchiveStatus {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let texts = (0..4).find_map(|_| {
+            let before = self.sequence.load(Ordering::Acquire);
+            if before % 2 == 1 {
+                std::hint::spin_loop();
+                return None;
+            }
+            let archived = read_bytes(&self.last_archived, self.last_archived_len.load(Ordering::Relaxed) as usize);
+            let failure = read_bytes(&self.last_failure, self.last_failure_len.load(Ordering::Relaxed) as usize);
+            std::sync::atomic::fence(Ordering::Acquire);
+            (self.sequence.load(Ordering::Relaxed) == before).then_some((archived, failure))
+        });
+        let (last_archived, last_failure) = texts.unwrap_or_default();
+        ArchiveStatus {
+            segments_archived: get(&self.segments_archived),
+            files_archived: get(&self.files_archived),
+            bytes_archived: get(&self.bytes_archived),
+            failures: get(&self.failures),
+            backlog_segments: get(&self.backlog_segments),
+            last_archived_ms: self.last_archived_ms.load(Ordering::Relaxed),
+            last_archived,
+            last_failure_ms: self.last_failure_ms.load(Ordering::Relaxed),
+            last_failure,
+        }
     }
 }
 

@@ -85,10 +85,14 @@ pub struct Partition {
     closed: AtomicBool,
     metrics: &'static crate::metrics::BrokerMetrics,
     traffic: Traffic,
+    /// Every segment below this base offset is archived (-1: none yet);
+    /// `archive::ARCHIVE_CHECKPOINT_FILE` keeps it across restarts.
+    archived_before: std::sync::atomic::AtomicI64,
     housekeeping: housekeeping::PartitionHousekeeping,
     replication: replica::PartitionReplication,
 }
 
+mod archive;
 mod compaction;
 mod housekeeping;
 mod replica;
@@ -189,6 +193,7 @@ impl Partition {
         let replication = replica::PartitionReplication::new(replication, end.offset);
         let (high_watermark, _) = watch::channel(end);
         let (durable, _) = watch::channel(DurableState { position: end, failed: None });
+        let archived_before = archive::read_checkpoint(log.dir());
         let partition = Arc::new(Partition {
             topic,
             index,
@@ -202,6 +207,7 @@ impl Partition {
             closed: AtomicBool::new(false),
             metrics,
             traffic: Traffic::default(),
+            archived_before: std::sync::atomic::AtomicI64::new(archived_before),
             housekeeping: housekeeping::PartitionHousekeeping::new(housekeeping, configs),
             replication,
         });
@@ -444,7 +450,8 @@ impl Partition {
                 log_end: high_watermark,
             });
         }
-        self.lock_log().delete_records(offset)
+        let hold = self.archive_hold();
+        self.lock_log().delete_records_holding(offset, hold)
     }
 
     /// ListOffsets by time, over committed records only.

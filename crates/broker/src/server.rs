@@ -56,6 +56,8 @@ pub struct Broker {
     rates: Arc<crate::limits::ConnectionRates>,
     /// The runtime the broker runs on (a reload may start a task on it).
     runtime: tokio::runtime::Handle,
+    /// Segment archiving's command (a reload changes it).
+    archive: Arc<crate::archive::Archive>,
 }
 
 /// Permits of the semaphore that counts open connections (one each): far
@@ -178,6 +180,14 @@ impl Broker {
             failed_logins: crate::limits::FailedLogins::new(failed_login_delay),
         });
         tokio::spawn(crate::partition::run_cleaner(partitions_of(&ctx.topics), housekeeping.clone()));
+        housekeeping.archive.attach_board(&ctx.config.metrics.archive);
+        housekeeping.archive.set_command(ctx.config.archive_command.clone());
+        tokio::spawn(crate::archive::run(
+            Arc::clone(&housekeeping.archive),
+            ctx.config.log_dir.clone(),
+            partitions_of(&ctx.topics),
+        ));
+        let archive = Arc::clone(&housekeeping.archive);
         tokio::spawn(crate::partition::run_retention(partitions_of(&ctx.topics), housekeeping));
         let (shutdown, shutdown_rx) = watch::channel(false);
         let board = &ctx.config.metrics.replication;
@@ -246,6 +256,7 @@ impl Broker {
             per_address,
             rates,
             runtime: tokio::runtime::Handle::current(),
+            archive,
         })
     }
 
@@ -273,6 +284,7 @@ impl Broker {
             );
             ((), Vec::new())
         });
+        self.archive.set_command(settings.archive_command.clone());
         if policy_changed && live.flush_policy.set(settings.flush_policy) {
             for partition in self.ctx.topics.all_partitions() {
                 partition.flush_policy_changed();

@@ -30,6 +30,8 @@ pub struct Reloadable {
     pub group_initial_rebalance_delay_ms: i32,
     pub group_consumer_session_timeout_ms: i32,
     pub group_consumer_heartbeat_interval_ms: i32,
+    /// `kafgres.archive_command`; `None` (or blank): archiving off.
+    pub archive_command: Option<String>,
 }
 
 impl From<&BrokerConfig> for Reloadable {
@@ -48,6 +50,7 @@ impl From<&BrokerConfig> for Reloadable {
             group_initial_rebalance_delay_ms: c.group_initial_rebalance_delay_ms,
             group_consumer_session_timeout_ms: c.group_consumer_session_timeout_ms,
             group_consumer_heartbeat_interval_ms: c.group_consumer_heartbeat_interval_ms,
+            archive_command: c.archive_command.clone(),
         }
     }
 }

@@ -139,6 +139,7 @@ CREATE TABLE kafgres.acls (
 COMMENT ON TABLE kafgres.acls IS
     'Kafka ACL bindings (kafka-acls.sh), enforced while kafgres.authorizer = acl; principals are User:<role>.';
 REVOKE ALL ON kafgres.acls FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('kafgres.acls', '');
 
 -- Client quotas (DescribeClientQuotas, AlterClientQuotas; kafka-configs.sh
 -- --entity-type users / clients): bytes per second for a user (a role), a
@@ -229,6 +230,30 @@ COMMENT ON VIEW kafgres.replica_partitions IS
 REVOKE ALL ON kafgres.replication FROM PUBLIC;
 REVOKE ALL ON kafgres.replicas FROM PUBLIC;
 REVOKE ALL ON kafgres.replica_partitions FROM PUBLIC;
+
+-- Segment archiving's status (kafgres.archive_command, docs/operations.md).
+-- kafgres::shared_metrics::_archive_status
+CREATE  FUNCTION "_archive_status"() RETURNS TABLE (
+	"segments_archived" bigint,  /* i64 */
+	"files_archived" bigint,  /* i64 */
+	"bytes_archived" bigint,  /* i64 */
+	"backlog_segments" bigint,  /* i64 */
+	"last_archived" TEXT,  /* Option < String > */
+	"last_archived_at" timestamp with time zone,  /* Option < TimestampWithTimeZone > */
+	"failures" bigint,  /* i64 */
+	"last_failure" TEXT,  /* Option < String > */
+	"last_failure_at" timestamp with time zone  /* Option < TimestampWithTimeZone > */
+)
+STRICT STABLE SECURITY DEFINER PARALLEL UNSAFE
+SET search_path TO pg_catalog, kafgres
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_archive_status_wrapper';
+REVOKE EXECUTE ON FUNCTION kafgres._archive_status() FROM PUBLIC;
+CREATE VIEW kafgres.archive_status AS SELECT * FROM kafgres._archive_status();
+COMMENT ON VIEW kafgres.archive_status IS
+    'kafgres.archive_command since the server started: segments, files and bytes archived, closed segments not '
+    'archived yet (held from retention), the last file archived, failures (each retried) and the last one.';
+REVOKE ALL ON kafgres.archive_status FROM PUBLIC;
 
 -- Wake the broker and the bridge, which wait for this schema.
 SELECT kafgres._wake_broker();

@@ -165,6 +165,7 @@ CREATE TABLE kafgres.acls (
 COMMENT ON TABLE kafgres.acls IS
     'Kafka ACL bindings (kafka-acls.sh), enforced while kafgres.authorizer = acl; principals are User:<role>.';
 REVOKE ALL ON kafgres.acls FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('kafgres.acls', '');
 
 -- Client quotas (DescribeClientQuotas, AlterClientQuotas; kafka-configs.sh
 -- --entity-type users / clients): bytes per second for a user (a role), a

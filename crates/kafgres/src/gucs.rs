@@ -85,6 +85,7 @@ pub static MAX_FRAME_BYTES: GucSetting<i32> = GucSetting::<i32>::new(100 * 1024 
 pub static MAX_CONNECTIONS: GucSetting<i32> = GucSetting::<i32>::new(1000);
 pub static MAX_CONNECTIONS_PER_IP: GucSetting<i32> = GucSetting::<i32>::new(0);
 pub static MAX_CONNECTION_RATE_PER_IP: GucSetting<i32> = GucSetting::<i32>::new(0);
+pub static ARCHIVE_COMMAND: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 pub static LOG_LEVEL: GucSetting<LogLevelGuc> = GucSetting::<LogLevelGuc>::new(LogLevelGuc::Info);
 pub static METRICS_PORT: GucSetting<i32> = GucSetting::<i32>::new(0);
 pub static METRICS_LISTEN_ADDRESS: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"127.0.0.1"));
@@ -217,6 +218,15 @@ pub fn register() {
         &MAX_CONNECTION_RATE_PER_IP,
         0,
         1_000_000,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"kafgres.archive_command",
+        c"Shell command run for each closed segment file of every partition; empty means off.",
+        c"As archive_command: %p is the file's path, %f its path under kafgres.log_dir (partition directory/file). \
+          A segment is kept from retention until its files are archived.",
+        &ARCHIVE_COMMAND,
         GucContext::Sighup,
         GucFlags::default(),
     );

@@ -103,6 +103,10 @@ CREATE VIEW kafgres.replica_partitions AS SELECT * FROM kafgres._replica_partiti
 COMMENT ON VIEW kafgres.replica_partitions IS
     'On a leader: each standby''s copy of each partition: replicated_offset (it holds every record below), the '
     'leader''s log end and high watermark, lag_records, caught_up_at (now() - caught_up_at is its lag in time).';
+CREATE VIEW kafgres.archive_status AS SELECT * FROM kafgres._archive_status();
+COMMENT ON VIEW kafgres.archive_status IS
+    'kafgres.archive_command since the server started: segments, files and bytes archived, closed segments not '
+    'archived yet (held from retention), the last file archived, failures (each retried) and the last one.';
 
 -- Nothing is open to PUBLIC: grant EXECUTE / SELECT to the roles that
 -- produce, consume or watch (docs/sql.md lists what each needs).

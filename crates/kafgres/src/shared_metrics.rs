@@ -182,3 +182,43 @@ fn _connections() -> TableIterator<
         .collect();
     TableIterator::new(rows)
 }
+
+/// A time of the archive board (ms since the Unix epoch, 0 for never) as SQL shows it.
+fn archive_time(ms: i64) -> Option<TimestampWithTimeZone> {
+    (ms > 0)
+        .then(|| ms.checked_mul(1000).and_then(|us| TimestampWithTimeZone::try_from(us - POSTGRES_EPOCH_UNIX_US).ok()))
+        .flatten()
+}
+
+// The columns are named in the signature (pgrx's `name!`), so no type alias.
+#[allow(clippy::type_complexity)]
+#[pg_extern(stable, parallel_unsafe, security_definer)]
+#[search_path(pg_catalog, kafgres)]
+fn _archive_status() -> TableIterator<
+    'static,
+    (
+        name!(segments_archived, i64),
+        name!(files_archived, i64),
+        name!(bytes_archived, i64),
+        name!(backlog_segments, i64),
+        name!(last_archived, Option<String>),
+        name!(last_archived_at, Option<TimestampWithTimeZone>),
+        name!(failures, i64),
+        name!(last_failure, Option<String>),
+        name!(last_failure_at, Option<TimestampWithTimeZone>),
+    ),
+> {
+    let s = block_or_error().archive.status();
+    let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    TableIterator::once((
+        count(s.segments_archived),
+        count(s.files_archived),
+        count(s.bytes_archived),
+        count(s.backlog_segments),
+        (!s.last_archived.is_empty()).then_some(s.last_archived),
+        archive_time(s.last_archived_ms),
+        count(s.failures),
+        (!s.last_failure.is_empty()).then_some(s.last_failure),
+        archive_time(s.last_failure_ms),
+    ))
+}

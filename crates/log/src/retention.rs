@@ -79,7 +79,20 @@ impl PartitionLog {
     /// Deletes the old segments that the log start offset, `retention.ms` or
     /// `retention.bytes` no longer keep.
     pub fn apply_retention(&mut self, now_ms: i64, config: &RetentionConfig) -> Result<RetentionReport, LogError> {
-        let candidates = &self.segments()[..self.segments().len() - 1];
+        self.apply_retention_holding(now_ms, config, i64::MAX)
+    }
+
+    /// [`Self::apply_retention`], keeping every segment whose base offset is
+    /// `hold_from` or later (not archived yet) and those after it.
+    pub fn apply_retention_holding(
+        &mut self,
+        now_ms: i64,
+        config: &RetentionConfig,
+        hold_from: i64,
+    ) -> Result<RetentionReport, LogError> {
+        let held = self.segments().iter().position(|s| s.base_offset() >= hold_from);
+        let closed = self.segments().len() - 1;
+        let candidates = &self.segments()[..held.map_or(closed, |h| h.min(closed))];
         let mut reasons = Vec::new();
         let mut excess = self.size_bytes() as i64 - config.retention_bytes;
         for (i, segment) in candidates.iter().enumerate() {
@@ -108,6 +121,13 @@ impl PartitionLog {
     /// by the high watermark; past the log end it is `OffsetOutOfRange`.
     /// Returns the new log start offset (the low watermark).
     pub fn delete_records(&mut self, offset: i64) -> Result<i64, LogError> {
+        self.delete_records_holding(offset, i64::MAX)
+    }
+
+    /// [`Self::delete_records`], leaving the files of segments whose base
+    /// offset is `hold_from` or later: the log start moves all the same,
+    /// and retention deletes them once they are no longer held.
+    pub fn delete_records_holding(&mut self, offset: i64, hold_from: i64) -> Result<i64, LogError> {
         let log_end = self.next_offset();
         if offset > log_end || offset < 0 {
             return Err(LogError::OffsetOutOfRange { requested: offset, log_start: self.log_start_offset(), log_end });
@@ -116,7 +136,11 @@ impl PartitionLog {
             write_log_start(self.storage(), self.dir(), offset)?;
             self.set_log_start_offset(offset);
         }
-        let below = self.segments().windows(2).take_while(|w| w[1].base_offset() <= offset).count();
+        let below = self
+            .segments()
+            .windows(2)
+            .take_while(|w| w[1].base_offset() <= offset && w[0].base_offset() < hold_from)
+            .count();
         self.delete_oldest(&vec![DeleteReason::LogStart; below])?;
         Ok(self.log_start_offset())
     }

@@ -33,6 +33,8 @@ pub const RECOVERY_CHECKPOINT_BYTES: u64 = 64 << 20;
 pub struct Housekeeping {
     retention_wake: Arc<Notify>,
     pub(super) cleaner_wake: Arc<Notify>,
+    /// Segment archiving: the command in force and its task's wake-up.
+    pub archive: Arc<crate::archive::Archive>,
 }
 
 impl Housekeeping {
@@ -41,6 +43,7 @@ impl Housekeeping {
     pub fn wake(&self) {
         self.retention_wake.notify_one();
         self.cleaner_wake.notify_one();
+        self.archive.wake();
     }
 }
 
@@ -74,6 +77,10 @@ impl PartitionHousekeeping {
 
     pub(super) fn wake(&self) {
         self.service.wake();
+    }
+
+    pub(super) fn archive(&self) -> &crate::archive::Archive {
+        &self.service.archive
     }
 
     fn retention(&self) -> RetentionConfig {
@@ -120,6 +127,9 @@ impl Partition {
             return None; // the active segment is never deleted
         }
         let oldest = &segments[0];
+        if oldest.base_offset() >= self.archive_hold() {
+            return None; // not archived yet: the archiver wakes retention when it is
+        }
         let by_start = (segments[1].base_offset() <= log.log_start_offset()).then_some(i64::MIN);
         let by_size = (config.retention_bytes >= 0
             && log.size_bytes() as i64 - config.retention_bytes - oldest.size_bytes() as i64 >= 0)
@@ -132,7 +142,8 @@ impl Partition {
     /// Applies retention now (blocking: deletes files, writes a checkpoint).
     pub fn apply_retention(&self, now_ms: i64) -> Result<RetentionReport, LogError> {
         let config = self.housekeeping.retention();
-        let result = self.lock_log().apply_retention(now_ms, &config);
+        let hold = self.archive_hold();
+        let result = self.lock_log().apply_retention_holding(now_ms, &config, hold);
         if result.is_err() {
             self.housekeeping.retention_failed.store(true, Ordering::Relaxed);
         }

@@ -40,6 +40,7 @@ pub fn render(
     flushes(&mut out, metrics);
     connections(&mut out, metrics, listeners);
     sql_bridge(&mut out, metrics);
+    archive(&mut out, metrics);
     replication(&mut out, metrics);
     if let Some(host) = host {
         host.write(&mut out);
@@ -353,6 +354,53 @@ fn sql_bridge(out: &mut Exposition, metrics: &BrokerMetrics) {
     out.sample(&[], get(&metrics.sql_rounds));
     out.family("kafgres_sql_bridge_records_total", Kind::Counter, "Records sent from SQL and appended to the log.");
     out.sample(&[], get(&metrics.sql_records));
+}
+
+fn archive(out: &mut Exposition, metrics: &BrokerMetrics) {
+    let status = metrics.archive.status();
+    let families: [(&str, Kind, &str, f64); 7] = [
+        (
+            "kafgres_archive_segments_total",
+            Kind::Counter,
+            "Closed segments archived by kafgres.archive_command.",
+            status.segments_archived as f64,
+        ),
+        (
+            "kafgres_archive_files_total",
+            Kind::Counter,
+            "Files archived (a segment's log and its indexes).",
+            status.files_archived as f64,
+        ),
+        ("kafgres_archive_bytes_total", Kind::Counter, "Bytes of the files archived.", status.bytes_archived as f64),
+        (
+            "kafgres_archive_failures_total",
+            Kind::Counter,
+            "Archive commands that failed (each retried).",
+            status.failures as f64,
+        ),
+        (
+            "kafgres_archive_backlog_segments",
+            Kind::Gauge,
+            "Closed segments not archived yet (held from retention).",
+            status.backlog_segments as f64,
+        ),
+        (
+            "kafgres_archive_last_archived_seconds",
+            Kind::Gauge,
+            "Unix time of the last file archived (0: none).",
+            status.last_archived_ms as f64 / 1000.0,
+        ),
+        (
+            "kafgres_archive_last_failure_seconds",
+            Kind::Gauge,
+            "Unix time of the last failed archive command (0: none).",
+            status.last_failure_ms as f64 / 1000.0,
+        ),
+    ];
+    for (name, kind, help, value) in families {
+        out.family(name, kind, help);
+        out.sample(&[], value);
+    }
 }
 
 fn replication(out: &mut Exposition, metrics: &BrokerMetrics) {

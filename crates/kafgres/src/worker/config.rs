@@ -79,6 +79,7 @@ pub fn broker_config(
         group_initial_rebalance_delay_ms: live.group_initial_rebalance_delay_ms,
         group_consumer_session_timeout_ms: live.group_consumer_session_timeout_ms,
         group_consumer_heartbeat_interval_ms: live.group_consumer_heartbeat_interval_ms,
+        archive_command: live.archive_command.clone(),
         authentication: authentication(),
         // Set by the role's own start (`super::leader`, `super::standby`), from the catalog.
         internal_secret: None,
@@ -117,6 +118,10 @@ pub fn reloadable() -> Reloadable {
         group_initial_rebalance_delay_ms: gucs::GROUP_INITIAL_REBALANCE_DELAY_MS.get(),
         group_consumer_session_timeout_ms: gucs::GROUP_CONSUMER_SESSION_TIMEOUT_MS.get(),
         group_consumer_heartbeat_interval_ms: gucs::GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS.get(),
+        archive_command: gucs::ARCHIVE_COMMAND
+            .get()
+            .map(|c| c.to_string_lossy().into_owned())
+            .filter(|c| !c.is_empty()),
     }
 }
 
@@ -137,6 +142,7 @@ pub const RELOADABLE_SETTINGS: &[&std::ffi::CStr] = &[
     c"kafgres.group_consumer_session_timeout_ms",
     c"kafgres.group_consumer_heartbeat_interval_ms",
     c"kafgres.log_level",
+    c"kafgres.archive_command",
     c"kafgres.authorizer",
     c"kafgres.ssl_cert_file",
     c"kafgres.ssl_key_file",
