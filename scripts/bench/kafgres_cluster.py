@@ -6,9 +6,10 @@ pg_stat_activity.backend_type is 'kafgres broker' (crates/kafgres/src/worker):
 its pid is what the runs sample for RSS and CPU, looked up again before each
 run since a restart changes it.
 
-`kafgres.flush_policy` is a postmaster-context GUC (crates/kafgres/src/gucs.rs):
-changing it takes `ALTER SYSTEM SET` and a restart (./kafgres restart), not a
-reload. The policy found at the start is put back when the comparison ends.
+`kafgres.flush_policy` reloads (`pg_reload_conf()`), but the comparison sets it
+with `ALTER SYSTEM SET` and a restart (./kafgres restart), so that each policy's
+runs start from a freshly started broker. The policy found at the start is put
+back when the comparison ends.
 """
 
 from __future__ import annotations
@@ -22,6 +23,15 @@ from apache_kafka import port_open
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 READY_TIMEOUT_S = 120
+
+
+def run_bench(binary: str, *args: str, timeout_s: float) -> dict[str, str]:
+    """Runs kafgres-bench; returns the fields of its last `key=value` line (its summary)."""
+    done = subprocess.run([binary, *args], capture_output=True, text=True, timeout=timeout_s)
+    if done.returncode != 0:
+        raise RuntimeError(f"kafgres-bench {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}")
+    line = [row for row in done.stdout.splitlines() if "=" in row][-1]
+    return dict(field.split("=", 1) for field in line.split() if "=" in field)
 
 
 def read_env(root: Path) -> dict[str, str]:

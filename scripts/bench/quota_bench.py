@@ -23,17 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kafgres_cluster import KafgresCluster  # noqa: E402
+from kafgres_cluster import KafgresCluster, run_bench as bench  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def bench(binary: str, *args: str, timeout_s: float) -> dict[str, str]:
-    done = subprocess.run([binary, *args], capture_output=True, text=True, timeout=timeout_s)
-    if done.returncode != 0:
-        raise RuntimeError(f"kafgres-bench {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}")
-    line = [row for row in done.stdout.splitlines() if "=" in row][-1]
-    return dict(field.split("=", 1) for field in line.split() if "=" in field)
 
 
 def reload(cluster: KafgresCluster) -> None:

@@ -389,6 +389,29 @@ impl Broker {
 /// Binds the primary listener and the extra ones; a TLS listener only if
 /// the TLS settings load (never as plain text). Returns them with their
 /// bound addresses, the primary first, and the TLS context they share.
+/// The next connection on `listener`, or `None` once `shutdown` fires. A
+/// failed accept (EMFILE and friends) is logged and retried after a yield,
+/// so the other listeners and connections keep being served.
+pub(crate) async fn next_connection(
+    listener: &TcpListener,
+    shutdown: &mut watch::Receiver<bool>,
+    what: &str,
+) -> Option<(tokio::net::TcpStream, SocketAddr)> {
+    loop {
+        let accepted = tokio::select! {
+            _ = shutdown.changed() => return None,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok(a) => return Some(a),
+            Err(e) => {
+                log::warn!("{what}: accept failed: {e}");
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+}
+
 /// Binds and serves the Prometheus endpoint. A port that cannot be bound
 /// leaves the endpoint closed with a log line: monitoring never stops the
 /// broker from serving clients.
@@ -506,20 +529,7 @@ async fn accept_loop(
     let listener_port = listener.local_addr().map_or(0, |a| a.port());
     // A flood of refused connections would write a log line each.
     let mut refusals = RateLimitedLog::new(std::time::Duration::from_secs(10));
-    loop {
-        let accepted = tokio::select! {
-            _ = shutdown.changed() => return,
-            accepted = listener.accept() => accepted,
-        };
-        let (stream, peer) = match accepted {
-            Ok(a) => a,
-            Err(e) => {
-                // EMFILE and friends: report and keep serving the others.
-                log::warn!("accept failed: {e}");
-                tokio::task::yield_now().await;
-                continue;
-            }
-        };
+    while let Some((stream, peer)) = next_connection(&listener, &mut shutdown, "Kafka listener").await {
         // Per address first: a flood from one address must not use up the
         // broker-wide slots before it is stopped.
         if !rates.admit(peer.ip()) {

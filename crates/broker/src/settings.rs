@@ -118,17 +118,8 @@ impl LiveSettings {
     }
 
     pub fn new(initial: &Reloadable) -> LiveSettings {
-        let live = LiveSettings {
-            flush_policy: SharedFlushPolicy::new(initial.flush_policy),
-            frame_bytes_max: AtomicUsize::new(0),
-            connections_max: AtomicUsize::new(0),
-            connection_idle_ms_max: AtomicU64::new(0),
-            auto_create_topics: AtomicBool::new(false),
-            default_partitions: AtomicI32::new(1),
-            group_initial_rebalance_delay_ms: AtomicI32::new(0),
-            group_consumer_session_timeout_ms: AtomicI32::new(0),
-            group_consumer_heartbeat_interval_ms: AtomicI32::new(0),
-        };
+        let live = LiveSettings::placeholder();
+        live.flush_policy.set(initial.flush_policy);
         live.store(initial);
         live
     }

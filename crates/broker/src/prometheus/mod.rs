@@ -63,19 +63,8 @@ pub(crate) struct Scraped {
 pub(crate) async fn serve(listener: TcpListener, scraped: Scraped, mut shutdown: watch::Receiver<bool>) {
     let scraped = Arc::new(scraped);
     let slots = Arc::new(Semaphore::new(SCRAPES_AT_ONCE));
-    loop {
-        let accepted = tokio::select! {
-            _ = shutdown.changed() => return,
-            accepted = listener.accept() => accepted,
-        };
-        let (stream, peer) = match accepted {
-            Ok(a) => a,
-            Err(e) => {
-                log::warn!("metrics endpoint: accept failed: {e}");
-                tokio::task::yield_now().await;
-                continue;
-            }
-        };
+    while let Some((stream, peer)) = crate::server::next_connection(&listener, &mut shutdown, "metrics endpoint").await
+    {
         // Over the bound the connection is closed at once: a scraper retries
         // on its next interval.
         let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
