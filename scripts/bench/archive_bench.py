@@ -42,18 +42,11 @@ def archive_status(cluster: KafgresCluster) -> tuple[int, int, int, int]:
 
 def set_archive_command(cluster: KafgresCluster, command: str | None) -> None:
     """Sets (or resets) the command and waits for the broker worker's line saying it took it."""
-    log = Path(cluster.env.get("KAFGRES_PG_LOG", ROOT / ".kafgres/cluster/postgres.log"))
-    offset = log.stat().st_size
     if command is None:
         cluster.psql("ALTER SYSTEM RESET kafgres.archive_command")
     else:
         cluster.psql(f"ALTER SYSTEM SET kafgres.archive_command = '{command}'")
-    cluster.psql("SELECT pg_reload_conf()")
-    deadline = time.monotonic() + 30
-    while b"kafgres: kafgres.archive_command is now" not in log.read_bytes()[offset:]:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the broker did not take the new archive command within 30 s (see {log})")
-        time.sleep(0.05)
+    cluster.reload_until(b"kafgres: kafgres.archive_command is now")
 
 
 def main() -> int:

@@ -69,6 +69,17 @@ class KafgresCluster:
         keys = ("PGHOST", "PGPORT", "PGUSER", "PGDATABASE")
         return {**os.environ, **{k: self.env[k] for k in keys}}
 
+    def reload_until(self, marker: bytes, timeout_s: float = 30.0) -> None:
+        """pg_reload_conf(), then waits for the server log line containing `marker` (the broker worker's own)."""
+        log = Path(self.env.get("KAFGRES_PG_LOG", self.root / ".kafgres/cluster/postgres.log"))
+        offset = log.stat().st_size
+        self.psql("SELECT pg_reload_conf()")
+        deadline = time.monotonic() + timeout_s
+        while marker not in log.read_bytes()[offset:]:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no {marker!r} in {log} within {timeout_s:.0f} s of the reload")
+            time.sleep(0.05)
+
     def psql(self, sql: str, database: str | None = None) -> str:
         command = [str(PG_BIN / "psql"), "-X", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql]
         if database:

@@ -17,7 +17,6 @@ import argparse
 import os
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -30,14 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def reload(cluster: KafgresCluster) -> None:
     """pg_reload_conf(), then waits for the broker's line saying it reread the quotas."""
-    log = Path(cluster.env.get("KAFGRES_PG_LOG", ROOT / ".kafgres/cluster/postgres.log"))
-    offset = log.stat().st_size
-    cluster.psql("SELECT pg_reload_conf()")
-    deadline = time.monotonic() + 30
-    while b"kafgres: reloaded" not in log.read_bytes()[offset:]:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the broker did not reload within 30 s (see {log})")
-        time.sleep(0.05)
+    cluster.reload_until(b"kafgres: reloaded")
 
 
 def main() -> int:
