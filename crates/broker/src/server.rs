@@ -181,7 +181,11 @@ impl Broker {
         });
         tokio::spawn(crate::partition::run_cleaner(partitions_of(&ctx.topics), housekeeping.clone()));
         housekeeping.archive.attach_board(&ctx.config.metrics.archive);
-        housekeeping.archive.set_command(ctx.config.archive_command.clone());
+        // A standby's copy is not archived: its segments roll where its own
+        // appends do, so its files would not match the primary's of the same
+        // names (PostgreSQL's archive_mode = on, not always).
+        let follower = ctx.config.is_follower();
+        housekeeping.archive.set_command(ctx.config.archive_command.clone().filter(|_| !follower));
         tokio::spawn(crate::archive::run(
             Arc::clone(&housekeeping.archive),
             ctx.config.log_dir.clone(),
@@ -284,7 +288,7 @@ impl Broker {
             );
             ((), Vec::new())
         });
-        self.archive.set_command(settings.archive_command.clone());
+        self.archive.set_command(settings.archive_command.clone().filter(|_| !self.ctx.config.is_follower()));
         if policy_changed && live.flush_policy.set(settings.flush_policy) {
             for partition in self.ctx.topics.all_partitions() {
                 partition.flush_policy_changed();
