@@ -347,3 +347,38 @@ async fn a_follower_logs_in_and_copies_under_the_acls() {
         "an anonymous follower copied records it may not read as a replica"
     );
 }
+
+/// Only a primary archives: a standby's copy rolls its segments where its own
+/// appends do, so its files must not reach the archive under the primary's names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_does_not_archive_its_copy() {
+    let archive = tempfile::tempdir().expect("tempdir");
+    let command = format!("d={}/%f; mkdir -p \"${{d%/*}}\" && cp %p \"$d\"", archive.path().display());
+    let leader_dir = tempfile::tempdir().expect("tempdir");
+    let mut config = leader_config(&leader_dir, 1, None);
+    config.segment_bytes_max = 1024;
+    config.archive_command = Some(command.clone());
+    let leader = TestBroker::start_with(leader_dir, Arc::default(), config).await;
+    let mut client = leader.client().await;
+    create_topic(&mut client, "archived", 1).await;
+    for i in 0..8 {
+        assert_eq!(
+            produce(&mut client, 9, "archived", 0, -1, batch(&records(&format!("a{i}"), 8))).await.error_code,
+            0
+        );
+    }
+    let follower_dir = tempfile::tempdir().expect("tempdir");
+    let mut config = follower_config(&follower_dir, &leader, "standby1");
+    config.segment_bytes_max = 1024;
+    config.archive_command = Some(command);
+    let follower = TestBroker::start_with(follower_dir, Arc::new(MemoryCatalog::default()), config).await;
+    wait_until("the copy", || has_topic(&follower, "archived") && follower.log_end("archived", 0) == 64).await;
+    let copy = follower.broker.context().topics.partition("archived", 0).expect("the copy");
+    assert_eq!(copy.archive_hold(), i64::MAX, "a standby holds segments for an archive");
+    assert!(copy.unarchived_segments().is_empty(), "a standby lists segments to archive");
+    let leader_board = &leader.broker.context().config.metrics.archive;
+    wait_until("the leader archives", || leader_board.status().segments_archived > 0).await;
+    assert_eq!(follower.broker.context().config.metrics.archive.status().files_archived, 0);
+    follower.broker.shutdown().await;
+    leader.broker.shutdown().await;
+}
