@@ -21,20 +21,26 @@ pub fn log_dir_owner(database: &str) -> kafgres_broker::log_dir::LogDirOwner {
     }
 }
 
-/// `kafgres.metrics_port` and `kafgres.metrics_listen_address`.
-fn metrics_endpoint() -> Result<Option<kafgres_broker::prometheus::MetricsEndpoint>, String> {
+/// `kafgres.metrics_port` and `kafgres.metrics_listen_address`. A bad
+/// address leaves the endpoint off with a warning: monitoring never keeps
+/// the broker from serving (as a port that cannot be bound does not).
+fn metrics_endpoint() -> Option<kafgres_broker::prometheus::MetricsEndpoint> {
     let port = gucs::METRICS_PORT.get();
     if port == 0 {
-        return Ok(None);
+        return None;
     }
     let address = gucs::string_or(&gucs::METRICS_LISTEN_ADDRESS, "127.0.0.1");
     let Ok(ip) = address.parse::<IpAddr>() else {
-        return Err(format!("kafgres.metrics_listen_address = '{address}' is not an IP address"));
+        warning!(
+            "kafgres: kafgres.metrics_listen_address = '{address}' is not an IP address; the metrics endpoint is \
+             not opened (Kafka clients are served)"
+        );
+        return None;
     };
-    Ok(Some(kafgres_broker::prometheus::MetricsEndpoint {
+    Some(kafgres_broker::prometheus::MetricsEndpoint {
         listen: SocketAddr::new(ip, port as u16),
         host: Some(std::sync::Arc::new(crate::bridge::prometheus::BridgeMetrics)),
-    }))
+    })
 }
 
 pub fn broker_config(
@@ -53,7 +59,7 @@ pub fn broker_config(
     let log_dir = gucs::log_dir();
     let advertised_host = gucs::string_or(&gucs::ADVERTISED_HOST, &address);
     let extra_listeners = extra_listeners(&advertised_host, port)?;
-    let metrics_endpoint = metrics_endpoint()?;
+    let metrics_endpoint = metrics_endpoint();
     let live = reloadable();
     Ok(BrokerConfig {
         listen: SocketAddr::new(ip, port),
