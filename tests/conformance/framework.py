@@ -46,6 +46,8 @@ ADMIN_TIMEOUT_S = 15.0
 WAIT_TIMEOUT_S = 30.0
 # The tools whose classes are in the tests/java build (kafka-tools); kafka-configs is in Kafka's core.
 JAVA_TOOLS = {"kafka-topics", "kafka-consumer-groups", "kafka-get-offsets", "kafka-console-producer",
+              "kafka-transactions", "kafka-leader-election", "kafka-reassign-partitions", "kafka-features",
+              "kafka-metadata-quorum",
               "kafka-console-consumer"}
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"
 # slf4j-simple's log lines (tests/java) and Java stack frames: not part of a tool's answer.

@@ -23,7 +23,7 @@ API_NAMES = {
     31: "DeleteAcls", 32: "DescribeConfigs",
     33: "AlterConfigs", 35: "DescribeLogDirs", 37: "CreatePartitions", 42: "DeleteGroups",
     44: "IncrementalAlterConfigs", 47: "OffsetDelete", 48: "DescribeClientQuotas", 49: "AlterClientQuotas",
-    60: "DescribeCluster", 68: "ConsumerGroupHeartbeat",
+    60: "DescribeCluster", 61: "DescribeProducers", 65: "DescribeTransactions", 66: "ListTransactions", 68: "ConsumerGroupHeartbeat",
     69: "ConsumerGroupDescribe", 75: "DescribeTopicPartitions",
 }
 SERVED_API_KEYS = frozenset(API_NAMES)

@@ -22,6 +22,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import intended_differences
+import scenarios_admin_tools  # noqa: F401  (registers its scenarios)
 import scenarios_groups  # noqa: F401  (registers its scenarios)
 import scenarios_protocol  # noqa: F401  (registers its scenarios)
 from framework import SCENARIOS, Context

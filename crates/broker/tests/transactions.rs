@@ -330,3 +330,76 @@ async fn a_commit_interrupted_after_prepare_is_finished_at_startup() {
     assert_eq!(add_partitions(&mut client, "t-crash", pid, epoch, "crash", &[0]).await, vec![0]);
     broker.broker.shutdown().await;
 }
+
+async fn describe_txns(client: &mut Client, ids: &[&str]) -> DescribeTransactionsResponse {
+    client
+        .call(
+            0,
+            &DescribeTransactionsRequest::default().with_transactional_ids(ids.iter().map(|i| txn_id(i)).collect()),
+        )
+        .await
+}
+
+async fn list_txns(client: &mut Client, states: &[&'static str]) -> ListTransactionsResponse {
+    let request = ListTransactionsRequest::default()
+        .with_state_filters(states.iter().map(|s| StrBytes::from_static_str(s)).collect())
+        .with_duration_filter(-1);
+    client.call(2, &request).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_apis_show_each_id_as_stored_across_a_restart() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "admin", 2).await;
+    let (idle_pid, _, _) = init(&mut client, "t-idle", 60_000).await;
+    let (pid, epoch, _) = init(&mut client, "t-open", 45_000).await;
+    assert_eq!(add_partitions(&mut client, "t-open", pid, epoch, "admin", &[1, 0]).await, vec![0, 0]);
+
+    let r = describe_txns(&mut client, &["t-open", "t-idle", "t-unknown"]).await;
+    let [open, idle, unknown] = &r.transaction_states[..] else { panic!("three answers: {r:?}") };
+    assert_eq!((open.error_code, open.transaction_state.as_str()), (0, "Ongoing"));
+    assert_eq!((open.producer_id.0, open.producer_epoch, open.transaction_timeout_ms), (pid, epoch, 45_000));
+    assert!(open.transaction_start_time_ms > 0);
+    assert_eq!(open.topics.len(), 1);
+    assert_eq!((open.topics[0].topic.0.as_str(), &open.topics[0].partitions[..]), ("admin", &[0, 1][..]));
+    assert_eq!((idle.error_code, idle.transaction_state.as_str()), (0, "Empty"));
+    assert_eq!((idle.producer_id.0, idle.transaction_start_time_ms), (idle_pid, -1), "no transaction started yet");
+    assert!(idle.topics.is_empty());
+    assert_eq!(unknown.error_code, error_code::TRANSACTIONAL_ID_NOT_FOUND);
+
+    let listed = list_txns(&mut client, &["Ongoing", "Bogus"]).await;
+    assert_eq!(listed.error_code, 0);
+    assert_eq!(listed.unknown_state_filters.iter().map(|s| s.as_str()).collect::<Vec<_>>(), ["Bogus"]);
+    let ids: Vec<&str> = listed.transaction_states.iter().map(|t| t.transactional_id.0.as_str()).collect();
+    assert_eq!(ids, ["t-open"]);
+    let only_unknown = list_txns(&mut client, &["Bogus"]).await;
+    assert!(only_unknown.transaction_states.is_empty(), "a filter of unknown states matches nothing, as Kafka");
+    let bad_pattern = client
+        .call(
+            2,
+            &ListTransactionsRequest::default()
+                .with_duration_filter(-1)
+                .with_transactional_id_pattern(Some(StrBytes::from_static_str("("))),
+        )
+        .await;
+    assert_eq!(bad_pattern.error_code, error_code::INVALID_REGULAR_EXPRESSION);
+
+    // What the coordinator loads at start is what it describes.
+    drop(client);
+    let (dir, catalog) = broker.shutdown().await;
+    let broker = TestBroker::start_on(dir, catalog).await;
+    let mut client = broker.client().await;
+    let all = list_txns(&mut client, &[]).await;
+    let mut states: Vec<(&str, &str)> =
+        all.transaction_states.iter().map(|t| (t.transactional_id.0.as_str(), t.transaction_state.as_str())).collect();
+    states.sort();
+    assert_eq!(states, [("t-idle", "Empty"), ("t-open", "Ongoing")]);
+    let r = describe_txns(&mut client, &["t-open"]).await;
+    assert_eq!(r.transaction_states[0].topics[0].partitions, [0, 1]);
+    assert_eq!(end(&mut client, 3, "t-open", pid, epoch, false).await, 0);
+    let r = describe_txns(&mut client, &["t-open"]).await;
+    assert_eq!(r.transaction_states[0].transaction_state.as_str(), "CompleteAbort");
+    assert!(r.transaction_states[0].topics.is_empty());
+    broker.broker.shutdown().await;
+}

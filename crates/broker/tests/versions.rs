@@ -95,6 +95,26 @@ async fn exchange(
                 format!("{r:?}"),
             )
         }
+        ApiKey::DescribeTransactions => {
+            // No transactional id has been used here: each is not found.
+            let request =
+                kafka_protocol::messages::DescribeTransactionsRequest::default().with_transactional_ids(vec![
+                    kafka_protocol::messages::TransactionalId(StrBytes::from_static_str("none")),
+                ]);
+            let r = client.try_call(version, &request).await?;
+            let codes: Vec<i16> = r.transaction_states.iter().map(|t| t.error_code).collect();
+            check(codes == [error_code::TRANSACTIONAL_ID_NOT_FOUND], format!("{r:?}"))
+        }
+        ApiKey::ListTransactions => {
+            let request = kafka_protocol::messages::ListTransactionsRequest::default()
+                .with_state_filters(vec![StrBytes::from_static_str("NoSuchState")])
+                .with_duration_filter(-1);
+            let r = client.try_call(version, &request).await?;
+            check(
+                r.error_code == 0 && r.unknown_state_filters.len() == 1 && r.transaction_states.is_empty(),
+                format!("{r:?}"),
+            )
+        }
         ApiKey::DescribeProducers => {
             use kafka_protocol::messages::describe_producers_request::TopicRequest;
             let request =
@@ -601,6 +621,8 @@ async fn every_served_version_answers() {
         InitProducerId,
         DescribeTopicPartitions,
         DescribeProducers,
+        DescribeTransactions,
+        ListTransactions,
         ConsumerGroupHeartbeat,
         ConsumerGroupDescribe,
         AddPartitionsToTxn,

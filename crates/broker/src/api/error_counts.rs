@@ -38,7 +38,14 @@ top_level_only!(
     SaslAuthenticateResponse,
     DescribeAclsResponse,
     DescribeClientQuotasResponse,
+    ListTransactionsResponse,
 );
+
+impl ErrorCounts for DescribeTransactionsResponse {
+    fn error_codes(&self, count: &mut dyn FnMut(i16)) {
+        self.transaction_states.iter().for_each(|t| count(t.error_code));
+    }
+}
 
 impl ErrorCounts for ProduceResponse {
     fn error_codes(&self, count: &mut dyn FnMut(i16)) {

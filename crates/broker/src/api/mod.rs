@@ -36,6 +36,7 @@ pub mod metadata;
 pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod sasl;
+pub mod transaction_admin;
 pub mod transactions;
 
 pub use handler::{Answer, Handler, RequestContext, Served, ServedApi, Versions};
@@ -84,6 +85,8 @@ macro_rules! served_apis {
             $crate::api::offset_for_leader_epoch::OffsetForLeaderEpoch,
             $crate::api::describe_topic_partitions::DescribeTopicPartitions,
             $crate::api::describe_producers::DescribeProducers,
+            $crate::api::transaction_admin::DescribeTransactions,
+            $crate::api::transaction_admin::ListTransactions,
             $crate::api::sasl::SaslHandshake,
             $crate::api::sasl::SaslAuthenticate,
             $crate::api::acls::DescribeAcls,

@@ -38,4 +38,4 @@ pub mod rules;
 mod service;
 
 pub use rules::TxnState;
-pub use service::{TxnService, TxnServiceConfig};
+pub use service::{TxnService, TxnServiceConfig, TxnSummary};

@@ -35,6 +35,10 @@ impl Default for TxnServiceConfig {
     }
 }
 
+/// The start time of an id whose producer has opened no transaction since
+/// InitProducerId (Kafka's `txnStartTimestamp` of an Empty state).
+const NO_TRANSACTION_STARTED: i64 = -1;
+
 /// Markers carry the coordinator's epoch; this coordinator never moves.
 const COORDINATOR_EPOCH: i32 = 0;
 
@@ -110,6 +114,23 @@ pub struct TxnService {
     /// Shared with the timeout task, which waits on it without keeping the
     /// service alive.
     deadline_moved: Arc<Notify>,
+    /// Every id's stored state, for the admin APIs: read without waiting on
+    /// an id's lock, which an EndTxn holds while its markers become durable.
+    summaries: Mutex<BTreeMap<String, TxnSummary>>,
+}
+
+/// A transactional id as DescribeTransactions and ListTransactions show it:
+/// its last stored state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnSummary {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub timeout_ms: i32,
+    pub state: TxnState,
+    /// When its open (or last) transaction began; -1 before the first.
+    pub started_ms: i64,
+    /// The partitions of its open transaction.
+    pub partitions: Vec<(String, i32)>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -138,6 +159,7 @@ impl TxnService {
             epochs: Mutex::new(HashMap::new()),
             deadlines: Mutex::new(BTreeSet::new()),
             deadline_moved: Arc::new(Notify::new()),
+            summaries: Mutex::new(BTreeMap::new()),
         };
         for r in records {
             let Some(meta) = TxnMeta::from_record(r) else {
@@ -158,8 +180,28 @@ impl TxnService {
         lock(&self.entries).get(transactional_id).cloned()
     }
 
-    /// Keeps the produce index and the timeout queue in step with `meta`.
+    /// The stored state of one transactional id.
+    pub fn summary(&self, transactional_id: &str) -> Option<TxnSummary> {
+        lock(&self.summaries).get(transactional_id).cloned()
+    }
+
+    /// The stored state of every transactional id, by id.
+    pub fn summaries(&self) -> Vec<(String, TxnSummary)> {
+        lock(&self.summaries).iter().map(|(id, s)| (id.clone(), s.clone())).collect()
+    }
+
+    /// Keeps the produce index, the timeout queue and the admin APIs' view
+    /// in step with `meta`.
     fn track(&self, transactional_id: &str, meta: &TxnMeta) {
+        let summary = TxnSummary {
+            producer_id: meta.producer_id,
+            producer_epoch: meta.producer_epoch,
+            timeout_ms: meta.timeout_ms,
+            state: meta.state,
+            started_ms: meta.started_ms,
+            partitions: meta.partitions.iter().cloned().collect(),
+        };
+        lock(&self.summaries).insert(transactional_id.to_string(), summary);
         lock(&self.epochs).insert(meta.producer_id, meta.producer_epoch);
         let mut open = lock(&self.open);
         let mut deadlines = lock(&self.deadlines);
@@ -219,7 +261,6 @@ impl TxnService {
         let mut guard = entry.lock().await;
         let current = guard.as_ref().map(|m| (m.state, m.producer_id, m.producer_epoch));
         let plan = rules::plan_init(current, expected)?;
-        let now = crate::now_ms();
         let mut meta = match (plan, guard.clone()) {
             (InitPlan::Fresh, _) | (_, None) => {
                 let producer_id = self.new_producer_id().await?;
@@ -231,7 +272,7 @@ impl TxnService {
                     partitions: Partitions::new(),
                     groups: BTreeSet::new(),
                     pending: BTreeMap::new(),
-                    started_ms: now,
+                    started_ms: NO_TRANSACTION_STARTED,
                 }
             }
             (InitPlan::AbortOpenThenBump, Some(mut meta)) => {
@@ -258,6 +299,7 @@ impl TxnService {
         let previous_producer = guard.as_ref().map(|m| m.producer_id);
         meta.timeout_ms = timeout_ms;
         meta.state = TxnState::Empty;
+        meta.started_ms = NO_TRANSACTION_STARTED;
         meta.partitions.clear();
         meta.groups.clear();
         meta.pending.clear();

@@ -1,0 +1,129 @@
+"""Scenarios of the operator's tools: kafka-transactions, kafka-leader-election,
+kafka-reassign-partitions, kafka-features and kafka-metadata-quorum, and the
+admin APIs behind them as kafka-python calls them (see framework.py)."""
+
+from __future__ import annotations
+
+import re
+
+from confluent_kafka import Producer
+
+from framework import Context, error_text, scenario
+
+TXN_TIMEOUT_MS = 60000
+
+
+def _transactional_producer(ctx: Context, transactional_id: str) -> Producer:
+    p = Producer({"bootstrap.servers": ctx.bootstrap, "transactional.id": transactional_id, "log_level": 4,
+                  "transaction.timeout.ms": TXN_TIMEOUT_MS, "message.timeout.ms": 20000})
+    p.init_transactions(20)
+
+    def close() -> None:
+        try:
+            p.abort_transaction(10)
+        except Exception:  # noqa: BLE001  (nothing open, or already ended)
+            pass
+
+    ctx._closers.append(close)
+    return p
+
+
+def _table(ctx: Context, label: str, lines: list[str], keep: re.Pattern[str] | None = None) -> None:
+    """A tool's tab-separated table: the header, then the rows (sorted; only those `keep` matches), with
+    producer ids, node ids and times written through the normalizer."""
+    if not lines:
+        ctx.out(label, "(no output)")
+        return
+    header, *rows = lines
+    ctx.out(label, header)
+    columns = header.split(" ")
+    for row in sorted(rows):
+        if keep is not None and not keep.search(row):
+            continue
+        cells = row.split(" ")
+        shown = []
+        for name, value in zip(columns, cells):
+            if name in ("ProducerId",) and value.lstrip("-").isdigit():
+                value = ctx.norm.producer_id(int(value))
+            elif name in ("Coordinator", "CoordinatorId") and value.isdigit():
+                value = ctx.norm.node(int(value))
+            elif name.endswith("TimeMs") and value.isdigit():
+                value = ctx.norm.clock_ms(int(value))
+            elif name == "TransactionDurationMs" and value.isdigit():
+                value = "<duration>"
+            elif name == "TopicPartitions":
+                value = ",".join(sorted(value.split(",")))  # in the coordinator's hash order on Kafka
+            shown.append(f"{name}={value}")
+        shown.extend(cells[len(columns):])
+        ctx.out("  ", " ".join(shown))
+
+
+@scenario
+def scenario_transaction_admin(ctx: Context) -> None:
+    """kafka-transactions list, describe and find-hanging, and kafka-python's list_transactions with each
+    filter (state, producer id, duration, id pattern, a bad pattern) and describe_transactions: an open, a
+    committed and an initialised transactional id."""
+    from kafka import KafkaAdminClient
+
+    topic = ctx.create_topic(ctx.name("t"), 2)
+    ids = {tag: ctx.name(tag, kind="txn") for tag in ("open", "done", "idle")}
+    prefix = ids["open"].removesuffix("open")
+    producers = {tag: _transactional_producer(ctx, txn) for tag, txn in ids.items()}
+    for tag in ("open", "done"):
+        p = producers[tag]
+        p.begin_transaction()
+        p.produce(topic, b"a", partition=0)
+        p.produce(topic, b"b", partition=1)
+        p.flush(20)
+    producers["done"].commit_transaction(20)
+    ctx.out("transactions: one open over 2 partitions, one committed, one initialised")
+
+    ours = re.compile(re.escape(prefix))
+    pattern = re.escape(prefix) + ".*"
+    _table(ctx, "$ kafka-transactions list:", ctx.cli("kafka-transactions", "list", "--transactional-id-pattern",
+                                                     pattern, show=False), ours)
+    for tag in ("open", "done", "idle"):
+        _table(ctx, f"$ kafka-transactions describe {tag}:",
+               ctx.cli("kafka-transactions", "describe", "--transactional-id", ids[tag], show=False))
+    ctx.cli("kafka-transactions", "describe", "--transactional-id", ctx.name("unknown", kind="txn"))
+    _table(ctx, "$ kafka-transactions find-hanging:",
+           ctx.cli("kafka-transactions", "find-hanging", "--broker-id", str(ctx.norm.node_id), show=False), ours)
+
+    admin = KafkaAdminClient(bootstrap_servers=ctx.bootstrap, request_timeout_ms=20000)
+    try:
+        described = admin.describe_transactions([ids["open"]])[ids["open"]]
+        open_pid = described.producer_id
+        filters = [
+            ("no filter", {}),
+            ("state Ongoing", {"state_filters": ["Ongoing"]}),
+            ("states CompleteCommit and Empty", {"state_filters": ["CompleteCommit", "Empty"]}),
+            ("state Dead", {"state_filters": ["Dead"]}),
+            ("the open one's producer id", {"producer_id_filters": [open_pid]}),
+            ("running longer than 0 ms", {"duration_filter_ms": 0}),
+            ("running longer than an hour", {"duration_filter_ms": 3_600_000}),
+            ("id pattern open|idle", {"transactional_id_pattern": f"{pattern[:-2]}(open|idle)"}),
+        ]
+        for label, kwargs in filters:
+            listed = admin.list_transactions(**kwargs)
+            found = sorted((t.transactional_id, t.state.value) for node in listed.values() for t in node
+                           if t.transactional_id.startswith(prefix))
+            ctx.out(f"kafka-python list_transactions {label}:", [f"{ctx.norm.line(i)}={s}" for i, s in found])
+        try:
+            admin.list_transactions(transactional_id_pattern="(")
+            ctx.out("kafka-python list_transactions bad pattern: ok")
+        except Exception as e:  # noqa: BLE001  (the error is what is compared)
+            ctx.out("kafka-python list_transactions bad pattern:", re.sub(r"\(.*", "", str(e)).strip())
+        for tag in ("open", "idle"):
+            d = admin.describe_transactions([ids[tag]])[ids[tag]]
+            partitions = sorted(f"{ctx.norm.line(tp.topic)}-{tp.partition}" for tp in d.topic_partitions)
+            ctx.out(f"kafka-python describe_transactions {tag}: state={d.state.value} "
+                    f"pid={ctx.norm.producer_id(d.producer_id)} epoch={d.producer_epoch} "
+                    f"timeout={d.transaction_timeout_ms} start={ctx.norm.clock_ms(d.transaction_start_time_ms)} "
+                    f"partitions={partitions}")
+    finally:
+        admin.close()
+    try:
+        producers["open"].commit_transaction(20)
+        ctx.out("commit the open one: ok")
+    except Exception as e:  # noqa: BLE001
+        ctx.out("commit the open one:", error_text(e, message=False))
