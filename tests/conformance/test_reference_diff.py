@@ -1,6 +1,7 @@
 """The reference diff: every scenario on Apache Kafka 4.x and on Kafgres, transcripts compared.
 
-One test per scenario (scenarios_protocol.py, scenarios_groups.py). A test
+One test per scenario (scenarios_protocol.py, scenarios_groups.py,
+scenarios_admin_tools.py). A test
 fails with a unified diff (Kafka's transcript against Kafgres's) when they
 differ in anything that intended_differences.py does not list, or when a
 listed difference no longer occurs. test_intended_differences_are_documented
