@@ -35,8 +35,9 @@ impl Default for TxnServiceConfig {
     }
 }
 
-/// The start time of an id whose producer has opened no transaction since
-/// InitProducerId (Kafka's `txnStartTimestamp` of an Empty state).
+/// The start time the admin APIs show for an id whose producer has opened no
+/// transaction since InitProducerId (Kafka's `txnStartTimestamp` of an Empty
+/// state). The stored `started_at` keeps a real time for the SQL views.
 const NO_TRANSACTION_STARTED: i64 = -1;
 
 /// Markers carry the coordinator's epoch; this coordinator never moves.
@@ -198,7 +199,7 @@ impl TxnService {
             producer_epoch: meta.producer_epoch,
             timeout_ms: meta.timeout_ms,
             state: meta.state,
-            started_ms: meta.started_ms,
+            started_ms: if meta.state == TxnState::Empty { NO_TRANSACTION_STARTED } else { meta.started_ms },
             partitions: meta.partitions.iter().cloned().collect(),
         };
         lock(&self.summaries).insert(transactional_id.to_string(), summary);
@@ -272,7 +273,7 @@ impl TxnService {
                     partitions: Partitions::new(),
                     groups: BTreeSet::new(),
                     pending: BTreeMap::new(),
-                    started_ms: NO_TRANSACTION_STARTED,
+                    started_ms: crate::now_ms(),
                 }
             }
             (InitPlan::AbortOpenThenBump, Some(mut meta)) => {
@@ -299,7 +300,6 @@ impl TxnService {
         let previous_producer = guard.as_ref().map(|m| m.producer_id);
         meta.timeout_ms = timeout_ms;
         meta.state = TxnState::Empty;
-        meta.started_ms = NO_TRANSACTION_STARTED;
         meta.partitions.clear();
         meta.groups.clear();
         meta.pending.clear();
