@@ -21,8 +21,9 @@ API_NAMES = {
     21: "DeleteRecords", 22: "InitProducerId", 23: "OffsetForLeaderEpoch", 24: "AddPartitionsToTxn",
     25: "AddOffsetsToTxn", 26: "EndTxn", 28: "TxnOffsetCommit", 29: "DescribeAcls", 30: "CreateAcls",
     31: "DeleteAcls", 32: "DescribeConfigs",
-    33: "AlterConfigs", 35: "DescribeLogDirs", 37: "CreatePartitions", 42: "DeleteGroups",
-    44: "IncrementalAlterConfigs", 47: "OffsetDelete", 48: "DescribeClientQuotas", 49: "AlterClientQuotas",
+    33: "AlterConfigs", 34: "AlterReplicaLogDirs", 35: "DescribeLogDirs", 37: "CreatePartitions", 42: "DeleteGroups",
+    43: "ElectLeaders", 44: "IncrementalAlterConfigs", 45: "AlterPartitionReassignments",
+    46: "ListPartitionReassignments", 47: "OffsetDelete", 48: "DescribeClientQuotas", 49: "AlterClientQuotas",
     60: "DescribeCluster", 61: "DescribeProducers", 65: "DescribeTransactions", 66: "ListTransactions", 68: "ConsumerGroupHeartbeat",
     69: "ConsumerGroupDescribe", 75: "DescribeTopicPartitions",
 }

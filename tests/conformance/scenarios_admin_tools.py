@@ -127,3 +127,67 @@ def scenario_transaction_admin(ctx: Context) -> None:
         ctx.out("commit the open one: ok")
     except Exception as e:  # noqa: BLE001
         ctx.out("commit the open one:", error_text(e, message=False))
+
+
+@scenario
+def scenario_replica_placement(ctx: Context) -> None:
+    """What a single node answers to the replica placement tools: kafka-leader-election (preferred and
+    unclean, one partition, every partition, an unknown one), kafka-reassign-partitions (execute onto the
+    broker the partitions are on, verify, list, cancel) and kafka-python's elect_leaders,
+    alter_partition_reassignments (same broker, cancel, a broker twice, an unknown broker, unknown
+    partitions), list_partition_reassignments and alter_replica_log_dirs (the directory the replica is in,
+    another one, an unknown partition)."""
+    import json
+    import tempfile
+
+    import kafka.errors as Errors
+    from kafka import KafkaAdminClient, TopicPartition
+    from kafka.structs import TopicPartitionReplica
+
+    topic = ctx.create_topic(ctx.name("t"), 4)
+    node = ctx.norm.node_id
+    for election, partition in (("PREFERRED", "0"), ("UNCLEAN", "1"), ("PREFERRED", "7")):
+        ctx.cli("kafka-leader-election", "--election-type", election, "--topic", topic, "--partition", partition)
+    ctx.cli("kafka-leader-election", "--election-type", "PREFERRED", "--all-topic-partitions")
+
+    plan = {"version": 1, "partitions": [{"topic": topic, "partition": p, "replicas": [node], "log_dirs": ["any"]}
+                                         for p in (0, 1)]}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(plan, f)
+    ctx.norm.register(f.name, "<plan.json>")
+    ctx.cli("kafka-reassign-partitions", "--reassignment-json-file", f.name, "--execute")
+    ctx.cli("kafka-reassign-partitions", "--reassignment-json-file", f.name, "--verify", "--preserve-throttles")
+    ctx.cli("kafka-reassign-partitions", "--list")
+    ctx.cli("kafka-reassign-partitions", "--reassignment-json-file", f.name, "--cancel", "--preserve-throttles")
+
+    admin = KafkaAdminClient(bootstrap_servers=ctx.bootstrap, request_timeout_ms=20000)
+    try:
+        response = admin.elect_leaders(0, {topic: [0, 3, 9]}, raise_errors=False)
+        for result in response.replica_election_results:
+            for p in sorted(result.partition_result, key=lambda p: p.partition_id):
+                ctx.out(f"kafka-python elect_leaders {ctx.norm.line(result.topic)}-{p.partition_id}:",
+                        error_text(Errors.for_code(p.error_code)(p.error_message)))
+        ctx.out("kafka-python elect_leaders top-level:", Errors.for_code(response.error_code).__name__)
+        unknown = ctx.name("unknown")
+        altered = admin.alter_partition_reassignments({
+            TopicPartition(topic, 0): [node], TopicPartition(topic, 1): None, TopicPartition(topic, 2): [node, node],
+            TopicPartition(topic, 3): [node + 1], TopicPartition(topic, 9): [node], TopicPartition(unknown, 0): [node],
+        })
+        for tp, error in sorted(altered.items()):
+            ctx.out(f"kafka-python alter_partition_reassignments {ctx.norm.line(tp.topic)}-{tp.partition}:",
+                    "ok" if error is None else error.__name__)
+        ctx.out("kafka-python list_partition_reassignments:", admin.list_partition_reassignments())
+        ctx.out("kafka-python list_partition_reassignments of the topic:",
+                admin.list_partition_reassignments({topic: [0, 1]}))
+        dirs = [d["log_dir"] for broker in admin.describe_log_dirs() for d in broker["log_dirs"]]
+        ctx.out("log directories:", len(dirs))
+        ctx.norm.register(dirs[0], "<log dir>")
+        moved = admin.alter_replica_log_dirs({
+            TopicPartitionReplica(topic, 0, node): dirs[0], TopicPartitionReplica(topic, 9, node): dirs[0],
+            TopicPartitionReplica(topic, 1, node): dirs[0] + "-elsewhere",
+        })
+        for tpr, error in sorted(moved.items()):
+            ctx.out(f"kafka-python alter_replica_log_dirs {ctx.norm.line(tpr.topic)}-{tpr.partition}:",
+                    error.__name__)
+    finally:
+        admin.close()

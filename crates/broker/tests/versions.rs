@@ -488,6 +488,63 @@ async fn exchange(
             let ok = r.filter_results.len() == 1 && r.filter_results[0].error_code == error_code::SECURITY_DISABLED;
             check(ok, format!("{r:?}"))
         }
+        ApiKey::ElectLeaders => {
+            use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+            let request = kafka_protocol::messages::ElectLeadersRequest::default().with_topic_partitions(Some(vec![
+                TopicPartitions::default().with_topic(common::name("swept")).with_partitions(vec![0, 99]),
+            ]));
+            let r = client.try_call(version, &request).await?;
+            let codes: Vec<i16> =
+                r.replica_election_results.iter().flat_map(|t| &t.partition_result).map(|p| p.error_code).collect();
+            let expected = [error_code::ELECTION_NOT_NEEDED, error_code::UNKNOWN_TOPIC_OR_PARTITION];
+            check(r.error_code == 0 && codes == expected, format!("{r:?}"))
+        }
+        ApiKey::AlterPartitionReassignments => {
+            use kafka_protocol::messages::alter_partition_reassignments_request::{
+                ReassignablePartition, ReassignableTopic,
+            };
+            use kafka_protocol::messages::BrokerId;
+            let partitions = vec![
+                ReassignablePartition::default().with_partition_index(0).with_replicas(Some(vec![BrokerId(1)])),
+                ReassignablePartition::default().with_partition_index(0).with_replicas(None),
+                ReassignablePartition::default().with_partition_index(0).with_replicas(Some(vec![BrokerId(7)])),
+            ];
+            let request = kafka_protocol::messages::AlterPartitionReassignmentsRequest::default().with_topics(vec![
+                ReassignableTopic::default().with_name(common::name("swept")).with_partitions(partitions),
+            ]);
+            let r = client.try_call(version, &request).await?;
+            let codes: Vec<i16> = r.responses.iter().flat_map(|t| &t.partitions).map(|p| p.error_code).collect();
+            let expected =
+                [error_code::NONE, error_code::NO_REASSIGNMENT_IN_PROGRESS, error_code::INVALID_REPLICA_ASSIGNMENT];
+            check(r.error_code == 0 && codes == expected, format!("{r:?}"))
+        }
+        ApiKey::ListPartitionReassignments => {
+            let request = kafka_protocol::messages::ListPartitionReassignmentsRequest::default().with_topics(None);
+            let r = client.try_call(version, &request).await?;
+            check(r.error_code == 0 && r.topics.is_empty(), format!("{r:?}"))
+        }
+        ApiKey::AlterReplicaLogDirs => {
+            use kafka_protocol::messages::alter_replica_log_dirs_request::{
+                AlterReplicaLogDir, AlterReplicaLogDirTopic,
+            };
+            let dirs = client
+                .try_call(1, &kafka_protocol::messages::DescribeLogDirsRequest::default().with_topics(Some(vec![])))
+                .await?;
+            let here = dirs.results[0].log_dir.clone();
+            let topic = |partitions: Vec<i32>| {
+                vec![AlterReplicaLogDirTopic::default().with_name(common::name("swept")).with_partitions(partitions)]
+            };
+            let request = kafka_protocol::messages::AlterReplicaLogDirsRequest::default().with_dirs(vec![
+                AlterReplicaLogDir::default().with_path(here).with_topics(topic(vec![0, 99])),
+                AlterReplicaLogDir::default()
+                    .with_path(StrBytes::from_static_str("/elsewhere"))
+                    .with_topics(topic(vec![0])),
+            ]);
+            let r = client.try_call(version, &request).await?;
+            let codes: Vec<i16> = r.results.iter().flat_map(|t| &t.partitions).map(|p| p.error_code).collect();
+            let expected = [error_code::NONE, error_code::UNKNOWN_TOPIC_OR_PARTITION, error_code::LOG_DIR_NOT_FOUND];
+            check(codes == expected, format!("{r:?}"))
+        }
         ApiKey::DescribeLogDirs => {
             let request = kafka_protocol::messages::DescribeLogDirsRequest::default().with_topics(None);
             let r = client.try_call(version, &request).await?;
@@ -600,6 +657,10 @@ async fn every_served_version_answers() {
         ListOffsets,
         OffsetForLeaderEpoch,
         DescribeLogDirs,
+        AlterReplicaLogDirs,
+        ElectLeaders,
+        AlterPartitionReassignments,
+        ListPartitionReassignments,
         DescribeConfigs,
         IncrementalAlterConfigs,
         AlterConfigs,

@@ -38,6 +38,7 @@ top_level_only!(
     SaslAuthenticateResponse,
     DescribeAclsResponse,
     DescribeClientQuotasResponse,
+    ListPartitionReassignmentsResponse,
     ListTransactionsResponse,
 );
 
@@ -204,6 +205,26 @@ impl ErrorCounts for DescribeLogDirsResponse {
     fn error_codes(&self, count: &mut dyn FnMut(i16)) {
         count(self.error_code);
         self.results.iter().for_each(|r| count(r.error_code));
+    }
+}
+
+impl ErrorCounts for AlterReplicaLogDirsResponse {
+    fn error_codes(&self, count: &mut dyn FnMut(i16)) {
+        self.results.iter().flat_map(|t| &t.partitions).for_each(|p| count(p.error_code));
+    }
+}
+
+impl ErrorCounts for ElectLeadersResponse {
+    fn error_codes(&self, count: &mut dyn FnMut(i16)) {
+        count(self.error_code);
+        self.replica_election_results.iter().flat_map(|t| &t.partition_result).for_each(|p| count(p.error_code));
+    }
+}
+
+impl ErrorCounts for AlterPartitionReassignmentsResponse {
+    fn error_codes(&self, count: &mut dyn FnMut(i16)) {
+        count(self.error_code);
+        self.responses.iter().flat_map(|t| &t.partitions).for_each(|p| count(p.error_code));
     }
 }
 

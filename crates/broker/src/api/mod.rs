@@ -35,6 +35,7 @@ pub mod list_offsets;
 pub mod metadata;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod replicas;
 pub mod sasl;
 pub mod transaction_admin;
 pub mod transactions;
@@ -82,6 +83,10 @@ macro_rules! served_apis {
             $crate::api::alter_configs::IncrementalAlterConfigs,
             $crate::api::alter_configs::AlterConfigs,
             $crate::api::describe_log_dirs::DescribeLogDirs,
+            $crate::api::replicas::AlterReplicaLogDirs,
+            $crate::api::replicas::ElectLeaders,
+            $crate::api::replicas::AlterPartitionReassignments,
+            $crate::api::replicas::ListPartitionReassignments,
             $crate::api::offset_for_leader_epoch::OffsetForLeaderEpoch,
             $crate::api::describe_topic_partitions::DescribeTopicPartitions,
             $crate::api::describe_producers::DescribeProducers,

@@ -21,6 +21,7 @@ pub(crate) mod consumer_groups;
 pub(crate) mod data;
 pub(crate) mod groups;
 pub(crate) mod quotas;
+pub(crate) mod replicas;
 pub(crate) mod topics;
 pub(crate) mod txn;
 
@@ -57,11 +58,15 @@ pub(crate) static APIS: &[&ApiSchema] = &[
     &acls::CREATE_ACLS,
     &acls::DELETE_ACLS,
     &cluster::ALTER_CONFIGS,
+    &replicas::ALTER_REPLICA_LOG_DIRS,
     &cluster::DESCRIBE_LOG_DIRS,
     &admin::SASL_AUTHENTICATE,
     &topics::CREATE_PARTITIONS,
     &groups::DELETE_GROUPS,
+    &replicas::ELECT_LEADERS,
     &cluster::INCREMENTAL_ALTER_CONFIGS,
+    &replicas::ALTER_PARTITION_REASSIGNMENTS,
+    &replicas::LIST_PARTITION_REASSIGNMENTS,
     &quotas::DESCRIBE_CLIENT_QUOTAS,
     &quotas::ALTER_CLIENT_QUOTAS,
     &groups::OFFSET_DELETE,

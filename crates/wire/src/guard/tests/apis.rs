@@ -7,13 +7,14 @@
 use bytes::Bytes;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterClientQuotasRequest, AlterConfigsRequest,
-    ApiVersionsRequest, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest,
-    CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
-    DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest, DescribeClusterRequest,
-    DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest,
-    DescribeTopicPartitionsRequest, DescribeTransactionsRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest,
-    HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
-    ListGroupsRequest, ListOffsetsRequest, ListTransactionsRequest, MetadataRequest, OffsetCommitRequest,
+    AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest, ApiVersionsRequest, ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest, CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest,
+    DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest,
+    DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
+    DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest, ElectLeadersRequest,
+    EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest,
+    InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest,
+    ListPartitionReassignmentsRequest, ListTransactionsRequest, MetadataRequest, OffsetCommitRequest,
     OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, SaslAuthenticateRequest,
     SaslHandshakeRequest, SyncGroupRequest, TxnOffsetCommitRequest,
 };
@@ -21,7 +22,7 @@ use kafka_protocol::protocol::{Decodable, Message};
 
 use super::{
     alloc, requests_acls, requests_admin, requests_cluster, requests_consumer_groups, requests_data, requests_groups,
-    requests_quotas, requests_topics, requests_txn, roundtrip,
+    requests_quotas, requests_replicas, requests_topics, requests_txn, roundtrip,
 };
 use crate::guard::schemas;
 
@@ -103,6 +104,8 @@ covered_apis! {
     32 roundtrip_describe_configs: DescribeConfigsRequest, 1..=4,
         requests_admin::describe_configs;
     33 roundtrip_alter_configs: AlterConfigsRequest, 0..=2, requests_cluster::alter_configs;
+    34 roundtrip_alter_replica_log_dirs: AlterReplicaLogDirsRequest, 1..=2,
+        requests_replicas::alter_replica_log_dirs;
     35 roundtrip_describe_log_dirs: DescribeLogDirsRequest, 1..=4,
         requests_cluster::describe_log_dirs;
     36 roundtrip_sasl_authenticate: SaslAuthenticateRequest, 0..=2,
@@ -111,8 +114,13 @@ covered_apis! {
         requests_topics::create_partitions;
     42 roundtrip_delete_groups: DeleteGroupsRequest, 0..=2,
         requests_consumer_groups::delete_groups;
+    43 roundtrip_elect_leaders: ElectLeadersRequest, 0..=2, requests_replicas::elect_leaders;
     44 roundtrip_incremental_alter_configs: IncrementalAlterConfigsRequest, 0..=1,
         requests_cluster::incremental_alter_configs;
+    45 roundtrip_alter_partition_reassignments: AlterPartitionReassignmentsRequest, 0..=1,
+        requests_replicas::alter_partition_reassignments;
+    46 roundtrip_list_partition_reassignments: ListPartitionReassignmentsRequest, 0..=0,
+        requests_replicas::list_partition_reassignments;
     48 roundtrip_describe_client_quotas: DescribeClientQuotasRequest, 0..=1,
         requests_quotas::describe_client_quotas;
     49 roundtrip_alter_client_quotas: AlterClientQuotasRequest, 0..=1,

@@ -76,6 +76,39 @@ fn huge_counts_cluster() {
 }
 
 #[test]
+fn huge_counts_replicas() {
+    // AlterReplicaLogDirs: dirs; a dir is path, topics; a topic is name, partitions.
+    let body = Wire::new().huge_count().tail();
+    assert_array_too_long(34, 1, &body, "AlterReplicaLogDirsRequest", "dirs");
+    let body = Wire::new().i32(1).string("/d").huge_count().tail();
+    assert_array_too_long(34, 1, &body, "AlterReplicaLogDir", "topics");
+    let body = Wire::new().uvarint(2).compact_string("/d").uvarint(2).compact_string("t").huge_compact_count().tail();
+    assert_array_too_long(34, 2, &body, "AlterReplicaLogDirTopic", "partitions");
+
+    // ElectLeaders: election_type (v1+), topic_partitions (null: all), timeout_ms.
+    let body = Wire::new().huge_count().tail();
+    assert_array_too_long(43, 0, &body, "ElectLeadersRequest", "topic_partitions");
+    let body = Wire::new().i8(0).uvarint(2).compact_string("t").huge_compact_count().tail();
+    assert_array_too_long(43, 2, &body, "TopicPartitions", "partitions");
+    assert_accepted_and_decoded(43, 1, &Wire::new().i8(0).i32(-1).i32(30_000).done());
+
+    // AlterPartitionReassignments: timeout_ms, allow_replication_factor_change (v1+), topics; a
+    // partition's replicas null cancels.
+    let body = Wire::new().i32(30_000).huge_compact_count().tail();
+    assert_array_too_long(45, 0, &body, "AlterPartitionReassignmentsRequest", "topics");
+    let body =
+        Wire::new().i32(30_000).i8(1).uvarint(2).compact_string("t").uvarint(2).i32(0).huge_compact_count().tail();
+    assert_array_too_long(45, 1, &body, "ReassignablePartition", "replicas");
+    let cancel = Wire::new().i32(30_000).uvarint(2).compact_string("t").uvarint(2).i32(0).uvarint(0).no_tags();
+    assert_accepted_and_decoded(45, 0, &cancel.no_tags().no_tags().done());
+
+    // ListPartitionReassignments: timeout_ms, topics (null: all).
+    let body = Wire::new().i32(30_000).huge_compact_count().tail();
+    assert_array_too_long(46, 0, &body, "ListPartitionReassignmentsRequest", "topics");
+    assert_accepted_and_decoded(46, 0, &Wire::new().i32(30_000).uvarint(0).no_tags().done());
+}
+
+#[test]
 fn huge_counts_acls() {
     // CreateAcls: creations; a creation is resource_type, resource_name, resource_pattern_type,
     // principal, host, operation, permission_type.

@@ -8,6 +8,8 @@ use std::collections::BTreeSet;
 
 use bytes::BytesMut;
 use kafka_protocol::messages::add_partitions_to_txn_request::{AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction};
+use kafka_protocol::messages::alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic};
+use kafka_protocol::messages::alter_replica_log_dirs_request::{AlterReplicaLogDir, AlterReplicaLogDirTopic};
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic};
@@ -24,6 +26,7 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, Forgot
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::list_partition_reassignments_request::ListPartitionReassignmentsTopics;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
 use kafka_protocol::messages::offset_delete_request::{OffsetDeleteRequestPartition, OffsetDeleteRequestTopic};
@@ -37,13 +40,17 @@ use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::{
-    alter_configs_request, describe_producers_request, describe_topic_partitions_request,
+    alter_configs_request, describe_producers_request, describe_topic_partitions_request, elect_leaders_request,
     incremental_alter_configs_request, AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest,
     ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest, CreatePartitionsRequest,
     DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DescribeAclsRequest, DescribeClusterRequest,
     DescribeLogDirsRequest, DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
     EndTxnRequest, IncrementalAlterConfigsRequest, ListTransactionsRequest, OffsetDeleteRequest,
     OffsetForLeaderEpochRequest, SaslAuthenticateRequest, SaslHandshakeRequest, TxnOffsetCommitRequest,
+};
+use kafka_protocol::messages::{
+    AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest, ElectLeadersRequest,
+    ListPartitionReassignmentsRequest,
 };
 use kafka_protocol::messages::{
     ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, DescribeGroupsRequest,
@@ -54,7 +61,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::Encodable;
 
 use crate::guard::schema::{Encoding, Kind, StructSchema};
-use crate::guard::schemas::{self, acls, admin, cluster, consumer_groups, data, groups, quotas, topics, txn};
+use crate::guard::schemas::{self, acls, admin, cluster, consumer_groups, data, groups, quotas, replicas, topics, txn};
 
 /// Checks one struct at every version of its API; returns the API and the struct's name (names
 /// repeat across APIs: AlterConfigsResource, TopicRequest).
@@ -161,6 +168,16 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<DescribeLogDirsRequest>(35, &cluster::DESCRIBE_LOG_DIRS_REQUEST),
         check::<DescribableLogDirTopic>(35, &cluster::DESCRIBABLE_LOG_DIR_TOPIC),
         check::<DescribeClusterRequest>(60, &cluster::DESCRIBE_CLUSTER_REQUEST),
+        check::<AlterReplicaLogDirsRequest>(34, &replicas::ALTER_REPLICA_LOG_DIRS_REQUEST),
+        check::<AlterReplicaLogDir>(34, &replicas::ALTER_REPLICA_LOG_DIR),
+        check::<AlterReplicaLogDirTopic>(34, &replicas::ALTER_REPLICA_LOG_DIR_TOPIC),
+        check::<ElectLeadersRequest>(43, &replicas::ELECT_LEADERS_REQUEST),
+        check::<elect_leaders_request::TopicPartitions>(43, &replicas::ELECT_LEADERS_TOPIC_PARTITIONS),
+        check::<AlterPartitionReassignmentsRequest>(45, &replicas::ALTER_PARTITION_REASSIGNMENTS_REQUEST),
+        check::<ReassignableTopic>(45, &replicas::REASSIGNABLE_TOPIC),
+        check::<ReassignablePartition>(45, &replicas::REASSIGNABLE_PARTITION),
+        check::<ListPartitionReassignmentsRequest>(46, &replicas::LIST_PARTITION_REASSIGNMENTS_REQUEST),
+        check::<ListPartitionReassignmentsTopics>(46, &replicas::LIST_PARTITION_REASSIGNMENTS_TOPICS),
         check::<DescribeAclsRequest>(29, &acls::DESCRIBE_ACLS_REQUEST),
         check::<CreateAclsRequest>(30, &acls::CREATE_ACLS_REQUEST),
         check::<AclCreation>(30, &acls::ACL_CREATION),

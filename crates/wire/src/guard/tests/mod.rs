@@ -36,6 +36,7 @@ mod requests_consumer_groups;
 mod requests_data;
 mod requests_groups;
 mod requests_quotas;
+mod requests_replicas;
 mod requests_topics;
 mod requests_txn;
 mod tagged;
