@@ -191,3 +191,41 @@ def scenario_replica_placement(ctx: Context) -> None:
                     error.__name__)
     finally:
         admin.close()
+
+
+@scenario
+def scenario_user_scram_credentials(ctx: Context) -> None:
+    """kafka-python's describe_user_scram_credentials and alter_user_scram_credentials where a Kafka
+    without credentials and Kafgres without authentication answer alike: unknown and repeated users, an
+    empty name, an unknown mechanism, too few and too many iterations, a user altered twice, a user whose
+    first alteration is refused (the later ones are ignored). Credentials that are set are the e2e test's
+    (tests/e2e/test_sasl.py): on Kafgres only a superuser role may set one."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import UserScramCredentialDeletion, UserScramCredentialUpsertion
+
+    users = {tag: ctx.name(tag, kind="user") for tag in ("unknown", "dup", "few", "many", "twice", "refused")}
+    admin = KafkaAdminClient(bootstrap_servers=ctx.bootstrap, request_timeout_ms=20000)
+    try:
+        for label, asked in (("an unknown user", [users["unknown"]]), ("a user twice", [users["dup"]] * 2)):
+            described = admin.describe_user_scram_credentials(asked)
+            ctx.out(f"kafka-python describe_user_scram_credentials {label}:",
+                    {ctx.norm.line(u): d for u, d in sorted(described.items())})
+        altered = admin.alter_user_scram_credentials([
+            UserScramCredentialDeletion(users["unknown"], "SCRAM-SHA-256"),
+            UserScramCredentialDeletion("", "SCRAM-SHA-256"),
+            UserScramCredentialDeletion(users["dup"], 0),
+            UserScramCredentialDeletion(users["refused"], "SCRAM-SHA-256"),
+            UserScramCredentialUpsertion(users["refused"], "SCRAM-SHA-256", "secret"),
+            UserScramCredentialUpsertion(users["few"], "SCRAM-SHA-256", "secret", iterations=4095),
+            UserScramCredentialUpsertion(users["many"], "SCRAM-SHA-256", "secret", iterations=16385),
+            UserScramCredentialUpsertion(users["twice"], "SCRAM-SHA-256", "secret"),
+            UserScramCredentialUpsertion(users["twice"], "SCRAM-SHA-256", "secret"),
+        ])
+        for user, error in sorted(altered.items()):
+            ctx.out(f"kafka-python alter_user_scram_credentials {ctx.norm.line(user) or '(empty name)'}:",
+                    error or "ok")
+        described = admin.describe_user_scram_credentials([users["twice"]])
+        ctx.out("kafka-python describe_user_scram_credentials after:",
+                {ctx.norm.line(u): d for u, d in sorted(described.items())})
+    finally:
+        admin.close()

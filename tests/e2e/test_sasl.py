@@ -294,6 +294,61 @@ def test_the_sql_api_works_with_sasl_required(cluster: Cluster):
     assert "kafgres (internal)" in principals, principals
 
 
+def test_scram_credentials_set_over_kafka_are_role_passwords(cluster: Cluster):
+    """KIP-554 with kafka-python: a superuser role gives a new role a SCRAM-SHA-256 credential (the
+    client sends a salted password), which is the role's Postgres password (pg_authid holds the verifier)
+    and logs it in over Kafka; describe shows it; a role that is not a superuser may not change another's;
+    SCRAM-SHA-512 is refused; deleting the credential removes the password and the login."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from kafka import KafkaAdminClient
+        from kafka.admin import UserScramCredentialDeletion, UserScramCredentialUpsertion
+    admin_user, admin_password = "kafka_scram_admin", "admin-secret"
+    new_user = f"kafka_scram_{uuid.uuid4().hex[:6]}"
+    cluster.sql("set password_encryption = 'scram-sha-256'",
+                f"create role {admin_user} superuser login password '{admin_password}'",
+                f"create role {new_user} login")
+
+    def admin_as(user: str, password: str) -> KafkaAdminClient:
+        return KafkaAdminClient(bootstrap_servers=BOOTSTRAP, security_protocol="SASL_PLAINTEXT",
+                                sasl_mechanism="SCRAM-SHA-256", sasl_plain_username=user,
+                                sasl_plain_password=password, request_timeout_ms=15000)
+
+    admin = admin_as(admin_user, admin_password)
+    try:
+        assert login_errors(new_user, "new-secret") != []
+        set_it = admin.alter_user_scram_credentials(
+            [UserScramCredentialUpsertion(new_user, "SCRAM-SHA-256", "new-secret", iterations=8192)])
+        assert set_it == {new_user: None}, set_it
+        stored = cluster.sql(f"select rolpassword from pg_authid where rolname = '{new_user}'")[0][0]
+        assert stored.startswith("SCRAM-SHA-256$8192:"), stored
+        assert login_errors(new_user, "new-secret") == []
+        described = admin.describe_user_scram_credentials([new_user])
+        assert [(c["mechanism"].name, c["iterations"]) for c in described[new_user]["credential_infos"]] == [
+            ("SCRAM_SHA_256", 8192)], described
+        listed = admin.describe_user_scram_credentials()
+        assert {new_user, admin_user, APP_USER} <= set(listed) and "kafka_md5" not in listed, listed
+
+        sha512 = admin.alter_user_scram_credentials(
+            [UserScramCredentialUpsertion(new_user, "SCRAM-SHA-512", "other-secret")])
+        assert "SCRAM-SHA-256 only" in (sha512[new_user] or ""), sha512
+        app = admin_as(APP_USER, APP_PASSWORD)
+        try:
+            theirs = app.alter_user_scram_credentials(
+                [UserScramCredentialUpsertion(new_user, "SCRAM-SHA-256", "hijacked")])
+            assert "only a superuser" in (theirs[new_user] or ""), theirs
+        finally:
+            app.close()
+        assert login_errors(new_user, "new-secret") == []
+
+        deleted = admin.alter_user_scram_credentials([UserScramCredentialDeletion(new_user, "SCRAM-SHA-256")])
+        assert deleted == {new_user: None}, deleted
+        assert cluster.sql(f"select rolpassword from pg_authid where rolname = '{new_user}'") == [(None,)]
+        assert authentication_failed(login_errors(new_user, "new-secret"))
+    finally:
+        admin.close()
+
+
 def test_no_panic_in_the_server_log(cluster: Cluster):
     panics = [line for line in cluster.log_text().splitlines() if "PANIC" in line or "panicked" in line]
     assert not panics, "\n".join(panics[:20])

@@ -142,6 +142,17 @@ pub trait Catalog: Send + Sync + 'static {
     /// or a password not stored as a SCRAM-SHA-256 verifier (md5).
     fn scram_credential(&self, username: String) -> CatalogFuture<Option<crate::sasl::scram::ScramCredential>>;
 
+    /// Every SCRAM-SHA-256 verifier the roles hold, as (role, iterations) by
+    /// role name (DescribeUserScramCredentials): a credential exists whether
+    /// or not its role may log in with it today.
+    fn scram_verifiers(&self) -> CatalogFuture<Vec<(String, u32)>>;
+
+    /// Sets a role's password to `verifier` (a SCRAM-SHA-256 verifier), or
+    /// with `None` removes its SCRAM-SHA-256 password, as `ALTER ROLE …
+    /// PASSWORD` does (AlterUserScramCredentials). `Ok(false)`, nothing
+    /// changed: no such role, or (removing) its password is not a SCRAM one.
+    fn set_scram_verifier(&self, role: String, verifier: Option<String>) -> CatalogFuture<bool>;
+
     /// What an authenticated role is for the authorizer: the roles it is a
     /// member of and whether it is a superuser, read when it authenticates.
     fn identity(&self, role: String) -> CatalogFuture<crate::acl::Identity>;
@@ -366,6 +377,39 @@ impl Catalog for MemoryCatalog {
                 .map(|c| c.get(&username).cloned())
                 .map_err(|_| CatalogError::Failed("poisoned".into())),
         )
+    }
+
+    fn scram_verifiers(&self) -> CatalogFuture<Vec<(String, u32)>> {
+        ready(
+            self.scram_credentials
+                .lock()
+                .map(|c| c.iter().map(|(role, c)| (role.clone(), c.iterations)).collect())
+                .map_err(|_| CatalogError::Failed("poisoned".into())),
+        )
+    }
+
+    /// A role exists here when it has a credential or an identity.
+    fn set_scram_verifier(&self, role: String, verifier: Option<String>) -> CatalogFuture<bool> {
+        fn poisoned<T>(_: T) -> CatalogError {
+            CatalogError::Failed("poisoned".into())
+        }
+        let result = (|| {
+            let exists = self.identities.lock().map_err(poisoned)?.contains_key(&role);
+            let mut credentials = self.scram_credentials.lock().map_err(poisoned)?;
+            Ok(match verifier {
+                None => credentials.remove(&role).is_some(),
+                Some(verifier) => {
+                    let credential = crate::sasl::scram::ScramCredential::from_verifier(&verifier)
+                        .ok_or_else(|| CatalogError::Failed("not a SCRAM-SHA-256 verifier".into()))?;
+                    if !exists && !credentials.contains_key(&role) {
+                        return Ok(false);
+                    }
+                    credentials.insert(role, credential);
+                    true
+                }
+            })
+        })();
+        ready(result)
     }
 
     fn identity(&self, role: String) -> CatalogFuture<crate::acl::Identity> {

@@ -77,6 +77,7 @@ services! {
     Authorizer => acls,
     AclAdmin => acl_admin,
     crate::quota::admin::QuotaAdmin => quota_admin,
+    Arc<dyn Catalog> => catalog,
 }
 
 impl<'a, A: Pick<'a>, B: Pick<'a>> Pick<'a> for (A, B) {

@@ -369,3 +369,113 @@ async fn failed_logins_are_answered_later_and_later() {
     assert_eq!(login(&mut client, 2, "alice", "pencil").await.error_code, 0);
     metadata_works(&mut client).await;
 }
+
+// ------------------------------------------------- user SCRAM credentials (KIP-554)
+
+fn upsertion(
+    user: &str,
+    password: &str,
+    mechanism: i8,
+) -> alter_user_scram_credentials_request::ScramCredentialUpsertion {
+    let salt = b"salt of the test";
+    alter_user_scram_credentials_request::ScramCredentialUpsertion::default()
+        .with_name(StrBytes::from_string(user.into()))
+        .with_mechanism(mechanism)
+        .with_iterations(4096)
+        .with_salt(Bytes::from_static(salt))
+        .with_salted_password(Bytes::copy_from_slice(&salted_password(password, salt, 4096)))
+}
+
+fn deletion(user: &str) -> alter_user_scram_credentials_request::ScramCredentialDeletion {
+    alter_user_scram_credentials_request::ScramCredentialDeletion::default()
+        .with_name(StrBytes::from_string(user.into()))
+        .with_mechanism(1)
+}
+
+async fn alter_credentials(
+    client: &mut Client,
+    deletions: Vec<alter_user_scram_credentials_request::ScramCredentialDeletion>,
+    upsertions: Vec<alter_user_scram_credentials_request::ScramCredentialUpsertion>,
+) -> Vec<(String, i16)> {
+    let request = AlterUserScramCredentialsRequest::default().with_deletions(deletions).with_upsertions(upsertions);
+    let response = client.call(0, &request).await;
+    let mut results: Vec<(String, i16)> = response.results.iter().map(|r| (r.user.to_string(), r.error_code)).collect();
+    results.sort();
+    results
+}
+
+#[tokio::test]
+async fn user_scram_credentials_are_the_roles_passwords() {
+    let broker = scram_broker().await;
+    let identity = |role: &str, superuser: bool| kafgres_broker::acl::Identity {
+        role: role.into(),
+        member_of: Vec::new(),
+        superuser,
+    };
+    broker.catalog.set_identity(identity("alice", true));
+    broker.catalog.set_identity(identity("bob", false)); // a role without a password
+    let mut admin = broker.client().await;
+    assert_eq!(login(&mut admin, 2, "alice", "pencil").await.error_code, 0);
+
+    // A superuser gives bob a password: a salted one, computed by the client.
+    let set = alter_credentials(&mut admin, vec![], vec![upsertion("bob", "bob-secret", 1)]).await;
+    assert_eq!(set, [("bob".to_owned(), error_code::NONE)]);
+    let mut bob = broker.client().await;
+    assert_eq!(login(&mut bob, 2, "bob", "bob-secret").await.error_code, 0);
+    let described = admin
+        .call(
+            0,
+            &DescribeUserScramCredentialsRequest::default().with_users(Some(vec![
+                describe_user_scram_credentials_request::UserName::default()
+                    .with_name(StrBytes::from_static_str("bob")),
+                describe_user_scram_credentials_request::UserName::default()
+                    .with_name(StrBytes::from_static_str("nobody")),
+            ])),
+        )
+        .await;
+    type Described = (String, i16, Vec<(i8, i32)>);
+    let found: Vec<Described> = described
+        .results
+        .iter()
+        .map(|r| {
+            (r.user.to_string(), r.error_code, r.credential_infos.iter().map(|c| (c.mechanism, c.iterations)).collect())
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [("bob".to_owned(), 0, vec![(1, 4096)]), ("nobody".to_owned(), error_code::RESOURCE_NOT_FOUND, vec![])]
+    );
+
+    // bob may change his own password, not alice's.
+    let own = alter_credentials(&mut bob, vec![], vec![upsertion("bob", "bob-2", 1), upsertion("alice", "x", 1)]).await;
+    assert_eq!(
+        own,
+        [("alice".to_owned(), error_code::CLUSTER_AUTHORIZATION_FAILED), ("bob".to_owned(), error_code::NONE)]
+    );
+    let mut alice_again = broker.client().await;
+    assert_eq!(login(&mut alice_again, 2, "alice", "pencil").await.error_code, 0);
+    let mut bob_again = broker.client().await;
+    assert_eq!(login(&mut bob_again, 2, "bob", "bob-2").await.error_code, 0);
+
+    // No role, SCRAM-SHA-512, a salted password of the wrong size: refused, nothing stored.
+    let mut short = upsertion("bob", "y", 1);
+    short.salted_password = Bytes::from_static(b"too short");
+    let refused =
+        alter_credentials(&mut admin, vec![], vec![upsertion("nobody", "x", 1), upsertion("carol", "x", 2)]).await;
+    assert_eq!(
+        refused,
+        [
+            ("carol".to_owned(), error_code::UNSUPPORTED_SASL_MECHANISM),
+            ("nobody".to_owned(), error_code::RESOURCE_NOT_FOUND),
+        ]
+    );
+    assert_eq!(alter_credentials(&mut admin, vec![], vec![short]).await[0].1, error_code::UNACCEPTABLE_CREDENTIAL);
+
+    // Deleting bob's credential removes his password: he can no longer log in.
+    let deleted = alter_credentials(&mut admin, vec![deletion("bob")], vec![]).await;
+    assert_eq!(deleted, [("bob".to_owned(), error_code::NONE)]);
+    let mut gone = broker.client().await;
+    assert_eq!(login(&mut gone, 2, "bob", "bob-2").await.error_code, error_code::SASL_AUTHENTICATION_FAILED);
+    let again = alter_credentials(&mut admin, vec![deletion("bob")], vec![]).await;
+    assert_eq!(again, [("bob".to_owned(), error_code::RESOURCE_NOT_FOUND)]);
+}

@@ -545,6 +545,36 @@ async fn exchange(
             let expected = [error_code::NONE, error_code::UNKNOWN_TOPIC_OR_PARTITION, error_code::LOG_DIR_NOT_FOUND];
             check(codes == expected, format!("{r:?}"))
         }
+        ApiKey::DescribeUserScramCredentials => {
+            use kafka_protocol::messages::describe_user_scram_credentials_request::UserName;
+            let request = kafka_protocol::messages::DescribeUserScramCredentialsRequest::default()
+                .with_users(Some(vec![UserName::default().with_name(StrBytes::from_static_str("nobody"))]));
+            let r = client.try_call(version, &request).await?;
+            let codes: Vec<i16> = r.results.iter().map(|u| u.error_code).collect();
+            check(r.error_code == 0 && codes == [error_code::RESOURCE_NOT_FOUND], format!("{r:?}"))
+        }
+        ApiKey::AlterUserScramCredentials => {
+            use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
+            let upsertion = |name: &'static str| {
+                ScramCredentialUpsertion::default()
+                    .with_name(StrBytes::from_static_str(name))
+                    .with_mechanism(1)
+                    .with_iterations(4096)
+                    .with_salt(bytes::Bytes::from_static(b"salt"))
+                    .with_salted_password(bytes::Bytes::from_static(&[7; 32]))
+            };
+            let request = kafka_protocol::messages::AlterUserScramCredentialsRequest::default()
+                .with_upsertions(vec![upsertion("someone"), upsertion("")]);
+            let r = client.try_call(version, &request).await?;
+            let mut codes: Vec<(String, i16)> = r.results.iter().map(|u| (u.user.to_string(), u.error_code)).collect();
+            codes.sort();
+            // Unauthenticated: no role's password may be changed.
+            let expected = [
+                (String::new(), error_code::UNACCEPTABLE_CREDENTIAL),
+                ("someone".to_owned(), error_code::CLUSTER_AUTHORIZATION_FAILED),
+            ];
+            check(codes == expected, format!("{r:?}"))
+        }
         ApiKey::DescribeLogDirs => {
             let request = kafka_protocol::messages::DescribeLogDirsRequest::default().with_topics(None);
             let r = client.try_call(version, &request).await?;
@@ -697,6 +727,8 @@ async fn every_served_version_answers() {
         DeleteAcls,
         AlterClientQuotas,
         DescribeClientQuotas,
+        DescribeUserScramCredentials,
+        AlterUserScramCredentials,
     ];
     for key in order {
         let api = SERVED_APIS.iter().find(|a| a.key == key).expect("served");

@@ -61,6 +61,16 @@ pub enum ControlRequest {
         username: String,
         reply: oneshot::Sender<Result<Option<ScramCredential>, CatalogError>>,
     },
+    /// Lists the roles' SCRAM-SHA-256 verifiers (DescribeUserScramCredentials).
+    ScramVerifiers {
+        reply: oneshot::Sender<Result<Vec<(String, u32)>, CatalogError>>,
+    },
+    /// Sets or removes a role's SCRAM-SHA-256 password (AlterUserScramCredentials).
+    SetScramVerifier {
+        role: String,
+        verifier: Option<String>,
+        reply: oneshot::Sender<Result<bool, CatalogError>>,
+    },
     /// Reads what an authenticated role is to the authorizer.
     Identity {
         role: String,
@@ -231,6 +241,14 @@ impl Catalog for ControlPlaneCatalog {
         self.call(move |reply| ControlRequest::ScramCredential { username, reply })
     }
 
+    fn scram_verifiers(&self) -> CatalogFuture<Vec<(String, u32)>> {
+        self.call(move |reply| ControlRequest::ScramVerifiers { reply })
+    }
+
+    fn set_scram_verifier(&self, role: String, verifier: Option<String>) -> CatalogFuture<bool> {
+        self.call(move |reply| ControlRequest::SetScramVerifier { role, verifier, reply })
+    }
+
     fn identity(&self, role: String) -> CatalogFuture<kafgres_broker::acl::Identity> {
         self.call(move |reply| ControlRequest::Identity { role, reply })
     }
@@ -317,6 +335,18 @@ impl Catalog for StandbyCatalog {
 
     fn scram_credential(&self, username: String) -> CatalogFuture<Option<ScramCredential>> {
         self.control.scram_credential(username)
+    }
+
+    fn scram_verifiers(&self) -> CatalogFuture<Vec<(String, u32)>> {
+        self.control.scram_verifiers()
+    }
+
+    /// A standby's roles are the leader's, read-only (its broker closes
+    /// admin connections before this is reached).
+    fn set_scram_verifier(&self, _role: String, _verifier: Option<String>) -> CatalogFuture<bool> {
+        Box::pin(std::future::ready(Err(CatalogError::Unavailable(
+            "this database is a standby: roles change on the primary".into(),
+        ))))
     }
 
     fn identity(&self, role: String) -> CatalogFuture<kafgres_broker::acl::Identity> {

@@ -39,6 +39,7 @@ pub mod replicas;
 pub mod sasl;
 pub mod transaction_admin;
 pub mod transactions;
+pub mod user_scram;
 
 pub use handler::{Answer, Handler, RequestContext, Served, ServedApi, Versions};
 
@@ -99,6 +100,8 @@ macro_rules! served_apis {
             $crate::api::acls::DeleteAcls,
             $crate::api::client_quotas::DescribeClientQuotas,
             $crate::api::client_quotas::AlterClientQuotas,
+            $crate::api::user_scram::DescribeUserScramCredentials,
+            $crate::api::user_scram::AlterUserScramCredentials,
         }
     };
 }

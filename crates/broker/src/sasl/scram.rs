@@ -71,6 +71,35 @@ impl ScramCredential {
         })
     }
 
+    /// The credential a client computed (AlterUserScramCredentials sends the
+    /// salt, the iteration count and the salted password, never the
+    /// password): StoredKey and ServerKey derived as RFC 5802 does. `None`
+    /// when the salted password is not a SHA-256 digest's length or the salt
+    /// is empty (PostgreSQL's verifier needs one).
+    pub fn from_salted_password(salt: &[u8], iterations: u32, salted_password: &[u8]) -> Option<ScramCredential> {
+        if salted_password.len() != KEY_BYTES || salt.is_empty() || iterations == 0 {
+            return None;
+        }
+        Some(ScramCredential {
+            salt: salt.to_vec(),
+            iterations,
+            stored_key: Sha256::digest(hmac(salted_password, b"Client Key")).into(),
+            server_key: hmac(salted_password, b"Server Key"),
+        })
+    }
+
+    /// The verifier PostgreSQL stores for this credential (`ALTER ROLE …
+    /// PASSWORD` takes it as is): the inverse of [`ScramCredential::from_verifier`].
+    pub fn to_verifier(&self) -> String {
+        format!(
+            "{VERIFIER_PREFIX}{}:{}${}:{}",
+            self.iterations,
+            BASE64.encode(&self.salt),
+            BASE64.encode(self.stored_key),
+            BASE64.encode(self.server_key)
+        )
+    }
+
     /// The credential of a role as `pg_authid` describes it, or `None` when
     /// the role may not log in with SCRAM: `rolcanlogin` false, password
     /// expired (`rolvaliduntil` passed), no password, or not a SCRAM verifier.

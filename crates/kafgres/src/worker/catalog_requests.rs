@@ -72,6 +72,14 @@ fn serve_one(plans: &CatalogPlans, request: ControlRequest) {
             let result = run_in_transaction(|| plans.scram_credential(&username));
             let _ = reply.send(result.map_err(failed));
         }
+        ControlRequest::ScramVerifiers { reply } => {
+            let result = run_in_transaction(crate::scram_sql::scram_verifiers);
+            let _ = reply.send(result.map_err(failed));
+        }
+        ControlRequest::SetScramVerifier { role, verifier, reply } => {
+            let result = run_in_transaction(|| crate::scram_sql::set_scram_verifier(&role, verifier.as_deref()));
+            let _ = reply.send(result.map_err(failed));
+        }
         ControlRequest::Identity { role, reply } => {
             let result = run_in_transaction(|| crate::acl_sql::identity(&role));
             let _ = reply.send(result.map_err(failed));

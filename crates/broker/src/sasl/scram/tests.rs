@@ -237,3 +237,17 @@ fn credentials_never_show_their_keys() {
     let shown = format!("{:?}", rfc_credential());
     assert!(!shown.contains("stored") && !shown.contains("salt"), "{shown}");
 }
+
+#[test]
+fn a_salted_password_makes_the_verifier_postgres_would_store() {
+    let salt = BASE64.decode(RFC_SALT).expect("salt");
+    let salted = salted_password(b"pencil", &salt, 4096);
+    let credential = ScramCredential::from_salted_password(&salt, 4096, &salted).expect("a credential");
+    assert_eq!(credential.to_verifier(), verifier("pencil", &salt, 4096));
+    assert_eq!(ScramCredential::from_verifier(&credential.to_verifier()), Some(credential.clone()));
+    assert!(credential.matches_password(b"pencil") && !credential.matches_password(b"pen"));
+    // A SHA-512 digest's length, an empty salt, no iterations: no SCRAM-SHA-256 verifier.
+    assert_eq!(ScramCredential::from_salted_password(&salt, 4096, &[0; 64]), None);
+    assert_eq!(ScramCredential::from_salted_password(&[], 4096, &salted), None);
+    assert_eq!(ScramCredential::from_salted_password(&salt, 0, &salted), None);
+}

@@ -24,6 +24,7 @@ pub(crate) mod quotas;
 pub(crate) mod replicas;
 pub(crate) mod topics;
 pub(crate) mod txn;
+pub(crate) mod users;
 
 use super::schema::ApiSchema;
 
@@ -70,6 +71,8 @@ pub(crate) static APIS: &[&ApiSchema] = &[
     &quotas::DESCRIBE_CLIENT_QUOTAS,
     &quotas::ALTER_CLIENT_QUOTAS,
     &groups::OFFSET_DELETE,
+    &users::DESCRIBE_USER_SCRAM_CREDENTIALS,
+    &users::ALTER_USER_SCRAM_CREDENTIALS,
     &cluster::DESCRIBE_CLUSTER,
     &txn::DESCRIBE_PRODUCERS,
     &txn::DESCRIBE_TRANSACTIONS,

@@ -7,22 +7,23 @@
 use bytes::Bytes;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterClientQuotasRequest, AlterConfigsRequest,
-    AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest, ApiVersionsRequest, ConsumerGroupDescribeRequest,
-    ConsumerGroupHeartbeatRequest, CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest,
-    DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest,
-    DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
-    DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest, ElectLeadersRequest,
-    EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest,
-    InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest,
-    ListPartitionReassignmentsRequest, ListTransactionsRequest, MetadataRequest, OffsetCommitRequest,
-    OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest, SaslAuthenticateRequest,
-    SaslHandshakeRequest, SyncGroupRequest, TxnOffsetCommitRequest,
+    AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest, AlterUserScramCredentialsRequest,
+    ApiVersionsRequest, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest,
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
+    DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest, DescribeClusterRequest,
+    DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest,
+    DescribeTopicPartitionsRequest, DescribeTransactionsRequest, DescribeUserScramCredentialsRequest,
+    ElectLeadersRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
+    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest,
+    ListOffsetsRequest, ListPartitionReassignmentsRequest, ListTransactionsRequest, MetadataRequest,
+    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest,
+    SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest, TxnOffsetCommitRequest,
 };
 use kafka_protocol::protocol::{Decodable, Message};
 
 use super::{
     alloc, requests_acls, requests_admin, requests_cluster, requests_consumer_groups, requests_data, requests_groups,
-    requests_quotas, requests_replicas, requests_topics, requests_txn, roundtrip,
+    requests_quotas, requests_replicas, requests_topics, requests_txn, requests_users, roundtrip,
 };
 use crate::guard::schemas;
 
@@ -127,6 +128,10 @@ covered_apis! {
         requests_quotas::alter_client_quotas;
     47 roundtrip_offset_delete: OffsetDeleteRequest, 0..=0,
         requests_consumer_groups::offset_delete;
+    50 roundtrip_describe_user_scram_credentials: DescribeUserScramCredentialsRequest, 0..=0,
+        requests_users::describe_user_scram_credentials;
+    51 roundtrip_alter_user_scram_credentials: AlterUserScramCredentialsRequest, 0..=0,
+        requests_users::alter_user_scram_credentials;
     60 roundtrip_describe_cluster: DescribeClusterRequest, 0..=2,
         requests_cluster::describe_cluster;
     61 roundtrip_describe_producers: DescribeProducersRequest, 0..=0,

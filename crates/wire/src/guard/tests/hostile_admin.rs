@@ -76,6 +76,20 @@ fn huge_counts_cluster() {
 }
 
 #[test]
+fn huge_counts_users() {
+    // DescribeUserScramCredentials: users (null: all).
+    let body = Wire::new().huge_compact_count().tail();
+    assert_array_too_long(50, 0, &body, "DescribeUserScramCredentialsRequest", "users");
+    assert_accepted_and_decoded(50, 0, &Wire::new().uvarint(0).no_tags().done());
+
+    // AlterUserScramCredentials: deletions, upsertions.
+    let body = Wire::new().huge_compact_count().tail();
+    assert_array_too_long(51, 0, &body, "AlterUserScramCredentialsRequest", "deletions");
+    let body = Wire::new().uvarint(1).huge_compact_count().tail();
+    assert_array_too_long(51, 0, &body, "AlterUserScramCredentialsRequest", "upsertions");
+}
+
+#[test]
 fn huge_counts_replicas() {
     // AlterReplicaLogDirs: dirs; a dir is path, topics; a topic is name, partitions.
     let body = Wire::new().huge_count().tail();

@@ -10,6 +10,9 @@ use bytes::BytesMut;
 use kafka_protocol::messages::add_partitions_to_txn_request::{AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction};
 use kafka_protocol::messages::alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic};
 use kafka_protocol::messages::alter_replica_log_dirs_request::{AlterReplicaLogDir, AlterReplicaLogDirTopic};
+use kafka_protocol::messages::alter_user_scram_credentials_request::{
+    ScramCredentialDeletion, ScramCredentialUpsertion,
+};
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic};
@@ -22,6 +25,7 @@ use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::describe_topic_partitions_request::Cursor;
+use kafka_protocol::messages::describe_user_scram_credentials_request::UserName;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic, ReplicaState};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
@@ -52,6 +56,7 @@ use kafka_protocol::messages::{
     AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest, ElectLeadersRequest,
     ListPartitionReassignmentsRequest,
 };
+use kafka_protocol::messages::{AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest};
 use kafka_protocol::messages::{
     ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, DescribeGroupsRequest,
     FetchRequest, FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
@@ -61,7 +66,9 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::Encodable;
 
 use crate::guard::schema::{Encoding, Kind, StructSchema};
-use crate::guard::schemas::{self, acls, admin, cluster, consumer_groups, data, groups, quotas, replicas, topics, txn};
+use crate::guard::schemas::{
+    self, acls, admin, cluster, consumer_groups, data, groups, quotas, replicas, topics, txn, users,
+};
 
 /// Checks one struct at every version of its API; returns the API and the struct's name (names
 /// repeat across APIs: AlterConfigsResource, TopicRequest).
@@ -172,6 +179,11 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<AlterReplicaLogDir>(34, &replicas::ALTER_REPLICA_LOG_DIR),
         check::<AlterReplicaLogDirTopic>(34, &replicas::ALTER_REPLICA_LOG_DIR_TOPIC),
         check::<ElectLeadersRequest>(43, &replicas::ELECT_LEADERS_REQUEST),
+        check::<DescribeUserScramCredentialsRequest>(50, &users::DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST),
+        check::<UserName>(50, &users::USER_NAME),
+        check::<AlterUserScramCredentialsRequest>(51, &users::ALTER_USER_SCRAM_CREDENTIALS_REQUEST),
+        check::<ScramCredentialDeletion>(51, &users::SCRAM_CREDENTIAL_DELETION),
+        check::<ScramCredentialUpsertion>(51, &users::SCRAM_CREDENTIAL_UPSERTION),
         check::<elect_leaders_request::TopicPartitions>(43, &replicas::ELECT_LEADERS_TOPIC_PARTITIONS),
         check::<AlterPartitionReassignmentsRequest>(45, &replicas::ALTER_PARTITION_REASSIGNMENTS_REQUEST),
         check::<ReassignableTopic>(45, &replicas::REASSIGNABLE_TOPIC),
