@@ -39,6 +39,22 @@ class Difference:
 
 DIFFERENCES: list[Difference] = [
     Difference(
+        key="feature-levels",
+        scenarios=("features",),
+        kafka=r"(?:  Feature: (?:transaction\.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
+              r"FinalizedVersionLevel: 2|share\.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
+              r"FinalizedVersionLevel: 0) Epoch: <epoch>"
+              r"|kafka-python describe_features (?:transaction\.version: supported=\(0, 2\) finalized=\(2, 2\)"
+              r"|share\.version: supported=\(0, 1\) finalized=None))",
+        kafgres=r"(?:  Feature: transaction\.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
+                r"FinalizedVersionLevel: 1 Epoch: <epoch>"
+                r"|kafka-python describe_features transaction\.version: supported=\(0, 1\) finalized=\(1, 1\))",
+        doc="**Feature levels are fixed, and transaction.version is 1.**",
+        reason="Kafgres serves transactions version 1 only (no KIP-890 part 2), so it finalizes "
+               "transaction.version 1 where Kafka 4.1 finalizes 2 (clients then use the version 1 protocol), and "
+               "share groups (KIP-932) are not served, so share.version is not listed.",
+    ),
+    Difference(
         key="auto-create-answered-at-once",
         scenarios=("metadata",),
         kafka=r"(metadata v12 auto-create, first answer: <auto>) error=3 id=00000000-0000-0000-0000-000000000000 "

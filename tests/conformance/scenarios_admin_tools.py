@@ -229,3 +229,34 @@ def scenario_user_scram_credentials(ctx: Context) -> None:
                 {ctx.norm.line(u): d for u, d in sorted(described.items())})
     finally:
         admin.close()
+
+
+@scenario
+def scenario_features(ctx: Context) -> None:
+    """The feature flags (KIP-584) as kafka-features describe and kafka-python's describe_features read them
+    from ApiVersions, and UpdateFeatures: kafka-features upgrade --dry-run to the current level, kafka-python's
+    update_features to the current levels, to a level past the supported range and of an unknown feature."""
+    from kafka import KafkaAdminClient
+
+    epoch = re.compile(r"Epoch: \d+")
+    for line in ctx.cli("kafka-features", "describe", show=False, sort=True):
+        ctx.out("  " + epoch.sub("Epoch: <epoch>", line))
+    ctx.cli("kafka-features", "upgrade", "--feature", "group.version=1", "--dry-run")
+    ctx.cli("kafka-features", "upgrade", "--feature", "group.version=7", "--dry-run")
+    admin = KafkaAdminClient(bootstrap_servers=ctx.bootstrap, request_timeout_ms=20000)
+    try:
+        for name, levels in sorted(admin.describe_features().items()):
+            ctx.out(f"kafka-python describe_features {name}: supported={levels.get('supported')} "
+                    f"finalized={levels.get('finalized')}")
+        updates = [
+            ("the current levels", {"group.version": 1, "metadata.version": 27}),
+            ("past the supported range", {"group.version": 5}),
+            ("an unknown feature", {"no.such.version": 1}),
+        ]
+        for label, update in updates:
+            try:
+                ctx.out(f"kafka-python update_features {label}:", admin.update_features(update, validate_only=True))
+            except Exception as e:  # noqa: BLE001  (the refusal is what is compared)
+                ctx.out(f"kafka-python update_features {label}:", type(e).__name__, str(e))
+    finally:
+        admin.close()

@@ -287,6 +287,9 @@ def test_api_versions_answer_is_exact(bootstrap, broker_survives, version):
     assert_served_api_table(response.apis)
     if version >= 1:
         assert response.throttle_time_ms == 0
+    if version >= 3:
+        # The features, as Kafka sends them (tags 0-2); never ZkMigrationReady (tag 3).
+        assert sorted(response.tagged_fields) == [0, 1, 2], response.tagged_fields
     broker_survives()
 
 

@@ -1,12 +1,12 @@
 //! ApiVersions: the advertised table is exactly `SERVED_APIS`, the response
-//! header is always v0, no tagged fields are sent, and an unknown version is
-//! answered per KIP-511.
+//! header is always v0, the only tagged fields are the features Kafka sends
+//! (tags 0-2, from v3), and an unknown version is answered per KIP-511.
 
 mod common;
 
 use bytes::{Buf, BytesMut};
 use common::{request_frame, TestBroker};
-use kafgres_broker::api::SERVED_APIS;
+use kafgres_broker::api::{features, SERVED_APIS};
 use kafgres_wire::error_code;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
@@ -31,12 +31,15 @@ fn expected_body(version: i16, error_code: i16) -> BytesMut {
                 .with_max_version(a.versions.max)
         })
         .collect();
+    let mut response = ApiVersionsResponse::default().with_error_code(error_code).with_api_keys(keys);
+    if version >= 3 && error_code != error_code::UNSUPPORTED_VERSION {
+        response = response
+            .with_supported_features(features::supported_features())
+            .with_finalized_features_epoch(features::FINALIZED_FEATURES_EPOCH)
+            .with_finalized_features(features::finalized_features());
+    }
     let mut out = BytesMut::new();
-    ApiVersionsResponse::default()
-        .with_error_code(error_code)
-        .with_api_keys(keys)
-        .encode(&mut out, version)
-        .expect("encodes");
+    response.encode(&mut out, version).expect("encodes");
     out
 }
 
@@ -47,7 +50,7 @@ fn request() -> ApiVersionsRequest {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn advertises_exactly_the_served_table_without_tagged_fields() {
+async fn advertises_exactly_the_served_table_and_kafkas_features() {
     let broker = TestBroker::start().await;
     let mut client = broker.client().await;
     for version in [0i16, 3, 4] {
@@ -58,17 +61,28 @@ async fn advertises_exactly_the_served_table_without_tagged_fields() {
         // Response header v0 at every version: the body starts right after
         // the correlation id (error code 0, then the array), no tag byte.
         assert_eq!(&frame[..], &expected_body(version, 0)[..], "ApiVersions v{version} body bytes");
-        if version >= 3 {
-            assert_eq!(frame.last(), Some(&0u8), "v{version}: empty top-level tagged-field section");
-        }
         let response = ApiVersionsResponse::decode(&mut frame, version).expect("decodes");
         assert_eq!(frame.remaining(), 0);
         assert_eq!(response.error_code, 0);
         assert_eq!(table_of(&response), served_table());
         assert_eq!(response.throttle_time_ms, 0);
-        assert_eq!(response.finalized_features_epoch, -1);
-        assert!(response.supported_features.is_empty());
-        assert!(response.finalized_features.is_empty());
+        if version >= 3 {
+            let finalized: Vec<(String, i16)> =
+                response.finalized_features.iter().map(|f| (f.name.to_string(), f.max_version_level)).collect();
+            let expected = [
+                ("eligible.leader.replicas.version", 1),
+                ("group.version", 1),
+                ("metadata.version", 27),
+                ("transaction.version", 1),
+            ];
+            assert_eq!(finalized, expected.map(|(n, l)| (n.to_owned(), l)));
+            assert_eq!(response.finalized_features_epoch, features::FINALIZED_FEATURES_EPOCH);
+            assert_eq!(response.supported_features.len(), 5);
+        } else {
+            assert_eq!(response.finalized_features_epoch, -1);
+            assert!(response.supported_features.is_empty() && response.finalized_features.is_empty());
+        }
+        // ZkMigrationReady (tag 3) is never sent: librdkafka 2.0.2 cannot read it.
         assert!(!response.zk_migration_ready);
         assert!(response.unknown_tagged_fields.is_empty());
         assert!(response.api_keys.iter().all(|k| k.unknown_tagged_fields.is_empty()));

@@ -575,6 +575,25 @@ async fn exchange(
             ];
             check(codes == expected, format!("{r:?}"))
         }
+        ApiKey::UpdateFeatures => {
+            use kafka_protocol::messages::update_features_request::FeatureUpdateKey;
+            let update = |feature: &'static str, level: i16| {
+                FeatureUpdateKey::default()
+                    .with_feature(StrBytes::from_static_str(feature))
+                    .with_max_version_level(level)
+            };
+            let same = kafka_protocol::messages::UpdateFeaturesRequest::default()
+                .with_feature_updates(vec![update("group.version", 1), update("kraft.version", 0)]);
+            let r = client.try_call(version, &same).await?;
+            let results_ok = if version < 2 { r.results.len() == 2 } else { r.results.is_empty() };
+            let change = kafka_protocol::messages::UpdateFeaturesRequest::default()
+                .with_feature_updates(vec![update("group.version", 1), update("transaction.version", 2)]);
+            let refused = client.try_call(version, &change).await?;
+            check(
+                r.error_code == 0 && results_ok && refused.error_code == error_code::INVALID_UPDATE_VERSION,
+                format!("{r:?} {refused:?}"),
+            )
+        }
         ApiKey::DescribeLogDirs => {
             let request = kafka_protocol::messages::DescribeLogDirsRequest::default().with_topics(None);
             let r = client.try_call(version, &request).await?;
@@ -729,6 +748,7 @@ async fn every_served_version_answers() {
         DescribeClientQuotas,
         DescribeUserScramCredentials,
         AlterUserScramCredentials,
+        UpdateFeatures,
     ];
     for key in order {
         let api = SERVED_APIS.iter().find(|a| a.key == key).expect("served");

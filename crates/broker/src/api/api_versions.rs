@@ -1,15 +1,19 @@
 //! ApiVersions: the served table, verbatim.
 //!
-//! Only the fields Kafka itself sends are set: the feature fields are tagged
-//! fields that `kafka-protocol` omits at their defaults, which librdkafka
-//! before 2.2 needs (it fails on a FinalizedFeaturesEpoch it does not expect).
+//! Only the fields Kafka itself sends are set: from v3 the supported and
+//! finalized features (tagged fields 0-2, [`super::features`]); never
+//! ZkMigrationReady, which Kafka omits while false and `kafka-protocol` omits
+//! at its default.
 
 use kafgres_wire::error_code;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
-use super::SERVED_APIS;
+use super::{features, SERVED_APIS};
+
+/// Features are in the response from v3 (KIP-584, tagged fields).
+const FEATURES_VERSION_MIN: i16 = 3;
 
 pub struct ApiVersions;
 
@@ -29,6 +33,13 @@ impl Handler for ApiVersions {
     ) -> Answer<ApiVersionsResponse> {
         let mut response = ApiVersionsResponse::default();
         response.api_keys = served_versions();
+        if cx.api_version >= FEATURES_VERSION_MIN {
+            // Tagged fields 0-2, as Kafka sends them (librdkafka 2.0.2 reads them; it is
+            // ZkMigrationReady, tag 3, that Kafka leaves out while false).
+            response.supported_features = features::supported_features();
+            response.finalized_features_epoch = features::FINALIZED_FEATURES_EPOCH;
+            response.finalized_features = features::finalized_features();
+        }
         if cx.api_version >= 3
             && !(valid_software_field(&request.client_software_name)
                 && valid_software_field(&request.client_software_version))

@@ -221,6 +221,13 @@ impl ErrorCounts for AlterUserScramCredentialsResponse {
     }
 }
 
+impl ErrorCounts for UpdateFeaturesResponse {
+    fn error_codes(&self, count: &mut dyn FnMut(i16)) {
+        count(self.error_code);
+        self.results.iter().for_each(|r| count(r.error_code));
+    }
+}
+
 impl ErrorCounts for AlterReplicaLogDirsResponse {
     fn error_codes(&self, count: &mut dyn FnMut(i16)) {
         self.results.iter().flat_map(|t| &t.partitions).for_each(|p| count(p.error_code));

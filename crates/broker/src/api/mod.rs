@@ -25,6 +25,7 @@ pub mod describe_log_dirs;
 pub mod describe_producers;
 pub mod describe_topic_partitions;
 pub mod error_counts;
+pub mod features;
 pub mod fetch;
 pub mod group_admin;
 pub mod group_membership;
@@ -102,6 +103,7 @@ macro_rules! served_apis {
             $crate::api::client_quotas::AlterClientQuotas,
             $crate::api::user_scram::DescribeUserScramCredentials,
             $crate::api::user_scram::AlterUserScramCredentials,
+            $crate::api::features::UpdateFeatures,
         }
     };
 }

@@ -1,10 +1,10 @@
 //! Requests about brokers and their configuration: AlterConfigs, IncrementalAlterConfigs,
-//! DescribeLogDirs, DescribeCluster. (DescribeConfigs is in `admin.rs`.)
+//! DescribeLogDirs, DescribeCluster, UpdateFeatures. (DescribeConfigs is in `admin.rs`.)
 //!
 //! AlterConfigs and IncrementalAlterConfigs both name their structs `AlterConfigsResource` and
 //! `AlterableConfig` (as Kafka's message definitions do); the tables are distinct constants.
 
-use crate::guard::schema::{between, field, since, ApiSchema, Kind, StructSchema, ALL};
+use crate::guard::schema::{between, field, since, until, ApiSchema, Kind, StructSchema, ALL};
 
 // ---------------------------------------------------------------------------------------------
 // AlterConfigs (key 33): versions 0-2, flexible from 2. A config's `value` is nullable.
@@ -95,5 +95,31 @@ pub(crate) const DESCRIBE_CLUSTER_REQUEST: StructSchema = StructSchema::new(
         field("include_cluster_authorized_operations", Kind::Bool, ALL),
         field("endpoint_type", Kind::Int8, since(1)),
         field("include_fenced_brokers", Kind::Bool, since(2)),
+    ],
+);
+
+// ---------------------------------------------------------------------------------------------
+// UpdateFeatures (key 57): versions 0-2, flexible at all of them. v1 replaced allow_downgrade with
+// upgrade_type and added validate_only.
+
+pub(crate) static UPDATE_FEATURES: ApiSchema =
+    ApiSchema { key: 57, versions: between(0, 2), flexible_since: 0, body: &UPDATE_FEATURES_REQUEST };
+
+pub(crate) const UPDATE_FEATURES_REQUEST: StructSchema = StructSchema::new(
+    "UpdateFeaturesRequest",
+    &[
+        field("timeout_ms", Kind::Int32, ALL),
+        field("feature_updates", Kind::Array(&Kind::Struct(&FEATURE_UPDATE_KEY)), ALL),
+        field("validate_only", Kind::Bool, since(1)),
+    ],
+);
+
+pub(crate) const FEATURE_UPDATE_KEY: StructSchema = StructSchema::new(
+    "FeatureUpdateKey",
+    &[
+        field("feature", Kind::String, ALL),
+        field("max_version_level", Kind::Int16, ALL),
+        field("allow_downgrade", Kind::Bool, until(0)),
+        field("upgrade_type", Kind::Int8, since(1)),
     ],
 );

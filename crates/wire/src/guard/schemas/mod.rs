@@ -73,6 +73,7 @@ pub(crate) static APIS: &[&ApiSchema] = &[
     &groups::OFFSET_DELETE,
     &users::DESCRIBE_USER_SCRAM_CREDENTIALS,
     &users::ALTER_USER_SCRAM_CREDENTIALS,
+    &cluster::UPDATE_FEATURES,
     &cluster::DESCRIBE_CLUSTER,
     &txn::DESCRIBE_PRODUCERS,
     &txn::DESCRIBE_TRANSACTIONS,

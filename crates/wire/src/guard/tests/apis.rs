@@ -17,7 +17,7 @@ use kafka_protocol::messages::{
     IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest,
     ListOffsetsRequest, ListPartitionReassignmentsRequest, ListTransactionsRequest, MetadataRequest,
     OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest,
-    SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest, TxnOffsetCommitRequest,
+    SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest, TxnOffsetCommitRequest, UpdateFeaturesRequest,
 };
 use kafka_protocol::protocol::{Decodable, Message};
 
@@ -132,6 +132,7 @@ covered_apis! {
         requests_users::describe_user_scram_credentials;
     51 roundtrip_alter_user_scram_credentials: AlterUserScramCredentialsRequest, 0..=0,
         requests_users::alter_user_scram_credentials;
+    57 roundtrip_update_features: UpdateFeaturesRequest, 0..=2, requests_cluster::update_features;
     60 roundtrip_describe_cluster: DescribeClusterRequest, 0..=2,
         requests_cluster::describe_cluster;
     61 roundtrip_describe_producers: DescribeProducersRequest, 0..=0,

@@ -76,6 +76,15 @@ fn huge_counts_cluster() {
 }
 
 #[test]
+fn huge_counts_update_features() {
+    // UpdateFeatures: timeout_ms, feature_updates, validate_only (v1+).
+    let body = Wire::new().i32(30_000).huge_compact_count().tail();
+    assert_array_too_long(57, 0, &body, "UpdateFeaturesRequest", "feature_updates");
+    let body = Wire::new().i32(30_000).uvarint(1).i8(0).no_tags().done();
+    assert_accepted_and_decoded(57, 1, &body);
+}
+
+#[test]
 fn huge_counts_users() {
     // DescribeUserScramCredentials: users (null: all).
     let body = Wire::new().huge_compact_count().tail();

@@ -4,7 +4,7 @@
 use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::{
     alter_configs_request, incremental_alter_configs_request, AlterConfigsRequest, DescribeClusterRequest,
-    DescribeLogDirsRequest, IncrementalAlterConfigsRequest, TopicName,
+    DescribeLogDirsRequest, IncrementalAlterConfigsRequest, TopicName, UpdateFeaturesRequest,
 };
 use proptest::prelude::*;
 
@@ -88,6 +88,29 @@ pub(super) fn describe_cluster(v: i16) -> impl Strategy<Value = DescribeClusterR
                 r = r.with_include_fenced_brokers(include_fenced);
             }
             r
+        },
+    )
+}
+
+pub(super) fn update_features(v: i16) -> impl Strategy<Value = UpdateFeaturesRequest> {
+    use kafka_protocol::messages::update_features_request::FeatureUpdateKey;
+    let update = (text(), any::<i16>(), any::<bool>(), any::<i8>(), unknown_tags(true)).prop_map(
+        move |(feature, level, allow_downgrade, upgrade_type, tags)| {
+            FeatureUpdateKey::default()
+                .with_feature(feature)
+                .with_max_version_level(level)
+                .with_allow_downgrade(v == 0 && allow_downgrade)
+                .with_upgrade_type(if v >= 1 { upgrade_type } else { 1 })
+                .with_unknown_tagged_fields(tags)
+        },
+    );
+    (any::<i32>(), list(update), any::<bool>(), unknown_tags(true)).prop_map(
+        move |(timeout_ms, updates, validate, tags)| {
+            UpdateFeaturesRequest::default()
+                .with_timeout_ms(timeout_ms)
+                .with_feature_updates(updates)
+                .with_validate_only(v >= 1 && validate)
+                .with_unknown_tagged_fields(tags)
         },
     )
 }

@@ -1,0 +1,177 @@
+//! Feature flags (KIP-584): what ApiVersions v3+ lists as supported and
+//! finalized, and UpdateFeatures, which `kafka-features.sh upgrade` and
+//! `downgrade` send.
+//!
+//! The levels say what this broker does, feature by feature, and are fixed:
+//! a Kafgres node is one build, not a cluster rolling through versions.
+//! `transaction.version` is 1 (transactions without KIP-890 part 2's epoch
+//! bump per transaction; clients then use the version 1 protocol), where
+//! Kafka 4.1 finalizes 2; `group.version` 1 is the KIP-848 consumer protocol;
+//! `eligible.leader.replicas.version` 1 because every partition's one replica
+//! is always its leader (empty ELR lists); `metadata.version` and
+//! `kraft.version` are listed as a Kafka 4.1 node lists them so that tools
+//! reading them see a 4.1 broker, though Kafgres's metadata lives in
+//! Postgres, not in a KRaft log. Share groups are not served, so
+//! `share.version` is not listed.
+//!
+//! UpdateFeatures answers as Kafka's controller does: an update to the level
+//! a feature is at succeeds (nothing changes), an unknown feature or a level
+//! outside the supported range fails the whole request with Kafka's message;
+//! a change within the range is refused too, saying the levels are fixed.
+
+use kafgres_wire::error_code;
+use kafka_protocol::messages::api_versions_response::{FinalizedFeatureKey, SupportedFeatureKey};
+use kafka_protocol::messages::update_features_response::UpdatableFeatureResult;
+use kafka_protocol::messages::{ApiKey, UpdateFeaturesRequest, UpdateFeaturesResponse};
+
+use super::handler::{Answer, Handler, RequestContext, Versions};
+use super::str_bytes;
+use crate::acl::Operation;
+use crate::config::BrokerConfig;
+
+/// One feature: the levels this broker supports and the one it runs at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Feature {
+    pub name: &'static str,
+    pub min_supported: i16,
+    pub max_supported: i16,
+    /// `None`: supported but not enabled (level 0, not listed as finalized).
+    pub finalized: Option<i16>,
+}
+
+/// In name order, as Kafka lists them.
+pub const FEATURES: &[Feature] = &[
+    Feature { name: "eligible.leader.replicas.version", min_supported: 0, max_supported: 1, finalized: Some(1) },
+    Feature { name: "group.version", min_supported: 0, max_supported: 1, finalized: Some(1) },
+    Feature { name: "kraft.version", min_supported: 0, max_supported: 1, finalized: None },
+    // 7 is 3.3-IV3, the oldest Kafka 4 reads; 27 is 4.1-IV1.
+    Feature { name: "metadata.version", min_supported: 7, max_supported: 27, finalized: Some(27) },
+    Feature { name: "transaction.version", min_supported: 0, max_supported: 1, finalized: Some(1) },
+];
+
+/// The finalized features' epoch: Kafka's is the offset of the last feature
+/// record in its metadata log; these levels never change, so one epoch.
+pub const FINALIZED_FEATURES_EPOCH: i64 = 1;
+
+pub fn supported_features() -> Vec<SupportedFeatureKey> {
+    FEATURES
+        .iter()
+        .map(|f| {
+            let mut key = SupportedFeatureKey::default();
+            key.name = str_bytes(f.name);
+            key.min_version = f.min_supported;
+            key.max_version = f.max_supported;
+            key
+        })
+        .collect()
+}
+
+pub fn finalized_features() -> Vec<FinalizedFeatureKey> {
+    FEATURES
+        .iter()
+        .filter_map(|f| {
+            let level = f.finalized?;
+            let mut key = FinalizedFeatureKey::default();
+            key.name = str_bytes(f.name);
+            key.min_version_level = level;
+            key.max_version_level = level;
+            Some(key)
+        })
+        .collect()
+}
+
+pub struct UpdateFeatures;
+
+impl Handler for UpdateFeatures {
+    const KEY: ApiKey = ApiKey::UpdateFeatures;
+    /// v0-v2: Kafka 4.1's range; v1 adds `validate_only`, v2 drops the
+    /// per-feature results (a failure is the top-level error).
+    const VERSIONS: Versions = Versions::new(0, 2);
+    type Request = UpdateFeaturesRequest;
+    type Response = UpdateFeaturesResponse;
+    type Services<'a> = &'a BrokerConfig;
+
+    async fn handle(
+        config: Self::Services<'_>,
+        cx: &RequestContext<'_>,
+        req: UpdateFeaturesRequest,
+    ) -> Answer<Self::Response> {
+        let mut response = UpdateFeaturesResponse::default();
+        if !cx.may_on_cluster(Operation::Alter) {
+            response.error_code = error_code::CLUSTER_AUTHORIZATION_FAILED;
+            return response.into();
+        }
+        let refusal = req
+            .feature_updates
+            .iter()
+            .find_map(|u| check_update(config.node_id, &u.feature, u.max_version_level).err());
+        if let Some(message) = refusal {
+            response.error_code = error_code::INVALID_UPDATE_VERSION;
+            response.error_message = Some(str_bytes(&format!(
+                "The update failed for all features since the following feature had an error: {message}"
+            )));
+            return response.into();
+        }
+        if cx.api_version < 2 {
+            response.results = req
+                .feature_updates
+                .iter()
+                .map(|u| {
+                    let mut result = UpdatableFeatureResult::default();
+                    result.feature = u.feature.clone();
+                    result.error_message = Some(str_bytes("NONE"));
+                    result
+                })
+                .collect();
+        }
+        response.into()
+    }
+}
+
+/// Whether `feature` may be set to `level`: only to the level it is at.
+fn check_update(node_id: i32, feature: &str, level: i16) -> Result<(), String> {
+    let Some(f) = FEATURES.iter().find(|f| f.name == feature) else {
+        return Err(format!(
+            "Invalid update version {level} for feature {feature}. Local controller {node_id} does not support this feature."
+        ));
+    };
+    // Level 0 asks to disable (delete) a feature: in range, refused below as a change.
+    if level < 0 || level > f.max_supported || (level < f.min_supported && level != 0) {
+        return Err(format!(
+            "Invalid update version {level} for feature {feature}. Local controller {node_id} only supports versions {}-{}",
+            f.min_supported, f.max_supported
+        ));
+    }
+    if level == f.finalized.unwrap_or(0) {
+        return Ok(());
+    }
+    Err(format!(
+        "{feature} is at {} in Kafgres and cannot be changed: a node's feature levels are those of its build",
+        f.finalized.unwrap_or(0)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_current_level_is_accepted() {
+        assert_eq!(check_update(1, "transaction.version", 1), Ok(()));
+        assert_eq!(check_update(1, "kraft.version", 0), Ok(()));
+        let change = check_update(1, "transaction.version", 0).unwrap_err();
+        assert!(change.contains("cannot be changed"), "{change}");
+        let beyond = check_update(1, "group.version", 5).unwrap_err();
+        assert!(beyond.ends_with("only supports versions 0-1"), "{beyond}");
+        let unknown = check_update(3, "share.version", 1).unwrap_err();
+        assert!(unknown.ends_with("Local controller 3 does not support this feature."), "{unknown}");
+    }
+
+    #[test]
+    fn features_are_in_name_order_and_finalized_within_their_range() {
+        assert!(FEATURES.windows(2).all(|w| w[0].name < w[1].name));
+        for f in FEATURES {
+            assert!(f.finalized.is_none_or(|l| (f.min_supported..=f.max_supported).contains(&l)), "{f:?}");
+        }
+    }
+}
