@@ -156,7 +156,7 @@ def scenario_replica_placement(ctx: Context) -> None:
         json.dump(plan, f)
     ctx.norm.register(f.name, "<plan.json>")
     ctx.cli("kafka-reassign-partitions", "--reassignment-json-file", f.name, "--execute")
-    ctx.cli("kafka-reassign-partitions", "--reassignment-json-file", f.name, "--verify", "--preserve-throttles")
+    ctx.cli("kafka-reassign-partitions", "--reassignment-json-file", f.name, "--verify")
     ctx.cli("kafka-reassign-partitions", "--list")
     ctx.cli("kafka-reassign-partitions", "--reassignment-json-file", f.name, "--cancel", "--preserve-throttles")
 

@@ -161,7 +161,7 @@ async fn bad_alterations_get_kafkas_error_codes() {
     let answers = incremental(&mut client, false, vec![twice(), twice()]).await;
     assert!(answers.iter().all(|a| a.0 == 42), "{answers:?}");
 
-    // The broker's settings are static: refused per resource, never a dropped connection.
+    // The broker's settings are static: setting one is refused per resource, never a dropped connection.
     let answers = incremental(
         &mut client,
         false,
@@ -175,6 +175,15 @@ async fn bad_alterations_get_kafkas_error_codes() {
     .await;
     let codes: Vec<i16> = answers.iter().map(|a| a.0).collect();
     assert_eq!(codes, vec![42, 0, 42, 42]);
+    // Nothing is set dynamically, so clearing (as the reassignment tool does) is a no-op; a SET
+    // with it is still refused.
+    for (changes, code) in [
+        (vec![("leader.replication.throttled.rate", DELETE, None), ("log.retention.ms", DELETE, None)], 0),
+        (vec![("leader.replication.throttled.rate", DELETE, None), ("log.retention.ms", SET, Some("1"))], 42),
+    ] {
+        let answers = incremental(&mut client, false, vec![incremental_resource(4, "1", &changes)]).await;
+        assert_eq!(answers[0].0, code, "{changes:?}: {answers:?}");
+    }
     assert!(answers[0].1.as_deref().is_some_and(|m| m.contains("Cannot update these configs dynamically")));
     broker.broker.shutdown().await;
 }

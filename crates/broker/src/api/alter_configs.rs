@@ -8,8 +8,12 @@
 //! request, DescribeConfigs reports them) and each partition its retention
 //! and segment settings (the retention task is woken). `validate_only` checks
 //! and writes nothing. The broker's own settings are PostgreSQL settings
-//! (GUCs), none of them dynamic: a change to a BROKER resource is refused as
-//! Kafka refuses a static broker config.
+//! (GUCs), none of them dynamic: setting a config of a BROKER resource is
+//! refused as Kafka refuses a static broker config, while deleting one is
+//! the no-op it is (no broker config has a dynamic value to remove), so
+//! tools that clear dynamic configs they may have set, such as
+//! `kafka-reassign-partitions.sh --verify` clearing replication throttles,
+//! succeed.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -293,7 +297,8 @@ fn incremented(current: &BTreeMap<String, String>, changes: &[Change]) -> Result
     Ok(configs)
 }
 
-/// The broker's settings are GUCs, read at start: none can change at runtime.
+/// The broker's settings are GUCs, read at start: none can be set at
+/// runtime, and none has a dynamic value a DELETE would remove.
 fn alter_broker(config: &BrokerConfig, name: &str, changes: &[Change]) -> Result<(), AlterError> {
     let node_id = config.node_id.to_string();
     if !name.is_empty() && name != node_id {
@@ -302,11 +307,11 @@ fn alter_broker(config: &BrokerConfig, name: &str, changes: &[Change]) -> Result
             format!("Unexpected broker id, expected {node_id} or empty string, but received {name}"),
         ));
     }
-    if changes.is_empty() {
+    let names: Vec<&str> = changes.iter().filter(|c| c.op != OP_DELETE).map(|c| c.name.as_str()).collect();
+    if names.is_empty() {
         return Ok(());
     }
     // Kafka's answer for its static broker configs (a Scala `Set`).
-    let names: Vec<&str> = changes.iter().map(|c| c.name.as_str()).collect();
     Err((error_code::INVALID_REQUEST, format!("Cannot update these configs dynamically: Set({})", names.join(", "))))
 }
 
