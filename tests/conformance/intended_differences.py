@@ -55,6 +55,18 @@ DIFFERENCES: list[Difference] = [
                "share groups (KIP-932) are not served, so share.version is not listed.",
     ),
     Difference(
+        key="no-broker-logger-resource",
+        scenarios=("config_resources",),
+        kafka=r"(kafka-python list_config_resources (?:None|\['BROKER_LOGGER'\]):) "
+              r"(?:\{'broker': \['<node>'\], 'broker_logger': \['<node>'\], 'topic': \['<t>'\]\}"
+              r"|\{'broker_logger': \['<node>'\]\})",
+        kafgres=r"(kafka-python list_config_resources (?:None|\['BROKER_LOGGER'\]):) "
+                r"(?:\{'broker': \['<node>'\], 'topic': \['<t>'\]\}|\{\})",
+        doc="**No broker loggers.**",
+        reason="Kafgres's log level is a setting (kafgres.log_level); DescribeConfigs does not serve "
+               "BROKER_LOGGER resources, so ListConfigResources does not list the broker's.",
+    ),
+    Difference(
         key="auto-create-answered-at-once",
         scenarios=("metadata",),
         kafka=r"(metadata v12 auto-create, first answer: <auto>) error=3 id=00000000-0000-0000-0000-000000000000 "

@@ -24,7 +24,7 @@ API_NAMES = {
     33: "AlterConfigs", 34: "AlterReplicaLogDirs", 35: "DescribeLogDirs", 37: "CreatePartitions", 42: "DeleteGroups",
     43: "ElectLeaders", 44: "IncrementalAlterConfigs", 45: "AlterPartitionReassignments",
     46: "ListPartitionReassignments", 50: "DescribeUserScramCredentials", 51: "AlterUserScramCredentials",
-    57: "UpdateFeatures", 47: "OffsetDelete", 48: "DescribeClientQuotas", 49: "AlterClientQuotas",
+    57: "UpdateFeatures", 74: "ListConfigResources", 47: "OffsetDelete", 48: "DescribeClientQuotas", 49: "AlterClientQuotas",
     60: "DescribeCluster", 61: "DescribeProducers", 65: "DescribeTransactions", 66: "ListTransactions", 68: "ConsumerGroupHeartbeat",
     69: "ConsumerGroupDescribe", 75: "DescribeTopicPartitions",
 }

@@ -260,3 +260,24 @@ def scenario_features(ctx: Context) -> None:
                 ctx.out(f"kafka-python update_features {label}:", type(e).__name__, str(e))
     finally:
         admin.close()
+
+
+@scenario
+def scenario_config_resources(ctx: Context) -> None:
+    """kafka-python's list_config_resources (ListConfigResources v1, KIP-1142) for every type and for each
+    one: this scenario's topic and the broker, no groups or client metrics subscriptions with configs."""
+    from kafka import KafkaAdminClient
+
+    topic = ctx.create_topic(ctx.name("t"), 1)
+    admin = KafkaAdminClient(bootstrap_servers=ctx.bootstrap, request_timeout_ms=20000)
+    try:
+        for types in (None, ["TOPIC"], ["BROKER"], ["GROUP"], ["CLIENT_METRICS"], ["BROKER_LOGGER"],
+                      ["TOPIC", "BROKER"]):
+            listed = admin.list_config_resources(types)
+            shown = {}
+            for resource_type, names in sorted(listed.items()):
+                kept = sorted(ctx.norm.line(n) for n in names if n == topic or resource_type.upper() != "TOPIC")
+                shown[resource_type] = [ctx.norm.node(int(n)) if n.isdigit() else n for n in kept]
+            ctx.out(f"kafka-python list_config_resources {types}:", shown)
+    finally:
+        admin.close()

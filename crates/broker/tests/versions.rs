@@ -594,6 +594,20 @@ async fn exchange(
                 format!("{r:?} {refused:?}"),
             )
         }
+        ApiKey::ListConfigResources => {
+            let request = kafka_protocol::messages::ListConfigResourcesRequest::default()
+                .with_resource_types(if version >= 1 { vec![2, 4] } else { Vec::new() });
+            let r = client.try_call(version, &request).await?;
+            let listed: Vec<(i8, String)> =
+                r.config_resources.iter().map(|c| (c.resource_type, c.resource_name.to_string())).collect();
+            // v0 lists client metrics subscriptions only: none.
+            let ok = if version == 0 {
+                listed.is_empty()
+            } else {
+                listed.contains(&(2, "swept".into())) && listed.contains(&(4, "1".into()))
+            };
+            check(r.error_code == 0 && ok, format!("{r:?}"))
+        }
         ApiKey::DescribeLogDirs => {
             let request = kafka_protocol::messages::DescribeLogDirsRequest::default().with_topics(None);
             let r = client.try_call(version, &request).await?;
@@ -749,6 +763,7 @@ async fn every_served_version_answers() {
         DescribeUserScramCredentials,
         AlterUserScramCredentials,
         UpdateFeatures,
+        ListConfigResources,
     ];
     for key in order {
         let api = SERVED_APIS.iter().find(|a| a.key == key).expect("served");

@@ -39,6 +39,7 @@ top_level_only!(
     DescribeAclsResponse,
     DescribeClientQuotasResponse,
     ListPartitionReassignmentsResponse,
+    ListConfigResourcesResponse,
     ListTransactionsResponse,
 );
 

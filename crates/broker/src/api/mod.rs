@@ -32,6 +32,7 @@ pub mod group_membership;
 pub mod group_offsets;
 pub mod handler;
 pub mod init_producer_id;
+pub mod list_config_resources;
 pub mod list_offsets;
 pub mod metadata;
 pub mod offset_for_leader_epoch;
@@ -104,6 +105,7 @@ macro_rules! served_apis {
             $crate::api::user_scram::DescribeUserScramCredentials,
             $crate::api::user_scram::AlterUserScramCredentials,
             $crate::api::features::UpdateFeatures,
+            $crate::api::list_config_resources::ListConfigResources,
         }
     };
 }

@@ -1,5 +1,6 @@
 //! Requests about brokers and their configuration: AlterConfigs, IncrementalAlterConfigs,
-//! DescribeLogDirs, DescribeCluster, UpdateFeatures. (DescribeConfigs is in `admin.rs`.)
+//! DescribeLogDirs, DescribeCluster, UpdateFeatures, ListConfigResources. (DescribeConfigs is in
+//! `admin.rs`.)
 //!
 //! AlterConfigs and IncrementalAlterConfigs both name their structs `AlterConfigsResource` and
 //! `AlterableConfig` (as Kafka's message definitions do); the tables are distinct constants.
@@ -123,3 +124,13 @@ pub(crate) const FEATURE_UPDATE_KEY: StructSchema = StructSchema::new(
         field("upgrade_type", Kind::Int8, since(1)),
     ],
 );
+
+// ---------------------------------------------------------------------------------------------
+// ListConfigResources (key 74): versions 0-1, flexible at all of them. v0 (ListClientMetricsResources)
+// has an empty body.
+
+pub(crate) static LIST_CONFIG_RESOURCES: ApiSchema =
+    ApiSchema { key: 74, versions: between(0, 1), flexible_since: 0, body: &LIST_CONFIG_RESOURCES_REQUEST };
+
+pub(crate) const LIST_CONFIG_RESOURCES_REQUEST: StructSchema =
+    StructSchema::new("ListConfigResourcesRequest", &[field("resource_types", Kind::Array(&Kind::Int8), since(1))]);

@@ -80,6 +80,7 @@ pub(crate) static APIS: &[&ApiSchema] = &[
     &txn::LIST_TRANSACTIONS,
     &consumer_groups::CONSUMER_GROUP_HEARTBEAT,
     &consumer_groups::CONSUMER_GROUP_DESCRIBE,
+    &cluster::LIST_CONFIG_RESOURCES,
     &topics::DESCRIBE_TOPIC_PARTITIONS,
 ];
 

@@ -14,10 +14,11 @@ use kafka_protocol::messages::{
     DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest,
     DescribeTopicPartitionsRequest, DescribeTransactionsRequest, DescribeUserScramCredentialsRequest,
     ElectLeadersRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
-    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest,
-    ListOffsetsRequest, ListPartitionReassignmentsRequest, ListTransactionsRequest, MetadataRequest,
-    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest,
-    SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest, TxnOffsetCommitRequest, UpdateFeaturesRequest,
+    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
+    ListConfigResourcesRequest, ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
+    ListTransactionsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
+    OffsetForLeaderEpochRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest,
+    TxnOffsetCommitRequest, UpdateFeaturesRequest,
 };
 use kafka_protocol::protocol::{Decodable, Message};
 
@@ -145,6 +146,8 @@ covered_apis! {
         requests_consumer_groups::consumer_group_heartbeat;
     69 roundtrip_consumer_group_describe: ConsumerGroupDescribeRequest, 0..=1,
         requests_consumer_groups::consumer_group_describe;
+    74 roundtrip_list_config_resources: ListConfigResourcesRequest, 0..=1,
+        requests_cluster::list_config_resources;
     75 roundtrip_describe_topic_partitions: DescribeTopicPartitionsRequest, 0..=0,
         requests_topics::describe_topic_partitions;
 }

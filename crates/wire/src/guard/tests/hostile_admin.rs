@@ -82,6 +82,11 @@ fn huge_counts_update_features() {
     assert_array_too_long(57, 0, &body, "UpdateFeaturesRequest", "feature_updates");
     let body = Wire::new().i32(30_000).uvarint(1).i8(0).no_tags().done();
     assert_accepted_and_decoded(57, 1, &body);
+
+    // ListConfigResources: resource_types (v1+); v0's body is only its tagged fields.
+    let body = Wire::new().huge_compact_count().tail();
+    assert_array_too_long(74, 1, &body, "ListConfigResourcesRequest", "resource_types");
+    assert_accepted_and_decoded(74, 0, &Wire::new().no_tags().done());
 }
 
 #[test]

@@ -52,7 +52,7 @@ use kafka_protocol::messages::{
     EndTxnRequest, IncrementalAlterConfigsRequest, ListTransactionsRequest, OffsetDeleteRequest,
     OffsetForLeaderEpochRequest, SaslAuthenticateRequest, SaslHandshakeRequest, TxnOffsetCommitRequest,
 };
-use kafka_protocol::messages::{update_features_request, UpdateFeaturesRequest};
+use kafka_protocol::messages::{update_features_request, ListConfigResourcesRequest, UpdateFeaturesRequest};
 use kafka_protocol::messages::{
     AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest, ElectLeadersRequest,
     ListPartitionReassignmentsRequest,
@@ -177,6 +177,7 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<DescribableLogDirTopic>(35, &cluster::DESCRIBABLE_LOG_DIR_TOPIC),
         check::<DescribeClusterRequest>(60, &cluster::DESCRIBE_CLUSTER_REQUEST),
         check::<UpdateFeaturesRequest>(57, &cluster::UPDATE_FEATURES_REQUEST),
+        check::<ListConfigResourcesRequest>(74, &cluster::LIST_CONFIG_RESOURCES_REQUEST),
         check::<update_features_request::FeatureUpdateKey>(57, &cluster::FEATURE_UPDATE_KEY),
         check::<AlterReplicaLogDirsRequest>(34, &replicas::ALTER_REPLICA_LOG_DIRS_REQUEST),
         check::<AlterReplicaLogDir>(34, &replicas::ALTER_REPLICA_LOG_DIR),

@@ -4,7 +4,8 @@
 use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::{
     alter_configs_request, incremental_alter_configs_request, AlterConfigsRequest, DescribeClusterRequest,
-    DescribeLogDirsRequest, IncrementalAlterConfigsRequest, TopicName, UpdateFeaturesRequest,
+    DescribeLogDirsRequest, IncrementalAlterConfigsRequest, ListConfigResourcesRequest, TopicName,
+    UpdateFeaturesRequest,
 };
 use proptest::prelude::*;
 
@@ -113,4 +114,12 @@ pub(super) fn update_features(v: i16) -> impl Strategy<Value = UpdateFeaturesReq
                 .with_unknown_tagged_fields(tags)
         },
     )
+}
+
+pub(super) fn list_config_resources(v: i16) -> impl Strategy<Value = ListConfigResourcesRequest> {
+    (list(any::<i8>()), unknown_tags(true)).prop_map(move |(types, tags)| {
+        ListConfigResourcesRequest::default()
+            .with_resource_types(if v >= 1 { types } else { Vec::new() })
+            .with_unknown_tagged_fields(tags)
+    })
 }
