@@ -14,6 +14,12 @@
 //! DeleteRecords leave its files in place (`Partition::archive_hold`), so a
 //! failing command cannot let the log lose what the archive does not have.
 //!
+//! Each command runs in a process group of its own; at the broker's stop a
+//! command still running is killed with its whole group ([`Archive::stop`])
+//! rather than left behind, and its segment is archived again, from its
+//! first file, at the next start (a command must tolerate a file it already
+//! archived, as PostgreSQL asks of its own).
+//!
 //! Event-driven: the task sleeps until a segment rolls, the command changes
 //! (a reload), or a retry is due. It runs commands on blocking threads and
 //! never touches Postgres; the status it keeps is in shared
@@ -21,6 +27,7 @@
 //! the metrics endpoint.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -41,6 +48,10 @@ pub struct Archive {
     command: Mutex<Option<String>>,
     wake: Notify,
     board: OnceLock<&'static ArchiveBoard>,
+    /// The process group of the command running now, if one is.
+    running: Mutex<Option<u32>>,
+    /// Set at the broker's stop: no command starts after it.
+    stopped: AtomicBool,
 }
 
 impl Archive {
@@ -53,6 +64,50 @@ impl Archive {
             *current = command;
             self.wake.notify_one();
         }
+    }
+
+    /// The broker stops: no command starts any more, and the one running,
+    /// if any, is killed with its process group (SIGKILL: a command that
+    /// hangs must not outlive the broker). Returns its process group id.
+    pub fn stop(&self) -> Option<u32> {
+        self.stopped.store(true, Ordering::Release);
+        self.wake.notify_one();
+        let running = *self.running.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(group) = running {
+            kill_group(group);
+            log::warn!(
+                "killed kafgres.archive_command (process group {group}), still running at the stop; its segment is \
+                 archived again at the next start"
+            );
+        }
+        running
+    }
+
+    fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
+    /// Runs one expanded command in `dir`, in a process group of its own,
+    /// on the calling (blocking) thread.
+    fn run_command(&self, shell: &str, dir: &Path) -> std::io::Result<std::process::Output> {
+        use std::os::unix::process::CommandExt;
+        let child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(shell)
+            .current_dir(dir)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .process_group(0)
+            .spawn()?;
+        *self.running.lock().unwrap_or_else(|p| p.into_inner()) = Some(child.id());
+        // A stop between the spawn and the line above found nothing to kill.
+        if self.stopped() {
+            kill_group(child.id());
+        }
+        let output = child.wait_with_output();
+        *self.running.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        output
     }
 
     pub fn command(&self) -> Option<String> {
@@ -113,6 +168,9 @@ pub fn expand(command: &str, path: &Path, relative: &str) -> String {
 pub async fn run(archive: Arc<Archive>, log_dir: PathBuf, partitions: impl Fn() -> Option<Vec<Arc<Partition>>>) {
     let mut retry = RETRY_FIRST;
     loop {
+        if archive.stopped() {
+            return;
+        }
         let Some(mut all) = partitions() else { return };
         let outcome = match archive.command() {
             None => Outcome::Idle,
@@ -149,11 +207,11 @@ enum Outcome {
     Failed,
 }
 
-async fn archive_all(archive: &Archive, command: &str, log_dir: &Path, partitions: &[Arc<Partition>]) -> Outcome {
+async fn archive_all(archive: &Arc<Archive>, command: &str, log_dir: &Path, partitions: &[Arc<Partition>]) -> Outcome {
     for partition in partitions {
         for segment in partition.unarchived_segments() {
             // The command may have changed (or been turned off) meanwhile.
-            if archive.command().as_deref() != Some(command) {
+            if archive.stopped() || archive.command().as_deref() != Some(command) {
                 return Outcome::Idle;
             }
             for file in &segment.files {
@@ -166,15 +224,11 @@ async fn archive_all(archive: &Archive, command: &str, log_dir: &Path, partition
                 // child only, where tokio's would install a SIGCHLD handler
                 // in the host's process.
                 let dir = log_dir.to_path_buf();
-                let ran = tokio::task::spawn_blocking(move || {
-                    std::process::Command::new("sh")
-                        .arg("-c")
-                        .arg(&shell)
-                        .current_dir(dir)
-                        .stdin(std::process::Stdio::null())
-                        .output()
-                })
-                .await;
+                let runner = Arc::clone(archive);
+                let ran = tokio::task::spawn_blocking(move || runner.run_command(&shell, &dir)).await;
+                if archive.stopped() {
+                    return Outcome::Idle;
+                }
                 let failure = match ran {
                     Ok(Ok(out)) if out.status.success() => None,
                     Ok(Ok(out)) => Some(format!(
@@ -209,6 +263,16 @@ async fn archive_all(archive: &Archive, command: &str, log_dir: &Path, partition
         }
     }
     Outcome::Idle
+}
+
+/// SIGKILL to a process group.
+fn kill_group(group: u32) {
+    let Ok(group) = libc::pid_t::try_from(group) else { return };
+    // SAFETY: kill(2) with a negative pid signals that process group; it
+    // touches no memory of ours.
+    unsafe {
+        libc::kill(-group, libc::SIGKILL);
+    }
 }
 
 /// A closed segment's files, in the order they are archived.

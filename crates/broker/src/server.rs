@@ -366,6 +366,7 @@ impl Broker {
     /// an append arriving after it is refused).
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
+        self.archive.stop();
         for accept_loop in self.accept_loops {
             let _ = accept_loop.await;
         }

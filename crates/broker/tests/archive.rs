@@ -139,3 +139,36 @@ async fn a_failing_command_is_retried_and_holds_its_segments_from_deletion() {
     .await;
     broker.shutdown().await;
 }
+
+/// Whether a process is running: not gone and not a zombie (an orphan's
+/// zombie waits for whoever reaps for the container).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+        .unwrap_or(false)
+}
+
+#[tokio::test]
+async fn a_command_still_running_at_the_stop_is_killed_with_its_children() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let pids = scratch.path().join("pids");
+    // The shell and a child of it, both waiting far longer than the test.
+    let hanging = format!("sleep 300 & echo $$ $! > \"{}.tmp\" && mv \"{0}.tmp\" \"{0}\"; wait", pids.display());
+    let broker = start(Some(hanging)).await;
+    let mut client = broker.client().await;
+    create_kept_topic(&mut client, "stuck").await;
+    for i in 0..4 {
+        let answer = produce(&mut client, 9, "stuck", 0, -1, batch(&records(&format!("r{i}"), 8))).await;
+        assert_eq!(answer.error_code, 0);
+    }
+    eventually("the command started", || pids.exists()).await;
+    let started: Vec<i32> =
+        std::fs::read_to_string(&pids).expect("pids").split_whitespace().map(|p| p.parse().expect("a pid")).collect();
+    assert_eq!(started.len(), 2, "{started:?}");
+    assert!(started.iter().all(|p| running(*p)), "{started:?}");
+    let (dir, _) = broker.shutdown().await;
+    eventually("the command and its child are gone", || !started.iter().any(|p| running(*p))).await;
+    // Killed, not finished: the segment counts as not archived (the next start archives it).
+    assert!(!dir.path().join("stuck-0").join("archived-offset-checkpoint").exists());
+}
