@@ -13,7 +13,8 @@ Checked with confluent-kafka (librdkafka 2.12), kcat (librdkafka 2.0.2) and
 kafka-python (Python's ssl module):
 - psql and a Kafka client verify the same certificate against the same CA;
 - SASL_SSL with PLAIN (checked against the role's SCRAM verifier) and with
-  SCRAM-SHA-256; a wrong PLAIN password fails;
+  SCRAM-SHA-256; a wrong PLAIN password fails; a non-ASCII password logs in
+  with PLAIN as typed (SASLprep, as PostgreSQL prepared it);
 - on the SSL listener a client certificate's CN is the role: CN=tls_app may
   write where an ACL lets User:tls_app write; without a certificate the
   client is User:ANONYMOUS and is refused; a certificate naming no role is
@@ -196,6 +197,26 @@ def test_postgres_and_kafka_serve_one_certificate_and_sasl_ssl_logs_in_with_the_
         wrong.list_topics(timeout=10)
     assert failed.value.args[0].code() in (KafkaError._AUTHENTICATION, KafkaError._TRANSPORT, KafkaError._TIMED_OUT)
     assert "SASL/PLAIN authentication of" in cluster.log_text()
+
+
+def test_a_non_ascii_password_logs_in_with_plain_as_postgres_prepared_it(cluster):
+    """PostgreSQL SASLprep-normalizes a password before making its verifier (a no-break space becomes a
+    space, the Roman numeral nine "IX"); PLAIN prepares the typed password the same way, so the password as
+    typed logs in, and the normalized form, being the same password, does too; another one does not."""
+    typed = "pa\u00a0ss\u2168"
+    cluster.sql("set password_encryption = 'scram-sha-256'", f"create role tls_unicode login password '{typed}'")
+
+    def login(password: str) -> bool:
+        config = {**admin_config(cluster, "PLAIN", password), "sasl.username": "tls_unicode"}
+        try:
+            AdminClient(config).list_topics(timeout=10)
+            return True
+        except KafkaException:
+            return False
+
+    assert login(typed)
+    assert login("pa ssIX")
+    assert not login("pa\u00a0ss")
 
 
 def test_a_client_certificate_logs_in_as_its_cn_role_under_the_acls(cluster):

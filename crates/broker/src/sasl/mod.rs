@@ -342,7 +342,7 @@ impl SaslSession {
                     return Err(plain_fail(&scram::ScramError::UnknownUser(token.username)));
                 };
                 // Thousands of HMACs: off the connection threads.
-                let password = token.password;
+                let password = token.prepared_password();
                 let matches = tokio::task::spawn_blocking(move || credential.matches_password(&password))
                     .await
                     .map_err(|e| plain_fail(&format_args!("the password check failed: {e}")))?;

@@ -5,6 +5,10 @@
 //!
 //! The token is `[authzid] NUL authcid NUL passwd`; as Kafka's
 //! `PlainSaslServer`, an authorization id must be empty or the user name.
+//! The password is checked as PostgreSQL prepared it when it made the
+//! verifier (`pg_saslprep`): SASLprep'd (RFC 4013: non-ASCII spaces mapped
+//! to a space, NFKC) when it is UTF-8 that SASLprep accepts, else as typed,
+//! so a non-ASCII password works with PLAIN as it does with SCRAM.
 
 /// The mechanism name in SaslHandshake.
 pub const MECHANISM: &str = "PLAIN";
@@ -57,6 +61,16 @@ impl PlainToken {
         }
         Ok(PlainToken { username, password: password.to_vec() })
     }
+
+    /// The password as PostgreSQL's `pg_saslprep` prepares one: SASLprep'd
+    /// if it is valid UTF-8 and SASLprep accepts it, else unchanged (invalid
+    /// UTF-8, a prohibited or unassigned character, bad bidirectional text).
+    pub fn prepared_password(&self) -> Vec<u8> {
+        match std::str::from_utf8(&self.password).ok().map(stringprep::saslprep) {
+            Some(Ok(prepared)) => prepared.into_owned().into_bytes(),
+            _ => self.password.clone(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -69,6 +83,24 @@ mod tests {
         assert_eq!((t.username.as_str(), t.password.as_slice()), ("alice", &b"s3cret"[..]));
         let t = PlainToken::parse(b"alice\0alice\0pass\0with nul").unwrap();
         assert_eq!(t.password, b"pass\0with nul");
+    }
+
+    #[test]
+    fn passwords_are_prepared_as_postgres_prepares_them() {
+        let prepared = |password: &[u8]| {
+            let mut token = b"\0alice\0".to_vec();
+            token.extend_from_slice(password);
+            PlainToken::parse(&token).unwrap().prepared_password()
+        };
+        // ASCII as typed (control characters too: pg_saslprep's ASCII path).
+        assert_eq!(prepared(b"s3cret \t"), b"s3cret \t");
+        // A no-break space maps to a space, a soft hyphen to nothing, NFKC composes and folds.
+        assert_eq!(prepared("a\u{00A0}b\u{00AD}c".as_bytes()), b"a bc");
+        assert_eq!(prepared("\u{2168}".as_bytes()), b"IX");
+        assert_eq!(prepared("e\u{0301}".as_bytes()), "\u{00E9}".as_bytes());
+        // Prohibited (a private-use character) or not UTF-8: as typed, as PostgreSQL falls back.
+        assert_eq!(prepared("x\u{E000}".as_bytes()), "x\u{E000}".as_bytes());
+        assert_eq!(prepared(b"\xff\xfe"), b"\xff\xfe");
     }
 
     #[test]
