@@ -274,6 +274,39 @@ def test_java_kafka_topics(cluster: Cluster, java_build, tmp_path: Path):
     assert "Authentication failed" in refused.stdout + refused.stderr, refused.stderr[-3000:]
 
 
+def test_java_admin_sets_and_deletes_scram_credentials(cluster: Cluster, java_build, tmp_path: Path, monkeypatch):
+    """The Java Admin client's alterUserScramCredentials (it salts the password itself) and
+    describeUserScramCredentials, as a superuser role: the credential becomes the role's password and logs
+    it in; SCRAM-SHA-512 is refused; after the deletion the role cannot log in (tests/java's
+    scram-credentials scenario)."""
+    from test_java_client import probe
+
+    role = f"kafka_java_{uuid.uuid4().hex[:6]}"
+    cluster.sql("set password_encryption = 'scram-sha-256'",
+                "create role kafka_java_admin superuser login password 'java-admin-secret'",
+                f"create role {role} login")
+    config = tmp_path / "admin.properties"
+    config.write_text(
+        "security.protocol=SASL_PLAINTEXT\n"
+        "sasl.mechanism=SCRAM-SHA-256\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="kafka_java_admin" password="java-admin-secret";\n'
+    )
+    monkeypatch.setenv("KAFGRES_PROBE_CONFIG", str(config))
+    lines = probe("scram-credentials", BOOTSTRAP, role)
+    assert lines == [
+        "upsert SCRAM-SHA-256: ok",
+        "described: SCRAM_SHA_256 8192",
+        "login with it: ok",
+        "upsert SCRAM-SHA-512: UnsupportedSaslMechanismException",
+        "delete SCRAM-SHA-256: ok",
+        "login after the deletion: SaslAuthenticationException",
+        "describe after the deletion: ResourceNotFoundException",
+    ], lines
+    stored = cluster.sql(f"select rolpassword from pg_authid where rolname = '{role}'")
+    assert stored == [(None,)], stored
+
+
 def test_the_sql_api_works_with_sasl_required(cluster: Cluster):
     """The SQL functions and the SQL bridge log in to the broker themselves (SASL KAFGRES-INTERNAL, with the
     cluster's internal secret): with SCRAM required of Kafka clients, a topic created from SQL, records sent

@@ -24,17 +24,18 @@ public final class KafgresProbe {
         void run(String bootstrap, String name) throws Exception;
     }
 
-    private static final Map<String, Scenario> SCENARIOS = Map.of(
-            "admin", AdminScenario::run,
-            "produce-consume", (bootstrap, name) -> ProduceConsumeScenario.run(bootstrap, name, true),
-            "produce-consume-plain", (bootstrap, name) -> ProduceConsumeScenario.run(bootstrap, name, false),
-            "group-resume", GroupResumeScenario::run,
-            "compression", CompressionScenario::run,
-            "cooperative", CooperativeScenario::run,
-            "consumer-protocol", ConsumerProtocolScenario::run,
-            "transactions", TransactionsScenario::run,
-            "quotas", QuotasScenario::run,
-            "failover", FailoverScenario::run);
+    private static final Map<String, Scenario> SCENARIOS = Map.ofEntries(
+            Map.entry("admin", AdminScenario::run),
+            Map.entry("produce-consume", (bootstrap, name) -> ProduceConsumeScenario.run(bootstrap, name, true)),
+            Map.entry("produce-consume-plain", (bootstrap, name) -> ProduceConsumeScenario.run(bootstrap, name, false)),
+            Map.entry("group-resume", GroupResumeScenario::run),
+            Map.entry("compression", CompressionScenario::run),
+            Map.entry("cooperative", CooperativeScenario::run),
+            Map.entry("consumer-protocol", ConsumerProtocolScenario::run),
+            Map.entry("transactions", TransactionsScenario::run),
+            Map.entry("quotas", QuotasScenario::run),
+            Map.entry("scram-credentials", ScramCredentialsScenario::run),
+            Map.entry("failover", FailoverScenario::run));
 
     private KafgresProbe() {}
 

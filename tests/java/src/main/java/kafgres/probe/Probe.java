@@ -46,9 +46,20 @@ final class Probe {
         }
     }
 
-    /** Properties with bootstrap.servers set and nothing else. */
+    /**
+     * Properties with bootstrap.servers set, and those of the file KAFGRES_PROBE_CONFIG names, if it
+     * is set (a client's security settings, as the tools' --command-config).
+     */
     static Properties config(String bootstrap) {
         Properties props = new Properties();
+        String file = System.getenv("KAFGRES_PROBE_CONFIG");
+        if (file != null && !file.isEmpty()) {
+            try (java.io.Reader reader = java.nio.file.Files.newBufferedReader(java.nio.file.Path.of(file))) {
+                props.load(reader);
+            } catch (java.io.IOException e) {
+                throw new CheckFailed("cannot read KAFGRES_PROBE_CONFIG " + file + ": " + e);
+            }
+        }
         props.put("bootstrap.servers", bootstrap);
         return props;
     }
