@@ -53,6 +53,9 @@ pub struct TransactionRecord {
     pub pending_offsets: Vec<CommittedOffset>,
     /// When the open transaction started (its timeout counts from here).
     pub started_ms: i64,
+    /// When this state was stored (an idle id expires
+    /// `transactional.id.expiration.ms` after it).
+    pub updated_ms: i64,
 }
 
 /// What the broker loads from the catalog at startup.
@@ -131,6 +134,10 @@ pub trait Catalog: Send + Sync + 'static {
 
     /// Durably stores a transactional id's state (insert or replace).
     fn store_transaction(&self, record: TransactionRecord) -> CatalogFuture<()>;
+
+    /// Durably forgets a transactional id (expired: idle for
+    /// `transactional.id.expiration.ms`).
+    fn delete_transaction(&self, transactional_id: String) -> CatalogFuture<()>;
 
     /// Durably completes a commit: stores `record` (in CompleteCommit) and
     /// the committed offsets of its TxnOffsetCommits, in one transaction.
@@ -353,6 +360,17 @@ impl Catalog for MemoryCatalog {
             transactions.insert(record.transactional_id.clone(), record);
             Ok(())
         })())
+    }
+
+    fn delete_transaction(&self, transactional_id: String) -> CatalogFuture<()> {
+        ready(
+            self.transactions
+                .lock()
+                .map(|mut t| {
+                    t.remove(&transactional_id);
+                })
+                .map_err(|_| CatalogError::Failed("poisoned".into())),
+        )
     }
 
     fn complete_transaction(&self, record: TransactionRecord, committed: Vec<CommittedOffset>) -> CatalogFuture<()> {

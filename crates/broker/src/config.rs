@@ -97,6 +97,9 @@ pub struct BrokerConfig {
     pub group_consumer_session_timeout_ms: i32,
     /// `group.consumer.heartbeat.interval.ms` (KIP-848 groups).
     pub group_consumer_heartbeat_interval_ms: i32,
+    /// `transactional.id.expiration.ms`: how long a transactional id with no
+    /// transaction open is kept after its last change.
+    pub transactional_id_expiration_ms: i64,
     /// How clients authenticate (`kafgres.authentication`).
     pub authentication: Authentication,
     /// `kafgres.cluster.internal_secret`: with it, Kafgres's own clients
@@ -203,6 +206,7 @@ impl BrokerConfig {
             group_initial_rebalance_delay_ms: 0,
             group_consumer_session_timeout_ms: 45_000,
             group_consumer_heartbeat_interval_ms: 5_000,
+            transactional_id_expiration_ms: crate::txn::TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT,
             authentication: Authentication::None,
             internal_secret: None,
             failed_authentication_delay_ms: 100,

@@ -144,7 +144,10 @@ impl Broker {
         let topics = Arc::new(Topics::new(registry));
         let producer_ids = Arc::new(ProducerIds::new(Arc::clone(&catalog)));
         let txns = Arc::new(TxnService::new(
-            TxnServiceConfig::default(),
+            TxnServiceConfig {
+                transactional_id_expiration_ms: config.transactional_id_expiration_ms,
+                ..TxnServiceConfig::default()
+            },
             &transactions,
             Arc::clone(&catalog),
             Arc::clone(&producer_ids),

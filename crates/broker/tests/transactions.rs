@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{create_topic, fetch_request, name, single_partition, Client, TestBroker, TopicRef};
+use kafgres_broker::{BrokerConfig, MemoryCatalog};
 use kafgres_record::build::{encode_batch, NewRecord, ProducerStamp};
 use kafgres_record::rewrite_crc;
 use kafgres_wire::error_code;
@@ -401,5 +402,51 @@ async fn the_admin_apis_show_each_id_as_stored_across_a_restart() {
     let r = describe_txns(&mut client, &["t-open"]).await;
     assert_eq!(r.transaction_states[0].transaction_state.as_str(), "CompleteAbort");
     assert!(r.transaction_states[0].topics.is_empty());
+    broker.broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_transactional_id_expires_and_an_open_one_does_not() {
+    // transactional.id.expiration.ms of 1.5 s: the idle ids go, the open one stays.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config =
+        BrokerConfig { transactional_id_expiration_ms: 1_500, ..BrokerConfig::for_tests(dir.path().to_path_buf()) };
+    let broker = TestBroker::start_with(dir, Arc::default(), config).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "expiring", 1).await;
+    let (idle_pid, _, _) = init(&mut client, "x-idle", 60_000).await;
+    let (done_pid, done_epoch, _) = init(&mut client, "x-done", 60_000).await;
+    assert_eq!(add_partitions(&mut client, "x-done", done_pid, done_epoch, "expiring", &[0]).await, vec![0]);
+    assert_eq!(end(&mut client, 3, "x-done", done_pid, done_epoch, true).await, 0);
+    let (open_pid, open_epoch, _) = init(&mut client, "x-open", 60_000).await;
+    assert_eq!(add_partitions(&mut client, "x-open", open_pid, open_epoch, "expiring", &[0]).await, vec![0]);
+    let stored = |catalog: &MemoryCatalog| {
+        let mut ids: Vec<String> = catalog.transactions().into_iter().map(|t| t.transactional_id).collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(stored(&broker.catalog), ["x-done", "x-idle", "x-open"]);
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while stored(&broker.catalog) != ["x-open"] {
+        assert!(std::time::Instant::now() < deadline, "not expired: {:?}", stored(&broker.catalog));
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let r = describe_txns(&mut client, &["x-idle", "x-done", "x-open"]).await;
+    let codes: Vec<i16> = r.transaction_states.iter().map(|t| t.error_code).collect();
+    assert_eq!(codes, [error_code::TRANSACTIONAL_ID_NOT_FOUND, error_code::TRANSACTIONAL_ID_NOT_FOUND, 0]);
+    assert_eq!(r.transaction_states[2].transaction_state.as_str(), "Ongoing");
+    // A forgotten id starts afresh: a new producer id at epoch 0.
+    let (again_pid, again_epoch, code) = init(&mut client, "x-idle", 60_000).await;
+    assert_eq!(code, 0);
+    assert_ne!(again_pid, idle_pid);
+    assert_eq!(again_epoch, 0);
+    // The open transaction still commits; once complete it expires in turn.
+    assert_eq!(end(&mut client, 3, "x-open", open_pid, open_epoch, true).await, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while stored(&broker.catalog).contains(&"x-open".to_owned()) {
+        assert!(std::time::Instant::now() < deadline, "x-open not expired after its commit");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     broker.broker.shutdown().await;
 }

@@ -61,8 +61,9 @@ const SET_PARTITION_COUNT: &str = "UPDATE kafgres.topics SET partition_count = $
 const SET_TOPIC_CONFIGS: &str = "UPDATE kafgres.topics SET configs = $2::jsonb WHERE topic_id = $1::uuid RETURNING 1";
 const CLUSTER_ID: &str = "SELECT cluster_id FROM kafgres.cluster";
 const LOAD_TRANSACTIONS: &str = "SELECT transactional_id, producer_id, producer_epoch, timeout_ms, state, \
-     partitions::text, groups, pending_offsets::text, (extract(epoch FROM started_at) * 1000)::bigint \
-     FROM kafgres.transactions ORDER BY transactional_id";
+     partitions::text, groups, pending_offsets::text, (extract(epoch FROM started_at) * 1000)::bigint, \
+     (extract(epoch FROM updated_at) * 1000)::bigint FROM kafgres.transactions ORDER BY transactional_id";
+const DELETE_TRANSACTION: &str = "DELETE FROM kafgres.transactions WHERE transactional_id = $1";
 const STORE_TRANSACTION: &str = "INSERT INTO kafgres.transactions AS t (transactional_id, producer_id, \
      producer_epoch, timeout_ms, state, partitions, groups, pending_offsets, started_at, updated_at) \
      VALUES ($1, $2, $3::int2, $4, $5, $6::jsonb, $7::text[], $8::jsonb, to_timestamp($9 / 1000.0), now()) \
@@ -312,7 +313,18 @@ impl CatalogPlans {
                 let groups: Vec<String> = row.get::<Vec<String>>(7)?.unwrap_or_default();
                 let pending: String = row.get(8)?.unwrap_or_else(|| "[]".into());
                 let started_ms: i64 = row.get(9)?.unwrap_or(0);
-                out.push((id, producer_id, producer_epoch, timeout_ms, state, partitions, groups, pending, started_ms));
+                let updated_ms: i64 = row.get(10)?.unwrap_or(started_ms);
+                out.push((
+                    id,
+                    producer_id,
+                    producer_epoch,
+                    timeout_ms,
+                    state,
+                    partitions,
+                    groups,
+                    pending,
+                    (started_ms, updated_ms),
+                ));
             }
             Ok::<_, pgrx::spi::Error>(out)
         })
@@ -328,7 +340,7 @@ impl CatalogPlans {
                     partitions,
                     groups,
                     pending,
-                    started_ms,
+                    (started_ms, updated_ms),
                 )| {
                     let partitions: Vec<(String, i32)> = serde_json::from_str(&partitions)
                         .map_err(|e| format!("transactional id {transactional_id}: bad partitions: {e}"))?;
@@ -356,10 +368,20 @@ impl CatalogPlans {
                         groups,
                         pending_offsets,
                         started_ms,
+                        updated_ms,
                     })
                 },
             )
             .collect()
+    }
+
+    /// Forgets a transactional id (expired).
+    pub fn delete_transaction(&self, transactional_id: &str) -> Result<(), String> {
+        Spi::connect_mut(|client| {
+            client.update(DELETE_TRANSACTION, None, &[transactional_id.to_owned().into()])?;
+            Ok::<_, pgrx::spi::Error>(())
+        })
+        .map_err(|e| format!("forgetting transactional id {transactional_id}: {e}"))
     }
 
     /// Inserts or replaces a transactional id's state.

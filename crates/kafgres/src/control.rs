@@ -61,6 +61,11 @@ pub enum ControlRequest {
         username: String,
         reply: oneshot::Sender<Result<Option<ScramCredential>, CatalogError>>,
     },
+    /// Forgets an expired transactional id.
+    DeleteTransaction {
+        transactional_id: String,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
     /// Lists the roles' SCRAM-SHA-256 verifiers (DescribeUserScramCredentials).
     ScramVerifiers {
         reply: oneshot::Sender<Result<Vec<(String, u32)>, CatalogError>>,
@@ -245,6 +250,10 @@ impl Catalog for ControlPlaneCatalog {
         self.call(move |reply| ControlRequest::ScramVerifiers { reply })
     }
 
+    fn delete_transaction(&self, transactional_id: String) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::DeleteTransaction { transactional_id, reply })
+    }
+
     fn set_scram_verifier(&self, role: String, verifier: Option<String>) -> CatalogFuture<bool> {
         self.call(move |reply| ControlRequest::SetScramVerifier { role, verifier, reply })
     }
@@ -339,6 +348,10 @@ impl Catalog for StandbyCatalog {
 
     fn scram_verifiers(&self) -> CatalogFuture<Vec<(String, u32)>> {
         self.control.scram_verifiers()
+    }
+
+    fn delete_transaction(&self, transactional_id: String) -> CatalogFuture<()> {
+        self.memory.delete_transaction(transactional_id)
     }
 
     /// A standby's roles are the leader's, read-only (its broker closes

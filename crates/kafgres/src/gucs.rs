@@ -96,6 +96,8 @@ pub static DEFAULT_PARTITIONS: GucSetting<i32> = GucSetting::<i32>::new(1);
 pub static SEGMENT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(1 << 30);
 pub static GROUP_INITIAL_REBALANCE_DELAY_MS: GucSetting<i32> = GucSetting::<i32>::new(3000);
 pub static GROUP_CONSUMER_SESSION_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(45_000);
+/// Kafka's `transactional.id.expiration.ms` (7 days), in seconds.
+pub static TRANSACTIONAL_ID_EXPIRATION_S: GucSetting<i32> = GucSetting::<i32>::new(7 * 24 * 3600);
 pub static GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS: GucSetting<i32> = GucSetting::<i32>::new(5_000);
 pub static CONNECTIONS_MAX_IDLE_MS: GucSetting<i32> = GucSetting::<i32>::new(600_000);
 pub static SQL_BRIDGE_MEMORY_MB: GucSetting<i32> = GucSetting::<i32>::new(1024);
@@ -478,6 +480,17 @@ pub fn register_group_settings() {
         3_600_000,
         GucContext::Sighup,
         GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.transactional_id_expiration",
+        c"How long a transactional id with no transaction open is kept after its last change.",
+        c"Kafka's transactional.id.expiration.ms; then its row in kafgres.transactions is deleted and its next \
+          InitProducerId gets a new producer id.",
+        &TRANSACTIONAL_ID_EXPIRATION_S,
+        1,
+        i32::MAX,
+        GucContext::Postmaster,
+        GucFlags::UNIT_S,
     );
     GucRegistry::define_int_guc(
         c"kafgres.group_consumer_heartbeat_interval_ms",

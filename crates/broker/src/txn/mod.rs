@@ -38,4 +38,4 @@ pub mod rules;
 mod service;
 
 pub use rules::TxnState;
-pub use service::{TxnService, TxnServiceConfig, TxnSummary};
+pub use service::{TxnService, TxnServiceConfig, TxnSummary, TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT};

@@ -27,11 +27,21 @@ const MARKER_REPLICATION_TIMEOUT: std::time::Duration = std::time::Duration::fro
 pub struct TxnServiceConfig {
     /// `transaction.max.timeout.ms` (Kafka: 900000).
     pub timeout_ms_max: i32,
+    /// `transactional.id.expiration.ms` (Kafka: 604800000, 7 days): an id
+    /// with no transaction open that has not changed for this long is
+    /// forgotten, its row deleted.
+    pub transactional_id_expiration_ms: i64,
 }
+
+/// Kafka's `transactional.id.expiration.ms` default: 7 days.
+pub const TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT: i64 = 7 * 24 * 3600 * 1000;
 
 impl Default for TxnServiceConfig {
     fn default() -> TxnServiceConfig {
-        TxnServiceConfig { timeout_ms_max: 900_000 }
+        TxnServiceConfig {
+            timeout_ms_max: 900_000,
+            transactional_id_expiration_ms: TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT,
+        }
     }
 }
 
@@ -39,6 +49,9 @@ impl Default for TxnServiceConfig {
 /// transaction since InitProducerId (Kafka's `txnStartTimestamp` of an Empty
 /// state). The stored `started_at` keeps a real time for the SQL views.
 const NO_TRANSACTION_STARTED: i64 = -1;
+
+/// How long a failed expiry waits before it is tried again.
+const EXPIRY_RETRY_MS: i64 = 60_000;
 
 /// Markers carry the coordinator's epoch; this coordinator never moves.
 const COORDINATOR_EPOCH: i32 = 0;
@@ -54,6 +67,8 @@ struct TxnMeta {
     /// (group, topic, partition) → the offset TxnOffsetCommit gave.
     pending: BTreeMap<(String, String, i32), CommittedOffset>,
     started_ms: i64,
+    /// When the state was last stored: idle ids expire from here.
+    updated_ms: i64,
 }
 
 impl TxnMeta {
@@ -68,6 +83,7 @@ impl TxnMeta {
             groups: self.groups.iter().cloned().collect(),
             pending_offsets: self.pending.values().cloned().collect(),
             started_ms: self.started_ms,
+            updated_ms: self.updated_ms,
         }
     }
 
@@ -85,6 +101,7 @@ impl TxnMeta {
                 .map(|o| ((o.group_id.clone(), o.topic.clone(), o.partition), o.clone()))
                 .collect(),
             started_ms: r.started_ms,
+            updated_ms: r.updated_ms,
         })
     }
 }
@@ -118,6 +135,31 @@ pub struct TxnService {
     /// Every id's stored state, for the admin APIs: read without waiting on
     /// an id's lock, which an EndTxn holds while its markers become durable.
     summaries: Mutex<BTreeMap<String, TxnSummary>>,
+    /// When each id with no transaction open expires, both ways.
+    expiries: Mutex<Expiries>,
+}
+
+/// (expiry, id) in time order, and each id's entry in it.
+#[derive(Default)]
+struct Expiries {
+    queue: BTreeSet<(i64, String)>,
+    of: HashMap<String, i64>,
+}
+
+impl Expiries {
+    fn set(&mut self, transactional_id: &str, at_ms: Option<i64>) {
+        if let Some(old) = self.of.remove(transactional_id) {
+            self.queue.remove(&(old, transactional_id.to_string()));
+        }
+        if let Some(at_ms) = at_ms {
+            self.queue.insert((at_ms, transactional_id.to_string()));
+            self.of.insert(transactional_id.to_string(), at_ms);
+        }
+    }
+
+    fn first(&self) -> Option<(i64, String)> {
+        self.queue.iter().next().cloned()
+    }
 }
 
 /// A transactional id as DescribeTransactions and ListTransactions show it:
@@ -161,6 +203,7 @@ impl TxnService {
             deadlines: Mutex::new(BTreeSet::new()),
             deadline_moved: Arc::new(Notify::new()),
             summaries: Mutex::new(BTreeMap::new()),
+            expiries: Mutex::new(Expiries::default()),
         };
         for r in records {
             let Some(meta) = TxnMeta::from_record(r) else {
@@ -204,6 +247,15 @@ impl TxnService {
         };
         lock(&self.summaries).insert(transactional_id.to_string(), summary);
         lock(&self.epochs).insert(meta.producer_id, meta.producer_epoch);
+        // Only an id with no transaction in progress expires (Kafka's rule:
+        // Empty, CompleteCommit, CompleteAbort).
+        let idle = matches!(meta.state, TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort);
+        let expires = idle.then(|| meta.updated_ms.saturating_add(self.config.transactional_id_expiration_ms));
+        let first_before = lock(&self.expiries).first();
+        lock(&self.expiries).set(transactional_id, expires);
+        if lock(&self.expiries).first() != first_before {
+            self.deadline_moved.notify_one();
+        }
         let mut open = lock(&self.open);
         let mut deadlines = lock(&self.deadlines);
         deadlines.retain(|(_, id)| id != transactional_id);
@@ -240,7 +292,8 @@ impl TxnService {
         }
     }
 
-    async fn store(&self, transactional_id: &str, meta: &TxnMeta) -> Result<(), i16> {
+    async fn store(&self, transactional_id: &str, meta: &mut TxnMeta) -> Result<(), i16> {
+        meta.updated_ms = crate::now_ms();
         let result = self.catalog.store_transaction(meta.record(transactional_id)).await;
         result.map_err(|e| {
             log::warn!("transactional id {transactional_id}: storing its state failed: {e}");
@@ -274,6 +327,7 @@ impl TxnService {
                     groups: BTreeSet::new(),
                     pending: BTreeMap::new(),
                     started_ms: crate::now_ms(),
+                    updated_ms: crate::now_ms(),
                 }
             }
             (InitPlan::AbortOpenThenBump, Some(mut meta)) => {
@@ -303,7 +357,7 @@ impl TxnService {
         meta.partitions.clear();
         meta.groups.clear();
         meta.pending.clear();
-        self.store(transactional_id, &meta).await?;
+        self.store(transactional_id, &mut meta).await?;
         if let Some(old) = previous_producer.filter(|old| *old != meta.producer_id) {
             lock(&self.open).remove(&old);
             lock(&self.epochs).remove(&old);
@@ -399,7 +453,7 @@ impl TxnService {
         change(&mut meta);
         let unchanged = current.state == TxnState::Ongoing && before == (meta.partitions.len(), meta.groups.len());
         if !unchanged {
-            self.store(transactional_id, &meta).await?;
+            self.store(transactional_id, &mut meta).await?;
         }
         *guard = Some(meta);
         Ok(())
@@ -434,7 +488,7 @@ impl TxnService {
             };
             meta.pending.insert((group_id.to_string(), topic, partition), committed);
         }
-        self.store(transactional_id, &meta).await?;
+        self.store(transactional_id, &mut meta).await?;
         *guard = Some(meta);
         Ok(())
     }
@@ -547,29 +601,81 @@ impl TxnService {
     }
 
     /// Aborts open transactions past their timeout, fencing their producer
-    /// (the epoch is bumped, as Kafka does), sleeping until the next deadline.
+    /// (the epoch is bumped, as Kafka does), and forgets ids idle for
+    /// `transactional.id.expiration.ms`, sleeping until the next of either.
     /// Holds the service only while it acts, so it ends with the broker.
     pub async fn run_timeouts(service: Weak<TxnService>) {
         loop {
-            let Some((next, moved)) =
-                service.upgrade().map(|s| (lock(&s.deadlines).iter().next().cloned(), Arc::clone(&s.deadline_moved)))
-            else {
+            let Some((next, moved)) = service.upgrade().map(|s| {
+                let timeout = lock(&s.deadlines).iter().next().cloned().map(|(at, id)| (at, id, true));
+                let expiry = lock(&s.expiries).first().map(|(at, id)| (at, id, false));
+                let next = match (timeout, expiry) {
+                    (Some(t), Some(e)) => Some(if e.0 < t.0 { e } else { t }),
+                    (t, e) => t.or(e),
+                };
+                (next, Arc::clone(&s.deadline_moved))
+            }) else {
                 return;
             };
             match next {
                 None => moved.notified().await,
-                Some((at_ms, id)) => {
+                Some((at_ms, id, is_timeout)) => {
                     let wait = Duration::from_millis((at_ms - crate::now_ms()).max(0) as u64);
                     tokio::select! {
                         _ = tokio::time::sleep(wait) => {
                             let Some(service) = service.upgrade() else { return };
-                            lock(&service.deadlines).remove(&(at_ms, id.clone()));
-                            service.abort_timed_out(&id).await;
+                            if is_timeout {
+                                lock(&service.deadlines).remove(&(at_ms, id.clone()));
+                                service.abort_timed_out(&id).await;
+                            } else {
+                                service.expire_idle(&id).await;
+                            }
                         }
                         _ = moved.notified() => {}
                     }
                 }
             }
+        }
+    }
+
+    /// Forgets an id whose last state change, with no transaction open, is
+    /// `transactional.id.expiration.ms` old: its row, its producer id's
+    /// epoch, its place in the admin APIs. Its next InitProducerId starts
+    /// afresh with a new producer id, as on Kafka after the expiry.
+    async fn expire_idle(&self, transactional_id: &str) {
+        let expiration_ms = self.config.transactional_id_expiration_ms;
+        let Some(entry) = self.existing(transactional_id) else {
+            lock(&self.expiries).set(transactional_id, None);
+            return;
+        };
+        let mut guard = entry.lock().await;
+        let Some(meta) = guard.clone() else {
+            lock(&self.expiries).set(transactional_id, None);
+            return;
+        };
+        let idle = matches!(meta.state, TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort);
+        if !idle || meta.updated_ms.saturating_add(expiration_ms) > crate::now_ms() {
+            return; // changed meanwhile: `track` queued it again (or not at all)
+        }
+        if let Err(e) = self.catalog.delete_transaction(transactional_id.to_string()).await {
+            log::warn!("transactional id {transactional_id}: forgetting it failed ({e}); retried in a minute");
+            lock(&self.expiries).set(transactional_id, Some(crate::now_ms() + EXPIRY_RETRY_MS));
+            return;
+        }
+        log::info!(
+            "transactional id {transactional_id}: forgotten after {expiration_ms} ms without a transaction \
+             (transactional.id.expiration.ms)"
+        );
+        *guard = None;
+        drop(guard);
+        lock(&self.expiries).set(transactional_id, None);
+        lock(&self.summaries).remove(transactional_id);
+        lock(&self.epochs).remove(&meta.producer_id);
+        // The entry goes too, unless a request already waits on it (it then
+        // finds no state, as for a new id, and keeps the entry).
+        let mut entries = lock(&self.entries);
+        if entries.get(transactional_id).is_some_and(|e| Arc::strong_count(e) == 2) {
+            entries.remove(transactional_id);
         }
     }
 

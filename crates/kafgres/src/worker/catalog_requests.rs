@@ -72,6 +72,10 @@ fn serve_one(plans: &CatalogPlans, request: ControlRequest) {
             let result = run_in_transaction(|| plans.scram_credential(&username));
             let _ = reply.send(result.map_err(failed));
         }
+        ControlRequest::DeleteTransaction { transactional_id, reply } => {
+            let result = run_in_transaction(|| plans.delete_transaction(&transactional_id));
+            let _ = reply.send(result.map_err(failed));
+        }
         ControlRequest::ScramVerifiers { reply } => {
             let result = run_in_transaction(crate::scram_sql::scram_verifiers);
             let _ = reply.send(result.map_err(failed));

@@ -85,6 +85,7 @@ pub fn broker_config(
         group_initial_rebalance_delay_ms: live.group_initial_rebalance_delay_ms,
         group_consumer_session_timeout_ms: live.group_consumer_session_timeout_ms,
         group_consumer_heartbeat_interval_ms: live.group_consumer_heartbeat_interval_ms,
+        transactional_id_expiration_ms: i64::from(gucs::TRANSACTIONAL_ID_EXPIRATION_S.get()) * 1_000,
         archive_command: live.archive_command.clone(),
         authentication: authentication(),
         // Set by the role's own start (`super::leader`, `super::standby`), from the catalog.
