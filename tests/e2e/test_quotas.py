@@ -106,8 +106,9 @@ def test_java_admin_sets_describes_and_removes_quotas(java_build, bootstrap):  #
     name = f"e2e-java-quotas-{uuid.uuid4().hex[:8]}"
     assert probe("quotas", bootstrap, name) == [
         "alter-client-quotas producer_byte_rate: ok",
-        "alter-client-quotas request_percentage: InvalidRequestException",
-        "describe-client-quotas: {producer_byte_rate=50000.0}",
+        "alter-client-quotas request_percentage: ok",
+        "alter-client-quotas controller_mutation_rate: InvalidRequestException",
+        "describe-client-quotas: {producer_byte_rate=50000.0, request_percentage=50.0}",
         "producer: sent=8 throttled=true",
         "describe-client-quotas after removal: {}",
     ]

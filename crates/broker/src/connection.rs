@@ -37,6 +37,9 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 const TLS_FILE_CHUNK_BYTES: usize = 256 * 1024;
 const PRODUCE_KEY: i16 = 0;
 const FETCH_KEY: i16 = 1;
+const SASL_HANDSHAKE_KEY: i16 = 17;
+const API_VERSIONS_KEY: i16 = 18;
+const SASL_AUTHENTICATE_KEY: i16 = 36;
 
 /// A connection's byte stream.
 pub enum Transport {
@@ -214,13 +217,33 @@ async fn serve<R: AsyncRead + Unpin>(
             _ => Duration::ZERO,
         };
         let throttle_ms = i32::try_from(throttle.as_millis()).unwrap_or(i32::MAX);
-        let mut mute = throttle;
+        // request_percentage: the time of each request is measured on the
+        // connection's thread; a client already over its quota gets the
+        // throttle in this answer, and the time this request took counts
+        // towards muting it after (the model of the Fetch byte rate).
+        let timed = quota_client.is_some() && api_key.is_some_and(request_quota_applies);
+        let request_throttle = match (&quota_client, timed) {
+            (Some(client_id), true) => ctx.quotas.record_request_time(user, client_id, Duration::ZERO),
+            _ => Duration::ZERO,
+        };
+        let throttles = crate::dispatch::Throttles {
+            bytes_ms: throttle_ms,
+            request_ms: i32::try_from(request_throttle.as_millis()).unwrap_or(i32::MAX),
+        };
+        let mut mute = throttle.max(request_throttle);
         let mut count_fetched = |bytes_out: usize| {
             if let (Some(client_id), Some(FETCH_KEY), true) = (&quota_client, api_key, throttle.is_zero()) {
                 mute = ctx.quotas.record(QuotaKey::ConsumerByteRate, user, client_id, bytes_out);
             }
         };
-        match handle_frame(&ctx, peer, sasl.principal(), sasl.identity(), &endpoint, throttle_ms, frame).await {
+        let handled = handle_frame(&ctx, peer, sasl.principal(), sasl.identity(), &endpoint, throttles, frame);
+        let (outcome, on_thread) = if timed {
+            let (outcome, spent) = OnThread::new(handled).await;
+            (outcome, Some(spent))
+        } else {
+            (handled.await, None)
+        };
+        match outcome {
             Outcome::Respond(bytes) => {
                 entry.record_request((FRAME_LEN_BYTES + len) as u64, bytes.len() as u64);
                 count_fetched(bytes.len());
@@ -257,6 +280,9 @@ async fn serve<R: AsyncRead + Unpin>(
                 return;
             }
         }
+        if let (Some(spent), Some(client_id)) = (on_thread, &quota_client) {
+            mute = mute.max(ctx.quotas.record_request_time(user, client_id, spent));
+        }
         if !mute.is_zero() {
             metrics.throttled_requests.fetch_add(1, Ordering::Relaxed);
             tokio::select! {
@@ -264,6 +290,37 @@ async fn serve<R: AsyncRead + Unpin>(
                 _ = tokio::time::sleep(mute) => {}
             }
         }
+    }
+}
+
+/// Whether the request quota counts an API: not ApiVersions and the SASL
+/// APIs, which a client needs before it can authenticate (Kafka exempts them).
+fn request_quota_applies(api_key: i16) -> bool {
+    !matches!(api_key, SASL_HANDSHAKE_KEY | API_VERSIONS_KEY | SASL_AUTHENTICATE_KEY)
+}
+
+/// A request's future, with the time spent in its polls: the time it took on
+/// the broker's threads, not the time it waited (for data, a flush, the
+/// catalog).
+struct OnThread<F> {
+    inner: std::pin::Pin<Box<F>>,
+    spent: Duration,
+}
+
+impl<F: std::future::Future> OnThread<F> {
+    fn new(inner: F) -> OnThread<F> {
+        OnThread { inner: Box::pin(inner), spent: Duration::ZERO }
+    }
+}
+
+impl<F: std::future::Future> std::future::Future for OnThread<F> {
+    type Output = (F::Output, Duration);
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        let started = std::time::Instant::now();
+        let polled = self.inner.as_mut().poll(cx);
+        self.spent += started.elapsed();
+        polled.map(|output| (output, self.spent))
     }
 }
 

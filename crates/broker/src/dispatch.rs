@@ -20,6 +20,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::acl::Identity;
 use crate::api::error_counts::ErrorCounts;
+use crate::api::throttle_time::ThrottleTime;
 use crate::api::{self, Answer, Handler, RequestContext, Served};
 use crate::context::{BrokerContext, Pick};
 
@@ -37,6 +38,15 @@ pub enum Outcome {
     NoResponse,
     /// Close the connection, logging the reason.
     Close(String),
+}
+
+/// The quotas' throttle times a request's answer carries (KIP-219).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Throttles {
+    /// Its byte rate's (Produce, Fetch): given to the handler.
+    pub bytes_ms: i32,
+    /// Its request time's (`request_percentage`): set on any answer.
+    pub request_ms: i32,
 }
 
 /// Answers one request frame from `peer`, whose connection authenticated as
@@ -69,7 +79,7 @@ pub async fn handle_frame(
     principal: Option<&str>,
     identity: &Identity,
     endpoint: &crate::listener::Endpoint,
-    throttle_time_ms: i32,
+    throttle: Throttles,
     frame: Bytes,
 ) -> Outcome {
     let Some((api_key, api_version, correlation_id)) = peek_fixed_header(&frame) else {
@@ -103,7 +113,8 @@ pub async fn handle_frame(
         identity,
         acls: &ctx.acls,
         endpoint,
-        throttle_time_ms,
+        throttle_time_ms: throttle.bytes_ms,
+        request_throttle_ms: throttle.request_ms,
     };
     route(ctx, key, &cx, body).await
 }
@@ -156,11 +167,15 @@ fn encode<H: Handler>(
     answer: Answer<H::Response>,
 ) -> Outcome
 where
-    H::Response: ErrorCounts,
+    H::Response: ErrorCounts + ThrottleTime,
 {
     let (key, version, correlation_id) = (H::KEY, cx.api_version, cx.correlation_id);
-    if let Answer::Respond(response) | Answer::Spliced { response, .. } = &answer {
+    let mut answer = answer;
+    if let Answer::Respond(response) | Answer::Spliced { response, .. } = &mut answer {
         response.error_codes(&mut |code| metrics.api.count_error(key as i16, code));
+        if cx.request_throttle_ms > 0 {
+            response.raise_throttle_time_ms(cx.request_throttle_ms);
+        }
     }
     match answer {
         Answer::Respond(response) => respond(key, version, correlation_id, &response),

@@ -115,14 +115,15 @@ async fn quotas_are_set_described_removed_and_survive_a_restart() {
         vec![
             entry("user", Some("alice"), "producer_byte_rate", Some(1_048_576.0)),
             entry("client-id", None, "consumer_byte_rate", Some(2_097_152.0)),
-            entry("user", Some("alice"), "request_percentage", Some(50.0)),
+            entry("user", Some("carol"), "request_percentage", Some(12.5)),
             entry("ip", Some("10.0.0.1"), "connection_creation_rate", Some(5.0)),
             entry("user", Some("bob"), "producer_byte_rate", Some(-3.0)),
+            entry("user", Some("dave"), "request_percentage", Some(0.0)),
         ],
     )
     .await;
-    assert_eq!((results[0].0, results[1].0), (0, 0));
-    for (code, message) in &results[2..] {
+    assert_eq!((results[0].0, results[1].0, results[2].0), (0, 0, 0));
+    for (code, message) in &results[3..] {
         assert_eq!(*code, error_code::INVALID_REQUEST);
         assert!(
             message.as_deref().is_some_and(|m| m.contains("not enforced") || m.contains("positive")),
@@ -135,6 +136,7 @@ async fn quotas_are_set_described_removed_and_survive_a_restart() {
         vec![
             (vec![("client-id".to_owned(), None)], vec![("consumer_byte_rate".to_owned(), 2_097_152.0)]),
             (vec![("user".to_owned(), Some("alice".to_owned()))], vec![("producer_byte_rate".to_owned(), 1_048_576.0)]),
+            (vec![("user".to_owned(), Some("carol".to_owned()))], vec![("request_percentage".to_owned(), 12.5)]),
         ]
     );
 
@@ -143,14 +145,14 @@ async fn quotas_are_set_described_removed_and_survive_a_restart() {
         .with_entries(vec![entry("user", Some("carol"), "producer_byte_rate", Some(5.0))])
         .with_validate_only(true);
     assert_eq!(client.call(1, &request).await.entries[0].error_code, 0);
-    assert_eq!(describe(&mut client).await.len(), 2);
+    assert_eq!(describe(&mut client).await.len(), 3);
 
     let (dir, catalog) = broker.shutdown().await;
     let broker = TestBroker::start_on(dir, catalog).await;
     let mut client = broker.client().await;
     assert_eq!(describe(&mut client).await, described, "quotas are the catalog's, not the broker's memory");
     assert_eq!(alter(&mut client, vec![entry("user", Some("alice"), "producer_byte_rate", None)]).await[0].0, 0);
-    assert_eq!(describe(&mut client).await.len(), 1);
+    assert_eq!(describe(&mut client).await.len(), 2);
     broker.shutdown().await;
 }
 
@@ -212,5 +214,30 @@ async fn a_fetch_over_its_rate_gets_no_records_only_the_time_to_wait() {
         call_as(&mut reader, &id, 12, &fetch_request(TopicRef::Name("read-limited"), 0, 0, 4 << 20, 0, 1)).await;
     assert!(second.throttle_time_ms > 0, "{second:?}");
     assert!(second.responses.is_empty());
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_client_over_its_request_percentage_is_throttled_in_any_answer() {
+    let broker = TestBroker::start().await;
+    let mut admin = broker.client().await;
+    // A millionth of a percent of one thread: any request puts the client over.
+    assert_eq!(
+        alter(&mut admin, vec![entry("client-id", Some("busy"), "request_percentage", Some(1e-6))]).await[0].0,
+        0
+    );
+    let (mut first, id) = client_as(&broker, "busy").await;
+    let answer = call_as(&mut first, &id, 12, &metadata_request(None, false)).await;
+    assert_eq!(answer.throttle_time_ms, 0, "nothing was measured before it");
+    // The client id's rate is shared: its next connection is already over, in an
+    // answer that is neither Produce nor Fetch; ApiVersions is exempt.
+    let (mut second, id) = client_as(&broker, "busy").await;
+    let versions = call_as(&mut second, &id, 3, &ApiVersionsRequest::default()).await;
+    assert_eq!(versions.throttle_time_ms, 0, "ApiVersions is not throttled");
+    let answer = call_as(&mut second, &id, 12, &metadata_request(None, false)).await;
+    assert!(answer.throttle_time_ms > 0, "throttle_time_ms = {}", answer.throttle_time_ms);
+    // Another client id has no such quota.
+    let (mut other, id) = client_as(&broker, "idle").await;
+    assert_eq!(call_as(&mut other, &id, 12, &metadata_request(None, false)).await.throttle_time_ms, 0);
     broker.shutdown().await;
 }

@@ -3,9 +3,10 @@
 //! / clients` manages them. Describing needs DESCRIBE_CONFIGS on the
 //! cluster, changing needs ALTER_CONFIGS (Kafka's checks). Kafgres enforces
 //! `producer_byte_rate` and `consumer_byte_rate` for users (roles) and client
-//! ids; the other keys Kafka knows (`request_percentage`,
-//! `controller_mutation_rate`, `connection_creation_rate` of ip entities) are
-//! refused with INVALID_REQUEST saying so, rather than stored and ignored.
+//! ids, and `request_percentage` (time on the broker's threads); the other
+//! keys Kafka knows (`controller_mutation_rate`, `connection_creation_rate`
+//! of ip entities) are refused with INVALID_REQUEST saying so, rather than
+//! stored and ignored.
 
 use std::collections::BTreeMap;
 
@@ -53,7 +54,6 @@ impl Match {
 /// Keys Kafka has that Kafgres does not enforce: refused, not ignored.
 fn unenforced(key: &str) -> Option<&'static str> {
     match key {
-        "request_percentage" => Some("request_percentage (request handler time) is not enforced by Kafgres"),
         "controller_mutation_rate" => Some("controller_mutation_rate is not enforced by Kafgres"),
         "connection_creation_rate" => Some("connection_creation_rate is not enforced by Kafgres"),
         _ => None,
@@ -199,8 +199,13 @@ fn changes_of(
         }
         let value = if op.remove {
             None
-        } else if op.value.is_finite() && op.value > 0.0 && op.value.fract() == 0.0 {
+        } else if op.value.is_finite()
+            && op.value > 0.0
+            && (key == QuotaKey::RequestPercentage || op.value.fract() == 0.0)
+        {
             Some(op.value)
+        } else if key == QuotaKey::RequestPercentage {
+            return Err(format!("request_percentage must be a positive percentage, not {}", op.value));
         } else {
             return Err(format!(
                 "{} must be a positive whole number of bytes per second, not {}",
@@ -347,8 +352,11 @@ mod tests {
             changes_of(&[user(None)], &[op("producer_byte_rate", 1.0, false)]).unwrap()[0].entity.user,
             Some(EntityName::Default)
         );
+        // A percentage need not be whole.
+        assert_eq!(changes_of(&[user(None)], &[op("request_percentage", 12.5, false)]).unwrap()[0].value, Some(12.5));
         for (entity, ops, why) in [
-            (vec![user(Some("alice"))], vec![op("request_percentage", 50.0, false)], "not enforced"),
+            (vec![user(Some("alice"))], vec![op("controller_mutation_rate", 50.0, false)], "not enforced"),
+            (vec![user(Some("alice"))], vec![op("request_percentage", -5.0, false)], "positive percentage"),
             (vec![user(Some("alice"))], vec![op("fancy_rate", 1.0, false)], "Unknown quota key"),
             (vec![user(Some("alice"))], vec![op("producer_byte_rate", -1.0, false)], "positive whole number"),
             (vec![user(Some("alice"))], vec![op("producer_byte_rate", 1.5, false)], "positive whole number"),

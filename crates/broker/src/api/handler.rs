@@ -106,6 +106,10 @@ pub struct RequestContext<'a> {
     /// request's bytes counted; Fetch: already over its quota, so it gets an
     /// empty answer), for the response's `throttle_time_ms`.
     pub throttle_time_ms: i32,
+    /// The time its `request_percentage` quota throttles the client for
+    /// (already over it), which dispatch puts in any answer's
+    /// `throttle_time_ms` (the larger of the two).
+    pub request_throttle_ms: i32,
 }
 
 impl RequestContext<'_> {

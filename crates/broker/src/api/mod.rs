@@ -39,6 +39,7 @@ pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod replicas;
 pub mod sasl;
+pub mod throttle_time;
 pub mod transaction_admin;
 pub mod transactions;
 pub mod user_scram;

@@ -1,5 +1,9 @@
-//! Client quotas: byte rates per user (a Postgres role), client id, or both,
-//! as Kafka's `ClientQuotaManager` applies them.
+//! Client quotas: byte rates and request time per user (a Postgres role),
+//! client id, or both, as Kafka's `ClientQuotaManager` and
+//! `ClientRequestQuotaManager` apply them. `request_percentage` bounds the
+//! time a client's requests take on the broker's threads (their handlers'
+//! polls, decoding and encoding; not the time they wait for data or a
+//! flush), in percent of one thread: 50 is half a thread-second per second.
 //!
 //! Owns the quota vocabulary (entities, keys), the rules in force
 //! ([`ClientQuotas`], replaced whole at start, after AlterClientQuotas and
@@ -33,15 +37,19 @@ pub enum QuotaKey {
     ProducerByteRate,
     /// Bytes per second of Fetch responses.
     ConsumerByteRate,
+    /// Percent of one thread's time spent on the client's requests.
+    RequestPercentage,
 }
 
 impl QuotaKey {
-    pub const ALL: [QuotaKey; 2] = [QuotaKey::ProducerByteRate, QuotaKey::ConsumerByteRate];
+    pub const ALL: [QuotaKey; 3] =
+        [QuotaKey::ProducerByteRate, QuotaKey::ConsumerByteRate, QuotaKey::RequestPercentage];
 
     pub fn name(self) -> &'static str {
         match self {
             QuotaKey::ProducerByteRate => "producer_byte_rate",
             QuotaKey::ConsumerByteRate => "consumer_byte_rate",
+            QuotaKey::RequestPercentage => "request_percentage",
         }
     }
 
@@ -88,7 +96,7 @@ pub const CLIENT_ID: &str = "client-id";
 pub struct QuotaRule {
     pub entity: QuotaEntity,
     pub key: QuotaKey,
-    /// Bytes per second.
+    /// Bytes per second, or percent of a thread for `request_percentage`.
     pub value: f64,
 }
 
@@ -169,10 +177,18 @@ impl ClientQuotas {
     /// Records `bytes` against the client's `key` quota; the time it must
     /// be throttled for (zero when no quota applies or it is under it).
     pub fn record(&self, key: QuotaKey, user: &str, client_id: &str, bytes: usize) -> Duration {
-        self.record_at(key, user, client_id, bytes, rate::now_ms())
+        self.record_at(key, user, client_id, bytes as f64, rate::now_ms())
     }
 
-    fn record_at(&self, key: QuotaKey, user: &str, client_id: &str, bytes: usize, now_ms: u64) -> Duration {
+    /// Records time a client's request took on the broker's threads against
+    /// its `request_percentage` quota; the time it must be throttled for.
+    pub fn record_request_time(&self, user: &str, client_id: &str, on_thread: Duration) -> Duration {
+        // Kafka's unit: percent-seconds (100 is one thread for one second).
+        let percent_seconds = on_thread.as_secs_f64() * 100.0;
+        self.record_at(QuotaKey::RequestPercentage, user, client_id, percent_seconds, rate::now_ms())
+    }
+
+    fn record_at(&self, key: QuotaKey, user: &str, client_id: &str, amount: f64, now_ms: u64) -> Duration {
         let Some((quota, sensor)) = self.resolve(key, user, client_id) else {
             return Duration::ZERO;
         };
@@ -181,7 +197,7 @@ impl ClientQuotas {
             sensors.retain(|_, rate| !rate.idle(now_ms));
         }
         let rate = sensors.entry(sensor).or_default();
-        rate.record(now_ms, bytes as f64);
+        rate.record(now_ms, amount);
         rate.throttle(now_ms, quota)
     }
 }
@@ -236,21 +252,33 @@ mod tests {
             rule(Some(EntityName::Default), None, P, 1000.0),
         ]);
         // alice's two client ids share one rate: 6,000 + 6,000 bytes is over 1,000/s.
-        assert_eq!(quotas.record_at(P, "alice", "a", 6000, 0), Duration::ZERO);
-        assert!(quotas.record_at(P, "alice", "b", 6000, 0) > Duration::ZERO);
+        assert_eq!(quotas.record_at(P, "alice", "a", 6000.0, 0), Duration::ZERO);
+        assert!(quotas.record_at(P, "alice", "b", 6000.0, 0) > Duration::ZERO);
         // Under the default, bob and carol each have their own rate.
-        assert_eq!(quotas.record_at(P, "bob", "a", 6000, 0), Duration::ZERO);
-        assert_eq!(quotas.record_at(P, "carol", "a", 6000, 0), Duration::ZERO);
+        assert_eq!(quotas.record_at(P, "bob", "a", 6000.0, 0), Duration::ZERO);
+        assert_eq!(quotas.record_at(P, "carol", "a", 6000.0, 0), Duration::ZERO);
+    }
+
+    #[test]
+    fn request_time_is_measured_in_percent_of_a_thread() {
+        let r = QuotaKey::RequestPercentage;
+        let quotas = ClientQuotas::new(vec![rule(None, named("app"), r, 10.0)]);
+        // 0.5 s on a thread in a 10 s window is 5% of one thread: under 10%.
+        assert_eq!(quotas.record_at(r, "u", "app", 50.0, 0), Duration::ZERO);
+        // 2 s in all (20%): twice the quota, throttled for a window.
+        assert_eq!(quotas.record_at(r, "u", "app", 150.0, 0), Duration::from_secs(10));
+        assert_eq!(quotas.record_at(r, "u", "other", 1e9, 0), Duration::ZERO, "no quota for this client id");
+        assert_eq!(QuotaKey::parse("request_percentage"), Some(r));
     }
 
     #[test]
     fn without_rules_nothing_is_measured_or_throttled() {
         let quotas = ClientQuotas::default();
-        assert_eq!(quotas.record_at(P, "alice", "a", usize::MAX / 2, 0), Duration::ZERO);
+        assert_eq!(quotas.record_at(P, "alice", "a", (usize::MAX / 2) as f64, 0), Duration::ZERO);
         assert!(quotas.sensors.lock().unwrap().is_empty());
         quotas.replace(vec![rule(named("alice"), None, P, 10.0)]);
-        assert!(quotas.record_at(P, "alice", "a", 1_000_000, 0) > Duration::ZERO);
+        assert!(quotas.record_at(P, "alice", "a", 1_000_000.0, 0) > Duration::ZERO);
         quotas.replace(Vec::new());
-        assert_eq!(quotas.record_at(P, "alice", "a", 1_000_000, 0), Duration::ZERO);
+        assert_eq!(quotas.record_at(P, "alice", "a", 1_000_000.0, 0), Duration::ZERO);
     }
 }

@@ -23,8 +23,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * Client quotas with the Java Admin client (KIP-546: alterClientQuotas, describeClientQuotas), and
- * a producer held to a producer_byte_rate: the broker's throttle time reaches the producer's own
- * produce-throttle-time-max metric. A key Kafgres does not enforce is refused, not stored.
+ * a producer held to a producer_byte_rate (and a request_percentage it stays under): the broker's
+ * throttle time reaches the producer's own produce-throttle-time-max metric. A key Kafgres does not
+ * enforce is refused, not stored.
  */
 final class QuotasScenario {
     /** Bytes per second; the producer sends 8 x 100 kB, 80 kB/s over the 10 s window. */
@@ -45,7 +46,12 @@ final class QuotasScenario {
             line("alter-client-quotas request_percentage: %s", outcome(admin.alterClientQuotas(List.of(
                     new ClientQuotaAlteration(entity, List.of(new ClientQuotaAlteration.Op("request_percentage", 50.0)))))
                     .all()));
-            line("describe-client-quotas: %s", await(admin.describeClientQuotas(filter).entities()).get(entity));
+            line("alter-client-quotas controller_mutation_rate: %s", outcome(admin.alterClientQuotas(List.of(
+                    new ClientQuotaAlteration(entity,
+                            List.of(new ClientQuotaAlteration.Op("controller_mutation_rate", 10.0)))))
+                    .all()));
+            line("describe-client-quotas: %s",
+                    new java.util.TreeMap<>(await(admin.describeClientQuotas(filter).entities()).get(entity)));
 
             Properties props = Probe.config(bootstrap);
             props.put("client.id", clientId);
@@ -62,7 +68,8 @@ final class QuotasScenario {
             }
 
             await(admin.alterClientQuotas(List.of(
-                    new ClientQuotaAlteration(entity, List.of(new ClientQuotaAlteration.Op("producer_byte_rate", null)))))
+                    new ClientQuotaAlteration(entity, List.of(new ClientQuotaAlteration.Op("producer_byte_rate", null),
+                            new ClientQuotaAlteration.Op("request_percentage", null)))))
                     .all());
             line("describe-client-quotas after removal: %s", await(admin.describeClientQuotas(filter).entities()));
         }

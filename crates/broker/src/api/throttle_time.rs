@@ -1,0 +1,88 @@
+//! The `throttle_time_ms` of every served response, so dispatch can put a
+//! request quota's throttle in whichever answer the client gets (KIP-219:
+//! the client learns it is throttled from the answer). SaslHandshake and
+//! SaslAuthenticate answers have no such field and are never throttled (the
+//! request quota exempts them, as Kafka does). Every served response
+//! implements [`ThrottleTime`]: routing will not compile without it.
+
+use kafka_protocol::messages::*;
+
+pub trait ThrottleTime {
+    /// Raises the answer's throttle time to at least `ms`.
+    fn raise_throttle_time_ms(&mut self, ms: i32);
+}
+
+macro_rules! with_throttle_time {
+    ($($response:ty),* $(,)?) => {
+        $(impl ThrottleTime for $response {
+            fn raise_throttle_time_ms(&mut self, ms: i32) {
+                self.throttle_time_ms = self.throttle_time_ms.max(ms);
+            }
+        })*
+    };
+}
+
+with_throttle_time!(
+    ProduceResponse,
+    FetchResponse,
+    ListOffsetsResponse,
+    MetadataResponse,
+    ApiVersionsResponse,
+    CreateTopicsResponse,
+    DeleteTopicsResponse,
+    DescribeConfigsResponse,
+    CreatePartitionsResponse,
+    DescribeClusterResponse,
+    DeleteRecordsResponse,
+    FindCoordinatorResponse,
+    JoinGroupResponse,
+    SyncGroupResponse,
+    HeartbeatResponse,
+    LeaveGroupResponse,
+    OffsetCommitResponse,
+    OffsetFetchResponse,
+    ListGroupsResponse,
+    DescribeGroupsResponse,
+    DeleteGroupsResponse,
+    ConsumerGroupHeartbeatResponse,
+    ConsumerGroupDescribeResponse,
+    OffsetDeleteResponse,
+    InitProducerIdResponse,
+    AddPartitionsToTxnResponse,
+    AddOffsetsToTxnResponse,
+    EndTxnResponse,
+    TxnOffsetCommitResponse,
+    IncrementalAlterConfigsResponse,
+    AlterConfigsResponse,
+    DescribeLogDirsResponse,
+    AlterReplicaLogDirsResponse,
+    ElectLeadersResponse,
+    AlterPartitionReassignmentsResponse,
+    ListPartitionReassignmentsResponse,
+    OffsetForLeaderEpochResponse,
+    DescribeTopicPartitionsResponse,
+    DescribeProducersResponse,
+    DescribeTransactionsResponse,
+    ListTransactionsResponse,
+    DescribeAclsResponse,
+    CreateAclsResponse,
+    DeleteAclsResponse,
+    DescribeClientQuotasResponse,
+    AlterClientQuotasResponse,
+    DescribeUserScramCredentialsResponse,
+    AlterUserScramCredentialsResponse,
+    UpdateFeaturesResponse,
+    ListConfigResourcesResponse,
+);
+
+/// No field: the request quota exempts these (a client must be able to
+/// authenticate).
+macro_rules! without_throttle_time {
+    ($($response:ty),* $(,)?) => {
+        $(impl ThrottleTime for $response {
+            fn raise_throttle_time_ms(&mut self, _ms: i32) {}
+        })*
+    };
+}
+
+without_throttle_time!(SaslHandshakeResponse, SaslAuthenticateResponse);
