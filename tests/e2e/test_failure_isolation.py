@@ -13,7 +13,9 @@ one); the faults are on the SQL side, so it must record none:
   kafgres.sql_bridge_gaps, recovers by itself, and later sends are delivered;
 - pg_terminate_backend of the bridge and of the broker: each comes back by
   itself (the broker's clients reconnect), repeated terminations back off but
-  never give up.
+  never give up;
+- DROP EXTENSION and CREATE EXTENSION under the running broker: it restarts
+  on the new catalog by itself, serving none of the old one's topics.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ import psycopg
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from support import PG_BIN, ThrowawayCluster, port_is_free
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from support import PG_BIN, ThrowawayCluster, port_is_free, wait_for_topic_metadata
 
 PG_PORT = 5496
 KAFKA_PORT = 9496
@@ -256,6 +260,45 @@ def test_terminated_workers_come_back_by_themselves(cluster: Cluster):
     finally:
         consumer.close()
     print(f"broker back {back_after:.2f}s after pg_terminate_backend")
+
+
+def test_a_catalog_dropped_and_created_again_restarts_the_broker_on_the_new_one(cluster: Cluster):
+    """DROP EXTENSION and CREATE EXTENSION while the broker runs (the catalog made anew): the broker must not
+    go on serving the old catalog's topics (which DeleteTopics would then call unknown) nor hand out the new
+    catalog's producer ids over logs of the old ones; it restarts on the new catalog by itself, without a
+    timer (the install script's commit wakes it). An ALTER EXTENSION-style wake with the same catalog does
+    not restart it."""
+    admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
+    assert "events" in admin.list_topics(timeout=10).topics
+    old_broker = cluster.pid_of(BROKER)
+    # The install script's wake with the catalog unchanged: the broker stays as it is.
+    cluster.sql("select kafgres._wake_broker()")
+    producer = Producer({"bootstrap.servers": BOOTSTRAP, "acks": "all", "message.timeout.ms": 30000})
+    producer.produce("events", b"same-catalog", partition=0)
+    assert producer.flush(30) == 0
+    assert "created again" not in cluster.log_text()
+    cluster.sql("drop extension kafgres cascade", "create extension kafgres")
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    topics = None
+    while time.monotonic() < deadline:
+        try:
+            topics = AdminClient({"bootstrap.servers": BOOTSTRAP}).list_topics(timeout=5).topics
+            if "events" not in topics:
+                break
+        except Exception:  # noqa: BLE001  (restarting: refused for a moment)
+            pass
+        time.sleep(0.2)
+    assert topics is not None and "events" not in topics, f"the old catalog's topic is still served: {topics}"
+    assert "the kafgres catalog was created again" in cluster.log_text()
+    assert cluster.pid_of(BROKER) == old_broker, "the data plane restarted inside the same worker"
+    # The new catalog serves: a topic of the old name is created afresh, written, deleted.
+    fresh = AdminClient({"bootstrap.servers": BOOTSTRAP})
+    fresh.create_topics([NewTopic("events", 2, 1)])["events"].result(30)
+    wait_for_topic_metadata(fresh, "events", 2)
+    producer = Producer({"bootstrap.servers": BOOTSTRAP, "acks": "all", "message.timeout.ms": 30000})
+    producer.produce("events", b"new-catalog", partition=1)
+    assert producer.flush(30) == 0
+    fresh.delete_topics(["events"])["events"].result(30)
 
 
 def test_every_legal_topic_name_survives_create_delete_recreate_and_restart(cluster: Cluster):

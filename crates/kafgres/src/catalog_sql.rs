@@ -459,6 +459,14 @@ pub fn read_one<A: pgrx::datum::FromDatum + pgrx::datum::IntoDatum>(
     Spi::connect(|client| client.select(query, Some(1), &[])?.first().get_one::<A>())
 }
 
+/// The cluster id in `kafgres.cluster`, read without a prepared plan (which
+/// a re-created table would invalidate).
+pub fn read_cluster_id() -> Result<String, String> {
+    read_one::<String>("SELECT cluster_id FROM kafgres.cluster")
+        .map_err(|e| format!("reading the cluster id: {e}"))?
+        .ok_or_else(|| "kafgres.cluster is empty".to_owned())
+}
+
 /// Whether `CREATE EXTENSION kafgres` has run in this database.
 pub fn extension_installed() -> Result<bool, String> {
     read_one::<bool>("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'kafgres')")

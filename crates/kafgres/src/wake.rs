@@ -10,13 +10,13 @@
 //! records from SQL sets the worker's latch when it commits (no signal when
 //! the latch is already set), so the worker decodes the commit at once.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use pgrx::prelude::*;
 use pgrx::{pg_shmem_init, register_xact_callback, PgAtomic, PgXactCallbackEvent};
 
 // SAFETY: PgAtomic::new asks for a shared-memory name no other allocation
-// uses. These four names and the blocks of `shared_metrics` and
+// uses. These five names and the blocks of `shared_metrics` and
 // `bridge::shared` are this library's only ones, all distinct, and all
 // prefixed with "kafgres", this extension's namespace, so as not to meet
 // another library's.
@@ -27,6 +27,11 @@ static WORKER_PID: PgAtomic<AtomicI32> = unsafe { PgAtomic::new(c"kafgres_worker
 static WORKER_LAST_START_MS: PgAtomic<AtomicI64> = unsafe { PgAtomic::new(c"kafgres_worker_last_start") };
 // SAFETY: a unique name, as above.
 static WORKER_QUICK_STARTS: PgAtomic<AtomicU32> = unsafe { PgAtomic::new(c"kafgres_worker_quick_starts") };
+/// How many times a transaction that ran the extension's install or update
+/// script committed since the server started: a running broker that sees it
+/// change checks that its catalog is still the one it loaded.
+// SAFETY: a unique name, as above.
+static SCHEMA_GENERATION: PgAtomic<AtomicU64> = unsafe { PgAtomic::new(c"kafgres_schema_generation") };
 /// The worker's PGPROC number, -1 when none runs.
 // SAFETY: a unique name, as above.
 static WORKER_PROCNO: PgAtomic<AtomicI32> = unsafe { PgAtomic::new(c"kafgres_worker_procno") };
@@ -40,6 +45,7 @@ pub fn init_shared_memory() {
     pg_shmem_init!(WORKER_PROCNO = AtomicI32::new(-1));
     pg_shmem_init!(WORKER_LAST_START_MS);
     pg_shmem_init!(WORKER_QUICK_STARTS);
+    pg_shmem_init!(SCHEMA_GENERATION);
     SHARED_MEMORY_REQUESTED.store(true, Ordering::SeqCst);
 }
 
@@ -110,6 +116,14 @@ pub fn set_process_latch(procno: i32) {
     }
 }
 
+/// The count of committed install and update scripts (see [`SCHEMA_GENERATION`]).
+pub fn schema_generation() -> u64 {
+    if !SHARED_MEMORY_REQUESTED.load(Ordering::SeqCst) {
+        return 0;
+    }
+    SCHEMA_GENERATION.get().load(Ordering::SeqCst)
+}
+
 /// Called at the end of the extension's install script.
 #[pg_extern(volatile, parallel_unsafe)]
 fn _wake_broker() {
@@ -117,6 +131,7 @@ fn _wake_broker() {
         return;
     }
     register_xact_callback(PgXactCallbackEvent::Commit, || {
+        SCHEMA_GENERATION.get().fetch_add(1, Ordering::SeqCst);
         let pid = WORKER_PID.get().load(Ordering::SeqCst);
         if pid > 0 {
             // Nothing here may fail: a commit callback cannot raise errors.

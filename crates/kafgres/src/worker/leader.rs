@@ -19,9 +19,12 @@ use crate::control::ControlPlaneCatalog;
 use crate::replication;
 
 pub(super) fn run(w: &Worker) -> Ended {
+    // Read before the catalog is: a script committed after this is seen below.
+    let schema_generation = crate::wake::schema_generation();
     let Some((plans, snapshot, cluster)) = load_catalog(&w.wait, &w.database) else {
         return Ended::Stopped;
     };
+    let cluster_id = cluster.cluster_id.clone();
     let mut config = match broker_config(cluster.cluster_id, log_dir_owner(&w.database)) {
         Ok(config) => config,
         Err(e) => stop_for_good(&e),
@@ -47,8 +50,22 @@ pub(super) fn run(w: &Worker) -> Ended {
         bridge.wake_bridge();
     }
 
+    let mut ended = Ended::Stopped;
+    let mut seen_generation = schema_generation;
     loop {
         w.report_logs();
+        if crate::wake::schema_generation() != seen_generation {
+            seen_generation = crate::wake::schema_generation();
+            if !catalog_is_the_one_loaded(&cluster_id) {
+                // DROP EXTENSION and CREATE EXTENSION under a running broker:
+                // its topics, offsets and producer ids are no longer the
+                // catalog's, so it must not serve them (nor hand out the new
+                // catalog's producer ids over logs holding the old ones).
+                log!("kafgres: the kafgres catalog was created again under the running broker; restarting it on the new one");
+                ended = Ended::Again;
+                break;
+            }
+        }
         serve_control_requests(&plans, &mut requests);
         reload_groups_committed_from_sql(&plans, broker.context());
         replication::partitions::answer_status_requests(&broker.context().topics);
@@ -73,7 +90,19 @@ pub(super) fn run(w: &Worker) -> Ended {
     }
     requests.close();
     w.stop_broker(broker);
-    Ended::Stopped
+    ended
+}
+
+/// Whether the catalog still holds the cluster the broker loaded (an update
+/// keeps it; a DROP and CREATE EXTENSION makes a new one).
+fn catalog_is_the_one_loaded(cluster_id: &str) -> bool {
+    match run_in_transaction(crate::catalog_sql::read_cluster_id) {
+        Ok(now) => now == cluster_id,
+        Err(e) => {
+            warning!("kafgres: cannot read the cluster id after a schema change: {e}");
+            false
+        }
+    }
 }
 
 /// A reload applies `kafgres.authorizer` and rereads `kafgres.acls` and
