@@ -38,6 +38,7 @@ from pathlib import Path
 
 import pytest
 
+from probe_checks import assert_check_ok, assert_every_check_ran, build_is_current, mark_built, run_probe
 from support import REPO_ROOT
 
 KAFKAJS_DIR = REPO_ROOT / "tests" / "kafkajs"
@@ -77,14 +78,11 @@ CHECKS = (
     "delete-groups",
     "delete-topics",
 )
-CHECK_LINE = re.compile(r"(ok|FAIL) ([a-z0-9-]+)(?:: (.*))?")
 
 
 def _install_is_current() -> bool:
-    if not (BUILD_STAMP.is_file() and (BUILD_DIR / "node_modules" / "kafkajs" / "package.json").is_file()):
-        return False
-    built = BUILD_STAMP.stat().st_mtime
-    return all((KAFKAJS_DIR / name).stat().st_mtime <= built for name in INSTALL_SOURCES)
+    installed = BUILD_DIR / "node_modules" / "kafkajs" / "package.json"
+    return build_is_current(BUILD_STAMP, installed, [KAFKAJS_DIR / name for name in INSTALL_SOURCES])
 
 
 def _npm_env() -> dict[str, str]:
@@ -129,8 +127,7 @@ def node() -> str:
         if result.returncode != 0:
             pytest.fail(f"installing tests/kafkajs failed (`{shlex.join(cmd)}` in {BUILD_DIR}, exit "
                         f"{result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}", pytrace=False)
-        BUILD_STAMP.write_text(f"tests/kafkajs installed from sources as of {time.ctime(started)}\n")
-        os.utime(BUILD_STAMP, (started, started))
+        mark_built(BUILD_STAMP, "tests/kafkajs", started)
     return node
 
 
@@ -140,34 +137,14 @@ def probe_run(node, bootstrap) -> subprocess.CompletedProcess:
     topic = f"e2e-kafkajs-{uuid.uuid4().hex[:10]}"
     cmd = [node, str(PROBE_JS), "--log", os.environ.get("KAFGRES_KAFKAJS_LOG", "warn"), bootstrap, topic]
     env = {**os.environ, "NODE_PATH": str(BUILD_DIR / "node_modules")}
-    try:
-        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"`{shlex.join(cmd)}` did not finish within {PROBE_TIMEOUT_S:.0f}s\n"
-                    f"stdout:\n{e.stdout}\nstderr (tail):\n{(e.stderr or '')[-6000:]}")
-
-
-def _verdicts(run: subprocess.CompletedProcess) -> list[tuple[str, str, str | None]]:
-    verdicts = []
-    for line in run.stdout.splitlines():
-        match = CHECK_LINE.fullmatch(line)
-        assert match, f"not a check line: {line!r}\nstdout:\n{run.stdout}"
-        verdicts.append((match.group(2), match.group(1), match.group(3)))
-    return verdicts
+    return run_probe(cmd, PROBE_TIMEOUT_S, env)
 
 
 def test_probe_ran_every_check(probe_run):
     """Every check printed one line, in order, and the exit status agrees with them."""
-    verdicts = _verdicts(probe_run)
-    assert [name for name, _, _ in verdicts] == list(CHECKS), (
-        f"exit {probe_run.returncode}\nstdout:\n{probe_run.stdout}\nstderr (tail):\n{probe_run.stderr[-6000:]}")
-    failed = [name for name, verdict, _ in verdicts if verdict == "FAIL"]
-    assert probe_run.returncode == (1 if failed else 0), (
-        f"exit {probe_run.returncode} with failed checks {failed}\nstderr (tail):\n{probe_run.stderr[-6000:]}")
+    assert_every_check_ran(probe_run, CHECKS)
 
 
 @pytest.mark.parametrize("check", CHECKS)
 def test_check(probe_run, check):
-    verdict = {name: (v, reason) for name, v, reason in _verdicts(probe_run)}.get(check)
-    assert verdict == ("ok", None), (
-        f"kafkajs-probe check {check}: {verdict}\nstderr (tail):\n{probe_run.stderr[-6000:]}")
+    assert_check_ok(probe_run, "kafkajs-probe", check)
