@@ -155,14 +155,8 @@ impl Handler for AlterUserScramCredentials {
             r
         };
         if !cx.may_on_cluster(Operation::Alter) {
-            let users: BTreeSet<String> = req
-                .deletions
-                .iter()
-                .map(|d| d.name.to_string())
-                .chain(req.upsertions.iter().map(|u| u.name.to_string()))
-                .collect();
             response.results =
-                users.iter().map(|u| result(u, error_code::CLUSTER_AUTHORIZATION_FAILED, None)).collect();
+                every_user(&req).iter().map(|u| result(u, error_code::CLUSTER_AUTHORIZATION_FAILED, None)).collect();
             return response.into();
         }
         let existing: BTreeSet<String> = match catalog.scram_verifiers().await {
@@ -170,14 +164,10 @@ impl Handler for AlterUserScramCredentials {
             Err(e) => {
                 log::warn!("AlterUserScramCredentials: {e}");
                 let message = format!("reading the roles' credentials: {e}");
-                let users: BTreeSet<String> = req
-                    .deletions
+                response.results = every_user(&req)
                     .iter()
-                    .map(|d| d.name.to_string())
-                    .chain(req.upsertions.iter().map(|u| u.name.to_string()))
+                    .map(|u| result(u, error_code::UNKNOWN_SERVER_ERROR, Some(&message)))
                     .collect();
-                response.results =
-                    users.iter().map(|u| result(u, error_code::UNKNOWN_SERVER_ERROR, Some(&message))).collect();
                 return response.into();
             }
         };
@@ -287,6 +277,11 @@ impl Handler for AlterUserScramCredentials {
         }
         response.into()
     }
+}
+
+/// Every user a request alters, once each (a refusal of the whole request answers each).
+fn every_user(req: &AlterUserScramCredentialsRequest) -> BTreeSet<String> {
+    req.deletions.iter().map(|d| d.name.to_string()).chain(req.upsertions.iter().map(|u| u.name.to_string())).collect()
 }
 
 fn check_name_and_mechanism(user: &str, mechanism: i8) -> Result<(), (i16, String)> {
