@@ -221,7 +221,10 @@ fn assemble(xid: u32, end_lsn: u64, commit_time_ms: i64, messages: Vec<(u64, Mes
             only_version_one = false;
         }
         let decoded = match kind {
-            MessageKind::Send => SendMessage::decode(body).map(|m| txn.sends.push(m)),
+            MessageKind::Send => SendMessage::decode(body).map(|mut m| {
+                m.fill_commit_headers(end_lsn, commit_time_ms);
+                txn.sends.push(m)
+            }),
             MessageKind::Offsets => OffsetCommitMessage::decode(body).map(|m| txn.offsets.push(m)),
             MessageKind::End => Ok(()),
         };

@@ -28,4 +28,6 @@ pub mod partitioner;
 
 pub use applier::{Applier, ApplyError, Broker, BrokerError, Checkpoint, OutgoingBatch, ProduceOutcome, RoundReport};
 pub use assembly::{Assembled, Assembler, AssemblyError, CommittedTxn, WalEvent};
-pub use message::{DecodeError, EndMessage, MessageKind, OffsetCommitMessage, SendMessage};
+pub use message::{
+    DecodeError, EndMessage, MessageKind, OffsetCommitMessage, SendMessage, COMMIT_LSN_HEADER, COMMIT_TIME_HEADER,
+};

@@ -27,6 +27,13 @@ pub const OFFSETS_PREFIX: &str = "kafgres.offsets";
 /// Logical-message prefix of a transaction's count of the messages above.
 pub const END_PREFIX: &str = "kafgres.end";
 
+/// Headers a sender leaves NULL for the bridge to fill in with what only the
+/// commit knows: the end of the transaction's commit record, as Postgres
+/// writes an LSN (`16/B374D848`), and its commit time in milliseconds since
+/// the epoch (decimal). Change capture asks for both on every record.
+pub const COMMIT_LSN_HEADER: &str = "kafgres.commit_lsn";
+pub const COMMIT_TIME_HEADER: &str = "kafgres.commit_ts_ms";
+
 /// The version this library writes.
 pub const FORMAT_VERSION: u8 = 2;
 /// The version of releases without the end message (still read).
@@ -167,6 +174,21 @@ impl SendMessage {
         Ok(SendMessage { topic, partition, timestamp_ms, key, value, headers })
     }
 
+    /// Fills the commit headers ([`COMMIT_LSN_HEADER`], [`COMMIT_TIME_HEADER`])
+    /// the sender left NULL; a header with a value keeps it.
+    pub fn fill_commit_headers(&mut self, end_lsn: u64, commit_time_ms: i64) {
+        for (name, value) in &mut self.headers {
+            if value.is_some() {
+                continue;
+            }
+            if name == COMMIT_LSN_HEADER {
+                *value = Some(format!("{:X}/{:X}", end_lsn >> 32, end_lsn & 0xffff_ffff).into_bytes());
+            } else if name == COMMIT_TIME_HEADER {
+                *value = Some(commit_time_ms.to_string().into_bytes());
+            }
+        }
+    }
+
     /// The most the record can add to an uncompressed v2 batch: its bytes
     /// plus the longest framing (length, timestamp and offset deltas, key and
     /// value lengths, header count: 5 + 1 + 10 + 5 + 5 + 5 + 5 bytes; 10 per
@@ -304,6 +326,27 @@ mod tests {
     fn send_round_trips() {
         let m = sample();
         assert_eq!(SendMessage::decode(&m.encode()), Ok(m));
+    }
+
+    #[test]
+    fn commit_headers_left_null_are_filled_and_others_kept() {
+        let mut m = sample();
+        m.headers = vec![
+            (COMMIT_LSN_HEADER.into(), None),
+            ("other".into(), None),
+            (COMMIT_TIME_HEADER.into(), None),
+            (COMMIT_TIME_HEADER.into(), Some(b"given".to_vec())),
+        ];
+        m.fill_commit_headers(0x16_B374_D848, 1_796_288_054_662);
+        assert_eq!(
+            m.headers,
+            vec![
+                (COMMIT_LSN_HEADER.into(), Some(b"16/B374D848".to_vec())),
+                ("other".into(), None),
+                (COMMIT_TIME_HEADER.into(), Some(b"1796288054662".to_vec())),
+                (COMMIT_TIME_HEADER.into(), Some(b"given".to_vec())),
+            ]
+        );
     }
 
     #[test]

@@ -41,6 +41,7 @@ pub mod worker;
 ::pgrx::pg_module_magic!();
 
 pgrx::extension_sql_file!("../sql/schema.sql", name = "schema", bootstrap);
+pgrx::extension_sql_file!("../sql/capture.sql", name = "capture");
 
 extension_sql!(
     r#"
@@ -108,6 +109,22 @@ CREATE VIEW kafgres.archive_status AS SELECT * FROM kafgres._archive_status();
 COMMENT ON VIEW kafgres.archive_status IS
     'kafgres.archive_command since the server started: segments, files and bytes archived, closed segments not '
     'archived yet (held from retention), the last file archived, failures (each retried) and the last one.';
+
+CREATE VIEW kafgres.capture_status AS
+SELECT c.relation, c.topic, c.format, c.columns, c.dead_letter_topic, c.tombstones, c.snapshot_rows, c.created_at,
+       CASE WHEN g.tgenabled IS NULL THEN 'trigger missing'
+            WHEN g.tgenabled = 'D' THEN 'trigger disabled'
+            ELSE 'capturing' END AS state,
+       b.state AS bridge_state, b.applied_lsn, b.last_applied_at,
+       CASE WHEN NOT pg_is_in_recovery() THEN pg_wal_lsn_diff(pg_current_wal_lsn(), b.applied_lsn) END
+           AS bridge_lag_bytes
+FROM kafgres.captures c
+LEFT JOIN pg_trigger g ON g.tgrelid = c.relation AND g.tgname = 'kafgres_capture'
+LEFT JOIN kafgres.sql_bridge_status b ON true;
+COMMENT ON VIEW kafgres.capture_status IS
+    'Each capture (kafgres.capture): its settings, whether its trigger fires, and how far the SQL bridge that '
+    'delivers its changes is: every change committed before applied_lsn is in its topic; bridge_lag_bytes of WAL '
+    'are written after it (all of the server''s WAL, not only changes).';
 
 -- Nothing is open to PUBLIC: grant EXECUTE / SELECT to the roles that
 -- produce, consume or watch (docs/sql.md lists what each needs).

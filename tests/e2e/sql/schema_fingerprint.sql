@@ -44,6 +44,10 @@ SELECT 'trigger ' || c.relname || ' ' || pg_get_triggerdef(g.oid)
 FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = 'kafgres' AND NOT g.tgisinternal
 UNION ALL
+SELECT 'event trigger ' || e.evtname || ' ' || e.evtevent || ' ' || e.evtfoid::regproc::text || ' ' || e.evtenabled::text
+FROM pg_event_trigger e JOIN pg_proc p ON p.oid = e.evtfoid
+WHERE p.pronamespace = 'kafgres'::regnamespace
+UNION ALL
 SELECT 'comment ' || coalesce(c.relname, p.proname, '?') || ' ' || md5(d.description)
 FROM pg_description d
 LEFT JOIN pg_class c ON d.classoid = 'pg_class'::regclass AND c.oid = d.objoid

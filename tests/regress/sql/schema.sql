@@ -44,7 +44,8 @@ FROM unnest(ARRAY['kafgres.topics', 'kafgres.cluster', 'kafgres.consumer_offsets
                   'kafgres.broker_metrics', 'kafgres.flush_latency', 'kafgres.request_latency',
                   'kafgres.connections', 'kafgres.acls']) AS t;
 -- Every function, each SECURITY DEFINER with a pinned search_path (but the
--- install-time helper), none executable by PUBLIC.
+-- install-time helper, and the capture helpers, which run only under the
+-- capture trigger's or kafgres.capture's own), none executable by PUBLIC.
 SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS arguments, p.prosecdef AS security_definer,
        p.proconfig AS settings, has_function_privilege('kafgres_regress_nobody', p.oid, 'EXECUTE') AS public_can_execute
 FROM pg_proc p WHERE p.pronamespace = 'kafgres'::regnamespace ORDER BY 1, 2;

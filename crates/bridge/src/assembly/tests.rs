@@ -179,3 +179,25 @@ fn the_memory_limit_refuses_without_losing_anything() {
     a.push(message(1000, 30, MessageKind::Send, &body)).expect("fits once raised");
     assert_eq!(a.bytes_held(), body.len() * 3);
 }
+
+#[test]
+fn the_commit_headers_a_send_left_null_carry_its_commit_record() {
+    let mut a = Assembler::new(0, LIMIT);
+    let body = SendMessage {
+        topic: "t".into(),
+        headers: vec![(crate::COMMIT_LSN_HEADER.into(), None), (crate::COMMIT_TIME_HEADER.into(), None)],
+        ..SendMessage::default()
+    }
+    .encode();
+    let trailer = end(1);
+    assert_eq!(a.push(message(100, 10, MessageKind::Send, &body)), Ok(None));
+    assert_eq!(a.push(message(100, 20, MessageKind::End, &trailer)), Ok(None));
+    let txn = committed(a.push(commit(100, &[], 0x1_0000_0030)).expect("a commit assembles"));
+    assert_eq!(
+        txn.sends[0].headers,
+        vec![
+            (crate::COMMIT_LSN_HEADER.into(), Some(b"1/30".to_vec())),
+            (crate::COMMIT_TIME_HEADER.into(), Some(b"7".to_vec())),
+        ]
+    );
+}

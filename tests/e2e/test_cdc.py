@@ -1,0 +1,221 @@
+"""Change data capture: `kafgres.capture(table, topic, ...)` (docs/cdc.md).
+
+A captured table's changes reach Kafka consumers (confluent-kafka) as
+records of its topic: INSERT, UPDATE, DELETE (with a tombstone) and TRUNCATE,
+each once, keyed by the primary key, in commit order across sessions, only
+for transactions that commit, with the xid, commit LSN and commit time in
+headers (the commit LSN the one `pg_current_wal_lsn()` shows after the
+COMMIT). Checked too: Debezium's envelope and value mapping (numeric as a
+string, timestamps, dates, bytea in base64, json as a string, arrays,
+enums, domains); a key change becomes a delete and a create; the initial
+snapshot is consistent with the stream; a column added while capturing is
+in the next change; the `row` format and a column list; a change too large
+for its topic goes to the dead-letter topic, or fails its statement when
+there is none; a dropped table ends its capture; uncapture stops it.
+
+Sessions are psycopg 3 connections on the dev cluster; every table and
+topic is this test's own; every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from confluent_kafka import TopicPartition
+from psycopg import errors
+
+WATERMARK_TIMEOUT_S = 10.0
+
+
+@pytest.fixture
+def table(pg_connect):
+    """A fresh table name in public; dropped (with its capture) at teardown."""
+    names: list[str] = []
+
+    def make(columns: str) -> str:
+        name = f"cdc_{uuid.uuid4().hex[:10]}"
+        conn = pg_connect(autocommit=True)
+        conn.execute(f"CREATE TABLE public.{name} ({columns})")
+        names.append(name)
+        return name
+
+    yield make
+    conn = pg_connect(autocommit=True)
+    for name in names:
+        conn.execute(f"DROP TABLE IF EXISTS public.{name}")
+
+
+def changes(consume, topic: str, count: int) -> list[dict]:
+    """The topic's first `count` records: key and value as JSON (None for null), headers as a dict."""
+    out = []
+    for m in consume(topic, 0, count):
+        out.append({
+            "offset": m.offset(),
+            "key": json.loads(m.key()) if m.key() is not None else None,
+            "value": json.loads(m.value()) if m.value() is not None else None,
+            "headers": {k: (v.decode() if v is not None else None) for k, v in (m.headers() or [])},
+        })
+    return out
+
+
+def end_offset(make_consumer, topic: str) -> int:
+    return make_consumer().get_watermark_offsets(TopicPartition(topic, 0), timeout=WATERMARK_TIMEOUT_S)[1]
+
+
+def wait_applied(conn) -> None:
+    assert conn.execute("SELECT kafgres.wait_for_sends()").fetchone()[0], "the SQL bridge did not apply the sends"
+
+
+def test_changes_arrive_once_in_commit_order_with_the_commit_in_headers(pg_connect, table, consume, make_consumer):
+    name = table("id int PRIMARY KEY, amount numeric(10,2), note text")
+    topic = f"cdc.{name}"
+    a = pg_connect(autocommit=True)
+    assert a.execute("SELECT kafgres.capture(%s, %s)", (f"public.{name}", topic)).fetchone()[0] == topic
+
+    a.execute(f"INSERT INTO {name} VALUES (1, 12.34, 'first')")
+    commit_lsns = [a.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]]
+    # Two open transactions: the one that began second commits first.
+    first, second = pg_connect(), pg_connect()
+    first.execute(f"INSERT INTO {name} VALUES (2, 1, 'began first')")
+    second.execute(f"UPDATE {name} SET amount = 13 WHERE id = 1")
+    second.commit()
+    first.commit()
+    # A rollback publishes nothing.
+    with pytest.raises(errors.UniqueViolation):
+        a.execute(f"INSERT INTO {name} VALUES (3, 0, 'kept'), (1, 0, 'duplicate')")
+    a.execute(f"UPDATE {name} SET id = 20 WHERE id = 2")  # a key change
+    a.execute(f"DELETE FROM {name} WHERE id = 20")
+    a.execute(f"TRUNCATE {name}")
+    wait_applied(a)
+
+    got = changes(consume, topic, 9)
+    ops = [(c["headers"]["kafgres.op"], c["key"]) for c in got]
+    assert ops == [("c", {"id": 1}), ("u", {"id": 1}), ("c", {"id": 2}), ("d", {"id": 2}), ("d", {"id": 2}),
+                   ("c", {"id": 20}), ("d", {"id": 20}), ("d", {"id": 20}), ("t", None)]
+    assert [c["value"] is None for c in got] == [False, False, False, False, True, False, False, True, False]
+    assert end_offset(make_consumer, topic) == 9, "more records than changes"
+
+    insert, update = got[0]["value"], got[1]["value"]
+    assert insert["op"] == "c" and insert["before"] is None
+    assert insert["after"] == {"id": 1, "amount": "12.34", "note": "first"}
+    assert update["before"]["amount"] == "12.34" and update["after"]["amount"] == "13.00"
+    assert insert["source"]["table"] == name and insert["source"]["schema"] == "public"
+    assert insert["source"]["connector"] == "postgresql" and insert["source"]["snapshot"] == "false"
+    assert got[-1]["value"]["op"] == "t"
+
+    # Headers: the xid and the commit of each transaction, increasing in commit order.
+    assert got[0]["headers"]["kafgres.commit_lsn"] == commit_lsns[0]
+    assert int(got[0]["headers"]["kafgres.xid"]) == insert["source"]["txId"]
+    lsn = [int(h.split("/")[0], 16) << 32 | int(h.split("/")[1], 16)
+           for h in (c["headers"]["kafgres.commit_lsn"] for c in got)]
+    assert lsn == sorted(lsn) and len(set(lsn)) == 6  # six transactions committed changes
+    assert all(int(c["headers"]["kafgres.commit_ts_ms"]) >= insert["ts_ms"] - 1000 for c in got)
+
+    status = a.execute("SELECT topic, format, state FROM kafgres.capture_status WHERE relation = %s::regclass",
+                       (f"public.{name}",)).fetchone()
+    assert status == (topic, "debezium", "capturing")
+    assert a.execute("SELECT kafgres.uncapture(%s)", (f"public.{name}",)).fetchone()[0] is True
+    a.execute(f"INSERT INTO {name} VALUES (5, 0, 'after uncapture')")
+    a.execute("SELECT kafgres.send(%s, 'marker'::text)", (topic,))
+    wait_applied(a)
+    assert [m.value() for m in consume(topic, 0, 1, start_offset=9)] == [b"marker"]
+
+
+def test_values_are_mapped_as_debezium_maps_them(pg_connect, table, consume):
+    conn = pg_connect(autocommit=True)
+    enum = f"mood_{uuid.uuid4().hex[:6]}"
+    conn.execute(f"CREATE TYPE {enum} AS ENUM ('sad', 'happy')")
+    try:
+        name = table(f"id bigint PRIMARY KEY, n numeric, ts timestamp, ts3 timestamp(3), tz timestamptz, d date, "
+                     f"t time, b bytea, j jsonb, tags text[], nums numeric[], m {enum}, ok boolean, f float8, "
+                     f"u uuid, iv interval, no_value text")
+        topic = conn.execute("SELECT kafgres.capture(%s)", (f"public.{name}",)).fetchone()[0]
+        assert topic == f"{conn.info.dbname}.public.{name}"  # Debezium's naming: <prefix>.<schema>.<table>
+        conn.execute("SET TimeZone = 'Europe/Paris'")
+        conn.execute(
+            f"INSERT INTO {name} VALUES (7, 1234567890.0123456789, '2024-01-02 03:04:05.123456', "
+            f"'2024-01-02 03:04:05.123', '2024-01-02 03:04:05.5+01', '2024-01-02', '01:02:03.5', '\\x00ff10', "
+            f"'{{\"a\": [1, 2]}}', '{{x,NULL,\"y z\"}}', '{{1.5,2}}', 'happy', true, 0.25, "
+            f"'6f1d2c3b-4a59-4e68-8f7a-9b0c1d2e3f40', '1 day 2 hours', NULL)")
+        wait_applied(conn)
+        after = changes(consume, topic, 1)[0]["value"]["after"]
+        assert after == {
+            "id": 7, "n": "1234567890.0123456789", "ts": 1704164645123456, "ts3": 1704164645123,
+            "tz": "2024-01-02T02:04:05.5Z", "d": 19724, "t": 3723500000, "b": "AP8Q", "j": '{"a": [1, 2]}',
+            "tags": ["x", None, "y z"], "nums": ["1.5", "2"], "m": "happy", "ok": True, "f": 0.25,
+            "u": "6f1d2c3b-4a59-4e68-8f7a-9b0c1d2e3f40", "iv": 93600000000, "no_value": None,
+        }
+    finally:
+        conn.execute(f"DROP TYPE {enum} CASCADE")
+
+
+def test_a_snapshot_then_the_stream_misses_and_repeats_nothing(pg_connect, table, consume, make_consumer):
+    name = table("id int PRIMARY KEY, v text")
+    conn = pg_connect(autocommit=True)
+    conn.execute(f"INSERT INTO {name} SELECT g, 'old' FROM generate_series(1, 50) g")
+    topic = f"cdc.{name}"
+    conn.execute("SELECT kafgres.capture(%s, %s, snapshot => true)", (f"public.{name}", topic))
+    conn.execute(f"UPDATE {name} SET v = 'new' WHERE id = 50")
+    conn.execute(f"ALTER TABLE {name} ADD COLUMN extra int DEFAULT 7")
+    conn.execute(f"INSERT INTO {name} (id, v) VALUES (51, 'after the column')")
+    wait_applied(conn)
+    got = changes(consume, topic, 52)
+    assert [(c["value"]["op"], c["key"]["id"]) for c in got] == [("r", i) for i in range(1, 51)] + [("u", 50), ("c", 51)]
+    assert all(c["value"]["source"]["snapshot"] == "true" for c in got[:50])
+    assert got[50]["value"]["after"] == {"id": 50, "v": "new"}
+    assert got[51]["value"]["after"] == {"id": 51, "v": "after the column", "extra": 7}
+    assert end_offset(make_consumer, topic) == 52
+    assert conn.execute("SELECT snapshot_rows FROM kafgres.captures WHERE relation = %s::regclass",
+                        (f"public.{name}",)).fetchone() == (50,)
+
+
+def test_row_format_with_a_column_list(pg_connect, table, consume):
+    name = table("id int PRIMARY KEY, visible text, secret text")
+    conn = pg_connect(autocommit=True)
+    topic = f"cdc.{name}"
+    conn.execute("SELECT kafgres.capture(%s, %s, format => 'row', columns => ARRAY['id', 'visible']::name[])",
+                 (f"public.{name}", topic))
+    conn.execute(f"INSERT INTO {name} VALUES (1, 'shown', 'hidden')")
+    conn.execute(f"DELETE FROM {name}")
+    wait_applied(conn)
+    got = changes(consume, topic, 2)
+    assert [(c["headers"]["kafgres.op"], c["key"], c["value"]) for c in got] == [
+        ("c", {"id": 1}, {"id": 1, "visible": "shown"}), ("d", {"id": 1}, None)]
+
+
+def test_a_change_too_large_goes_to_the_dead_letter_topic_or_fails(pg_connect, table, consume):
+    name = table("id int PRIMARY KEY, body text")
+    conn = pg_connect(autocommit=True)
+    topic = f"cdc.{name}"
+    conn.execute("SELECT kafgres.create_topic(%s, 1, '{\"max.message.bytes\": \"2048\"}')", (topic,))
+    dead = f"cdc.{name}.dead"
+    conn.execute("SELECT kafgres.capture(%s, %s, dead_letter_topic => %s)", (f"public.{name}", topic, dead))
+    conn.execute(f"INSERT INTO {name} VALUES (1, repeat('x', 4000))")
+    conn.execute(f"INSERT INTO {name} VALUES (2, 'small')")
+    wait_applied(conn)
+    [letter] = changes(consume, dead, 1)
+    assert letter["key"] == {"id": 1} and letter["value"]["op"] == "c" and "max.message.bytes" in letter["value"]["reason"]
+    assert [c["key"] for c in changes(consume, topic, 1)] == [{"id": 2}]
+
+    conn.execute("SELECT kafgres.capture(%s, %s)", (f"public.{name}", topic))  # no dead-letter topic now
+    with pytest.raises(errors.ProgramLimitExceeded, match="does not fit topic"):
+        conn.execute(f"INSERT INTO {name} VALUES (3, repeat('x', 4000))")
+
+
+def test_bad_calls_fail_clearly_and_a_dropped_table_ends_its_capture(pg_connect, table):
+    name = table("id int PRIMARY KEY")
+    conn = pg_connect(autocommit=True)
+    with pytest.raises(errors.InvalidParameterValue, match="unknown format"):
+        conn.execute("SELECT kafgres.capture(%s, format => 'avro')", (f"public.{name}",))
+    with pytest.raises(errors.UndefinedColumn, match="no column"):
+        conn.execute("SELECT kafgres.capture(%s, columns => ARRAY['nope']::name[])", (f"public.{name}",))
+    view = f"{name}_v"
+    conn.execute(f"CREATE VIEW {view} AS SELECT 1 AS one")
+    with pytest.raises(errors.WrongObjectType, match="is not a table"):
+        conn.execute("SELECT kafgres.capture(%s)", (view,))
+    conn.execute(f"DROP VIEW {view}")
+    conn.execute("SELECT kafgres.capture(%s, %s)", (f"public.{name}", f"cdc.{name}"))
+    conn.execute(f"DROP TABLE {name}")
+    assert conn.execute("SELECT count(*) FROM kafgres.captures WHERE topic = %s", (f"cdc.{name}",)).fetchone() == (0,)
