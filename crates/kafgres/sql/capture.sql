@@ -202,7 +202,7 @@ BEGIN
     -- the statement fails. (kafgres.send checks exactly; this leaves room
     -- for the headers and the batch's framing.)
     limit_bytes := coalesce((SELECT (t.configs->>'max.message.bytes')::bigint
-                             FROM kafgres.topics t WHERE t.name = topic), 1048588);
+                             FROM kafgres.topics t WHERE t.name = topic), kafgres._message_bytes_max_default());
     size_bytes := coalesce(octet_length(value::text), 0) + coalesce(octet_length(key_text), 0) + 512;
     IF size_bytes > limit_bytes THEN
         IF dead_letter IS NULL THEN

@@ -259,6 +259,11 @@ COMMENT ON VIEW kafgres.archive_status IS
 REVOKE ALL ON kafgres.archive_status FROM PUBLIC;
 
 -- Change data capture (as crates/kafgres/sql/capture.sql installs it).
+-- kafgres::sql_api::send::_message_bytes_max_default
+CREATE  FUNCTION "_message_bytes_max_default"() RETURNS bigint /* i64 */
+STRICT IMMUTABLE PARALLEL SAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_message_bytes_max_default_wrapper';
 -- Change data capture (docs/cdc.md): a captured table's INSERT, UPDATE,
 -- DELETE and TRUNCATE become records of a topic, exactly once and in commit
 -- order, because each change is sent the way kafgres.send sends: as a
@@ -463,7 +468,7 @@ BEGIN
     -- the statement fails. (kafgres.send checks exactly; this leaves room
     -- for the headers and the batch's framing.)
     limit_bytes := coalesce((SELECT (t.configs->>'max.message.bytes')::bigint
-                             FROM kafgres.topics t WHERE t.name = topic), 1048588);
+                             FROM kafgres.topics t WHERE t.name = topic), kafgres._message_bytes_max_default());
     size_bytes := coalesce(octet_length(value::text), 0) + coalesce(octet_length(key_text), 0) + 512;
     IF size_bytes > limit_bytes THEN
         IF dead_letter IS NULL THEN

@@ -157,6 +157,14 @@ fn send_record(
     partition
 }
 
+/// Kafka's default `max.message.bytes`, the limit of a topic that sets none:
+/// for SQL that needs a topic's limit before sending (change capture sends a
+/// change too large for it to its dead-letter topic).
+#[pg_extern(immutable, parallel_safe)]
+fn _message_bytes_max_default() -> i64 {
+    MESSAGE_BYTES_MAX_DEFAULT as i64
+}
+
 /// Waits until every record this session sent in committed transactions is
 /// in the log (readable by consumers, `kafgres.read` included), or until
 /// `timeout`; returns whether it got there. `kafgres.read` and `consume` do
