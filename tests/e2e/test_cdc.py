@@ -11,7 +11,13 @@ enums, domains); a key change becomes a delete and a create; the initial
 snapshot is consistent with the stream; a column added while capturing is
 in the next change; the `row` format and a column list; a change too large
 for its topic goes to the dead-letter topic, or fails its statement when
-there is none; a dropped table ends its capture; uncapture stops it.
+there is none; a dropped table ends its capture; uncapture stops it. Row
+filters: updates moving rows in and out become creates and deletes, an
+ALTER TABLE that would break the filter is refused, and a filter that is not
+one expression (an injected statement, a subquery) or not boolean is refused
+before anything runs. The chunked snapshot (`kafgres.snapshot`) under
+concurrent writers replays to the table exactly and resumes after an
+interruption. A 1,000-column table and 10 KB rows.
 
 Sessions are psycopg 3 connections on the dev cluster; every table and
 topic is this test's own; every wait is bounded.
@@ -20,6 +26,9 @@ topic is this test's own; every wait is bounded.
 from __future__ import annotations
 
 import json
+import random
+import threading
+import time
 import uuid
 
 import pytest
@@ -219,3 +228,199 @@ def test_bad_calls_fail_clearly_and_a_dropped_table_ends_its_capture(pg_connect,
     conn.execute("SELECT kafgres.capture(%s, %s)", (f"public.{name}", f"cdc.{name}"))
     conn.execute(f"DROP TABLE {name}")
     assert conn.execute("SELECT count(*) FROM kafgres.captures WHERE topic = %s", (f"cdc.{name}",)).fetchone() == (0,)
+
+
+def test_a_row_filter_publishes_rows_inside_it_and_their_moves_in_and_out(pg_connect, table, consume, make_consumer):
+    name = table("id int PRIMARY KEY, status text, amount numeric, note text")
+    conn = pg_connect(autocommit=True)
+    conn.execute(f"INSERT INTO {name} VALUES (1, 'paid', 10, 'before'), (2, 'open', 5, 'before')")
+    topic = f"cdc.{name}"
+    conn.execute("SELECT kafgres.capture(%s, %s, row_filter => %s, snapshot => true)",
+                 (f"public.{name}", topic, "status = 'paid' AND amount >= 1"))
+    conn.execute(f"INSERT INTO {name} VALUES (3, 'paid', 7, NULL), (4, 'open', 7, NULL), (5, 'paid', NULL, NULL)")
+    conn.execute(f"UPDATE {name} SET status = 'paid' WHERE id = 2")   # moves in: a create
+    conn.execute(f"UPDATE {name} SET note = 'changed' WHERE id = 1")  # stays in: an update
+    conn.execute(f"UPDATE {name} SET note = 'changed' WHERE id = 4")  # stays out: nothing
+    conn.execute(f"UPDATE {name} SET status = 'refunded' WHERE id = 3")  # moves out: a delete (and tombstone)
+    conn.execute(f"DELETE FROM {name} WHERE id IN (4, 5)")  # outside (5's NULL amount is not true): nothing
+    # A column the filter does not use may go; one it uses may not.
+    conn.execute(f"ALTER TABLE {name} DROP COLUMN note")
+    with pytest.raises(errors.DependentObjectsStillExist, match="breaks the row filter") as refused:
+        conn.execute(f"ALTER TABLE {name} DROP COLUMN amount")
+    assert refused.value.diag.message_hint and "capture the table again" in refused.value.diag.message_hint
+    conn.execute(f"ALTER TABLE {name} ADD COLUMN region text DEFAULT 'eu'")
+    conn.execute(f"DELETE FROM {name} WHERE id = 1")
+    wait_applied(conn)
+    expected = [("r", 1), ("c", 3), ("c", 2), ("u", 1), ("d", 3), (None, 3), ("d", 1), (None, 1)]
+    got = changes(consume, topic, len(expected))
+    assert [(c["value"]["op"] if c["value"] else None, c["key"]["id"]) for c in got] == expected
+    assert got[2]["value"]["after"]["status"] == "paid" and got[2]["value"]["before"] is None
+    assert got[4]["value"]["before"]["status"] == "paid" and got[4]["value"]["after"] is None
+    assert got[6]["value"]["before"] == {"id": 1, "status": "paid", "amount": "10", "region": "eu"}
+    assert end_offset(make_consumer, topic) == len(expected)
+    assert conn.execute("SELECT row_filter, snapshot_state, snapshot_rows FROM kafgres.capture_status "
+                        "WHERE relation = %s::regclass", (f"public.{name}",)).fetchone() == (
+                            "status = 'paid' AND amount >= 1", "done", 1)
+    # Uncapture and DROP TABLE take the filter's function with them.
+    filter_function = f"_capture_filter_{conn.execute('SELECT %s::regclass::oid', (f'public.{name}',)).fetchone()[0]}"
+    conn.execute("SELECT kafgres.uncapture(%s)", (f"public.{name}",))
+    assert conn.execute("SELECT count(*) FROM pg_proc WHERE proname = %s", (filter_function,)).fetchone() == (0,)
+    conn.execute("SELECT kafgres.capture(%s, %s, row_filter => 'amount > 0')", (f"public.{name}", topic))
+    conn.execute(f"DROP TABLE {name}")
+    assert conn.execute("SELECT count(*) FROM pg_proc WHERE proname = %s", (filter_function,)).fetchone() == (0,)
+
+
+def test_a_row_filter_must_be_one_expression_over_the_row(pg_connect, table):
+    name = table("id int PRIMARY KEY, status text")
+    conn = pg_connect(autocommit=True)
+    victim = f"{name}_victim"
+    conn.execute(f"CREATE TABLE {victim} (x int)")
+    try:
+        for injection in (f"true); DROP TABLE {victim}; SELECT (true",
+                          "true) FROM pg_authid WHERE (true",
+                          "true) UNION SELECT (false",
+                          "(SELECT true FROM pg_authid LIMIT 1)"):
+            with pytest.raises(errors.SyntaxError, match="one expression"):
+                conn.execute("SELECT kafgres.capture(%s, row_filter => %s)", (f"public.{name}", injection))
+        assert conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"public.{victim}",)).fetchone() == (True,)
+        with pytest.raises(errors.DatatypeMismatch, match="must be type boolean"):
+            conn.execute("SELECT kafgres.capture(%s, row_filter => 'id + 1')", (f"public.{name}",))
+        with pytest.raises(errors.UndefinedColumn, match="nope"):
+            conn.execute("SELECT kafgres.capture(%s, row_filter => 'nope = 1')", (f"public.{name}",))
+        with pytest.raises(errors.GroupingError, match="aggregate"):
+            conn.execute("SELECT kafgres.capture(%s, row_filter => 'count(*) > 1')", (f"public.{name}",))
+        with pytest.raises(errors.UndefinedColumn, match="xmin"):
+            conn.execute("SELECT kafgres.capture(%s, row_filter => 'xmin::text <> ''''')", (f"public.{name}",))
+        assert conn.execute("SELECT count(*) FROM kafgres.captures WHERE relation = %s::regclass",
+                            (f"public.{name}",)).fetchone() == (0,)
+    finally:
+        conn.execute(f"DROP TABLE IF EXISTS {victim}")
+
+
+def replay(records: list[dict]) -> dict[int, dict]:
+    """The table a consumer rebuilds from a capture's records: creates, updates and snapshot rows set a key's
+    row, deletes remove it, tombstones change nothing."""
+    rows: dict[int, dict] = {}
+    for r in records:
+        if r["value"] is None:
+            continue
+        op, key = r["value"]["op"], r["key"]["id"]
+        if op in ("c", "u", "r"):
+            rows[key] = r["value"]["after"]
+        elif op == "d":
+            rows.pop(key, None)
+    return rows
+
+
+def test_a_chunked_snapshot_under_concurrent_writes_rebuilds_the_table_exactly(pg_connect, table, consume,
+                                                                               make_consumer):
+    """kafgres.snapshot reads a captured table in chunks while writers go on: replaying the topic gives the
+    table as it is, every row nobody touched arrives once as a snapshot record, and an interrupted snapshot
+    resumes after its last committed chunk instead of starting over."""
+    name = table("id int PRIMARY KEY, v int NOT NULL, pad text NOT NULL")
+    conn = pg_connect(autocommit=True)
+    rows = 6000
+    conn.execute(f"INSERT INTO {name} SELECT g, 0, repeat('p', 100) FROM generate_series(1, %s) g", (rows,))
+    topic = f"cdc.{name}"
+    conn.execute("SELECT kafgres.capture(%s, %s)", (f"public.{name}", topic))
+    pages_total = conn.execute(f"SELECT pg_relation_size('{name}') / current_setting('block_size')::int").fetchone()[0]
+    assert pages_total >= 20
+
+    # Interrupted: a row locked a quarter into the table stops the chunk that reaches it; cancel the snapshot there.
+    locked_id = conn.execute(f"SELECT id FROM {name} WHERE ctid >= %s::tid ORDER BY ctid LIMIT 1",
+                             (f"({pages_total // 4},0)",)).fetchone()[0]
+    locker = pg_connect()
+    locker.execute(f"SELECT 1 FROM {name} WHERE id = %s FOR UPDATE", (locked_id,))
+    snapshotter = pg_connect(autocommit=True)
+    snapshot_pid = snapshotter.execute("SELECT pg_backend_pid()").fetchone()[0]
+    interrupted = threading.Thread(target=lambda: call_quietly(snapshotter, f"CALL kafgres.snapshot('{name}', 4)"))
+    interrupted.start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and conn.execute(
+            "SELECT count(*) FROM pg_locks WHERE pid = %s AND NOT granted", (snapshot_pid,)).fetchone()[0] == 0:
+        time.sleep(0.02)
+    conn.execute("SELECT pg_cancel_backend(%s)", (snapshot_pid,))
+    interrupted.join(30)
+    assert not interrupted.is_alive()
+    locker.rollback()
+    state, done, sent = conn.execute("SELECT snapshot_state, snapshot_pages_done, snapshot_rows FROM "
+                                     "kafgres.capture_status WHERE relation = %s::regclass",
+                                     (f"public.{name}",)).fetchone()
+    assert state == "running" and 0 < done < pages_total and 0 < sent < rows
+
+    # Resumed while writers update, delete and insert rows all over the table.
+    stop = threading.Event()
+    writes: list[int] = []
+
+    def write() -> None:
+        w = pg_connect(autocommit=True)
+        rng = random.Random(7)
+        for i in range(2000):
+            if stop.is_set():
+                break
+            key = rng.randint(1, rows)
+            kind = i % 4
+            if kind == 0:
+                w.execute(f"DELETE FROM {name} WHERE id = %s", (key,))
+            elif kind == 1:
+                w.execute(f"INSERT INTO {name} VALUES (%s, 1, 'new') ON CONFLICT (id) DO UPDATE SET v = {name}.v + 1",
+                          (rows + i,))
+            else:
+                w.execute(f"UPDATE {name} SET v = v + 1 WHERE id = %s", (key,))
+            writes.append(key)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    deadline = time.monotonic() + 30
+    while len(writes) < 20 and writer.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        snapshotter.execute(f"CALL kafgres.snapshot('{name}', 4)")
+    finally:
+        stop.set()
+        writer.join(60)
+    assert not writer.is_alive() and writes
+    wait_applied(conn)
+    count = end_offset(make_consumer, topic)
+    records = changes(consume, topic, count)
+    table_now = {r[0]: {"id": r[0], "v": r[1], "pad": r[2]} for r in conn.execute(f"SELECT id, v, pad FROM {name}")}
+    assert replay(records) == table_now
+    untouched = set(range(1, rows + 1)) - set(writes)
+    snapshot_reads = [r["key"]["id"] for r in records if r["value"] and r["value"]["op"] == "r"]
+    assert sorted(k for k in snapshot_reads if k in untouched) == sorted(untouched), "an untouched row not read once"
+    state, done, total, percent = conn.execute(
+        "SELECT snapshot_state, snapshot_pages_done, snapshot_pages_total, snapshot_percent FROM "
+        "kafgres.capture_status WHERE relation = %s::regclass", (f"public.{name}",)).fetchone()
+    assert (state, done, total, float(percent)) == ("done", pages_total, pages_total, 100.0)
+
+    with pytest.raises(errors.UndefinedObject, match="is not captured"):
+        snapshotter.execute("CALL kafgres.snapshot('kafgres.captures')")
+
+
+def call_quietly(conn, statement: str) -> None:
+    """Runs a statement expected to be cancelled."""
+    try:
+        conn.execute(statement)
+    except errors.QueryCanceled:
+        pass
+
+
+def test_a_table_of_1000_columns_and_rows_of_10_kb(pg_connect, table, consume):
+    wide = table(", ".join(["id int PRIMARY KEY"] + [f"c{i} int" for i in range(1, 1000)]))
+    conn = pg_connect(autocommit=True)
+    conn.execute("SELECT kafgres.capture(%s, %s)", (f"public.{wide}", f"cdc.{wide}"))
+    conn.execute(f"INSERT INTO {wide} (id, c1, c999) VALUES (1, 1, 999)")
+    conn.execute(f"UPDATE {wide} SET c500 = 500")
+    big = table("id int PRIMARY KEY, body text, blob bytea")
+    conn.execute("SELECT kafgres.capture(%s, %s, format => 'row')", (f"public.{big}", f"cdc.{big}"))
+    body = "".join(random.Random(3).choice("abcdefghij") for _ in range(10_000))
+    conn.execute(f"INSERT INTO {big} VALUES (1, %s, %s)", (body, body.encode()))
+    conn.execute(f"UPDATE {big} SET body = body || 'z'")
+    wait_applied(conn)
+    created, updated = changes(consume, f"cdc.{wide}", 2)
+    assert len(created["value"]["after"]) == 1000 and created["value"]["after"]["c999"] == 999
+    assert updated["value"]["before"]["c500"] is None and updated["value"]["after"]["c500"] == 500
+    assert sum(v is not None for v in updated["value"]["after"].values()) == 4
+    created, updated = changes(consume, f"cdc.{big}", 2)
+    assert created["value"]["body"] == body and updated["value"]["body"] == body + "z"
+    assert created["value"]["blob"] == "\\x" + body.encode().hex()

@@ -23,12 +23,28 @@ CREATE TABLE kafgres.captures (
     -- Debezium's tombstone after each delete (a null value under the key),
     -- so that a compacted topic forgets the row.
     tombstones        boolean NOT NULL DEFAULT true,
-    snapshot_rows     bigint,
+    -- Only rows for which this boolean expression over the table's columns
+    -- is true are published (NULL: every row). Kept as written; the triggers
+    -- call kafgres."_capture_filter_<relation oid>", built from it.
+    row_filter        text,
+    -- The last snapshot (capture's snapshot => true, or kafgres.snapshot in
+    -- chunks): 'running' until its last chunk commits, then 'done'. Rows
+    -- sent so far and, for a chunked one, heap pages read of the pages the
+    -- table had when it began, and where the next chunk starts (the leaf
+    -- partition and its page), so that an interrupted one resumes.
+    snapshot_state       text CHECK (snapshot_state IN ('running', 'done')),
+    snapshot_rows        bigint,
+    snapshot_pages_done  bigint,
+    snapshot_pages_total bigint,
+    snapshot_leaf        oid,
+    snapshot_next_page   bigint,
+    snapshot_started_at  timestamptz,
+    snapshot_updated_at  timestamptz,
     created_at        timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE kafgres.captures IS
     'Tables whose changes Kafgres publishes (kafgres.capture, kafgres.uncapture): topic, format, columns, '
-    'dead-letter topic, and the rows of the initial snapshot if one was taken.';
+    'row filter, dead-letter topic, and the progress of the last snapshot.';
 SELECT pg_catalog.pg_extension_config_dump('kafgres.captures', '');
 REVOKE ALL ON kafgres.captures FROM PUBLIC;
 
@@ -232,6 +248,10 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, kafgres SET byte
 DECLARE
     -- The trigger's arguments, numbered from 1 (TG_ARGV counts from 0).
     settings text[] := TG_ARGV[0:4];
+    -- With a row filter, an UPDATE that moves a row into the filter is
+    -- published as its insert, one that moves it out as its delete (as
+    -- Postgres publications do); the trigger that fires says which.
+    update_as text := coalesce(TG_ARGV[5], '');
     old_row jsonb;
     new_row jsonb;
     key_columns name[];
@@ -242,9 +262,9 @@ BEGIN
     END IF;
     IF TG_OP IN ('UPDATE', 'DELETE') THEN old_row := to_jsonb(OLD); END IF;
     IF TG_OP IN ('INSERT', 'UPDATE') THEN new_row := to_jsonb(NEW); END IF;
-    IF TG_OP = 'INSERT' THEN
+    IF TG_OP = 'INSERT' OR update_as = 'insert' THEN
         PERFORM kafgres._capture_emit(TG_RELID, 'c', NULL, new_row, settings);
-    ELSIF TG_OP = 'DELETE' THEN
+    ELSIF TG_OP = 'DELETE' OR update_as = 'delete' THEN
         PERFORM kafgres._capture_emit(TG_RELID, 'd', old_row, NULL, settings);
     ELSE
         key_columns := kafgres._capture_key_columns(TG_RELID);
@@ -262,11 +282,109 @@ BEGIN
 END
 $$;
 
+-- The arguments a capture's triggers carry, numbered from 1: topic, format,
+-- columns, dead-letter topic, tombstones.
+CREATE FUNCTION kafgres._capture_settings(c kafgres.captures) RETURNS text[]
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT ARRAY[c.topic, c.format, coalesce(c.columns::text, ''), coalesce(c.dead_letter_topic, ''),
+                 c.tombstones::text]
+$$;
+
+-- The function a capture's row filter becomes: kafgres."_capture_filter_<oid>"(row).
+-- Polymorphic, so that it depends on no row type and DROP TABLE needs no CASCADE.
+CREATE FUNCTION kafgres._capture_filter_function(relation regclass) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT 'kafgres.' || pg_catalog.quote_ident('_capture_filter_' || relation::oid)
+$$;
+
+-- Whether `row_filter` is a boolean expression over the rows of `relation`,
+-- names resolved as the filter function resolves them (pg_catalog, then the
+-- table's schema). Parse analysis only (PREPARE, never EXECUTE): nothing of
+-- the filter runs here, with this function owner's rights.
+CREATE FUNCTION kafgres._capture_check_filter(relation regclass, row_filter text) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog, kafgres AS $$
+DECLARE
+    table_schema name := (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                          WHERE c.oid = relation);
+BEGIN
+    -- One expression and nothing more, before it goes into a statement.
+    PERFORM kafgres._capture_check_row_filter(row_filter);
+    PERFORM set_config('search_path', 'pg_catalog, ' || quote_ident(table_schema), true);
+    BEGIN
+        EXECUTE format('PREPARE kafgres_row_filter_check(%s) AS SELECT FROM (SELECT ($1).*) AS t WHERE (%s)',
+                       relation, row_filter);
+    EXCEPTION WHEN OTHERS THEN
+        RAISE EXCEPTION 'kafgres: the row filter "%" does not apply to the rows of %: %', row_filter, relation, SQLERRM
+            USING ERRCODE = SQLSTATE,
+                  HINT = 'a row filter is a boolean expression over the table''s columns, without aggregates, '
+                         'window functions, subqueries or system columns; names other than pg_catalog''s and '
+                         'the table schema''s must be schema-qualified';
+    END;
+    DEALLOCATE kafgres_row_filter_check;
+END
+$$;
+
+CREATE FUNCTION kafgres._capture_drop_triggers(relation regclass) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    name text;
+BEGIN
+    FOREACH name IN ARRAY ARRAY['kafgres_capture', 'kafgres_capture_delete', 'kafgres_capture_update',
+                                'kafgres_capture_update_in', 'kafgres_capture_update_out', 'kafgres_capture_truncate'] LOOP
+        EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS %I ON %s', name, relation);
+    END LOOP;
+END
+$$;
+
+-- Puts the capture's triggers on the table (replacing any it had). Without
+-- a row filter, one row trigger for every change; with one, a trigger per
+-- case, each with the filter as its WHEN condition, so that a row outside
+-- the filter costs its writer no trigger call at all.
+CREATE FUNCTION kafgres._capture_install_triggers(relation regclass, settings text[], filter_function text)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    args text := (SELECT string_agg(quote_literal(s), ', ') FROM unnest(settings) s);
+    create_trigger text := 'CREATE TRIGGER %I AFTER %s ON %s FOR EACH ROW %s EXECUTE FUNCTION kafgres._capture_trigger(%s)';
+    f text := filter_function;
+BEGIN
+    PERFORM kafgres._capture_drop_triggers(relation);
+    IF f IS NULL THEN
+        EXECUTE format(create_trigger, 'kafgres_capture', 'INSERT OR UPDATE OR DELETE', relation, '', args);
+    ELSE
+        EXECUTE format(create_trigger, 'kafgres_capture', 'INSERT', relation, format('WHEN (%s(NEW))', f), args);
+        EXECUTE format(create_trigger, 'kafgres_capture_delete', 'DELETE', relation, format('WHEN (%s(OLD))', f), args);
+        EXECUTE format(create_trigger, 'kafgres_capture_update', 'UPDATE', relation,
+                       format('WHEN (%s(OLD) AND %s(NEW))', f, f), args);
+        EXECUTE format(create_trigger, 'kafgres_capture_update_in', 'UPDATE', relation,
+                       format('WHEN (NOT %s(OLD) AND %s(NEW))', f, f), args || ', ''insert''');
+        EXECUTE format(create_trigger, 'kafgres_capture_update_out', 'UPDATE', relation,
+                       format('WHEN (%s(OLD) AND NOT %s(NEW))', f, f), args || ', ''delete''');
+    END IF;
+    EXECUTE format('CREATE TRIGGER kafgres_capture_truncate AFTER TRUNCATE ON %s '
+                   'FOR EACH STATEMENT EXECUTE FUNCTION kafgres._capture_trigger(%s)', relation, args);
+END
+$$;
+
+-- What capturing a table asks of whoever called (the capture functions run
+-- as their owner): what CREATE TRIGGER asks, owning the table or TRIGGER on it.
+CREATE FUNCTION kafgres._capture_check_rights(relation regclass, caller text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = relation
+                   AND (pg_catalog.pg_has_role(session_user, c.relowner, 'USAGE')
+                        OR pg_catalog.has_table_privilege(session_user, relation, 'TRIGGER'))) THEN
+        RAISE EXCEPTION '%: permission denied for table %', caller, relation
+            USING ERRCODE = 'insufficient_privilege', HINT = 'capture a table you own or have the TRIGGER privilege on';
+    END IF;
+END
+$$;
+
 CREATE FUNCTION kafgres.capture(
     "table" regclass,
     topic text DEFAULT NULL,
     format text DEFAULT 'debezium',
     columns name[] DEFAULT NULL,
+    row_filter text DEFAULT NULL,
     snapshot boolean DEFAULT false,
     dead_letter_topic text DEFAULT NULL,
     tombstones boolean DEFAULT true,
@@ -276,25 +394,21 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, kafgres SET byte
 SET client_min_messages = warning AS $$
 DECLARE
     kind "char";
-    owner oid;
     missing name;
     settings text[];
+    filter_function text;
     r record;
     snapshot_count bigint := 0;
 BEGIN
     IF "table" IS NULL THEN
         RAISE EXCEPTION 'kafgres.capture: table must not be NULL' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    SELECT c.relkind, c.relowner INTO kind, owner FROM pg_class c WHERE c.oid = "table";
+    SELECT c.relkind INTO kind FROM pg_class c WHERE c.oid = "table";
     IF kind NOT IN ('r', 'p') THEN
         RAISE EXCEPTION 'kafgres.capture: % is not a table', "table"
             USING ERRCODE = 'wrong_object_type', HINT = 'capture an ordinary or partitioned table';
     END IF;
-    -- What CREATE TRIGGER asks of whoever called (this function runs as its owner).
-    IF NOT (pg_has_role(session_user, owner, 'USAGE') OR has_table_privilege(session_user, "table", 'TRIGGER')) THEN
-        RAISE EXCEPTION 'kafgres.capture: permission denied for table %', "table"
-            USING ERRCODE = 'insufficient_privilege', HINT = 'capture a table you own or have the TRIGGER privilege on';
-    END IF;
+    PERFORM kafgres._capture_check_rights("table", 'kafgres.capture');
     IF format IS NULL OR format NOT IN ('debezium', 'row') THEN
         RAISE EXCEPTION 'kafgres.capture: unknown format "%"', format
             USING ERRCODE = 'invalid_parameter_value', HINT = 'use ''debezium'' (the Debezium envelope) or ''row''';
@@ -305,6 +419,9 @@ BEGIN
     IF missing IS NOT NULL THEN
         RAISE EXCEPTION 'kafgres.capture: table % has no column "%"', "table", missing
             USING ERRCODE = 'undefined_column';
+    END IF;
+    IF row_filter IS NOT NULL THEN
+        PERFORM kafgres._capture_check_filter("table", row_filter);
     END IF;
     IF snapshot AND current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'kafgres.capture: a snapshot needs READ COMMITTED'
@@ -326,49 +443,65 @@ BEGIN
     -- CREATE TRIGGER locks the table against writes until this transaction
     -- ends: every change committed before is in the snapshot below, every one
     -- after fires the trigger.
-    EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS kafgres_capture ON %s', "table");
-    EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS kafgres_capture_truncate ON %s', "table");
-    EXECUTE pg_catalog.format('CREATE TRIGGER kafgres_capture AFTER INSERT OR UPDATE OR DELETE ON %s '
-                              'FOR EACH ROW EXECUTE FUNCTION kafgres._capture_trigger(%s)',
-                              "table", (SELECT string_agg(quote_literal(s), ', ') FROM unnest(settings) s));
-    EXECUTE pg_catalog.format('CREATE TRIGGER kafgres_capture_truncate AFTER TRUNCATE ON %s '
-                              'FOR EACH STATEMENT EXECUTE FUNCTION kafgres._capture_trigger(%s)',
-                              "table", (SELECT string_agg(quote_literal(s), ', ') FROM unnest(settings) s));
+    PERFORM kafgres._capture_drop_triggers("table");
+    filter_function := kafgres._capture_filter_function("table");
+    EXECUTE pg_catalog.format('DROP FUNCTION IF EXISTS %s(anyelement)', filter_function);
+    IF row_filter IS NOT NULL THEN
+        -- Runs as whoever writes the table (trigger conditions do), with its
+        -- names resolved as _capture_check_filter checked them.
+        EXECUTE pg_catalog.format(
+            'CREATE FUNCTION %s(anyelement) RETURNS boolean LANGUAGE sql STABLE PARALLEL SAFE '
+            'SET search_path = pg_catalog, %I AS %L',
+            filter_function,
+            (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = "table"),
+            pg_catalog.format('SELECT coalesce((%s), false) FROM (SELECT ($1).*) AS t', row_filter));
+        EXECUTE pg_catalog.format('COMMENT ON FUNCTION %s(anyelement) IS %L', filter_function,
+                                  pg_catalog.format('The row filter of the capture of %s (kafgres.capture).', "table"));
+    ELSE
+        filter_function := NULL;
+    END IF;
+    PERFORM kafgres._capture_install_triggers("table", settings, filter_function);
     IF snapshot THEN
-        FOR r IN EXECUTE pg_catalog.format('SELECT to_jsonb(t) AS row_value FROM %s AS t', "table") LOOP
+        FOR r IN EXECUTE pg_catalog.format('SELECT to_jsonb(t) AS row_value FROM %s AS t %s', "table",
+                                           CASE WHEN filter_function IS NOT NULL
+                                                THEN pg_catalog.format('WHERE %s(t)', filter_function) ELSE '' END) LOOP
             PERFORM kafgres._capture_emit("table", 'r', NULL, r.row_value, settings, 'true');
             snapshot_count := snapshot_count + 1;
         END LOOP;
     END IF;
-    INSERT INTO kafgres.captures AS c (relation, topic, format, columns, dead_letter_topic, tombstones, snapshot_rows)
-    VALUES ("table", topic, format, columns, dead_letter_topic, coalesce(tombstones, true),
-            CASE WHEN snapshot THEN snapshot_count END)
+    INSERT INTO kafgres.captures AS c (relation, topic, format, columns, row_filter, dead_letter_topic, tombstones,
+                                       snapshot_state, snapshot_rows, snapshot_started_at, snapshot_updated_at)
+    VALUES ("table", topic, format, columns, row_filter, dead_letter_topic, coalesce(tombstones, true),
+            CASE WHEN snapshot THEN 'done' END, CASE WHEN snapshot THEN snapshot_count END,
+            CASE WHEN snapshot THEN now() END, CASE WHEN snapshot THEN clock_timestamp() END)
     ON CONFLICT (relation) DO UPDATE
     SET topic = excluded.topic, format = excluded.format, columns = excluded.columns,
-        dead_letter_topic = excluded.dead_letter_topic, tombstones = excluded.tombstones,
-        snapshot_rows = coalesce(excluded.snapshot_rows, c.snapshot_rows), created_at = now();
+        row_filter = excluded.row_filter, dead_letter_topic = excluded.dead_letter_topic,
+        tombstones = excluded.tombstones, created_at = now(),
+        snapshot_state = coalesce(excluded.snapshot_state, c.snapshot_state),
+        snapshot_rows = coalesce(excluded.snapshot_rows, c.snapshot_rows),
+        snapshot_pages_done = CASE WHEN snapshot THEN NULL ELSE c.snapshot_pages_done END,
+        snapshot_pages_total = CASE WHEN snapshot THEN NULL ELSE c.snapshot_pages_total END,
+        snapshot_leaf = CASE WHEN snapshot THEN NULL ELSE c.snapshot_leaf END,
+        snapshot_next_page = CASE WHEN snapshot THEN NULL ELSE c.snapshot_next_page END,
+        snapshot_started_at = coalesce(excluded.snapshot_started_at, c.snapshot_started_at),
+        snapshot_updated_at = coalesce(excluded.snapshot_updated_at, c.snapshot_updated_at);
     RETURN topic;
 END
 $$;
-COMMENT ON FUNCTION kafgres.capture(regclass, text, text, name[], boolean, text, boolean, integer) IS
+COMMENT ON FUNCTION kafgres.capture(regclass, text, text, name[], text, boolean, text, boolean, integer) IS
     'Publishes the table''s changes to a topic (created if missing; default <database>.<schema>.<table>) from this '
-    'transaction''s commit on, exactly once and in commit order; snapshot => true sends its rows first.';
+    'transaction''s commit on, exactly once and in commit order; row_filter keeps only matching rows; '
+    'snapshot => true sends its rows first (kafgres.snapshot does it in chunks).';
 
 CREATE FUNCTION kafgres.uncapture("table" regclass) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, kafgres SET client_min_messages = warning AS $$
-DECLARE
-    owner oid;
 BEGIN
-    SELECT c.relowner INTO owner FROM pg_class c WHERE c.oid = "table";
-    IF owner IS NOT NULL AND NOT (pg_has_role(session_user, owner, 'USAGE')
-                                  OR has_table_privilege(session_user, "table", 'TRIGGER')) THEN
-        RAISE EXCEPTION 'kafgres.uncapture: permission denied for table %', "table"
-            USING ERRCODE = 'insufficient_privilege';
+    IF EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = "table") THEN
+        PERFORM kafgres._capture_check_rights("table", 'kafgres.uncapture');
+        PERFORM kafgres._capture_drop_triggers("table");
     END IF;
-    IF owner IS NOT NULL THEN
-        EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS kafgres_capture ON %s', "table");
-        EXECUTE pg_catalog.format('DROP TRIGGER IF EXISTS kafgres_capture_truncate ON %s', "table");
-    END IF;
+    EXECUTE pg_catalog.format('DROP FUNCTION IF EXISTS %s(anyelement)', kafgres._capture_filter_function("table"));
     DELETE FROM kafgres.captures WHERE relation = "table";
     RETURN FOUND;
 END
@@ -376,15 +509,211 @@ $$;
 COMMENT ON FUNCTION kafgres.uncapture(regclass) IS
     'Stops publishing the table''s changes (from this transaction''s commit on); false if it was not captured.';
 
--- A dropped table ends its capture: its row goes with it.
+-- What kafgres.snapshot's helpers ask of whoever called them (they run as
+-- their owner and PUBLIC may call them): EXECUTE on kafgres.snapshot, and
+-- the rights capturing the table asks.
+CREATE FUNCTION kafgres._capture_check_snapshot_rights(relation regclass) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT pg_catalog.has_function_privilege(session_user, 'kafgres.snapshot(regclass, integer, boolean)', 'EXECUTE') THEN
+        RAISE EXCEPTION 'kafgres.snapshot: permission denied for procedure kafgres.snapshot'
+            USING ERRCODE = 'insufficient_privilege', HINT = 'GRANT EXECUTE ON PROCEDURE kafgres.snapshot to the role';
+    END IF;
+    PERFORM kafgres._capture_check_rights(relation, 'kafgres.snapshot');
+END
+$$;
+
+-- The tables that hold a captured table's rows: itself, or its partitions.
+CREATE FUNCTION kafgres._capture_leaves(relation regclass) RETURNS TABLE (leaf regclass)
+LANGUAGE sql STABLE AS $$
+    SELECT p.relid FROM pg_catalog.pg_partition_tree(relation) p WHERE p.isleaf
+    UNION
+    SELECT c.oid::regclass FROM pg_catalog.pg_class c WHERE c.oid = relation AND c.relkind = 'r'
+$$;
+
+-- A chunked snapshot (kafgres.snapshot) begins, or resumes where an
+-- interrupted one stopped: the heap pages of each leaf (the table, or each
+-- of its partitions) to read, in order. SECURITY DEFINER, for a procedure
+-- that commits (and so cannot be one); executable by PUBLIC, it checks the
+-- caller's rights itself.
+CREATE FUNCTION kafgres._capture_snapshot_start(relation regclass, resume boolean)
+RETURNS TABLE (leaf oid, first_page bigint, pages bigint)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, kafgres AS $$
+#variable_conflict use_variable
+DECLARE
+    c kafgres.captures;
+    block_bytes bigint := current_setting('block_size')::bigint;
+BEGIN
+    PERFORM kafgres._capture_check_snapshot_rights(relation);
+    SELECT * INTO c FROM kafgres.captures k WHERE k.relation = _capture_snapshot_start.relation FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'kafgres.snapshot: % is not captured', relation
+            USING ERRCODE = 'undefined_object', HINT = 'call kafgres.capture first: the snapshot''s consistency rests on it';
+    END IF;
+    IF NOT (resume AND c.snapshot_state = 'running' AND c.snapshot_pages_total IS NOT NULL) THEN
+        UPDATE kafgres.captures k
+        SET snapshot_state = 'running', snapshot_rows = 0, snapshot_pages_done = 0, snapshot_leaf = NULL,
+            snapshot_next_page = 0, snapshot_started_at = clock_timestamp(), snapshot_updated_at = clock_timestamp(),
+            snapshot_pages_total = (SELECT coalesce(sum(pg_relation_size(l.leaf) / block_bytes), 0)
+                                    FROM kafgres._capture_leaves(relation) l)
+        WHERE k.relation = _capture_snapshot_start.relation
+        RETURNING * INTO c;
+    END IF;
+    RETURN QUERY
+        SELECT l.leaf::oid,
+               CASE WHEN l.leaf::oid = c.snapshot_leaf THEN c.snapshot_next_page ELSE 0 END,
+               pg_relation_size(l.leaf) / block_bytes
+        FROM kafgres._capture_leaves(relation) l
+        WHERE c.snapshot_leaf IS NULL OR l.leaf::oid >= c.snapshot_leaf
+        ORDER BY l.leaf::oid;
+END
+$$;
+
+-- One chunk of a snapshot: the rows of `leaf`'s heap pages
+-- [first_page, first_page + pages), each as an op = 'r' record, and the
+-- progress, in one transaction. The rows are read FOR SHARE: a writer that
+-- changes one waits for this chunk to commit, so its change comes after the
+-- row's snapshot record in commit order, never before it with the older
+-- value after. `finish` marks the snapshot done.
+CREATE FUNCTION kafgres._capture_snapshot_chunk(relation regclass, leaf oid, first_page bigint, pages bigint,
+                                                finish boolean) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, kafgres SET bytea_output = 'hex' AS $$
+#variable_conflict use_variable
+DECLARE
+    c kafgres.captures;
+    r record;
+    sent bigint := 0;
+    filter text;
+BEGIN
+    PERFORM kafgres._capture_check_snapshot_rights(relation);
+    SELECT * INTO c FROM kafgres.captures k WHERE k.relation = _capture_snapshot_chunk.relation FOR UPDATE;
+    IF NOT FOUND OR c.snapshot_state IS DISTINCT FROM 'running' THEN
+        RAISE EXCEPTION 'kafgres.snapshot: the snapshot of % ended while it ran', relation
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'the table was captured again or uncaptured meanwhile; call kafgres.snapshot again';
+    END IF;
+    IF leaf IS NOT NULL AND pages > 0 THEN
+        filter := CASE WHEN c.row_filter IS NOT NULL
+                       THEN pg_catalog.format(' AND %s(t)', kafgres._capture_filter_function(relation)) ELSE '' END;
+        FOR r IN EXECUTE pg_catalog.format(
+                'SELECT to_jsonb(t) AS row_value FROM %s AS t WHERE t.ctid >= %L::tid AND t.ctid < %L::tid%s '
+                'FOR SHARE OF t', leaf::regclass, pg_catalog.format('(%s,0)', first_page),
+                pg_catalog.format('(%s,0)', least(first_page + pages, 4294967295)), filter) LOOP
+            PERFORM kafgres._capture_emit(leaf, 'r', NULL, r.row_value, kafgres._capture_settings(c), 'true');
+            sent := sent + 1;
+        END LOOP;
+    END IF;
+    UPDATE kafgres.captures k
+    SET snapshot_rows = coalesce(k.snapshot_rows, 0) + sent,
+        snapshot_pages_done = coalesce(k.snapshot_pages_done, 0) + greatest(coalesce(pages, 0), 0),
+        snapshot_leaf = coalesce(leaf, k.snapshot_leaf),
+        snapshot_next_page = CASE WHEN leaf IS NOT NULL THEN first_page + pages ELSE k.snapshot_next_page END,
+        snapshot_state = CASE WHEN finish THEN 'done' ELSE 'running' END,
+        snapshot_updated_at = clock_timestamp()
+    WHERE k.relation = _capture_snapshot_chunk.relation;
+    RETURN sent;
+END
+$$;
+
+-- The snapshot in chunks: each chunk its own transaction, so that a large
+-- table never holds one long transaction and writers only ever wait for the
+-- rows of one chunk. Call it outside a transaction block, on a captured
+-- table; it resumes an interrupted snapshot unless restart => true.
+CREATE PROCEDURE kafgres.snapshot("table" regclass, pages_per_chunk integer DEFAULT 128, restart boolean DEFAULT false)
+LANGUAGE plpgsql AS $$
+DECLARE
+    leaves oid[];
+    first_pages bigint[];
+    leaf_pages bigint[];
+    i integer;
+    chunk_pages bigint;
+    next_page bigint;
+    attempts integer;
+BEGIN
+    IF pages_per_chunk IS NULL OR pages_per_chunk < 1 THEN
+        RAISE EXCEPTION 'kafgres.snapshot: pages_per_chunk must be at least 1, not %', pages_per_chunk
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT coalesce(array_agg(s.leaf ORDER BY s.leaf), '{}'), array_agg(s.first_page ORDER BY s.leaf),
+           array_agg(s.pages ORDER BY s.leaf)
+    INTO leaves, first_pages, leaf_pages
+    FROM kafgres._capture_snapshot_start("table", NOT coalesce(restart, false)) s;
+    COMMIT;
+    FOR i IN 1 .. cardinality(leaves) LOOP
+        next_page := first_pages[i];
+        WHILE next_page < leaf_pages[i] LOOP
+            chunk_pages := least(pages_per_chunk, leaf_pages[i] - next_page);
+            attempts := 0;
+            LOOP
+                BEGIN
+                    PERFORM kafgres._capture_snapshot_chunk("table", leaves[i], next_page, chunk_pages, false);
+                    EXIT;
+                EXCEPTION WHEN deadlock_detected THEN
+                    -- A writer held one row of the chunk and waited for another
+                    -- the chunk held: the chunk gave way; read it again.
+                    attempts := attempts + 1;
+                    IF attempts >= 10 THEN
+                        RAISE;
+                    END IF;
+                END;
+            END LOOP;
+            COMMIT;
+            next_page := next_page + chunk_pages;
+        END LOOP;
+    END LOOP;
+    PERFORM kafgres._capture_snapshot_chunk("table", NULL, 0, 0, true);
+    COMMIT;
+END
+$$;
+COMMENT ON PROCEDURE kafgres.snapshot(regclass, integer, boolean) IS
+    'Sends every row of a captured table as op = r records, in chunks of heap pages, one transaction each, '
+    'consistent with the stream of its changes; progress in kafgres.capture_status; resumes an interrupted one.';
+REVOKE ALL ON PROCEDURE kafgres.snapshot(regclass, integer, boolean) FROM PUBLIC;
+
+-- A dropped table ends its capture: its row and its row filter go with it.
 CREATE FUNCTION kafgres._capture_dropped() RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, kafgres AS $$
+DECLARE
+    dropped oid;
 BEGIN
     IF to_regclass('kafgres.captures') IS NOT NULL THEN
-        DELETE FROM kafgres.captures c
-        USING pg_event_trigger_dropped_objects() d
-        WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid = c.relation::oid;
+        FOR dropped IN DELETE FROM kafgres.captures c
+                       USING pg_event_trigger_dropped_objects() d
+                       WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid = c.relation::oid
+                       RETURNING d.objid LOOP
+            EXECUTE format('DROP FUNCTION IF EXISTS kafgres.%I(anyelement)', '_capture_filter_' || dropped);
+        END LOOP;
     END IF;
 END
 $$;
 CREATE EVENT TRIGGER kafgres_capture_dropped ON sql_drop EXECUTE FUNCTION kafgres._capture_dropped();
+
+-- An ALTER TABLE that a capture's row filter cannot survive (a column it
+-- uses dropped, renamed or retyped) fails, as Postgres refuses it for a
+-- publication's row filter: after it, every write to the table would fail
+-- in the filter instead.
+CREATE FUNCTION kafgres._capture_altered() RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, kafgres AS $$
+DECLARE
+    c record;
+BEGIN
+    IF to_regclass('kafgres.captures') IS NULL THEN
+        RETURN;
+    END IF;
+    FOR c IN SELECT DISTINCT k.relation, k.row_filter
+             FROM kafgres.captures k JOIN pg_event_trigger_ddl_commands() d
+               ON d.classid = 'pg_class'::regclass AND d.objid = k.relation::oid
+             WHERE k.row_filter IS NOT NULL LOOP
+        BEGIN
+            PERFORM kafgres._capture_check_filter(c.relation, c.row_filter);
+        EXCEPTION WHEN OTHERS THEN
+            RAISE EXCEPTION 'kafgres: this ALTER TABLE breaks the row filter "%" of the capture of %', c.row_filter,
+                            c.relation
+                USING ERRCODE = 'dependent_objects_still_exist', DETAIL = SQLERRM,
+                      HINT = 'capture the table again with a row filter that does not use what changes, or uncapture it, first';
+        END;
+    END LOOP;
+END
+$$;
+CREATE EVENT TRIGGER kafgres_capture_altered ON ddl_command_end WHEN TAG IN ('ALTER TABLE')
+    EXECUTE FUNCTION kafgres._capture_altered();

@@ -111,7 +111,12 @@ COMMENT ON VIEW kafgres.archive_status IS
     'archived yet (held from retention), the last file archived, failures (each retried) and the last one.';
 
 CREATE VIEW kafgres.capture_status AS
-SELECT c.relation, c.topic, c.format, c.columns, c.dead_letter_topic, c.tombstones, c.snapshot_rows, c.created_at,
+SELECT c.relation, c.topic, c.format, c.columns, c.row_filter, c.dead_letter_topic, c.tombstones, c.created_at,
+       c.snapshot_state, c.snapshot_rows, c.snapshot_pages_done, c.snapshot_pages_total,
+       CASE WHEN c.snapshot_pages_total > 0 THEN round(100.0 * least(c.snapshot_pages_done, c.snapshot_pages_total)
+                                                       / c.snapshot_pages_total, 1)
+            WHEN c.snapshot_state = 'done' THEN 100.0 END AS snapshot_percent,
+       c.snapshot_started_at, c.snapshot_updated_at,
        CASE WHEN g.tgenabled IS NULL THEN 'trigger missing'
             WHEN g.tgenabled = 'D' THEN 'trigger disabled'
             ELSE 'capturing' END AS state,
@@ -122,7 +127,7 @@ FROM kafgres.captures c
 LEFT JOIN pg_trigger g ON g.tgrelid = c.relation AND g.tgname = 'kafgres_capture'
 LEFT JOIN kafgres.sql_bridge_status b ON true;
 COMMENT ON VIEW kafgres.capture_status IS
-    'Each capture (kafgres.capture): its settings, whether its trigger fires, and how far the SQL bridge that '
+    'Each capture (kafgres.capture): its settings, its last snapshot''s progress, whether its trigger fires, and how far the SQL bridge that '
     'delivers its changes is: every change committed before applied_lsn is in its topic; bridge_lag_bytes of WAL '
     'are written after it (all of the server''s WAL, not only changes).';
 
@@ -130,6 +135,10 @@ COMMENT ON VIEW kafgres.capture_status IS
 -- produce, consume or watch (docs/sql.md lists what each needs).
 REVOKE ALL ON ALL TABLES IN SCHEMA kafgres FROM PUBLIC;
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA kafgres FROM PUBLIC;
+-- kafgres.snapshot commits between chunks, so it runs as its caller and its
+-- chunks as their owner: they check the caller's rights themselves.
+GRANT EXECUTE ON FUNCTION kafgres._capture_snapshot_start(regclass, boolean),
+                          kafgres._capture_snapshot_chunk(regclass, oid, bigint, bigint, boolean) TO PUBLIC;
 
 -- Wake a broker worker that started before the schema existed; it starts
 -- serving as soon as this transaction commits.

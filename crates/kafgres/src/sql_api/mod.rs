@@ -11,6 +11,7 @@ pub mod admin;
 pub mod broker_link;
 pub mod consume;
 pub mod read;
+mod row_filter;
 mod rows;
 pub use rows::{timestamp, POSTGRES_EPOCH_UNIX_US};
 pub mod send;
