@@ -19,11 +19,18 @@ partition the ids increase (the commit order of a single driver). Every
 COMMIT that returned successfully must have its row and its event; a COMMIT
 cut off by a kill may have gone either way, and the table says which.
 
+A second driver writes a captured table (kafgres.capture, docs/cdc.md) in
+the same run, each transaction inserting row n and updating row n - 1. Its
+topic (one partition) must hold exactly the committed transactions' changes,
+in commit order: for each committed n, the create of n, then the update of
+n - 1 if that row exists.
+
 The cluster is stopped and removed at the end, also on failure.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -47,6 +54,7 @@ KAFKA_PORT = 9499
 BOOTSTRAP = f"127.0.0.1:{KAFKA_PORT}"
 TOPIC = "crash-events"
 PARTITIONS = 3
+CAPTURED_TOPIC = "crash-cdc"
 
 MIN_KILLS = 16
 KILL_LOOP_BUDGET_S = 120.0  # the kills must all happen within this
@@ -164,8 +172,11 @@ def crash_cluster():
         with psycopg.connect(cluster.conninfo, autocommit=True) as conn:
             conn.execute("create extension kafgres")
             conn.execute("create table business(id bigint primary key)")
+            conn.execute("create table captured(id bigint primary key, n bigint not null)")
         cluster.wait_ready()
         create_crash_topic()
+        with psycopg.connect(cluster.conninfo, autocommit=True) as conn:
+            conn.execute("select kafgres.capture('captured', %s)", (CAPTURED_TOPIC,))
         yield cluster
     finally:
         cluster.destroy()
@@ -206,8 +217,7 @@ class Driver(threading.Thread):
             n = self.stats.next_id
             self.stats.next_id += 1
             try:
-                conn.execute("insert into business(id) values (%s)", (n,))
-                conn.execute("select kafgres.send(%s, %s::text, key => %s::text)", (TOPIC, str(n), str(n)))
+                self.transaction(conn, n)
                 conn.commit()
             except psycopg.Error as e:
                 self.stats.in_doubt.append(n)
@@ -223,29 +233,41 @@ class Driver(threading.Thread):
         if conn is not None:
             conn.close()
 
+    def transaction(self, conn: psycopg.Connection, n: int) -> None:
+        conn.execute("insert into business(id) values (%s)", (n,))
+        conn.execute("select kafgres.send(%s, %s::text, key => %s::text)", (TOPIC, str(n), str(n)))
 
-def read_topic() -> dict[int, list[tuple[bytes | None, bytes | None]]]:
-    """Every record of every partition of TOPIC, from the log start to the high watermark."""
+
+class CaptureDriver(Driver):
+    """One session writing the captured table: row n inserted, row n - 1 updated, in one transaction."""
+
+    def transaction(self, conn: psycopg.Connection, n: int) -> None:
+        conn.execute("insert into captured(id, n) values (%s, 0)", (n,))
+        conn.execute("update captured set n = %s where id = %s", (n, n - 1))
+
+
+def read_topic(topic: str = TOPIC, partitions: int = PARTITIONS) -> dict[int, list[tuple[bytes | None, bytes | None]]]:
+    """Every record of every partition of `topic`, from the log start to the high watermark."""
     consumer = Consumer({
         "bootstrap.servers": BOOTSTRAP, "group.id": "crash-test-reader", "enable.auto.commit": False,
         "enable.partition.eof": False, "auto.offset.reset": "error",
     })
     try:
         out: dict[int, list] = {}
-        for p in range(PARTITIONS):
-            low, high = consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)
+        for p in range(partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
             out[p] = []
             if high <= low:
                 continue
-            consumer.assign([TopicPartition(TOPIC, p, low)])
+            consumer.assign([TopicPartition(topic, p, low)])
             deadline = time.monotonic() + 30
             while len(out[p]) < high - low and time.monotonic() < deadline:
                 msg = consumer.poll(0.5)
                 if msg is None:
                     continue
-                assert msg.error() is None, f"reading {TOPIC}[{p}]: {msg.error()}"
+                assert msg.error() is None, f"reading {topic}[{p}]: {msg.error()}"
                 out[p].append((msg.key(), msg.value()))
-            assert len(out[p]) == high - low, f"read {len(out[p])} of {high - low} records of {TOPIC}[{p}]"
+            assert len(out[p]) == high - low, f"read {len(out[p])} of {high - low} records of {topic}[{p}]"
         return out
     finally:
         consumer.close()
@@ -261,6 +283,8 @@ def test_rows_and_events_match_after_kill_9(crash_cluster: Cluster):
     rng.shuffle(kinds)
     driver = Driver(crash_cluster.conninfo)
     driver.start()
+    capture_driver = CaptureDriver(crash_cluster.conninfo)
+    capture_driver.start()
     kills: list[str] = []
     loop_deadline = time.monotonic() + KILL_LOOP_BUDGET_S
     try:
@@ -302,10 +326,14 @@ def test_rows_and_events_match_after_kill_9(crash_cluster: Cluster):
             time.sleep(0.01)
     finally:
         driver.stop.set()
+        capture_driver.stop.set()
         driver.join(30)
-    assert not driver.is_alive(), "the driver did not stop"
+        capture_driver.join(30)
+    assert not driver.is_alive() and not capture_driver.is_alive(), "a driver did not stop"
     stats = driver.stats
     assert not stats.unexpected, f"unexpected errors from the driver: {stats.unexpected[:10]}"
+    assert not capture_driver.stats.unexpected, (
+        f"unexpected errors from the capture driver: {capture_driver.stats.unexpected[:10]}")
 
     with psycopg.connect(crash_cluster.conninfo, autocommit=True) as conn:
         rows = [r[0] for r in conn.execute("select id from business order by id")]
@@ -352,5 +380,40 @@ def test_rows_and_events_match_after_kill_9(crash_cluster: Cluster):
     assert len(kills) == len(kinds) >= 10
     assert len(acked) >= 100, f"{summary}: too little traffic to mean anything"
 
+    check_captured_changes(crash_cluster, capture_driver.stats, summary)
+
     panics = [line for line in crash_cluster.log.read_text(errors="replace").splitlines() if "PANIC" in line]
     assert not panics, "PANIC in the server log:\n" + "\n".join(panics[:20])
+
+
+def check_captured_changes(cluster: Cluster, stats: DriverStats, summary: str) -> None:
+    """The captured table's topic holds each committed transaction's two changes once, in commit order."""
+    with psycopg.connect(cluster.conninfo, autocommit=True) as conn:
+        table = dict(conn.execute("select id, n from captured").fetchall())
+    committed = sorted(table)
+    assert set(stats.acknowledged) <= set(committed), "acknowledged commits without their captured row"
+    assert len(stats.acknowledged) >= 50, f"{summary}: too few captured transactions to mean anything"
+    expected: list[tuple[str, int, int]] = []
+    for n in committed:
+        expected.append(("c", n, 0))
+        if n - 1 in table:
+            expected.append(("u", n - 1, n))
+    deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+    while True:
+        records = read_topic(CAPTURED_TOPIC, 1)[0]
+        if len(records) >= len(expected) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    got = []
+    for key, value in records:
+        change = json.loads(value)
+        after = change["after"]
+        assert json.loads(key) == {"id": after["id"]}, f"key {key!r} of {change}"
+        got.append((change["op"], after["id"], after["n"]))
+    first_difference = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
+    assert got == expected, (
+        f"{summary}\ncaptured changes differ from the committed transactions ({len(got)} records, "
+        f"{len(expected)} expected) from record {first_difference}: got {got[first_difference:first_difference + 5]}, "
+        f"expected {expected[first_difference:first_difference + 5]}")
+    print(f"captured: {len(committed)} committed transactions, {len(got)} changes, "
+          f"{len(stats.in_doubt)} cut off by a kill")
