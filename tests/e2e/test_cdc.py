@@ -368,6 +368,7 @@ def test_a_chunked_snapshot_under_concurrent_writes_rebuilds_the_table_exactly(p
             else:
                 w.execute(f"UPDATE {name} SET v = v + 1 WHERE id = %s", (key,))
             writes.append(key)
+        wait_applied(w)  # its changes are in the topic before the test reads it
 
     writer = threading.Thread(target=write)
     writer.start()
@@ -380,7 +381,7 @@ def test_a_chunked_snapshot_under_concurrent_writes_rebuilds_the_table_exactly(p
         stop.set()
         writer.join(60)
     assert not writer.is_alive() and writes
-    wait_applied(conn)
+    wait_applied(snapshotter)
     count = end_offset(make_consumer, topic)
     records = changes(consume, topic, count)
     table_now = {r[0]: {"id": r[0], "v": r[1], "pad": r[2]} for r in conn.execute(f"SELECT id, v, pad FROM {name}")}
@@ -424,3 +425,31 @@ def test_a_table_of_1000_columns_and_rows_of_10_kb(pg_connect, table, consume):
     created, updated = changes(consume, f"cdc.{big}", 2)
     assert created["value"]["body"] == body and updated["value"]["body"] == body + "z"
     assert created["value"]["blob"] == "\\x" + body.encode().hex()
+
+
+def test_schema_changes_give_the_next_change_the_new_shape(pg_connect, table, consume):
+    """The triggers carry what they need of the table (key columns, which columns need mapping); ALTER TABLE and
+    DROP INDEX give them the new one in the DDL's own transaction."""
+    name = table("id int NOT NULL, v text")
+    conn = pg_connect(autocommit=True)
+    conn.execute(f"CREATE UNIQUE INDEX {name}_id ON {name} (id)")
+    conn.execute(f"ALTER TABLE {name} REPLICA IDENTITY USING INDEX {name}_id")
+    topic = f"cdc.{name}"
+    conn.execute("SELECT kafgres.capture(%s, %s)", (f"public.{name}", topic))
+    conn.execute(f"INSERT INTO {name} VALUES (1, 'keyed by the replica identity')")
+    conn.execute(f"ALTER TABLE {name} ADD COLUMN price numeric(6, 2) DEFAULT 1.5")
+    conn.execute(f"INSERT INTO {name} (id, v) VALUES (2, 'a numeric column, mapped as a string')")
+    conn.execute(f"DROP INDEX {name}_id")
+    conn.execute(f"INSERT INTO {name} (id, v) VALUES (3, 'no key any more')")
+    conn.execute(f"ALTER TABLE {name} ADD PRIMARY KEY (id, v)")
+    conn.execute(f"INSERT INTO {name} (id, v) VALUES (4, 'a two-column key')")
+    with conn.transaction():  # the DDL and a change in one transaction: the change has the new shape
+        conn.execute(f"ALTER TABLE {name} ALTER COLUMN price TYPE int USING price::int")
+        conn.execute(f"INSERT INTO {name} (id, v, price) VALUES (5, 'int now', 7)")
+    wait_applied(conn)
+    got = changes(consume, topic, 5)
+    assert [c["key"] for c in got] == [{"id": 1}, {"id": 2}, None, {"id": 4, "v": "a two-column key"},
+                                       {"id": 5, "v": "int now"}]
+    assert got[0]["value"]["after"] == {"id": 1, "v": "keyed by the replica identity"}
+    assert got[1]["value"]["after"]["price"] == "1.50"
+    assert got[4]["value"]["after"]["price"] == 7

@@ -27,6 +27,10 @@ CREATE TABLE kafgres.captures (
     -- is true are published (NULL: every row). Kept as written; the triggers
     -- call kafgres."_capture_filter_<relation oid>", built from it.
     row_filter        text,
+    -- What the triggers were given of the table (kafgres._capture_shape):
+    -- when an ALTER TABLE or DROP INDEX changes it, they are put back with
+    -- the new one.
+    shape             jsonb,
     -- The last snapshot (capture's snapshot => true, or kafgres.snapshot in
     -- chunks): 'running' until its last chunk commits, then 'done'. Rows
     -- sent so far and, for a chunked one, heap pages read of the pages the
@@ -128,22 +132,47 @@ BEGIN
 END
 $$;
 
--- A row (as to_jsonb wrote it) with Debezium's value mapping; only the
--- named columns when `columns` is given. NULL stays NULL. PL/pgSQL, as the
--- key helper below, because it keeps its plans for the session: an SQL
--- function called from PL/pgSQL is planned again at every call (twice the
--- cost of a captured row).
-CREATE FUNCTION kafgres._cdc_row(relation oid, row_value jsonb, columns name[]) RETURNS jsonb
+-- The type a column's values are mapped as: its type, or a domain's base
+-- type (with the domain's type modifier if it has one), and whether
+-- _cdc_value maps it at all (false: to_jsonb's value is Debezium's). Only
+-- built-in types are mapped, whose oids a dump and restore keep, because
+-- the result is kept in the triggers' arguments.
+CREATE FUNCTION kafgres._cdc_mapped_type(type_id oid, type_mod integer, OUT base oid, OUT base_mod integer,
+                                         OUT mapped boolean)
+LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+DECLARE
+    kind "char";
+    next_base oid;
+    next_mod integer;
+    element oid;
+BEGIN
+    base := type_id;
+    base_mod := type_mod;
+    LOOP
+        SELECT typtype, typbasetype, typtypmod INTO kind, next_base, next_mod FROM pg_catalog.pg_type WHERE oid = base;
+        EXIT WHEN kind IS DISTINCT FROM 'd';
+        base := next_base;
+        base_mod := CASE WHEN next_mod >= 0 THEN next_mod ELSE base_mod END;
+    END LOOP;
+    SELECT CASE WHEN typcategory = 'A' THEN typelem END INTO element FROM pg_catalog.pg_type WHERE oid = base;
+    mapped := base < 16384 AND coalesce(element, base) IN
+        (1700, 790, 17, 114, 3802, 1114, 1184, 1082, 1083, 1266, 1186, 1560);
+END
+$$;
+
+-- What a capture's triggers need to know of its table, computed when they
+-- are installed instead of at every change (and installed again by the
+-- event triggers below when it changes): the key columns, the columns whose
+-- values are mapped ([name, type, type modifier]), the extension's version.
+CREATE FUNCTION kafgres._capture_shape(relation oid) RETURNS jsonb
 LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
 BEGIN
-    IF row_value IS NULL THEN
-        RETURN NULL;
-    END IF;
-    RETURN (SELECT coalesce(pg_catalog.jsonb_object_agg(a.attname,
-                                kafgres._cdc_value(row_value -> a.attname::text, a.atttypid, a.atttypmod)), '{}')
-            FROM pg_catalog.pg_attribute a
-            WHERE a.attrelid = relation AND a.attnum > 0 AND NOT a.attisdropped
-              AND (columns IS NULL OR a.attname = ANY (columns)));
+    RETURN jsonb_build_object(
+        'key', to_jsonb(kafgres._capture_key_columns(relation)),
+        'mapped', (SELECT coalesce(jsonb_agg(jsonb_build_array(a.attname, t.base, t.base_mod) ORDER BY a.attnum), '[]')
+                   FROM pg_catalog.pg_attribute a, LATERAL kafgres._cdc_mapped_type(a.atttypid, a.atttypmod) t
+                   WHERE a.attrelid = relation AND a.attnum > 0 AND NOT a.attisdropped AND t.mapped),
+        'version', (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'kafgres'));
 END
 $$;
 
@@ -161,37 +190,54 @@ BEGIN
 END
 $$;
 
--- Sends one change of `relation` as its capture's settings say (the
--- triggers' arguments: topic, format, columns, dead-letter topic,
--- tombstones). `op` is Debezium's: c, u, d, r (a snapshot row) or t.
-CREATE FUNCTION kafgres._capture_emit(relation oid, op text, before jsonb, after jsonb, settings text[],
-                                      snapshot text DEFAULT 'false') RETURNS void
-LANGUAGE plpgsql AS $$
+-- Sends one change as its capture's settings say (the triggers' arguments:
+-- topic, format, columns, dead-letter topic, tombstones) and its table's
+-- shape (above). `op` is Debezium's: c, u, d, r (a snapshot row) or t.
+-- Rows come as to_jsonb wrote them; only the shape's mapped columns are
+-- mapped, so a table of integers and text costs no per-column call.
+CREATE FUNCTION kafgres._capture_emit(op text, before jsonb, after jsonb, settings text[], shape jsonb,
+                                      schema_name name, table_name name, snapshot text DEFAULT 'false')
+RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     topic text := settings[1];
     format text := settings[2];
     columns name[] := nullif(settings[3], '')::name[];
     dead_letter text := nullif(settings[4], '');
-    key_columns name[];
+    mapped jsonb := shape -> 'mapped';
+    key_columns jsonb := shape -> 'key';
+    mapped_before jsonb := before;
+    mapped_after jsonb := after;
     key jsonb;
     key_text text;
     value jsonb;
     headers jsonb;
-    schema_name name;
-    table_name name;
     xid bigint := (pg_current_xact_id()::text::bigint) & 4294967295;
     now_ms bigint := floor(extract(epoch FROM clock_timestamp()) * 1000);
     limit_bytes bigint;
     size_bytes bigint;
 BEGIN
-    SELECT n.nspname, c.relname INTO schema_name, table_name
-    FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = relation;
-    IF op <> 't' THEN
-        key_columns := kafgres._capture_key_columns(relation);
-        IF key_columns IS NOT NULL THEN
-            key := kafgres._cdc_row(relation, coalesce(after, before), key_columns);
-            key_text := key::text;
+    IF jsonb_array_length(mapped) > 0 THEN
+        IF before IS NOT NULL THEN
+            mapped_before := before || (SELECT jsonb_object_agg(m ->> 0, kafgres._cdc_value(before -> (m ->> 0),
+                                                    (m ->> 1)::oid, (m ->> 2)::integer))
+                                        FROM jsonb_array_elements(mapped) m);
         END IF;
+        IF after IS NOT NULL THEN
+            mapped_after := after || (SELECT jsonb_object_agg(m ->> 0, kafgres._cdc_value(after -> (m ->> 0),
+                                                  (m ->> 1)::oid, (m ->> 2)::integer))
+                                      FROM jsonb_array_elements(mapped) m);
+        END IF;
+    END IF;
+    IF op <> 't' AND jsonb_typeof(key_columns) = 'array' THEN
+        key := (SELECT jsonb_object_agg(k, coalesce(mapped_after, mapped_before) -> k)
+                FROM jsonb_array_elements_text(key_columns) k);
+        key_text := key::text;
+    END IF;
+    IF columns IS NOT NULL THEN
+        mapped_before := (SELECT coalesce(jsonb_object_agg(e.key, e.value), '{}') FROM jsonb_each(mapped_before) e
+                          WHERE e.key = ANY (columns) HAVING mapped_before IS NOT NULL);
+        mapped_after := (SELECT coalesce(jsonb_object_agg(e.key, e.value), '{}') FROM jsonb_each(mapped_after) e
+                         WHERE e.key = ANY (columns) HAVING mapped_after IS NOT NULL);
     END IF;
     headers := jsonb_build_array(
         jsonb_build_array('kafgres.op', op),
@@ -201,10 +247,10 @@ BEGIN
         jsonb_build_array('kafgres.commit_ts_ms', NULL));
     IF format = 'debezium' THEN
         value := jsonb_build_object(
-            'before', kafgres._cdc_row(relation, before, columns),
-            'after', kafgres._cdc_row(relation, after, columns),
+            'before', mapped_before,
+            'after', mapped_after,
             'source', jsonb_build_object(
-                'version', (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'kafgres'),
+                'version', shape ->> 'version',
                 'connector', 'postgresql', 'name', 'kafgres', 'ts_ms', now_ms, 'snapshot', snapshot,
                 'db', current_database(), 'sequence', NULL, 'schema', schema_name, 'table', table_name,
                 'txId', xid, 'lsn', (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint, 'xmin', NULL),
@@ -217,13 +263,12 @@ BEGIN
     -- Too large for the topic: to the dead-letter topic with the reason, or
     -- the statement fails. (kafgres.send checks exactly; this leaves room
     -- for the headers and the batch's framing.)
-    limit_bytes := coalesce((SELECT (t.configs->>'max.message.bytes')::bigint
-                             FROM kafgres.topics t WHERE t.name = topic), kafgres._message_bytes_max_default());
+    limit_bytes := kafgres._topic_message_bytes_max(topic);
     size_bytes := coalesce(octet_length(value::text), 0) + coalesce(octet_length(key_text), 0) + 512;
     IF size_bytes > limit_bytes THEN
         IF dead_letter IS NULL THEN
-            RAISE EXCEPTION 'kafgres: a change of % (about % bytes) does not fit topic "%" (max.message.bytes %)',
-                relation::regclass, size_bytes, topic, limit_bytes
+            RAISE EXCEPTION 'kafgres: a change of %.% (about % bytes) does not fit topic "%" (max.message.bytes %)',
+                quote_ident(schema_name), quote_ident(table_name), size_bytes, topic, limit_bytes
                 USING ERRCODE = 'program_limit_exceeded',
                       HINT = 'raise the topic''s max.message.bytes, or capture with a dead_letter_topic';
         END IF;
@@ -246,37 +291,36 @@ $$;
 CREATE FUNCTION kafgres._capture_trigger() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, kafgres SET bytea_output = 'hex' AS $$
 DECLARE
-    -- The trigger's arguments, numbered from 1 (TG_ARGV counts from 0).
+    -- The trigger's arguments, numbered from 1 (TG_ARGV counts from 0): the
+    -- settings, then the table's shape.
     settings text[] := TG_ARGV[0:4];
+    shape jsonb := TG_ARGV[5]::jsonb;
     -- With a row filter, an UPDATE that moves a row into the filter is
     -- published as its insert, one that moves it out as its delete (as
     -- Postgres publications do); the trigger that fires says which.
-    update_as text := coalesce(TG_ARGV[5], '');
+    update_as text := coalesce(TG_ARGV[6], '');
     old_row jsonb;
     new_row jsonb;
-    key_columns name[];
 BEGIN
     IF TG_OP = 'TRUNCATE' THEN
-        PERFORM kafgres._capture_emit(TG_RELID, 't', NULL, NULL, settings);
+        PERFORM kafgres._capture_emit('t', NULL, NULL, settings, shape, TG_TABLE_SCHEMA, TG_TABLE_NAME);
         RETURN NULL;
     END IF;
     IF TG_OP IN ('UPDATE', 'DELETE') THEN old_row := to_jsonb(OLD); END IF;
     IF TG_OP IN ('INSERT', 'UPDATE') THEN new_row := to_jsonb(NEW); END IF;
     IF TG_OP = 'INSERT' OR update_as = 'insert' THEN
-        PERFORM kafgres._capture_emit(TG_RELID, 'c', NULL, new_row, settings);
+        PERFORM kafgres._capture_emit('c', NULL, new_row, settings, shape, TG_TABLE_SCHEMA, TG_TABLE_NAME);
     ELSIF TG_OP = 'DELETE' OR update_as = 'delete' THEN
-        PERFORM kafgres._capture_emit(TG_RELID, 'd', old_row, NULL, settings);
+        PERFORM kafgres._capture_emit('d', old_row, NULL, settings, shape, TG_TABLE_SCHEMA, TG_TABLE_NAME);
+    ELSIF jsonb_typeof(shape -> 'key') = 'array' AND EXISTS (
+            SELECT 1 FROM jsonb_array_elements_text(shape -> 'key') k
+            WHERE old_row -> k IS DISTINCT FROM new_row -> k) THEN
+        -- The key changed: as Debezium, a delete of the old key (and its
+        -- tombstone), then a create under the new one.
+        PERFORM kafgres._capture_emit('d', old_row, NULL, settings, shape, TG_TABLE_SCHEMA, TG_TABLE_NAME);
+        PERFORM kafgres._capture_emit('c', NULL, new_row, settings, shape, TG_TABLE_SCHEMA, TG_TABLE_NAME);
     ELSE
-        key_columns := kafgres._capture_key_columns(TG_RELID);
-        IF key_columns IS NOT NULL AND EXISTS (
-            SELECT 1 FROM unnest(key_columns) k WHERE old_row -> k::text IS DISTINCT FROM new_row -> k::text) THEN
-            -- The key changed: as Debezium, a delete of the old key (and its
-            -- tombstone), then a create under the new one.
-            PERFORM kafgres._capture_emit(TG_RELID, 'd', old_row, NULL, settings);
-            PERFORM kafgres._capture_emit(TG_RELID, 'c', NULL, new_row, settings);
-        ELSE
-            PERFORM kafgres._capture_emit(TG_RELID, 'u', old_row, new_row, settings);
-        END IF;
+        PERFORM kafgres._capture_emit('u', old_row, new_row, settings, shape, TG_TABLE_SCHEMA, TG_TABLE_NAME);
     END IF;
     RETURN NULL;
 END
@@ -340,10 +384,11 @@ $$;
 -- a row filter, one row trigger for every change; with one, a trigger per
 -- case, each with the filter as its WHEN condition, so that a row outside
 -- the filter costs its writer no trigger call at all.
-CREATE FUNCTION kafgres._capture_install_triggers(relation regclass, settings text[], filter_function text)
+CREATE FUNCTION kafgres._capture_install_triggers(relation regclass, settings text[], filter_function text,
+                                                  shape jsonb)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
-    args text := (SELECT string_agg(quote_literal(s), ', ') FROM unnest(settings) s);
+    args text := (SELECT string_agg(quote_literal(s), ', ') FROM unnest(settings || shape::text) s);
     create_trigger text := 'CREATE TRIGGER %I AFTER %s ON %s FOR EACH ROW %s EXECUTE FUNCTION kafgres._capture_trigger(%s)';
     f text := filter_function;
 BEGIN
@@ -397,6 +442,7 @@ DECLARE
     missing name;
     settings text[];
     filter_function text;
+    shape jsonb;
     r record;
     snapshot_count bigint := 0;
 BEGIN
@@ -460,23 +506,27 @@ BEGIN
     ELSE
         filter_function := NULL;
     END IF;
-    PERFORM kafgres._capture_install_triggers("table", settings, filter_function);
+    shape := kafgres._capture_shape("table");
+    PERFORM kafgres._capture_install_triggers("table", settings, filter_function, shape);
     IF snapshot THEN
-        FOR r IN EXECUTE pg_catalog.format('SELECT to_jsonb(t) AS row_value FROM %s AS t %s', "table",
+        FOR r IN EXECUTE pg_catalog.format('SELECT to_jsonb(t) AS row_value, n.nspname, c.relname '
+                                           'FROM %s AS t JOIN pg_class c ON c.oid = t.tableoid '
+                                           'JOIN pg_namespace n ON n.oid = c.relnamespace %s', "table",
                                            CASE WHEN filter_function IS NOT NULL
                                                 THEN pg_catalog.format('WHERE %s(t)', filter_function) ELSE '' END) LOOP
-            PERFORM kafgres._capture_emit("table", 'r', NULL, r.row_value, settings, 'true');
+            PERFORM kafgres._capture_emit('r', NULL, r.row_value, settings, shape, r.nspname, r.relname, 'true');
             snapshot_count := snapshot_count + 1;
         END LOOP;
     END IF;
-    INSERT INTO kafgres.captures AS c (relation, topic, format, columns, row_filter, dead_letter_topic, tombstones,
-                                       snapshot_state, snapshot_rows, snapshot_started_at, snapshot_updated_at)
-    VALUES ("table", topic, format, columns, row_filter, dead_letter_topic, coalesce(tombstones, true),
+    INSERT INTO kafgres.captures AS c (relation, topic, format, columns, row_filter, shape, dead_letter_topic,
+                                       tombstones, snapshot_state, snapshot_rows, snapshot_started_at,
+                                       snapshot_updated_at)
+    VALUES ("table", topic, format, columns, row_filter, shape, dead_letter_topic, coalesce(tombstones, true),
             CASE WHEN snapshot THEN 'done' END, CASE WHEN snapshot THEN snapshot_count END,
             CASE WHEN snapshot THEN now() END, CASE WHEN snapshot THEN clock_timestamp() END)
     ON CONFLICT (relation) DO UPDATE
     SET topic = excluded.topic, format = excluded.format, columns = excluded.columns,
-        row_filter = excluded.row_filter, dead_letter_topic = excluded.dead_letter_topic,
+        row_filter = excluded.row_filter, shape = excluded.shape, dead_letter_topic = excluded.dead_letter_topic,
         tombstones = excluded.tombstones, created_at = now(),
         snapshot_state = coalesce(excluded.snapshot_state, c.snapshot_state),
         snapshot_rows = coalesce(excluded.snapshot_rows, c.snapshot_rows),
@@ -584,6 +634,10 @@ DECLARE
     r record;
     sent bigint := 0;
     filter text;
+    shape jsonb;
+    settings text[];
+    schema_name name;
+    table_name name;
 BEGIN
     PERFORM kafgres._capture_check_snapshot_rights(relation);
     SELECT * INTO c FROM kafgres.captures k WHERE k.relation = _capture_snapshot_chunk.relation FOR UPDATE;
@@ -595,11 +649,15 @@ BEGIN
     IF leaf IS NOT NULL AND pages > 0 THEN
         filter := CASE WHEN c.row_filter IS NOT NULL
                        THEN pg_catalog.format(' AND %s(t)', kafgres._capture_filter_function(relation)) ELSE '' END;
+        shape := kafgres._capture_shape(leaf);
+        settings := kafgres._capture_settings(c);
+        SELECT n.nspname, k.relname INTO schema_name, table_name
+        FROM pg_class k JOIN pg_namespace n ON n.oid = k.relnamespace WHERE k.oid = leaf;
         FOR r IN EXECUTE pg_catalog.format(
                 'SELECT to_jsonb(t) AS row_value FROM %s AS t WHERE t.ctid >= %L::tid AND t.ctid < %L::tid%s '
                 'FOR SHARE OF t', leaf::regclass, pg_catalog.format('(%s,0)', first_page),
                 pg_catalog.format('(%s,0)', least(first_page + pages, 4294967295)), filter) LOOP
-            PERFORM kafgres._capture_emit(leaf, 'r', NULL, r.row_value, kafgres._capture_settings(c), 'true');
+            PERFORM kafgres._capture_emit('r', NULL, r.row_value, settings, shape, schema_name, table_name, 'true');
             sent := sent + 1;
         END LOOP;
     END IF;
@@ -670,6 +728,30 @@ COMMENT ON PROCEDURE kafgres.snapshot(regclass, integer, boolean) IS
     'consistent with the stream of its changes; progress in kafgres.capture_status; resumes an interrupted one.';
 REVOKE ALL ON PROCEDURE kafgres.snapshot(regclass, integer, boolean) FROM PUBLIC;
 
+-- Puts a capture's triggers back when its table's shape changed (a column
+-- added, dropped or retyped, another key): from the DDL's commit on,
+-- changes have the new shape.
+CREATE FUNCTION kafgres._capture_refresh(relation regclass) RETURNS void
+LANGUAGE plpgsql AS $$
+#variable_conflict use_variable
+DECLARE
+    c kafgres.captures;
+    new_shape jsonb;
+BEGIN
+    SELECT * INTO c FROM kafgres.captures k WHERE k.relation = _capture_refresh.relation;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    new_shape := kafgres._capture_shape(relation);
+    IF c.shape IS DISTINCT FROM new_shape THEN
+        PERFORM kafgres._capture_install_triggers(
+            relation, kafgres._capture_settings(c),
+            CASE WHEN c.row_filter IS NOT NULL THEN kafgres._capture_filter_function(relation) END, new_shape);
+        UPDATE kafgres.captures k SET shape = new_shape WHERE k.relation = _capture_refresh.relation;
+    END IF;
+END
+$$;
+
 -- A dropped table ends its capture: its row and its row filter go with it.
 CREATE FUNCTION kafgres._capture_dropped() RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, kafgres AS $$
@@ -683,15 +765,19 @@ BEGIN
                        RETURNING d.objid LOOP
             EXECUTE format('DROP FUNCTION IF EXISTS kafgres.%I(anyelement)', '_capture_filter_' || dropped);
         END LOOP;
+        -- A dropped index may have been a captured table's key (its replica identity).
+        IF EXISTS (SELECT 1 FROM pg_event_trigger_dropped_objects() d WHERE d.object_type = 'index') THEN
+            PERFORM kafgres._capture_refresh(c.relation) FROM kafgres.captures c;
+        END IF;
     END IF;
 END
 $$;
 CREATE EVENT TRIGGER kafgres_capture_dropped ON sql_drop EXECUTE FUNCTION kafgres._capture_dropped();
 
--- An ALTER TABLE that a capture's row filter cannot survive (a column it
--- uses dropped, renamed or retyped) fails, as Postgres refuses it for a
--- publication's row filter: after it, every write to the table would fail
--- in the filter instead.
+-- An ALTER TABLE of a captured table gives its triggers the table's new
+-- shape. One that its row filter cannot survive (a column it uses dropped,
+-- renamed or retyped) fails, as Postgres refuses it for a publication's row
+-- filter: after it, every write to the table would fail in the filter instead.
 CREATE FUNCTION kafgres._capture_altered() RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, kafgres AS $$
 DECLARE
@@ -702,16 +788,18 @@ BEGIN
     END IF;
     FOR c IN SELECT DISTINCT k.relation, k.row_filter
              FROM kafgres.captures k JOIN pg_event_trigger_ddl_commands() d
-               ON d.classid = 'pg_class'::regclass AND d.objid = k.relation::oid
-             WHERE k.row_filter IS NOT NULL LOOP
-        BEGIN
-            PERFORM kafgres._capture_check_filter(c.relation, c.row_filter);
-        EXCEPTION WHEN OTHERS THEN
-            RAISE EXCEPTION 'kafgres: this ALTER TABLE breaks the row filter "%" of the capture of %', c.row_filter,
-                            c.relation
-                USING ERRCODE = 'dependent_objects_still_exist', DETAIL = SQLERRM,
-                      HINT = 'capture the table again with a row filter that does not use what changes, or uncapture it, first';
-        END;
+               ON d.classid = 'pg_class'::regclass AND d.objid = k.relation::oid LOOP
+        IF c.row_filter IS NOT NULL THEN
+            BEGIN
+                PERFORM kafgres._capture_check_filter(c.relation, c.row_filter);
+            EXCEPTION WHEN OTHERS THEN
+                RAISE EXCEPTION 'kafgres: this ALTER TABLE breaks the row filter "%" of the capture of %', c.row_filter,
+                                c.relation
+                    USING ERRCODE = 'dependent_objects_still_exist', DETAIL = SQLERRM,
+                          HINT = 'capture the table again with a row filter that does not use what changes, or uncapture it, first';
+            END;
+        END IF;
+        PERFORM kafgres._capture_refresh(c.relation);
     END LOOP;
 END
 $$;

@@ -157,12 +157,14 @@ fn send_record(
     partition
 }
 
-/// Kafka's default `max.message.bytes`, the limit of a topic that sets none:
-/// for SQL that needs a topic's limit before sending (change capture sends a
-/// change too large for it to its dead-letter topic).
-#[pg_extern(immutable, parallel_safe)]
-fn _message_bytes_max_default() -> i64 {
-    MESSAGE_BYTES_MAX_DEFAULT as i64
+/// A topic's `max.message.bytes`, as `send` checks it (read once per
+/// transaction, with its other facts): for SQL that needs the limit before
+/// sending (change capture sends a change too large for it to its
+/// dead-letter topic). Raises `undefined_object` for a topic that does not exist.
+#[pg_extern(stable, parallel_unsafe)]
+#[search_path(pg_catalog, kafgres)]
+fn _topic_message_bytes_max(topic: &str) -> i64 {
+    i64::try_from(topic_info(topic).message_bytes_max).unwrap_or(i64::MAX)
 }
 
 /// Waits until every record this session sent in committed transactions is
