@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sql_bench import REPO_ROOT, read_env  # noqa: E402
@@ -103,9 +103,14 @@ def make_consumer(target: Target) -> Consumer:
 
 
 def end_offset(target: Target) -> int:
+    """The change topic's end offset; 0 while it does not exist (Debezium's appears with its first change)."""
     consumer = make_consumer(target)
     try:
         return consumer.get_watermark_offsets(TopicPartition(target.topic, 0), timeout=WATERMARK_TIMEOUT_S)[1]
+    except KafkaException as e:
+        if e.args[0].code() in (KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART):
+            return 0
+        raise
     finally:
         consumer.close()
 
