@@ -478,11 +478,15 @@ def _clear(path: Path, keep_logs: bool) -> None:
 
 
 @contextmanager
-def debezium_capture(table: str, columns_ddl: str, workdir: Path) -> Iterator[CaptureTarget]:
+def debezium_capture(table: str, columns_ddl: str, workdir: Path, before_table: tuple[str, ...] = (),
+                     after_table: tuple[str, ...] = (),
+                     connector_settings: dict[str, str] | None = None) -> Iterator[CaptureTarget]:
     """Postgres + Apache Kafka + Connect with Debezium capturing `public.<table>` (see the module docstring).
 
     `table` is a bare lowercase identifier (the schema is public); `columns_ddl` goes verbatim into
-    `CREATE TABLE public.<table> (<columns_ddl>)`, made before the connector starts. On entry the
+    `CREATE TABLE public.<table> (<columns_ddl>)`, made before the connector starts, after the statements
+    of `before_table` (types the table needs) and before those of `after_table` (e.g. REPLICA IDENTITY
+    FULL); `connector_settings` are added to the connector's. On entry the
     connector is streaming and `bench.public.<table>` is empty (it is created by the first change). Uses
     workdir/postgres, workdir/kafka and workdir/connect (left over ones are replaced) and removes them on
     exit; after an exception their logs stay.
@@ -538,7 +542,9 @@ def debezium_capture(table: str, columns_ddl: str, workdir: Path) -> Iterator[Ca
             log.info("Kafka %s up on %s after %.1f s", broker.version, broker.bootstrap, time.monotonic() - started)
 
             cluster.sql(
+                *before_table,
                 f"CREATE TABLE public.{table} ({columns_ddl})",
+                *after_table,
                 f"CREATE TABLE public.{PROBE_TABLE} (id int PRIMARY KEY)",
             )
             worker = ConnectWorker(connect_home, connect_classpath, broker.bootstrap, REST_PORT, {
@@ -556,6 +562,7 @@ def debezium_capture(table: str, columns_ddl: str, workdir: Path) -> Iterator[Ca
                 "decimal.handling.mode": "string",
                 "slot.name": SLOT,
                 "publication.autocreate.mode": "filtered",
+                **(connector_settings or {}),
             })
             teardown.callback(clear_connect, worker)
             worker.start()

@@ -344,6 +344,8 @@ DECLARE
     base oid;
     base_mod integer;
     element oid;
+    span interval;
+    months numeric;
 BEGIN
     IF v IS NULL OR jsonb_typeof(v) = 'null' THEN
         RETURN 'null';
@@ -368,12 +370,15 @@ BEGIN
         RETURN to_jsonb(CASE WHEN type_mod BETWEEN 0 AND 3
                              THEN floor(extract(epoch FROM t::timestamp) * 1000)
                              ELSE floor(extract(epoch FROM t::timestamp) * 1000000) END::bigint);
-    WHEN 1184 THEN  -- timestamptz: io.debezium.time.ZonedTimestamp, ISO-8601 in UTC
+    WHEN 1184 THEN  -- timestamptz: io.debezium.time.ZonedTimestamp, ISO-8601 in UTC, as many
+                    -- fractional digits as the column's precision (6 without one)
         IF t IN ('infinity', '-infinity') THEN RETURN v; END IF;
         ts := t::timestamptz AT TIME ZONE 'UTC';
         micros := extract(microseconds FROM ts)::bigint % 1000000;
         RETURN to_jsonb(to_char(ts, 'YYYY-MM-DD"T"HH24:MI:SS')
-                        || CASE WHEN micros = 0 THEN '' ELSE '.' || rtrim(lpad(micros::text, 6, '0'), '0') END
+                        || CASE WHEN type_mod = 0 THEN ''
+                                ELSE '.' || left(lpad(micros::text, 6, '0'), CASE WHEN type_mod BETWEEN 1 AND 6
+                                                                                  THEN type_mod ELSE 6 END) END
                         || 'Z');
     WHEN 1082 THEN  -- date: io.debezium.time.Date, days since the epoch
         IF t IN ('infinity', '-infinity') THEN RETURN v; END IF;
@@ -384,11 +389,21 @@ BEGIN
                              ELSE floor(extract(epoch FROM t::time) * 1000000) END::bigint);
     WHEN 1266 THEN  -- timetz: io.debezium.time.ZonedTime, in UTC
         RETURN to_jsonb(((t::timetz AT TIME ZONE 'UTC')::time)::text || 'Z');
-    WHEN 1186 THEN  -- interval: io.debezium.time.MicroDuration
-        RETURN to_jsonb(floor(extract(epoch FROM t::interval) * 1000000)::bigint);
-    WHEN 1560 THEN  -- bit: bit(1) is a boolean; longer ones stay strings of 0 and 1
-        IF type_mod = 1 THEN RETURN to_jsonb(t = '1'); END IF;
-        RETURN v;
+    WHEN 1186 THEN  -- interval: io.debezium.time.MicroDuration, a month counted as 365.25 / 12 days
+                    -- (Postgres's own epoch counts 30)
+        span := t::interval;
+        months := extract(year FROM span) * 12 + extract(month FROM span);
+        RETURN to_jsonb(trunc((extract(epoch FROM span) - extract(year FROM span) * 365.25 * 86400
+                               - extract(month FROM span) * 30 * 86400 + months * 30.4375 * 86400) * 1000000)::bigint);
+    WHEN 1560, 1562 THEN  -- bit(1) is a boolean; other bit strings are io.debezium.data.Bits:
+                          -- their value's bytes, least significant first, without high zero bytes
+        IF type_id = 1560 AND type_mod = 1 THEN RETURN to_jsonb(t = '1'); END IF;
+        t := lpad(t, ((length(t) + 7) / 8) * 8, '0');  -- whole bytes, the most significant first
+        RETURN to_jsonb(translate(encode(decode(coalesce(
+                   (SELECT string_agg(lpad(to_hex(substr(t, 8 * n - 7, 8)::bit(8)::integer), 2, '0'), '' ORDER BY n DESC)
+                    FROM generate_series(1, length(t) / 8) n
+                    WHERE n >= (SELECT min(z) FROM generate_series(1, length(t) / 8) z
+                                WHERE substr(t, 8 * z - 7, 8) <> '00000000')), ''), 'hex'), 'base64'), E'\n', ''));
     ELSE
         NULL;
     END CASE;
@@ -432,7 +447,7 @@ BEGIN
     END LOOP;
     SELECT CASE WHEN typcategory = 'A' THEN typelem END INTO element FROM pg_catalog.pg_type WHERE oid = base;
     mapped := base < 16384 AND coalesce(element, base) IN
-        (1700, 790, 17, 114, 3802, 1114, 1184, 1082, 1083, 1266, 1186, 1560);
+        (1700, 790, 17, 114, 3802, 1114, 1184, 1082, 1083, 1266, 1186, 1560, 1562);
 END
 $$;
 
