@@ -136,6 +136,14 @@ ENTRIES: tuple[Entry, ...] = (
         ("tests/conformance",),
     ),
     Entry(
+        "Debezium's PostgreSQL connector, in a Kafka Connect standalone worker",
+        Pin("scripts/bench/debezium-pom.xml", r"<debezium\.version>([^<]+)</debezium\.version>"),
+        "the reference for change data capture: the same changes to a table of every mapped column type must "
+        "give records equal to Debezium's, column by column (docs/cdc.md); also the other side of "
+        "scripts/bench/cdc_bench.py",
+        ("tests/e2e/test_cdc_debezium.py",),
+    ),
+    Entry(
         "prometheus-client's text-format parser",
         Pin("tests/requirements.txt", r"^prometheus-client==(\S+)"),
         "the /metrics endpoint, parsed and checked against what was produced",
