@@ -18,6 +18,7 @@ committed last.
 
 from __future__ import annotations
 
+import decimal
 import json
 import threading
 import time
@@ -418,3 +419,19 @@ def test_send_batch_without_keys(pg_connect, create_topic, topic_name, consume, 
     # An empty batch sends nothing and says so.
     assert conn.execute("select kafgres.send_batch(%s, '{}'::text[])", (topic,)).fetchone()[0] == 0
     conn.commit()
+
+
+def test_jsonb_values_reach_the_topic_exactly(pg_connect, create_topic, topic_name, consume):
+    """A jsonb value's numbers keep every digit (a 21-digit decimal, a 23-digit integer: not rounded through a
+    float) and its strings every character; the bytes are jsonb's text without the blanks between tokens."""
+    topic = create_topic(topic_name())
+    conn = pg_connect(autocommit=True)
+    document = ('{"tricky": "a, b: \\"c\\" \\\\ d", "pi": 3.14159265358979323846, '
+                '"big": 12345678901234567890123, "nested": [1.0, {"x": -0.000001}]}')
+    conn.execute("select kafgres.send(%s, %s::jsonb)", (topic, document))
+    [m] = consume(topic, 0, 1)
+    assert m.value().decode() == ('{"pi":3.14159265358979323846,"big":12345678901234567890123,'
+                                  '"nested":[1.0,{"x":-0.000001}],"tricky":"a, b: \\"c\\" \\\\ d"}')
+    parsed = json.loads(m.value(), parse_float=decimal.Decimal)
+    assert parsed["pi"] == decimal.Decimal("3.14159265358979323846") and parsed["big"] == 12345678901234567890123
+    assert parsed["tricky"] == 'a, b: "c" \\ d'

@@ -10,6 +10,7 @@
 pub mod admin;
 pub mod broker_link;
 pub mod consume;
+mod jsonb_text;
 pub mod read;
 mod row_filter;
 mod rows;

@@ -16,6 +16,7 @@ use pgrx::prelude::*;
 use pgrx::spi::Spi;
 use pgrx::{pg_sys, JsonB, PgLogLevel, PgSqlErrorCode};
 
+use super::jsonb_text::JsonbText;
 use super::txn_state::{self, TopicInfo};
 
 const HEADER_NAME_BYTES_MAX: usize = u16::MAX as usize;
@@ -61,12 +62,12 @@ fn send_text(
 #[search_path(pg_catalog, kafgres)]
 fn send_jsonb(
     topic: Option<&str>,
-    value: Option<JsonB>,
+    value: Option<JsonbText>,
     key: default!(Option<&str>, "NULL"),
     headers: default!(Option<JsonB>, "NULL"),
     partition: default!(Option<i32>, "NULL"),
 ) -> i32 {
-    let value = value.map(|v| v.0.to_string().into_bytes());
+    let value = value.map(|v| v.0.into_bytes());
     send_record(required(topic, "topic"), key.map(|k| k.as_bytes().to_vec()), value, headers, partition)
 }
 
