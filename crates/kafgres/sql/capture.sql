@@ -209,27 +209,18 @@ $$;
 -- topic, format, columns, dead-letter topic, tombstones) and its table's
 -- shape (above). `op` is Debezium's: c, u, d, r (a snapshot row) or t.
 -- Rows come as to_jsonb wrote them; only the shape's mapped columns are
--- mapped, so a table of integers and text costs no per-column call.
+-- mapped here, so a table of integers and text costs no per-column call.
+-- kafgres._capture_send (crates/kafgres/src/sql_api/capture.rs) makes and
+-- sends the record: key, envelope, headers, the size check against the
+-- topic (a change too large goes to the dead-letter topic, or fails its
+-- statement), the tombstone after a delete.
 CREATE FUNCTION kafgres._capture_emit(op text, before jsonb, after jsonb, settings text[], shape jsonb,
                                       schema_name name, table_name name, snapshot text DEFAULT 'false')
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
-    topic text := settings[1];
-    format text := settings[2];
-    columns name[] := nullif(settings[3], '')::name[];
-    dead_letter text := nullif(settings[4], '');
     mapped jsonb := shape -> 'mapped';
-    key_columns jsonb := shape -> 'key';
     mapped_before jsonb := before;
     mapped_after jsonb := after;
-    key jsonb;
-    key_text text;
-    value jsonb;
-    headers jsonb;
-    xid bigint := (pg_current_xact_id()::text::bigint) & 4294967295;
-    now_ms bigint := floor(extract(epoch FROM clock_timestamp()) * 1000);
-    limit_bytes bigint;
-    size_bytes bigint;
 BEGIN
     IF jsonb_array_length(mapped) > 0 THEN
         IF before IS NOT NULL THEN
@@ -243,61 +234,9 @@ BEGIN
                                       FROM jsonb_array_elements(mapped) m);
         END IF;
     END IF;
-    IF op <> 't' AND jsonb_typeof(key_columns) = 'array' THEN
-        key := (SELECT jsonb_object_agg(k, coalesce(mapped_after, mapped_before) -> k)
-                FROM jsonb_array_elements_text(key_columns) k);
-        key_text := key::text;
-    END IF;
-    IF columns IS NOT NULL THEN
-        mapped_before := (SELECT coalesce(jsonb_object_agg(e.key, e.value), '{}') FROM jsonb_each(mapped_before) e
-                          WHERE e.key = ANY (columns) HAVING mapped_before IS NOT NULL);
-        mapped_after := (SELECT coalesce(jsonb_object_agg(e.key, e.value), '{}') FROM jsonb_each(mapped_after) e
-                         WHERE e.key = ANY (columns) HAVING mapped_after IS NOT NULL);
-    END IF;
-    headers := jsonb_build_array(
-        jsonb_build_array('kafgres.op', op),
-        jsonb_build_array('kafgres.table', quote_ident(schema_name) || '.' || quote_ident(table_name)),
-        jsonb_build_array('kafgres.xid', xid::text),
-        jsonb_build_array('kafgres.commit_lsn', NULL),
-        jsonb_build_array('kafgres.commit_ts_ms', NULL));
-    IF format = 'debezium' THEN
-        value := jsonb_build_object(
-            'before', mapped_before,
-            'after', mapped_after,
-            'source', jsonb_build_object(
-                'version', shape ->> 'version',
-                'connector', 'postgresql', 'name', 'kafgres', 'ts_ms', now_ms, 'snapshot', snapshot,
-                'db', current_database(), 'sequence', NULL, 'schema', schema_name, 'table', table_name,
-                'txId', xid, 'lsn', (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint, 'xmin', NULL),
-            'op', op, 'ts_ms', now_ms, 'transaction', NULL);
-    ELSIF op IN ('c', 'u', 'r') THEN  -- row: the row as it is now; a delete is a tombstone
-        value := CASE WHEN columns IS NULL THEN after
-                      ELSE (SELECT coalesce(jsonb_object_agg(e.key, e.value), '{}')
-                            FROM jsonb_each(after) e WHERE e.key = ANY (columns)) END;
-    END IF;
-    -- Too large for the topic: to the dead-letter topic with the reason, or
-    -- the statement fails. (kafgres.send checks exactly; this leaves room
-    -- for the headers and the batch's framing.)
-    limit_bytes := kafgres._topic_message_bytes_max(topic);
-    size_bytes := coalesce(octet_length(value::text), 0) + coalesce(octet_length(key_text), 0) + 512;
-    IF size_bytes > limit_bytes THEN
-        IF dead_letter IS NULL THEN
-            RAISE EXCEPTION 'kafgres: a change of %.% (about % bytes) does not fit topic "%" (max.message.bytes %)',
-                quote_ident(schema_name), quote_ident(table_name), size_bytes, topic, limit_bytes
-                USING ERRCODE = 'program_limit_exceeded',
-                      HINT = 'raise the topic''s max.message.bytes, or capture with a dead_letter_topic';
-        END IF;
-        PERFORM kafgres.send(dead_letter, jsonb_build_object(
-            'reason', format('about %s bytes, more than max.message.bytes %s of topic "%s"', size_bytes,
-                             limit_bytes, topic),
-            'topic', topic, 'table', schema_name || '.' || table_name, 'op', op, 'key', key, 'bytes', size_bytes),
-            key_text, headers);
-        RETURN;
-    END IF;
-    PERFORM kafgres.send(topic, value, key_text, headers);
-    IF op = 'd' AND format = 'debezium' AND settings[5]::boolean AND key_text IS NOT NULL THEN
-        PERFORM kafgres.send(topic, NULL::jsonb, key_text, headers);
-    END IF;
+    PERFORM kafgres._capture_send(op, mapped_before, mapped_after,
+                                  CASE WHEN settings[2] = 'row' THEN after END, settings,
+                                  nullif(settings[3], '')::name[]::text[], shape, schema_name, table_name, snapshot);
 END
 $$;
 

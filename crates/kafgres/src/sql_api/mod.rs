@@ -9,6 +9,7 @@
 
 pub mod admin;
 pub mod broker_link;
+mod capture;
 pub mod consume;
 mod jsonb_text;
 pub mod read;

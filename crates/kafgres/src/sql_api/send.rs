@@ -98,7 +98,7 @@ fn send_batch(
     values.len() as i64
 }
 
-fn send_record(
+pub(super) fn send_record(
     topic: &str,
     key: Option<Vec<u8>>,
     value: Option<Vec<u8>>,
@@ -206,7 +206,7 @@ pub fn log_message(prefix: &str, body: &[u8]) {
 }
 
 /// The topic's partition count and size limit, read once per transaction.
-fn topic_info(topic: &str) -> TopicInfo {
+pub(super) fn topic_info(topic: &str) -> TopicInfo {
     use kafgres_broker::acl::Operation;
     if let Some(info) = txn_state::cached_topic(topic) {
         return info;
