@@ -72,4 +72,3 @@ fn compact(json: &str) -> String {
     }
     out
 }
-
