@@ -184,7 +184,8 @@ fn envelope(
     snapshot: &str,
     xid: u32,
 ) -> String {
-    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let (now_ms, now_us, now_ns) = (now.as_millis(), now.as_micros(), now.as_nanos());
     // SAFETY: reads the WAL insert position (pg_current_wal_insert_lsn()).
     let lsn = unsafe { pg_sys::GetXLogInsertRecPtr() };
     let image = |row: Option<&RowImage>| row.map_or_else(|| "null".to_string(), |r| object_text(r, columns));
@@ -193,8 +194,9 @@ fn envelope(
     let _ = write!(
         out,
         "{{\"before\":{},\"after\":{},\"source\":{{\"version\":{},\"connector\":\"postgresql\",\"name\":\"kafgres\",\
-         \"ts_ms\":{now_ms},\"snapshot\":{},\"db\":{},\"sequence\":null,\"schema\":{},\"table\":{},\"txId\":{xid},\
-         \"lsn\":{lsn},\"xmin\":null}},\"op\":{},\"ts_ms\":{now_ms},\"transaction\":null}}",
+         \"ts_ms\":{now_ms},\"snapshot\":{},\"db\":{},\"sequence\":null,\"ts_us\":{now_us},\"ts_ns\":{now_ns},\
+         \"schema\":{},\"table\":{},\"txId\":{xid},\"lsn\":{lsn},\"xmin\":null,\"origin\":null,\"origin_lsn\":null}},\
+         \"transaction\":null,\"op\":{},\"ts_ms\":{now_ms},\"ts_us\":{now_us},\"ts_ns\":{now_ns}}}",
         image(before),
         image(after),
         shape.get("version").map_or_else(|| "null".to_string(), |v| v.to_string()),
