@@ -50,6 +50,20 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
+def terminate(process: subprocess.Popen | None, timeout_s: float = STOP_TIMEOUT_S) -> bool:
+    """Stops a JVM the way its scripts do: SIGTERM, then SIGKILL after `timeout_s`. True if it had to be killed."""
+    if process is None or process.poll() is not None:
+        return False
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout_s)
+        return False
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+        return True
+
+
 def port_open(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=0.5):
@@ -160,11 +174,5 @@ class KafkaBroker:
 
     def stop(self) -> None:
         """Stops the broker and removes its data (the logs stay in `home`)."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        terminate(self.process)
         shutil.rmtree(self.home / "data", ignore_errors=True)

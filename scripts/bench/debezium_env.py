@@ -106,6 +106,7 @@ from apache_kafka import (  # noqa: E402
     KafkaBroker,
     _die_with_parent,
     port_open,
+    terminate,
 )
 from support import PG_BIN, ThrowawayCluster, as_postgres  # noqa: E402
 
@@ -361,14 +362,8 @@ class ConnectWorker:
             time.sleep(0.5)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                log.warning("Connect did not stop within %s s of SIGTERM; killing it", STOP_TIMEOUT_S)
-                self.process.kill()
-                self.process.wait(timeout=10)
+        if terminate(self.process):
+            log.warning("Connect did not stop within %s s of SIGTERM; it was killed", STOP_TIMEOUT_S)
 
 
 def assign_from_beginning(consumer: Consumer, topic: str, deadline: float) -> None:
