@@ -186,35 +186,12 @@ class LogicalCluster(ThrowawayCluster):
     of this process."""
 
     def __init__(self, home: Path, port: int) -> None:
-        # Not ThrowawayCluster.__init__: that one makes its own home under /tmp and names a kafgres port.
-        self.tag = "debezium"
-        self.pg_port = port
-        self.kafka_port = 0
-        self.home = home
-        self.pgdata = home / "pgdata"
-        self.log = home / "postgres.log"
-        self.socket_dir = home / "run"
-        self.socket_dir.mkdir(parents=True)
-        shutil.chown(self.home, "postgres", "postgres")
-        shutil.chown(self.socket_dir, "postgres", "postgres")
-        self.conninfo = f"{PG_CONNINFO} connect_timeout=3"
+        super().__init__("debezium", port, 0, home=home)
         self.postmaster: subprocess.Popen | None = None
 
-    def init(self, settings: dict[str, str]) -> None:
+    def init(self, settings: dict[str, str], kafgres: bool = False) -> None:
         """initdb (trust over TCP, replication included), then postgresql.conf with the port and `settings`."""
-        as_postgres(
-            str(PG_BIN / "initdb"), "-D", str(self.pgdata), "-U", "postgres", "--auth=trust",
-            "--encoding=UTF8", "--locale=C.UTF-8",
-        )
-        lines = {
-            "port": str(self.pg_port),
-            "listen_addresses": "'127.0.0.1'",
-            "unix_socket_directories": f"'{self.socket_dir}'",
-            **settings,
-        }
-        with (self.pgdata / "postgresql.conf").open("a") as conf:
-            conf.write("\n# scripts/bench/debezium_env.py: the Postgres that Debezium captures\n")
-            conf.writelines(f"{name} = {value}\n" for name, value in lines.items())
+        super().init(settings, kafgres=False)
 
     def start(self) -> None:
         """The postmaster as a child of this process (not pg_ctl's daemon), so that it gets SIGINT, a fast

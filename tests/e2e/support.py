@@ -264,21 +264,22 @@ class ThrowawayCluster:
     initdb (trust over TCP), the kafgres settings plus `settings`, pg_ctl start,
     its server log, and `destroy()` that stops it and removes everything."""
 
-    def __init__(self, tag: str, pg_port: int, kafka_port: int) -> None:
+    def __init__(self, tag: str, pg_port: int, kafka_port: int, home: Path | None = None) -> None:
         self.tag = tag
         self.pg_port = pg_port
         self.kafka_port = kafka_port
-        self.home = Path(tempfile.mkdtemp(prefix=f"kafgres-{tag}-", dir="/tmp"))
+        self.home = home or Path(tempfile.mkdtemp(prefix=f"kafgres-{tag}-", dir="/tmp"))
         self.pgdata = self.home / "pgdata"
         self.log = self.home / "postgres.log"
         self.socket_dir = self.home / "run"
-        self.socket_dir.mkdir()
+        self.socket_dir.mkdir(parents=True)
         shutil.chown(self.home, "postgres", "postgres")
         shutil.chown(self.socket_dir, "postgres", "postgres")
         self.conninfo = f"host=127.0.0.1 port={pg_port} user=postgres dbname=postgres connect_timeout=3"
 
-    def init(self, settings: dict[str, str]) -> None:
-        """initdb, then postgresql.conf with the extension, the ports and `settings` (values as written)."""
+    def init(self, settings: dict[str, str], kafgres: bool = True) -> None:
+        """initdb, then postgresql.conf with the ports, the extension unless `kafgres` is false (a plain
+        Postgres), and `settings` (values as written)."""
         as_postgres(
             str(PG_BIN / "initdb"), "-D", str(self.pgdata), "-U", "postgres", "--auth=trust",
             "--encoding=UTF8", "--locale=C.UTF-8",
@@ -287,13 +288,16 @@ class ThrowawayCluster:
             "port": str(self.pg_port),
             "listen_addresses": "'127.0.0.1'",
             "unix_socket_directories": f"'{self.socket_dir}'",
-            "shared_preload_libraries": "'kafgres'",
-            "wal_level": "replica",
-            "kafgres.port": str(self.kafka_port),
-            "kafgres.listen_address": "'127.0.0.1'",
-            "kafgres.database": "'postgres'",
-            **settings,
         }
+        if kafgres:
+            lines.update({
+                "shared_preload_libraries": "'kafgres'",
+                "wal_level": "replica",
+                "kafgres.port": str(self.kafka_port),
+                "kafgres.listen_address": "'127.0.0.1'",
+                "kafgres.database": "'postgres'",
+            })
+        lines.update(settings)
         with (self.pgdata / "postgresql.conf").open("a") as conf:
             conf.write(f"\n# kafgres throwaway cluster: {self.tag}\n")
             conf.writelines(f"{name} = {value}\n" for name, value in lines.items())
