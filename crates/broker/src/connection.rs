@@ -1,6 +1,11 @@
 //! One client connection: read a frame, dispatch it, write the answer, in
-//! order. Like Kafka, a connection has one request in progress at a time, so
-//! responses leave in request order without a reorder buffer. The stream is
+//! order. Like Kafka, a connection handles one request at a time, with one
+//! exception: once a produce's records are appended and only its durability
+//! wait is left, the next produce is read and appended meanwhile, so the
+//! requests a client pipelines share fdatasyncs (see `PRODUCES_WAITING_MAX`).
+//! Answers still leave in request order (a queue of the waiting ones), and
+//! any other request is handled only after every earlier one is answered.
+//! The stream is
 //! TCP, or TLS over TCP once [`crate::tls`] has shaken hands: file ranges of
 //! a fetch go out with sendfile on TCP, and through the TLS session (read
 //! into memory in chunks) on TLS.
@@ -31,6 +36,7 @@ use crate::metrics::{BrokerMetrics, ConnectionEntry};
 use crate::quota::QuotaKey;
 use crate::sasl::{Gate, SaslSession};
 use crate::splice::ResponsePart;
+use std::collections::VecDeque;
 
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// How much of a file range a TLS connection reads into memory at a time.
@@ -95,90 +101,76 @@ async fn serve<R: AsyncRead + Unpin>(
         entry.set_principal(identity.role.as_bytes());
         sasl.open_as(identity);
     }
+    // Produces whose records are appended and whose answers wait for their
+    // durability, oldest first (see `PRODUCES_WAITING_MAX`).
+    let mut waiting: VecDeque<Waiting> = VecDeque::new();
     loop {
         // Read at each request: a reload may change it.
         let idle = Duration::from_millis(ctx.config.live.connection_idle_ms_max());
-        let mut prefix = [0u8; FRAME_LEN_BYTES];
-        let read = tokio::select! {
-            _ = shutdown.changed() => return,
-            read = tokio::time::timeout(idle, reader.read_exact(&mut prefix)) => read,
-        };
-        match read {
-            Ok(Ok(_)) => {}
-            Ok(Err(_)) => return, // closed by the client, or reset
-            Err(_) => {
-                log::info!("closing connection from {peer}: idle for {idle:?} (kafgres.connections_max_idle_ms)");
-                return;
-            }
-        }
-        let len = match frame_body_len(prefix, sasl.frame_bytes_max(ctx.config.live.frame_bytes_max())) {
-            Ok(len) => len,
-            Err(e) => {
-                let stage = if sasl.authenticating() { " before SASL authentication" } else { "" };
-                log::warn!("closing connection from {peer}{stage}: {e}");
-                return;
-            }
-        };
-        // Room in the broker-wide budget first, then the buffer: while the
-        // budget is spent this connection reads nothing more (its bytes wait
-        // in the socket, and TCP slows the client).
-        let reserved = tokio::select! {
-            _ = shutdown.changed() => return,
-            reserved = ctx.request_memory.reserve(FRAME_LEN_BYTES + len) => reserved,
-        };
-        let Some(_reserved) = reserved else { return };
-        // Filled straight from the socket buffer: no zeroing of a buffer
-        // that is about to be overwritten (a produce can be megabytes).
-        let mut frame = BytesMut::with_capacity(len);
-        let body = async {
-            while frame.len() < len {
-                let wanted = (len - frame.len()) as u64;
-                if (&mut reader).take(wanted).read_buf(&mut frame).await? == 0 {
-                    return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+        let frame_bytes_max = sasl.frame_bytes_max(ctx.config.live.frame_bytes_max());
+        let authenticating = sasl.authenticating();
+        // The next request is read while the waiting produces finish: their
+        // answers go out, in order, as they become ready.
+        let read = {
+            let read = read_request(&mut reader, &ctx, peer, idle, frame_bytes_max, authenticating);
+            tokio::pin!(read);
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = shutdown.changed() => {
+                        // Answered before closing, as the shutdown promises:
+                        // the flushers still run until every connection ends.
+                        drain(&mut waiting, &mut writer, &entry, metrics, peer).await;
+                        return;
+                    }
+                    outcome = next_answer(&mut waiting) => {
+                        let Some(done) = waiting.pop_front() else { continue };
+                        if send(&mut writer, &entry, metrics, peer, outcome, &done.sent).await.is_none() {
+                            return;
+                        }
+                    }
+                    read = &mut read => break read,
                 }
             }
-            Ok(())
         };
-        match tokio::time::timeout(idle, body).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => {
-                log::info!("connection from {peer} closed mid-request ({len} bytes expected): {e}");
+        let Some(Request { frame, len, reserved: _reserved }) = read else {
+            return;
+        };
+        let api_key = count_request(metrics, &entry, &frame);
+        if api_key != Some(PRODUCE_KEY) {
+            // Anything else sees every earlier request answered, as with one
+            // request in progress at a time (a Fetch after a Produce reads
+            // its records).
+            if !drain(&mut waiting, &mut writer, &entry, metrics, peer).await {
                 return;
             }
-            Err(_) => {
-                log::warn!("closing connection from {peer}: a {len}-byte request stalled for {idle:?}");
+        } else if waiting.len() >= PRODUCES_WAITING_MAX {
+            let Some(oldest) = waiting.pop_front() else { return };
+            let outcome = oldest.answer.await;
+            if send(&mut writer, &entry, metrics, peer, outcome, &oldest.sent).await.is_none() {
                 return;
             }
         }
-        let api_key = count_request(metrics, &entry, &frame);
         // Produce's time in the broker, from its last byte read to its
         // answer written (durability wait included): what a client's send
         // latency owes the broker, the rest being the client's and the
         // network's (`kafgres.broker_metrics`).
-        let started = std::time::Instant::now();
-        let produce_started = (api_key == Some(PRODUCE_KEY)).then_some(started);
-        let answered = |metrics: &BrokerMetrics| {
-            if let Some(key) = api_key {
-                metrics.api.record_time(key, started.elapsed());
-            }
-        };
+        let sent = Sent { request_bytes: (FRAME_LEN_BYTES + len) as u64, api_key, started: std::time::Instant::now() };
         // Authentication first: SASL requests are answered here, and nothing
         // else reaches dispatch before the client has authenticated.
         let frame = match sasl.gate(ctx.catalog.as_ref(), peer, frame.freeze()).await {
             Gate::Dispatch(frame) => frame,
             Gate::Respond(bytes) => {
-                entry.record_request((FRAME_LEN_BYTES + len) as u64, bytes.len() as u64);
-                if writer.write_all(&bytes).await.is_err() {
+                if send(&mut writer, &entry, metrics, peer, Outcome::Respond(bytes), &sent).await.is_none() {
                     return;
                 }
-                answered(metrics);
                 if let Some(principal) = sasl.principal() {
                     entry.set_principal(principal.as_bytes());
                 }
                 continue;
             }
             Gate::RespondAndClose(bytes, reason) => {
-                entry.record_request((FRAME_LEN_BYTES + len) as u64, bytes.len() as u64);
+                entry.record_request(sent.request_bytes, bytes.len() as u64);
                 let failed = ctx.failed_logins.record(peer.ip(), sasl.attempted_user());
                 match failed.log_with_unlogged {
                     Some(0) => log::warn!("closing connection from {peer}: {reason}"),
@@ -231,11 +223,6 @@ async fn serve<R: AsyncRead + Unpin>(
             request_ms: i32::try_from(request_throttle.as_millis()).unwrap_or(i32::MAX),
         };
         let mut mute = throttle.max(request_throttle);
-        let mut count_fetched = |bytes_out: usize| {
-            if let (Some(client_id), Some(FETCH_KEY), true) = (&quota_client, api_key, throttle.is_zero()) {
-                mute = ctx.quotas.record(QuotaKey::ConsumerByteRate, user, client_id, bytes_out);
-            }
-        };
         let handled = handle_frame(&ctx, peer, sasl.principal(), sasl.identity(), &endpoint, throttles, frame);
         let (outcome, on_thread) = if timed {
             let (outcome, spent) = OnThread::new(handled).await;
@@ -244,46 +231,28 @@ async fn serve<R: AsyncRead + Unpin>(
             (handled.await, None)
         };
         match outcome {
-            Outcome::Respond(bytes) => {
-                entry.record_request((FRAME_LEN_BYTES + len) as u64, bytes.len() as u64);
-                count_fetched(bytes.len());
-                if writer.write_all(&bytes).await.is_err() {
+            Outcome::Later(answer) => waiting.push_back(Waiting { answer, sent }),
+            // After the waiting ones, in request order.
+            Outcome::Respond(bytes) if !waiting.is_empty() => {
+                waiting.push_back(Waiting { answer: Box::pin(std::future::ready(Outcome::Respond(bytes))), sent })
+            }
+            outcome => {
+                let Some(bytes_out) = send(&mut writer, &entry, metrics, peer, outcome, &sent).await else {
                     return;
+                };
+                if let (Some(client_id), Some(FETCH_KEY), true) = (&quota_client, api_key, throttle.is_zero()) {
+                    mute = ctx.quotas.record(QuotaKey::ConsumerByteRate, user, client_id, bytes_out);
                 }
-                answered(metrics);
-                if let Some(started) = produce_started {
-                    metrics.record_produce_time(started.elapsed());
-                }
-            }
-            Outcome::RespondParts { parts, woken_at } => {
-                let bytes_out: usize = parts.iter().map(ResponsePart::len).sum();
-                entry.record_request((FRAME_LEN_BYTES + len) as u64, bytes_out as u64);
-                count_fetched(bytes_out);
-                if let Err(e) = writer.write_parts(parts).await {
-                    log::info!("closing connection from {peer}: sending a response failed: {e}");
-                    return;
-                }
-                answered(metrics);
-                if let Some(woken_at) = woken_at {
-                    metrics.record_fetch_wake_time(woken_at.elapsed());
-                }
-            }
-            Outcome::NoResponse => {
-                entry.record_request((FRAME_LEN_BYTES + len) as u64, 0);
-                answered(metrics);
-                if let Some(started) = produce_started {
-                    metrics.record_produce_time(started.elapsed());
-                }
-            }
-            Outcome::Close(reason) => {
-                log::warn!("closing connection from {peer}: {reason}");
-                return;
             }
         }
         if let (Some(spent), Some(client_id)) = (on_thread, &quota_client) {
             mute = mute.max(ctx.quotas.record_request_time(user, client_id, spent));
         }
         if !mute.is_zero() {
+            // The throttled answer goes out first, then the connection mutes.
+            if !drain(&mut waiting, &mut writer, &entry, metrics, peer).await {
+                return;
+            }
             metrics.throttled_requests.fetch_add(1, Ordering::Relaxed);
             tokio::select! {
                 _ = shutdown.changed() => return,
@@ -291,6 +260,172 @@ async fn serve<R: AsyncRead + Unpin>(
             }
         }
     }
+}
+
+/// How many produces of one connection may wait for their durability at
+/// once. While one waits for its fdatasync the connection reads and appends
+/// the next, so a single client's requests share flushes as concurrent
+/// clients' do (with one request in progress at a time, as Kafka serves a
+/// connection, a client's throughput is its requests in flight divided by
+/// the flush time). Bounded so a client pipelining without limit (librdkafka
+/// without idempotence allows a million requests in flight) holds a bounded
+/// number of answers; its further requests wait in the socket.
+const PRODUCES_WAITING_MAX: usize = 64;
+
+/// A request read off the socket, with its share of the broker's budget.
+struct Request<'a> {
+    frame: BytesMut,
+    len: usize,
+    reserved: tokio::sync::SemaphorePermit<'a>,
+}
+
+/// A produce whose answer is not ready yet.
+struct Waiting {
+    answer: std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>>,
+    sent: Sent,
+}
+
+/// What a request's answer is counted with.
+struct Sent {
+    request_bytes: u64,
+    api_key: Option<i16>,
+    started: std::time::Instant,
+}
+
+/// The oldest waiting produce's answer, once ready (never, with none waiting).
+async fn next_answer(waiting: &mut VecDeque<Waiting>) -> Outcome {
+    match waiting.front_mut() {
+        Some(oldest) => oldest.answer.as_mut().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sends every waiting answer, in order; false when the connection is to close.
+async fn drain(
+    waiting: &mut VecDeque<Waiting>,
+    writer: &mut ResponseWriter,
+    entry: &ConnectionEntry<'_>,
+    metrics: &BrokerMetrics,
+    peer: SocketAddr,
+) -> bool {
+    while let Some(oldest) = waiting.pop_front() {
+        let outcome = oldest.answer.await;
+        if send(writer, entry, metrics, peer, outcome, &oldest.sent).await.is_none() {
+            return false;
+        }
+    }
+    true
+}
+
+/// Reads one request frame: its length prefix (waiting at most `idle` for
+/// it), room for it in the broker-wide budget, then its body. `None` when
+/// the connection is to close (the reason is logged).
+async fn read_request<'a, R: AsyncRead + Unpin>(
+    reader: &mut BufReader<R>,
+    ctx: &'a BrokerContext,
+    peer: SocketAddr,
+    idle: Duration,
+    frame_bytes_max: usize,
+    authenticating: bool,
+) -> Option<Request<'a>> {
+    let mut prefix = [0u8; FRAME_LEN_BYTES];
+    match tokio::time::timeout(idle, reader.read_exact(&mut prefix)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(_)) => return None, // closed by the client, or reset
+        Err(_) => {
+            log::info!("closing connection from {peer}: idle for {idle:?} (kafgres.connections_max_idle_ms)");
+            return None;
+        }
+    }
+    let len = match frame_body_len(prefix, frame_bytes_max) {
+        Ok(len) => len,
+        Err(e) => {
+            let stage = if authenticating { " before SASL authentication" } else { "" };
+            log::warn!("closing connection from {peer}{stage}: {e}");
+            return None;
+        }
+    };
+    // Room in the broker-wide budget first, then the buffer: while the
+    // budget is spent this connection reads nothing more (its bytes wait
+    // in the socket, and TCP slows the client).
+    let reserved = ctx.request_memory.reserve(FRAME_LEN_BYTES + len).await?;
+    // Filled straight from the socket buffer: no zeroing of a buffer
+    // that is about to be overwritten (a produce can be megabytes).
+    let mut frame = BytesMut::with_capacity(len);
+    let body = async {
+        while frame.len() < len {
+            let wanted = (len - frame.len()) as u64;
+            if (&mut *reader).take(wanted).read_buf(&mut frame).await? == 0 {
+                return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+            }
+        }
+        Ok(())
+    };
+    match tokio::time::timeout(idle, body).await {
+        Ok(Ok(_)) => Some(Request { frame, len, reserved }),
+        Ok(Err(e)) => {
+            log::info!("connection from {peer} closed mid-request ({len} bytes expected): {e}");
+            None
+        }
+        Err(_) => {
+            log::warn!("closing connection from {peer}: a {len}-byte request stalled for {idle:?}");
+            None
+        }
+    }
+}
+
+/// Sends one request's answer (a deferred one once ready) and counts it;
+/// the bytes sent, or `None` when the connection is to close.
+async fn send(
+    writer: &mut ResponseWriter,
+    entry: &ConnectionEntry<'_>,
+    metrics: &BrokerMetrics,
+    peer: SocketAddr,
+    outcome: Outcome,
+    sent: &Sent,
+) -> Option<usize> {
+    let outcome = match outcome {
+        Outcome::Later(answer) => answer.await,
+        ready => ready,
+    };
+    let bytes_out = match outcome {
+        Outcome::Respond(bytes) => {
+            entry.record_request(sent.request_bytes, bytes.len() as u64);
+            writer.write_all(&bytes).await.ok()?;
+            bytes.len()
+        }
+        Outcome::RespondParts { parts, woken_at } => {
+            let bytes_out: usize = parts.iter().map(ResponsePart::len).sum();
+            entry.record_request(sent.request_bytes, bytes_out as u64);
+            if let Err(e) = writer.write_parts(parts).await {
+                log::info!("closing connection from {peer}: sending a response failed: {e}");
+                return None;
+            }
+            if let Some(woken_at) = woken_at {
+                metrics.record_fetch_wake_time(woken_at.elapsed());
+            }
+            bytes_out
+        }
+        Outcome::NoResponse => {
+            entry.record_request(sent.request_bytes, 0);
+            0
+        }
+        Outcome::Close(reason) => {
+            log::warn!("closing connection from {peer}: {reason}");
+            return None;
+        }
+        Outcome::Later(_) => {
+            log::error!("closing connection from {peer}: an answer deferred twice (a broker bug)");
+            return None;
+        }
+    };
+    if let Some(key) = sent.api_key {
+        metrics.api.record_time(key, sent.started.elapsed());
+        if key == PRODUCE_KEY {
+            metrics.record_produce_time(sent.started.elapsed());
+        }
+    }
+    Some(bytes_out)
 }
 
 /// Whether the request quota counts an API: not ApiVersions and the SASL

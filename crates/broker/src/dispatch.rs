@@ -9,7 +9,9 @@
 //! [`crate::api`]: each arm calls its handler directly (no boxing, no
 //! dynamic dispatch).
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafgres_wire::error_code;
@@ -25,7 +27,6 @@ use crate::api::{self, Answer, Handler, RequestContext, Served};
 use crate::context::{BrokerContext, Pick};
 
 /// What the connection does after a request.
-#[derive(Debug)]
 pub enum Outcome {
     /// Send these bytes (length prefix included).
     Respond(Bytes),
@@ -38,6 +39,24 @@ pub enum Outcome {
     NoResponse,
     /// Close the connection, logging the reason.
     Close(String),
+    /// Send what this resolves to, after the answers of every earlier
+    /// request of the connection (a produce waiting for durability: see
+    /// [`Answer::Later`]).
+    Later(Pin<Box<dyn Future<Output = Outcome> + Send + 'static>>),
+}
+
+impl std::fmt::Debug for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Respond(bytes) => f.debug_tuple("Respond").field(&bytes.len()).finish(),
+            Outcome::RespondParts { parts, woken_at } => {
+                f.debug_struct("RespondParts").field("parts", &parts.len()).field("woken_at", woken_at).finish()
+            }
+            Outcome::NoResponse => f.write_str("NoResponse"),
+            Outcome::Close(reason) => f.debug_tuple("Close").field(reason).finish(),
+            Outcome::Later(_) => f.write_str("Later"),
+        }
+    }
 }
 
 /// The quotas' throttle times a request's answer carries (KIP-219).
@@ -163,27 +182,44 @@ fn decode<H: Handler>(mut body: Bytes, cx: &RequestContext<'_>) -> Result<H::Req
 
 fn encode<H: Handler>(
     cx: &RequestContext<'_>,
-    metrics: &crate::metrics::BrokerMetrics,
+    metrics: &'static crate::metrics::BrokerMetrics,
     answer: Answer<H::Response>,
 ) -> Outcome
 where
-    H::Response: ErrorCounts + ThrottleTime,
+    H::Response: ErrorCounts + ThrottleTime + Send + 'static,
 {
-    let (key, version, correlation_id) = (H::KEY, cx.api_version, cx.correlation_id);
-    let mut answer = answer;
-    if let Answer::Respond(response) | Answer::Spliced { response, .. } = &mut answer {
-        response.error_codes(&mut |code| metrics.api.count_error(key as i16, code));
-        if cx.request_throttle_ms > 0 {
-            response.raise_throttle_time_ms(cx.request_throttle_ms);
+    let to = ResponseTo { key: H::KEY, version: cx.api_version, correlation_id: cx.correlation_id };
+    let request_throttle_ms = cx.request_throttle_ms;
+    let count = move |response: &mut H::Response| {
+        response.error_codes(&mut |code| metrics.api.count_error(to.key as i16, code));
+        if request_throttle_ms > 0 {
+            response.raise_throttle_time_ms(request_throttle_ms);
         }
-    }
+    };
     match answer {
-        Answer::Respond(response) => respond(key, version, correlation_id, &response),
-        Answer::Spliced { response, ranges, woken_at } => {
-            respond_spliced(key, version, correlation_id, &response, ranges, woken_at)
+        Answer::Respond(mut response) => {
+            count(&mut response);
+            respond(to.key, to.version, to.correlation_id, &response)
+        }
+        Answer::Spliced { mut response, ranges, woken_at } => {
+            count(&mut response);
+            respond_spliced(to.key, to.version, to.correlation_id, &response, ranges, woken_at)
         }
         Answer::Silent => Outcome::NoResponse,
+        Answer::Later(later) => Outcome::Later(Box::pin(async move {
+            let mut response = later.await;
+            count(&mut response);
+            respond(to.key, to.version, to.correlation_id, &response)
+        })),
     }
+}
+
+/// Whom a response answers: its API, version and correlation id.
+#[derive(Debug, Clone, Copy)]
+struct ResponseTo {
+    key: ApiKey,
+    version: i16,
+    correlation_id: i32,
 }
 
 /// Encodes a response whose body refers to file ranges (Fetch): the parts

@@ -176,7 +176,15 @@ pub enum Answer<R> {
     Spliced { response: R, ranges: FileRanges, woken_at: Option<Instant> },
     /// Send nothing: the client reads no response (Produce with acks=0).
     Silent,
+    /// The request's work is done (a produce's records are appended) and
+    /// only a wait is left (their durability): the connection may read and
+    /// start the next produce while this one waits, and sends the answers in
+    /// request order (see [`crate::connection`]).
+    Later(Later<R>),
 }
+
+/// The rest of an answer: a wait that borrows nothing from the request.
+pub type Later<R> = std::pin::Pin<Box<dyn Future<Output = R> + Send + 'static>>;
 
 impl<R> From<R> for Answer<R> {
     fn from(response: R) -> Answer<R> {

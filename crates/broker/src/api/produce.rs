@@ -69,7 +69,7 @@ impl Handler for Produce {
     ) -> Answer<ProduceResponse> {
         let version = cx.api_version;
         let acks = request.acks;
-        let mut answers = Vec::with_capacity(request.topic_data.len());
+        let mut answers: Answers = Vec::with_capacity(request.topic_data.len());
         // Kafka refuses a transactional produce whole when the client may
         // not write the transactional id.
         let transaction_refused =
@@ -131,33 +131,55 @@ impl Handler for Produce {
         // acks=all with a synchronous policy waits for the standbys at most
         // the request's own timeout, as Kafka bounds its ISR wait.
         let replication_timeout = std::time::Duration::from_millis(request.timeout_ms.clamp(0, i32::MAX) as u64);
-        let mut response = ProduceResponse::default().with_throttle_time_ms(cx.throttle_time_ms);
-        for (name, topic_id, pending) in answers {
-            let mut topic_response = TopicProduceResponse::default();
-            topic_response.name = topic_name(&name);
-            topic_response.topic_id = topic_id;
-            for mut item in pending {
-                if let Some(partition) = &item.partition {
-                    if acks == -1 {
-                        if let Err(e) = partition.wait_committed(item.end_offset, replication_timeout).await {
-                            item.response.error_code = match e {
-                                DurabilityError::NotReplicated => error_code::REQUEST_TIMED_OUT,
-                                _ => error_code::KAFKA_STORAGE_ERROR,
-                            };
-                            item.response.error_message = Some(str_bytes(&e.to_string()));
-                            item.response.base_offset = -1;
-                        }
-                    }
-                }
-                if version < RECORD_ERRORS_VERSION_MIN {
-                    item.response.record_errors.clear();
-                }
-                topic_response.partition_responses.push(item.response);
-            }
-            response.responses.push(topic_response);
+        let throttle_time_ms = cx.throttle_time_ms;
+        let appended = answers.iter().any(|(_, _, pending)| pending.iter().any(|item| item.partition.is_some()));
+        if acks == -1 && appended {
+            // Only the wait is left: the connection starts the next produce
+            // meanwhile, so one client's requests share fdatasyncs too.
+            return Answer::Later(Box::pin(async move {
+                wait_committed(&mut answers, replication_timeout).await;
+                into_response(answers, version, throttle_time_ms)
+            }));
         }
-        response.into()
+        into_response(answers, version, throttle_time_ms).into()
     }
+}
+
+/// Each topic's name, id and partitions' answers, in request order.
+type Answers = Vec<(String, uuid::Uuid, Vec<Pending>)>;
+
+/// Waits until every appended partition's records are committed (durable,
+/// and on the standbys a synchronous policy names), turning a failure into
+/// the partition's error.
+async fn wait_committed(answers: &mut Answers, replication_timeout: std::time::Duration) {
+    for item in answers.iter_mut().flat_map(|(_, _, pending)| pending.iter_mut()) {
+        let Some(partition) = &item.partition else { continue };
+        if let Err(e) = partition.wait_committed(item.end_offset, replication_timeout).await {
+            item.response.error_code = match e {
+                DurabilityError::NotReplicated => error_code::REQUEST_TIMED_OUT,
+                _ => error_code::KAFKA_STORAGE_ERROR,
+            };
+            item.response.error_message = Some(str_bytes(&e.to_string()));
+            item.response.base_offset = -1;
+        }
+    }
+}
+
+fn into_response(answers: Answers, version: i16, throttle_time_ms: i32) -> ProduceResponse {
+    let mut response = ProduceResponse::default().with_throttle_time_ms(throttle_time_ms);
+    for (name, topic_id, pending) in answers {
+        let mut topic_response = TopicProduceResponse::default();
+        topic_response.name = topic_name(&name);
+        topic_response.topic_id = topic_id;
+        for mut item in pending {
+            if version < RECORD_ERRORS_VERSION_MIN {
+                item.response.record_errors.clear();
+            }
+            topic_response.partition_responses.push(item.response);
+        }
+        response.responses.push(topic_response);
+    }
+    response
 }
 
 /// How much one partition's records may decompress to: 16 times their
