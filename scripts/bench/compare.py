@@ -322,6 +322,8 @@ class Comparison:
             say(f"wrote docs/benchmarks.md{' and ' + ', '.join(Path(c).name for c in charts) if charts else ''}")
         print("\nTargets of issue 7 (Kafgres / Kafka, fsync relaxed unless said):")
         print(report.targets_text(report.targets(self.results)))
+        print("\nTargets of issue 24 (Kafgres fsync / Kafgres page_cache):")
+        print(report.targets_text(report.durable_targets(self.results)))
 
 
 def main() -> int:

@@ -167,6 +167,32 @@ def targets(results: dict) -> list[Target]:
     return out
 
 
+def durable_targets(results: dict) -> list[Target]:
+    """Issue 24's first targets: Kafgres with an fdatasync before every ack
+    (`flush_policy = fsync`, the strict mode) against its own `page_cache`
+    figure of the same run, and its sync send against the disk's fdatasync."""
+    runs = results["runs"]
+    out: list[Target] = []
+    for workload, field, label in [
+        ("produce-1k", "records_per_s", "produce 1 KiB records/s"),
+        ("produce-1k-4p", "records_per_s", "produce 1 KiB records/s, 4 producers"),
+        ("produce-256k", "mb_per_s", "produce 256 KiB MB/s"),
+        ("produce-256k-4p", "mb_per_s", "produce 256 KiB MB/s, 4 producers"),
+    ]:
+        durable = median_cell(runs, "strict", "kafgres", workload, field).value
+        relaxed = median_cell(runs, "relaxed", "kafgres", workload, field).value
+        r = ratio(durable, relaxed)
+        out.append(Target(label, durable, relaxed, "Kafgres page_cache", r, "≥ 0.9× page_cache",
+                          None if r is None else r >= 0.9))
+    g = median_cell(runs, "strict", "kafgres", "sync", "p50").value
+    fsync_p50 = results.get("machine", {}).get("fdatasync_p50_ms")
+    bound = fsync_p50 + 0.1 if fsync_p50 is not None else None
+    out.append(Target("sync send p50 ms, fsync before ack", g, bound, "fdatasync p50 + 0.1 ms",
+                      ratio(g, bound), "≤ fdatasync p50 + 0.1 ms",
+                      None if g is None or bound is None else g <= bound))
+    return out
+
+
 def met_text(met: bool | None) -> str:
     return {True: "met", False: "**not met**", None: "not measured"}[met]
 
@@ -352,6 +378,10 @@ def markdown(results: dict, charts: list[str]) -> str:
         "### Targets of issue 7 (fsync relaxed unless said)",
         "",
         *targets_markdown(targets(results)),
+        "",
+        "### Targets of issue 24: durable at relaxed speed (Kafgres fsync / Kafgres page_cache)",
+        "",
+        *targets_markdown(durable_targets(results)),
         "",
         "### Results",
         "",
