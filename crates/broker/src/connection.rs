@@ -161,6 +161,12 @@ async fn serve<R: AsyncRead + Unpin>(
         let frame = match sasl.gate(ctx.catalog.as_ref(), peer, frame.freeze()).await {
             Gate::Dispatch(frame) => frame,
             Gate::Respond(bytes) => {
+                // Nothing waits during authentication, but the order
+                // should not depend on it: a raw SASL v0 token whose first
+                // bytes read as Produce's key is not drained above.
+                if !drain(&mut waiting, &mut writer, &entry, metrics, peer).await {
+                    return;
+                }
                 if send(&mut writer, &entry, metrics, peer, Outcome::Respond(bytes), &sent).await.is_none() {
                     return;
                 }
