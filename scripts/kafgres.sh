@@ -56,8 +56,19 @@ installed_library() { echo "$($PG_CONFIG --pkglibdir)/kafgres.so"; }
 
 build_extension() {
     say "building the extension (release)"
-    (cd "$ROOT/crates/kafgres" && cargo pgrx install --release --pg-config "$PG_CONFIG" >"$STATE/build.log" 2>&1) ||
-        { tail -n 40 "$STATE/build.log" >&2; die "extension build failed (full log: $STATE/build.log)"; }
+    # cargo pgrx install overwrites the library in place, and a running
+    # server has it mapped: its processes would run the new bytes at the old
+    # offsets. Moved aside first, the old file lives on for them (a rename
+    # keeps the inode) and the install writes a new one.
+    local library
+    library=$(installed_library)
+    [ -f "$library" ] && mv -f "$library" "$library.replaced"
+    if ! (cd "$ROOT/crates/kafgres" && cargo pgrx install --release --pg-config "$PG_CONFIG" >"$STATE/build.log" 2>&1); then
+        [ -f "$library" ] || { [ -f "$library.replaced" ] && mv -f "$library.replaced" "$library"; }
+        tail -n 40 "$STATE/build.log" >&2
+        die "extension build failed (full log: $STATE/build.log)"
+    fi
+    rm -f "$library.replaced"
     # cargo pgrx install copies the upgrade scripts only. The first release's
     # full script goes next to them, so that the upgrade test can install
     # 0.1.0 and update it (tests/e2e/test_upgrade.py).
