@@ -164,10 +164,11 @@ pub trait Catalog: Send + Sync + 'static {
     /// member of and whether it is a superuser, read when it authenticates.
     fn identity(&self, role: String) -> CatalogFuture<crate::acl::Identity>;
 
-    /// The role a TLS client certificate named, if it may log in: it exists
-    /// and has LOGIN (as Postgres's `cert` authentication requires; a
-    /// password's VALID UNTIL does not apply to certificates).
-    fn certificate_login(&self, role: String) -> CatalogFuture<Option<crate::acl::Identity>>;
+    /// A role whose holder proved who they are outside the catalog (a TLS
+    /// client certificate, a bearer token), if it may log in: it exists and
+    /// has LOGIN (as Postgres's `cert` authentication requires; a password's
+    /// VALID UNTIL does not apply).
+    fn external_login(&self, role: String) -> CatalogFuture<Option<crate::acl::Identity>>;
 
     /// Durably adds ACL bindings; one already stored is not an error.
     fn create_acls(&self, bindings: Vec<crate::acl::AclBinding>) -> CatalogFuture<()>;
@@ -445,7 +446,7 @@ impl Catalog for MemoryCatalog {
         )
     }
 
-    fn certificate_login(&self, role: String) -> CatalogFuture<Option<crate::acl::Identity>> {
+    fn external_login(&self, role: String) -> CatalogFuture<Option<crate::acl::Identity>> {
         let known = self.identities.lock().map(|i| i.get(&role).cloned());
         let has_password = self.scram_credentials.lock().map(|c| c.contains_key(&role)).unwrap_or(false);
         ready(match known {

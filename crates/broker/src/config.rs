@@ -113,6 +113,9 @@ pub struct BrokerConfig {
     /// acl`); off, everyone may do everything and the ACL APIs answer
     /// SECURITY_DISABLED, as Kafka without an authorizer does.
     pub authorizer_enabled: bool,
+    /// How certificate and bearer-token subjects become roles, and whether
+    /// SASL/OAUTHBEARER is on (its token validator), at start.
+    pub identities: std::sync::Arc<crate::ident::IdentityRules>,
     /// Where the counters and the connection table live (shared memory in
     /// the extension, so SQL can read them).
     pub metrics: &'static crate::metrics::BrokerMetrics,
@@ -211,6 +214,7 @@ impl BrokerConfig {
             internal_secret: None,
             failed_authentication_delay_ms: 100,
             authorizer_enabled: false,
+            identities: std::sync::Arc::default(),
             metrics: crate::metrics::BrokerMetrics::leaked(),
             replication: std::sync::Arc::new(crate::replication::ReplicationState::new(
                 0,

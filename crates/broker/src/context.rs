@@ -43,6 +43,9 @@ pub struct BrokerContext {
     /// The request frames in flight, against `request_memory_bytes_max`
     /// (the connections' concern, not a handler's service).
     pub request_memory: crate::limits::RequestMemory,
+    /// How certificate and token subjects become roles; the host replaces
+    /// the rules when it reloads.
+    pub identities: crate::ident::SharedIdentityRules,
     /// Failed logins by address and role: how long to hold each answer.
     pub failed_logins: crate::limits::FailedLogins,
 }

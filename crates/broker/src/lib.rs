@@ -24,9 +24,11 @@
 //! - [`acl`]: Kafka's ACLs over Postgres roles, and the authorizer every
 //!   handler asks before it acts; [`quota`]: client byte-rate quotas and the
 //!   throttle time a request earns;
-//! - [`sasl`]: SASL/SCRAM-SHA-256 (and PLAIN over TLS) authentication of
-//!   connections against the catalog's credentials (PostgreSQL roles),
-//!   before dispatch;
+//! - [`sasl`] authenticates connections before dispatch, against the
+//!   catalog's credentials (PostgreSQL roles): SASL/SCRAM-SHA-256, and PLAIN
+//!   and OAUTHBEARER over TLS; [`oauth`] checks the bearer tokens (JWTs,
+//!   against a key set) and [`ident`] turns a certificate's or a token's
+//!   subject into a role (PostgreSQL's `pg_ident.conf` maps);
 //! - [`log_dir`]: which database the log directory belongs to, and the
 //!   partition directories no topic claims (removed at startup);
 //! - [`group`] (pure) and [`group_service`], [`txn`]: the group and
@@ -58,10 +60,12 @@ pub mod context;
 pub mod dispatch;
 pub mod group;
 pub mod group_service;
+pub mod ident;
 pub mod limits;
 pub mod listener;
 pub mod log_dir;
 pub mod metrics;
+pub mod oauth;
 pub mod partition;
 pub mod producer_ids;
 pub mod prometheus;

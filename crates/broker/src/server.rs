@@ -163,6 +163,7 @@ impl Broker {
         );
         let acls = Arc::new(crate::acl::Authorizer::new(config.authorizer_enabled, acls));
         let config_request_memory = config.request_memory_bytes_max;
+        let config_identities = Arc::clone(&config.identities);
         let failed_login_delay = std::time::Duration::from_millis(config.failed_authentication_delay_ms);
         let acl_admin = crate::acl::AclAdmin::new(Arc::clone(&acls), Arc::clone(&catalog));
         let quotas = Arc::new(crate::quota::ClientQuotas::new(client_quotas));
@@ -179,6 +180,7 @@ impl Broker {
             acl_admin,
             quotas,
             quota_admin,
+            identities: crate::ident::SharedIdentityRules::new(std::sync::Arc::clone(&config_identities)),
             request_memory: crate::limits::RequestMemory::new(config_request_memory),
             failed_logins: crate::limits::FailedLogins::new(failed_login_delay),
         });
@@ -312,6 +314,13 @@ impl Broker {
     /// The bound address of the first open listener of `security`.
     pub fn listener_addr(&self, security: SecurityProtocol) -> Option<SocketAddr> {
         self.listener_addrs.iter().find(|(s, _)| *s == security).map(|(_, addr)| *addr)
+    }
+
+    /// Replaces how certificate and token subjects become roles (a reload
+    /// of the ident file, `kafgres.ssl_ident_map`, `kafgres.oauthbearer_*`):
+    /// connections accepted from now on use the new rules.
+    pub fn reload_identities(&self, rules: crate::ident::IdentityRules) {
+        self.ctx.identities.set(Arc::new(rules));
     }
 
     /// Loads the TLS listeners' certificate, key and client CA again (a
@@ -626,14 +635,14 @@ async fn shake_hands(
     // asked for) only had to verify.
     if accepted.endpoint.security == SecurityProtocol::Ssl {
         if let Some(der) = crate::tls::peer_certificate(&stream) {
-            let role = match crate::tls::subject::common_name(der) {
+            let role = match ctx.identities.get().certificate_role(der) {
                 Ok(role) => role,
                 Err(e) => {
                     log::warn!("closing TLS connection from {peer}: its client certificate names no role: {e}");
                     return None;
                 }
             };
-            match ctx.catalog.certificate_login(role.clone()).await {
+            match ctx.catalog.external_login(role.clone()).await {
                 Ok(Some(identity)) => {
                     log::debug!("{peer} authenticated as role {role:?} (TLS client certificate)");
                     accepted.certificate_identity = Some(identity);

@@ -91,10 +91,10 @@ pub fn delete_acls(bindings: &[AclBinding]) -> Result<(), String> {
 
 const CAN_LOG_IN: &str = "SELECT r.rolcanlogin FROM pg_catalog.pg_roles r WHERE r.rolname = $1";
 
-/// The role a TLS client certificate names, if it exists and has LOGIN
-/// (Postgres's `cert` authentication: VALID UNTIL is a password's, not a
-/// certificate's).
-pub fn certificate_login(role: &str) -> Result<Option<Identity>, String> {
+/// A role proven outside the catalog (a TLS client certificate, a bearer
+/// token), if it exists and has LOGIN (Postgres's `cert` authentication:
+/// VALID UNTIL is a password's, not a certificate's or a token's).
+pub fn external_login(role: &str) -> Result<Option<Identity>, String> {
     let can_log_in = Spi::connect(|client| {
         let mut can = false;
         for row in client.select(CAN_LOG_IN, Some(1), &[role.to_owned().into()])? {

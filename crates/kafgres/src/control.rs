@@ -82,7 +82,7 @@ pub enum ControlRequest {
         reply: oneshot::Sender<Result<kafgres_broker::acl::Identity, CatalogError>>,
     },
     /// Reads whether a TLS client certificate's role may log in, and what it is.
-    CertificateLogin {
+    ExternalLogin {
         role: String,
         reply: oneshot::Sender<Result<Option<kafgres_broker::acl::Identity>, CatalogError>>,
     },
@@ -262,8 +262,8 @@ impl Catalog for ControlPlaneCatalog {
         self.call(move |reply| ControlRequest::Identity { role, reply })
     }
 
-    fn certificate_login(&self, role: String) -> CatalogFuture<Option<kafgres_broker::acl::Identity>> {
-        self.call(move |reply| ControlRequest::CertificateLogin { role, reply })
+    fn external_login(&self, role: String) -> CatalogFuture<Option<kafgres_broker::acl::Identity>> {
+        self.call(move |reply| ControlRequest::ExternalLogin { role, reply })
     }
 
     fn create_acls(&self, bindings: Vec<kafgres_broker::acl::AclBinding>) -> CatalogFuture<()> {
@@ -366,8 +366,8 @@ impl Catalog for StandbyCatalog {
         self.control.identity(role)
     }
 
-    fn certificate_login(&self, role: String) -> CatalogFuture<Option<kafgres_broker::acl::Identity>> {
-        self.control.certificate_login(role)
+    fn external_login(&self, role: String) -> CatalogFuture<Option<kafgres_broker::acl::Identity>> {
+        self.control.external_login(role)
     }
 
     fn create_acls(&self, bindings: Vec<kafgres_broker::acl::AclBinding>) -> CatalogFuture<()> {

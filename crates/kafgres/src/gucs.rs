@@ -40,6 +40,17 @@ pub enum AuthenticationGuc {
     ScramSha256,
 }
 
+/// `kafgres.ssl_client_name`: PostgreSQL's `clientname` option of `cert` authentication.
+#[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum SslClientNameGuc {
+    /// The subject's common name.
+    #[name = c"CN"]
+    Cn,
+    /// The whole subject, in RFC 2253 form (CN=app,O=Example,C=DE).
+    #[name = c"DN"]
+    Dn,
+}
+
 /// `kafgres.authorizer`: whether Kafka requests are checked against ACLs.
 #[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
 pub enum AuthorizerGuc {
@@ -70,6 +81,16 @@ pub static SSL_CERT_FILE: GucSetting<Option<CString>> = GucSetting::<Option<CStr
 pub static SSL_KEY_FILE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 pub static SSL_CA_FILE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 pub static SSL_CLIENT_AUTH: GucSetting<SslClientAuthGuc> = GucSetting::<SslClientAuthGuc>::new(SslClientAuthGuc::None);
+pub static SSL_CLIENT_NAME: GucSetting<SslClientNameGuc> = GucSetting::<SslClientNameGuc>::new(SslClientNameGuc::Cn);
+pub static SSL_IDENT_MAP: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static OAUTHBEARER_JWKS_FILE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static OAUTHBEARER_EXPECTED_ISSUER: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static OAUTHBEARER_EXPECTED_AUDIENCE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static OAUTHBEARER_SUB_CLAIM_NAME: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"sub"));
+pub static OAUTHBEARER_SCOPE_CLAIM_NAME: GucSetting<Option<CString>> =
+    GucSetting::<Option<CString>>::new(Some(c"scope"));
+pub static OAUTHBEARER_CLOCK_SKEW_S: GucSetting<i32> = GucSetting::<i32>::new(30);
+pub static OAUTHBEARER_IDENT_MAP: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 pub static AUTHORIZER: GucSetting<AuthorizerGuc> = GucSetting::<AuthorizerGuc>::new(AuthorizerGuc::None);
 pub static AUTHENTICATION: GucSetting<AuthenticationGuc> =
     GucSetting::<AuthenticationGuc>::new(AuthenticationGuc::None);
@@ -398,6 +419,83 @@ fn register_tls_settings() {
         c"none, requested or required. On an SSL listener a certificate's CN is the PostgreSQL role the client \
           logs in as (it must exist and have LOGIN, as with PostgreSQL's cert authentication).",
         &SSL_CLIENT_AUTH,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_enum_guc(
+        c"kafgres.ssl_client_name",
+        c"Which name of a client certificate is looked up as the role (PostgreSQL's clientname).",
+        c"CN (the subject's common name) or DN (the whole subject in RFC 2253 form, for a map).",
+        &SSL_CLIENT_NAME,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"kafgres.ssl_ident_map",
+        c"The user name map of pg_ident.conf that client certificate names go through.",
+        c"Empty: the name is the role. As PostgreSQL's map option of cert authentication; the first line of the \
+          map that matches gives the role.",
+        &SSL_IDENT_MAP,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"kafgres.oauthbearer_jwks_file",
+        c"JSON Web Key Set of the identity provider whose tokens SASL/OAUTHBEARER accepts.",
+        c"Empty: OAUTHBEARER is off. Offered on SASL_SSL listeners only. Read again when the file changes. Kafka's \
+          sasl.oauthbearer.jwks.endpoint.url as a file.",
+        &OAUTHBEARER_JWKS_FILE,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"kafgres.oauthbearer_expected_issuer",
+        c"The iss claim OAUTHBEARER tokens must carry (Kafka's sasl.oauthbearer.expected.issuer).",
+        c"Empty: not checked.",
+        &OAUTHBEARER_EXPECTED_ISSUER,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"kafgres.oauthbearer_expected_audience",
+        c"Comma-separated audiences, one of which the aud claim of OAUTHBEARER tokens must hold.",
+        c"Empty: not checked. Kafka's sasl.oauthbearer.expected.audience.",
+        &OAUTHBEARER_EXPECTED_AUDIENCE,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"kafgres.oauthbearer_sub_claim_name",
+        c"The claim of an OAUTHBEARER token that names its principal (Kafka's sasl.oauthbearer.sub.claim.name).",
+        c"The principal is the role, or goes through kafgres.oauthbearer_ident_map.",
+        &OAUTHBEARER_SUB_CLAIM_NAME,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"kafgres.oauthbearer_scope_claim_name",
+        c"The claim of an OAUTHBEARER token that holds its scopes (Kafka's sasl.oauthbearer.scope.claim.name).",
+        c"Checked for form only.",
+        &OAUTHBEARER_SCOPE_CLAIM_NAME,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.oauthbearer_clock_skew",
+        c"Seconds of difference allowed between this server's clock and the token issuer's.",
+        c"Kafka's sasl.oauthbearer.clock.skew.seconds.",
+        &OAUTHBEARER_CLOCK_SKEW_S,
+        0,
+        3600,
+        GucContext::Sighup,
+        GucFlags::UNIT_S,
+    );
+    GucRegistry::define_string_guc(
+        c"kafgres.oauthbearer_ident_map",
+        c"The user name map of pg_ident.conf that OAUTHBEARER token subjects go through.",
+        c"Empty: the subject is the role. With a map, a client's authorization id must be a role the map gives \
+          the subject (PostgreSQL's rule); without, it must be the subject (Kafka's).",
+        &OAUTHBEARER_IDENT_MAP,
         GucContext::Sighup,
         GucFlags::default(),
     );

@@ -18,8 +18,11 @@
 //! Once open, every frame is dispatched (SASL requests too, answered
 //! ILLEGAL_SASL_STATE there). On a TLS listener (SASL_SSL) the handshake
 //! also offers PLAIN ([`plain`]): one SaslAuthenticate whose password is
-//! checked against the same SCRAM verifier. An SSL listener opens a
-//! connection as the role of its client certificate ([`SaslSession::open_as`]).
+//! checked against the same SCRAM verifier, and OAUTHBEARER when a key set
+//! is configured ([`oauthbearer`]: a JWT whose subject is, or maps to, the
+//! role; `crate::oauth` validates it, `crate::ident` maps it). An SSL
+//! listener opens a connection as the role of its client certificate
+//! ([`SaslSession::open_as`]).
 //! Any failure answers SASL_AUTHENTICATION_FAILED (or UNSUPPORTED_SASL_MECHANISM
 //! at the handshake) and closes the connection. Frames before authentication
 //! are capped at [`UNAUTHENTICATED_FRAME_BYTES_MAX`] (Kafka's
@@ -31,6 +34,7 @@
 //! established connections stay (Kafka without re-authentication does the same).
 
 pub mod internal;
+pub mod oauthbearer;
 pub mod plain;
 pub mod scram;
 
@@ -48,6 +52,7 @@ use crate::api::handler::Handler;
 use crate::api::sasl::{SaslAuthenticate, SaslHandshake};
 use crate::catalog::Catalog;
 pub use crate::config::Authentication;
+use crate::ident::IdentityRules;
 use scram::{ClientFirst, ScramCredential, ServerExchange};
 
 /// Largest request accepted before a connection is authenticated: Kafka's
@@ -87,6 +92,12 @@ pub struct SaslSession {
     tls: bool,
     /// The mechanism the handshake chose, for the log lines.
     mechanism: &'static str,
+    /// How a bearer token's subject becomes a role (and whether
+    /// OAUTHBEARER is on), as when the connection was accepted.
+    identities: std::sync::Arc<IdentityRules>,
+    /// What a failed exchange tells the client, when not the mechanism's
+    /// usual words (Kafka's OAUTHBEARER answers say more).
+    client_error: Option<String>,
 }
 
 #[derive(Debug)]
@@ -113,13 +124,28 @@ enum State {
     AwaitingPlainToken {
         framed: bool,
     },
+    /// After an OAUTHBEARER handshake: the client's message with its token.
+    AwaitingOAuthToken {
+        framed: bool,
+    },
+    /// A token was refused with the `invalid_token` challenge: the client's
+    /// `\x01` comes next, and is answered with the failure.
+    AwaitingOAuthErrorAck {
+        framed: bool,
+    },
     /// An exchange failed; the connection is closing.
     Failed,
 }
 
 impl SaslSession {
-    /// `tls`: the connection came in on a TLS listener (PLAIN is offered).
-    pub fn new(authentication: &Authentication, internal_secret: Option<String>, tls: bool) -> SaslSession {
+    /// `tls`: the connection came in on a TLS listener (PLAIN, and
+    /// OAUTHBEARER when `identities` has a token validator, are offered).
+    pub fn new(
+        authentication: &Authentication,
+        internal_secret: Option<String>,
+        tls: bool,
+        identities: std::sync::Arc<IdentityRules>,
+    ) -> SaslSession {
         let state = match authentication {
             Authentication::None => State::Open { identity: None },
             Authentication::ScramSha256 { .. } => State::AwaitingHandshake,
@@ -131,6 +157,8 @@ impl SaslSession {
             attempted_user: None,
             tls,
             mechanism: scram::MECHANISM,
+            identities,
+            client_error: None,
         }
     }
 
@@ -147,6 +175,9 @@ impl SaslSession {
         let mut names = vec![StrBytes::from_static_str(scram::MECHANISM)];
         if self.tls {
             names.push(StrBytes::from_static_str(plain::MECHANISM));
+            if self.identities.oauth.is_some() {
+                names.push(StrBytes::from_static_str(oauthbearer::MECHANISM));
+            }
         }
         names
     }
@@ -198,7 +229,9 @@ impl SaslSession {
             State::Open { .. } => return Gate::Dispatch(frame),
             State::AwaitingClientFirst { framed: false }
             | State::AwaitingClientFinal { framed: false, .. }
-            | State::AwaitingPlainToken { framed: false } => {
+            | State::AwaitingPlainToken { framed: false }
+            | State::AwaitingOAuthToken { framed: false }
+            | State::AwaitingOAuthErrorAck { framed: false } => {
                 return match self.step(catalog, peer, &frame).await {
                     Ok(token) => {
                         let mut out = BytesMut::with_capacity(4 + token.len());
@@ -224,7 +257,9 @@ impl SaslSession {
                 State::AwaitingClientFirst { .. }
                 | State::AwaitingClientFinal { .. }
                 | State::AwaitingInternalToken
-                | State::AwaitingPlainToken { .. },
+                | State::AwaitingPlainToken { .. }
+                | State::AwaitingOAuthToken { .. }
+                | State::AwaitingOAuthErrorAck { .. },
                 Some(ApiKey::SaslAuthenticate),
             ) => self.authenticate(catalog, peer, frame).await,
             (state, _) => {
@@ -257,6 +292,14 @@ impl SaslSession {
             self.state = State::AwaitingPlainToken { framed: version >= 1 };
             self.mechanism = plain::MECHANISM;
             respond(ApiKey::SaslHandshake, version, correlation_id, &response)
+        } else if request.mechanism.as_str() == oauthbearer::MECHANISM
+            && sasl_enabled
+            && self.tls
+            && self.identities.oauth.is_some()
+        {
+            self.state = State::AwaitingOAuthToken { framed: version >= 1 };
+            self.mechanism = oauthbearer::MECHANISM;
+            respond(ApiKey::SaslHandshake, version, correlation_id, &response)
         } else {
             self.state = State::Failed;
             let response = response.with_error_code(error_code::UNSUPPORTED_SASL_MECHANISM);
@@ -281,6 +324,11 @@ impl SaslSession {
             plain::MECHANISM if !self.tls => {
                 "; PLAIN sends the password as is, so it is served only on SASL_SSL listeners"
             }
+            oauthbearer::MECHANISM if !self.tls => {
+                "; a bearer token is a credential anyone who reads it can replay, so OAUTHBEARER is served only on \
+                 SASL_SSL listeners"
+            }
+            oauthbearer::MECHANISM => "; kafgres.oauthbearer_jwks_file is not set, so no token can be validated",
             _ => "",
         };
         format!("unsupported SASL mechanism {:?} (enabled: {}){why}", truncated(mechanism), enabled.join(", "))
@@ -313,9 +361,10 @@ impl SaslSession {
                 respond(ApiKey::SaslAuthenticate, version, correlation_id, &response)
             }
             Err(reason) => {
+                let message = self.client_error.take().unwrap_or_else(|| failed_message(self.mechanism));
                 let response = SaslAuthenticateResponse::default()
                     .with_error_code(error_code::SASL_AUTHENTICATION_FAILED)
-                    .with_error_message(Some(StrBytes::from_string(failed_message(self.mechanism))));
+                    .with_error_message(Some(StrBytes::from_string(message)));
                 match respond(ApiKey::SaslAuthenticate, version, correlation_id, &response) {
                     Gate::Respond(bytes) => Gate::RespondAndClose(bytes, reason),
                     other => other,
@@ -356,6 +405,16 @@ impl SaslSession {
                 log::debug!("{peer} authenticated as role {:?} (SASL/PLAIN)", token.username);
                 self.state = State::Open { identity: Some(identity) };
                 Ok(Bytes::new())
+            }
+            State::AwaitingOAuthToken { framed } => self.oauth_token(catalog, peer, token, framed).await,
+            State::AwaitingOAuthErrorAck { .. } => {
+                // Kafka answers the client's \x01 with the error it sent as
+                // the challenge; anything else ends the exchange the same way.
+                self.client_error = Some(oauthbearer::INVALID_TOKEN_CHALLENGE.to_owned());
+                Err(format!(
+                    "SASL/OAUTHBEARER authentication of {peer} failed: the token was refused (said before){}",
+                    if token == [oauthbearer::SEPARATOR] { "" } else { "; the client did not acknowledge with \\x01" }
+                ))
             }
             State::AwaitingInternalToken => {
                 let internal_fail = |e: &dyn std::fmt::Display| {
@@ -410,10 +469,60 @@ impl SaslSession {
     }
 }
 
+impl SaslSession {
+    /// The OAUTHBEARER client message: the token validated off the
+    /// connection threads (a signature check), its subject mapped to a role
+    /// that must exist and may log in. A refused token is answered with
+    /// Kafka's `invalid_token` challenge and fails at the client's next
+    /// message; a message that does not parse fails at once.
+    async fn oauth_token(
+        &mut self,
+        catalog: &dyn Catalog,
+        peer: SocketAddr,
+        token: &[u8],
+        framed: bool,
+    ) -> Result<Bytes, String> {
+        let fail = |e: &dyn std::fmt::Display| format!("SASL/OAUTHBEARER authentication of {peer} failed: {e}");
+        let first = oauthbearer::ClientFirst::parse(token).map_err(|e| fail(&e))?;
+        let validator = self.identities.oauth.clone().ok_or_else(|| fail(&"OAUTHBEARER is not configured"))?;
+        let jwt = first.token;
+        let validated = tokio::task::spawn_blocking(move || validator.validate(&jwt, crate::oauth::now_ms()))
+            .await
+            .map_err(|e| fail(&format_args!("the token check failed: {e}")))?;
+        let token = match validated {
+            Ok(token) => token,
+            Err(e) => {
+                log::info!("{}", fail(&e));
+                self.state = State::AwaitingOAuthErrorAck { framed };
+                return Ok(Bytes::from_static(oauthbearer::INVALID_TOKEN_CHALLENGE.as_bytes()));
+            }
+        };
+        self.attempted_user = Some(first.authorization_id.clone().unwrap_or_else(|| token.subject.clone()));
+        let role = self.identities.token_role(&token.subject, first.authorization_id.as_deref()).map_err(|e| {
+            if first.authorization_id.is_some() && self.identities.oauth_map.is_none() {
+                self.client_error = Some(format!("Authentication failed: {e}"));
+            }
+            fail(&format_args!("the token's subject {:?}: {e}", token.subject))
+        })?;
+        self.attempted_user = Some(role.clone());
+        let identity = catalog
+            .external_login(role.clone())
+            .await
+            .map_err(|e| fail(&format_args!("role {role:?} could not be read: {e}")))?
+            .ok_or_else(|| fail(&format_args!("role {role:?} does not exist or may not log in")))?;
+        log::debug!("{peer} authenticated as role {role:?} (SASL/OAUTHBEARER, subject {:?})", token.subject);
+        self.state = State::Open { identity: Some(identity) };
+        Ok(Bytes::new())
+    }
+}
+
 /// What a failed exchange tells the client, in Kafka's words.
 fn failed_message(mechanism: &str) -> String {
     match mechanism {
         plain::MECHANISM => "Authentication failed: Invalid username or password".to_owned(),
+        oauthbearer::MECHANISM => format!(
+            "Authentication failed during authentication due to invalid credentials with SASL mechanism {mechanism}"
+        ),
         _ => AUTHENTICATION_FAILED_MESSAGE.to_owned(),
     }
 }

@@ -33,6 +33,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use uuid::Uuid;
 
+pub mod tls;
+
 /// The longest any single read (or connect) may take before the test fails.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Responses larger than this are treated as a broken stream, not allocated.

@@ -88,8 +88,8 @@ fn serve_one(plans: &CatalogPlans, request: ControlRequest) {
             let result = run_in_transaction(|| crate::acl_sql::identity(&role));
             let _ = reply.send(result.map_err(failed));
         }
-        ControlRequest::CertificateLogin { role, reply } => {
-            let result = run_in_transaction(|| crate::acl_sql::certificate_login(&role));
+        ControlRequest::ExternalLogin { role, reply } => {
+            let result = run_in_transaction(|| crate::acl_sql::external_login(&role));
             let _ = reply.send(result.map_err(failed));
         }
         ControlRequest::CreateAcls { bindings, reply } => {

@@ -92,6 +92,7 @@ pub fn broker_config(
         internal_secret: None,
         failed_authentication_delay_ms: live.failed_authentication_delay_ms,
         authorizer_enabled: authorizer_enabled(),
+        identities: std::sync::Arc::new(super::identities::identity_rules(None)),
         metrics: crate::shared_metrics::metrics().unwrap_or_else(kafgres_broker::metrics::BrokerMetrics::leaked),
         // The role's own (`super::leader`, `super::standby`) replace these.
         replication: std::sync::Arc::new(kafgres_broker::replication::ReplicationState::new(
@@ -155,6 +156,15 @@ pub const RELOADABLE_SETTINGS: &[&std::ffi::CStr] = &[
     c"kafgres.ssl_key_file",
     c"kafgres.ssl_ca_file",
     c"kafgres.ssl_client_auth",
+    c"kafgres.ssl_client_name",
+    c"kafgres.ssl_ident_map",
+    c"kafgres.oauthbearer_jwks_file",
+    c"kafgres.oauthbearer_expected_issuer",
+    c"kafgres.oauthbearer_expected_audience",
+    c"kafgres.oauthbearer_sub_claim_name",
+    c"kafgres.oauthbearer_scope_claim_name",
+    c"kafgres.oauthbearer_clock_skew",
+    c"kafgres.oauthbearer_ident_map",
     c"kafgres.primary_kafka_address",
     c"kafgres.sql_bridge_memory_mb",
 ];
@@ -164,11 +174,12 @@ pub fn reloadable_values() -> Vec<Option<String>> {
     RELOADABLE_SETTINGS.iter().map(|name| gucs::postgres_setting(name)).collect()
 }
 
-/// A reload: the broker takes the new settings, the log level follows
-/// `kafgres.log_level`.
+/// A reload: the broker takes the new settings and identity rules, the log
+/// level follows `kafgres.log_level`.
 pub fn reload_settings(broker: &kafgres_broker::Broker) {
     crate::logging::set_level(log_level());
     broker.reload(&reloadable());
+    super::identities::reload_identities(broker);
 }
 
 /// `kafgres.log_level` as the `log` crate filters.

@@ -21,6 +21,7 @@
 
 mod catalog_requests;
 pub(crate) mod config;
+mod identities;
 mod leader;
 mod standby;
 mod threads;
