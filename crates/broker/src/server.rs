@@ -325,9 +325,9 @@ impl Broker {
 
     /// Loads the TLS listeners' certificate, key and client CA again (a
     /// SIGHUP): new handshakes use them, established connections keep
-    /// theirs. On an error the files in use stay, and the error says why.
-    /// `false`: no TLS listener is open (one that could not start at
-    /// startup needs a restart).
+    /// theirs. On an error the files in use stay, and the error says why;
+    /// TLS listeners that had none loaded start serving once this loads.
+    /// `false`: no TLS listener is configured.
     pub fn reload_tls(&self, settings: crate::tls::TlsSettings) -> Result<bool, crate::tls::TlsError> {
         let Some(tls) = &self.tls else { return Ok(false) };
         // Loaded even under the same names: they may hold renewed files.
@@ -483,29 +483,28 @@ async fn bind_listeners(
         primary_addr,
     )];
     let wants_tls = config.extra_listeners.iter().any(|l| l.security.is_tls());
+    // TLS that cannot be loaded leaves its listeners bound but refusing
+    // every connection (never plain text) until a reload loads it.
     let tls = match (&config.tls, wants_tls) {
         (_, false) => None,
         (None, true) => {
             log::error!(
-                "the TLS listeners are not opened: no certificate is configured (kafgres.ssl_cert_file and \
-                 kafgres.ssl_key_file, or ssl = on with PostgreSQL's ssl_cert_file and ssl_key_file); fix it and \
-                 restart"
+                "the TLS listeners refuse every connection: no certificate is configured (kafgres.ssl_cert_file \
+                 and kafgres.ssl_key_file, or ssl = on with PostgreSQL's ssl_cert_file and ssl_key_file); fix it \
+                 and reload"
             );
-            None
+            Some(Arc::new(TlsContext::unloaded()))
         }
         (Some(settings), true) => match TlsContext::load(settings.clone()) {
             Ok(tls) => Some(Arc::new(tls)),
             Err(e) => {
-                log::error!("the TLS listeners are not opened: {e}; fix it and restart");
-                None
+                log::error!("the TLS listeners refuse every connection: {e}; fix it and reload");
+                Some(Arc::new(TlsContext::unloaded()))
             }
         },
     };
     let mut opened = Vec::new();
     for listener in &config.extra_listeners {
-        if listener.security.is_tls() && tls.is_none() {
-            continue;
-        }
         let (socket, addr) = bind(listener.listen).await?;
         let port = match listener.advertised_port {
             0 => addr.port(),
@@ -526,8 +525,6 @@ async fn bind_listeners(
             addr,
         ));
     }
-    // What DescribeConfigs reports as advertised.listeners: the ones open.
-    config.extra_listeners.retain(|l| !l.security.is_tls() || tls.is_some());
     for (listener, (_, _, port)) in config.extra_listeners.iter_mut().zip(opened) {
         listener.advertised_port = port;
     }

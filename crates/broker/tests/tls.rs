@@ -226,27 +226,44 @@ async fn a_reload_serves_the_new_certificate_and_keeps_established_connections()
     broker.shutdown().await;
 }
 
+/// A TLS listener without a usable certificate: bound, but every
+/// connection is dropped without a byte of Kafka (never plain text).
+async fn assert_refuses_every_connection(broker: &TestBroker, ca: &Ca) {
+    let addr = tls_addr(broker, SecurityProtocol::Ssl);
+    assert!(connect_tls(addr, client_config(ca, None)).await.is_err(), "no TLS handshake");
+    let mut plain = Client::connect(addr).await;
+    assert!(api_versions(&mut plain).await.is_err(), "no plain-text answer either");
+}
+
 #[tokio::test]
-async fn half_configured_tls_leaves_the_tls_listener_closed_never_plain_text() {
-    // A TLS listener and no certificate: not opened; the primary serves.
+async fn half_configured_tls_refuses_every_connection_never_plain_text_until_a_reload_fixes_it() {
+    let ca = Ca::new("server CA");
+    // A TLS listener and no certificate: bound, refusing; the primary serves.
     let broker = start(Arc::default(), None, &[SecurityProtocol::Ssl, SecurityProtocol::Plaintext]).await;
-    assert!(broker.broker.listener_addr(SecurityProtocol::Ssl).is_none());
+    assert_refuses_every_connection(&broker, &ca).await;
     assert_eq!(api_versions(&mut broker.client().await).await.expect("primary serves").error_code, 0);
     let mut extra = Client::connect(tls_addr(&broker, SecurityProtocol::Plaintext)).await;
     assert_eq!(api_versions(&mut extra).await.expect("the other listener serves").error_code, 0);
+    // The files fixed and reloaded: served, no restart.
+    let files = server_files(&ca, None, ClientAuth::None);
+    assert!(broker.broker.reload_tls(files.settings.clone()).expect("loads"));
+    let addr = tls_addr(&broker, SecurityProtocol::Ssl);
+    let mut client = connect_tls(addr, client_config(&ca, None)).await.expect("handshake after the reload");
+    assert_eq!(api_versions(&mut client).await.expect("served").error_code, 0);
     broker.shutdown().await;
 
-    // A key file that is not a key: not opened either.
-    let ca = Ca::new("server CA");
+    // A key file that is not a key: refusing, and a reload with the same bad files changes nothing.
     let mut files = server_files(&ca, None, ClientAuth::None);
     files.settings.key_file = files.settings.cert_file.clone();
     let broker = start(Arc::default(), Some(files.settings.clone()), &[SecurityProtocol::Ssl]).await;
-    assert!(broker.broker.listener_addr(SecurityProtocol::Ssl).is_none());
+    assert_refuses_every_connection(&broker, &ca).await;
+    assert!(broker.broker.reload_tls(files.settings.clone()).is_err());
+    assert_refuses_every_connection(&broker, &ca).await;
     broker.shutdown().await;
 
-    // Client certificates required without a CA file: not opened.
+    // Client certificates required without a CA file: refusing.
     let files = server_files(&ca, None, ClientAuth::Required);
     let broker = start(Arc::default(), Some(files.settings.clone()), &[SecurityProtocol::Ssl]).await;
-    assert!(broker.broker.listener_addr(SecurityProtocol::Ssl).is_none());
+    assert_refuses_every_connection(&broker, &ca).await;
     broker.shutdown().await;
 }

@@ -7,7 +7,7 @@
 //! configuration new handshakes use; established connections keep theirs.
 //! What a certificate's role may do is the authorizer's; whether it may log
 //! in is the catalog's. Never falls back to plain text: a listener whose TLS
-//! cannot be loaded is not opened.
+//! cannot be loaded refuses every connection until a reload loads it.
 
 pub mod subject;
 
@@ -123,10 +123,14 @@ pub fn load(settings: &TlsSettings) -> Result<Arc<ServerConfig>, TlsError> {
     Ok(Arc::new(config))
 }
 
-/// The configuration TLS handshakes use now, replaced by a reload.
+/// The configuration TLS handshakes use now, replaced by a reload. It may
+/// hold none (the files could not be loaded at start): the TLS listeners
+/// are bound all the same and refuse every connection until a reload loads
+/// the files, so fixing them needs no restart and nothing falls back to
+/// plain text.
 pub struct TlsContext {
-    settings: RwLock<TlsSettings>,
-    config: RwLock<Arc<ServerConfig>>,
+    settings: RwLock<Option<TlsSettings>>,
+    config: RwLock<Option<Arc<ServerConfig>>>,
 }
 
 impl std::fmt::Debug for TlsContext {
@@ -138,10 +142,16 @@ impl std::fmt::Debug for TlsContext {
 impl TlsContext {
     pub fn load(settings: TlsSettings) -> Result<TlsContext, TlsError> {
         let config = load(&settings)?;
-        Ok(TlsContext { settings: RwLock::new(settings), config: RwLock::new(config) })
+        Ok(TlsContext { settings: RwLock::new(Some(settings)), config: RwLock::new(Some(config)) })
     }
 
-    pub fn settings(&self) -> TlsSettings {
+    /// No configuration yet: every handshake is refused until a reload.
+    pub fn unloaded() -> TlsContext {
+        TlsContext { settings: RwLock::new(None), config: RwLock::new(None) }
+    }
+
+    /// The settings in force, `None` while nothing could be loaded.
+    pub fn settings(&self) -> Option<TlsSettings> {
         self.settings.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
@@ -149,18 +159,22 @@ impl TlsContext {
     /// names). On an error the configuration in use stays.
     pub fn reload(&self, settings: TlsSettings) -> Result<(), TlsError> {
         let config = load(&settings)?;
-        *self.config.write().unwrap_or_else(|p| p.into_inner()) = config;
-        *self.settings.write().unwrap_or_else(|p| p.into_inner()) = settings;
+        *self.config.write().unwrap_or_else(|p| p.into_inner()) = Some(config);
+        *self.settings.write().unwrap_or_else(|p| p.into_inner()) = Some(settings);
         Ok(())
     }
 
-    fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
-        tokio_rustls::TlsAcceptor::from(Arc::clone(&self.config.read().unwrap_or_else(|p| p.into_inner())))
-    }
-
-    /// The server side of the handshake on an accepted connection.
+    /// The server side of the handshake on an accepted connection; an
+    /// error, without a byte sent, while no configuration is loaded.
     pub async fn accept(&self, stream: TcpStream) -> std::io::Result<tokio_rustls::server::TlsStream<TcpStream>> {
-        self.acceptor().accept(stream).await
+        let config = self.config.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let Some(config) = config else {
+            return Err(std::io::Error::other(
+                "the TLS listener has no certificate loaded (see the error logged at start); fix the settings and \
+                 reload",
+            ));
+        };
+        tokio_rustls::TlsAcceptor::from(config).accept(stream).await
     }
 }
 
