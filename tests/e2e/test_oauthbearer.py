@@ -1,8 +1,8 @@
 """SASL/OAUTHBEARER and PostgreSQL user name maps with real clients (docs/security.md, "OAUTHBEARER"
 and "Mapping names to roles").
 
-A throwaway cluster of its own: Postgres on 127.0.0.1:5478 with `ssl = on`, Kafka's primary PLAINTEXT
-listener on 127.0.0.1:9478, `kafgres.listeners = 'SASL_SSL://127.0.0.1:9476,SSL://127.0.0.1:9477'`,
+A throwaway cluster of its own: Postgres on 127.0.0.1:5468 with `ssl = on`, Kafka's primary PLAINTEXT
+listener on 127.0.0.1:9468, `kafgres.listeners = 'SASL_SSL://127.0.0.1:9469,SSL://127.0.0.1:9470'`,
 `kafgres.authorizer = 'acl'`. An identity provider is played here: an RSA key made with openssl, its
 public key in a JWKS file (`kafgres.oauthbearer_jwks_file`), RS256 tokens signed with `openssl dgst`, and
 a client-credentials token endpoint on loopback for the Java client. The cluster's own `pg_ident.conf`
@@ -41,10 +41,10 @@ from support import ThrowawayCluster, port_is_free
 from test_java_client import java_build  # noqa: F401 (a fixture)
 from test_tls import Certificates, openssl, produce_one
 
-PG_PORT = 5478
-KAFKA_PORT = 9478
-SASL_SSL_PORT = 9476
-SSL_PORT = 9477
+PG_PORT = 5468
+KAFKA_PORT = 9468
+SASL_SSL_PORT = 9469
+SSL_PORT = 9470
 ISSUER = "https://idp.kafgres.test"
 CALL_TIMEOUT_S = 20.0
 

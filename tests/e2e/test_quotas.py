@@ -12,18 +12,22 @@ On the suite's cluster, with quotas for client ids of these tests only:
   (alterClientQuotas, describeClientQuotas), a key Kafgres does not enforce
   is refused with InvalidRequestException, and a Java producer over the
   quota sees it in its produce-throttle-time-max metric (tests/java's
-  `quotas` scenario).
+  `quotas` scenario);
+- `kafka-configs.sh --entity-type ips` sets an ip quota (connection_creation_rate) that closes new
+  connections from that address only, and removes it.
 
 Every wait has a deadline.
 """
 
 from __future__ import annotations
 
+import socket
 import time
 import uuid
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
+import kafka_wire
 from test_java_client import java_build, probe  # noqa: F401 (java_build is a fixture)
 
 RATE = 50_000  # bytes per second
@@ -112,3 +116,46 @@ def test_java_admin_sets_describes_and_removes_quotas(java_build, bootstrap):  #
         "producer: sent=8 throttled=true",
         "describe-client-quotas after removal: {}",
     ]
+
+
+def api_versions_from(source: str, bootstrap: str) -> bool:
+    """Whether the broker answers ApiVersions on a connection from `source` (a loopback address)."""
+    host, port = kafka_wire.parse_address(bootstrap)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.settimeout(5)
+    try:
+        sock.bind((source, 0))
+        sock.connect((host, port))
+        if not kafka_wire.send_quietly(sock, kafka_wire.api_versions_request(0, 1)):
+            return False
+        try:
+            return len(kafka_wire.read_response(sock)) > 0
+        except (EOFError, ConnectionResetError):
+            return False
+    finally:
+        sock.close()
+
+
+def test_kafka_configs_sets_an_ip_quota_that_closes_that_address_connections(java_build, bootstrap, psql):  # noqa: F811
+    """`kafka-configs.sh --entity-type ips` sets connection_creation_rate for one address (stored in
+    kafgres.client_quotas, described back by the tool); at 0 every new connection from that address is closed
+    unanswered while its neighbours are served; deleting the quota lets it in again."""
+    from test_java_client import ok, run_java
+
+    blocked, neighbour = "127.0.0.77", "127.0.0.78"
+    configs = ("kafka-configs", "--bootstrap-server", bootstrap, "--entity-type", "ips", "--entity-name", blocked)
+    assert api_versions_from(blocked, bootstrap), "served before the quota"
+    ok(run_java(*configs, "--alter", "--add-config", "connection_creation_rate=0"))
+    try:
+        described = ok(run_java(*configs, "--describe"))
+        assert "connection_creation_rate=0" in described, described
+        rows = psql.rows(f"SELECT quota_key, quota_value FROM kafgres.client_quotas WHERE ip = '{blocked}'")
+        assert rows == [("connection_creation_rate", 0.0)], rows
+        assert not api_versions_from(blocked, bootstrap), "a quota of 0 closes every new connection"
+        assert api_versions_from(neighbour, bootstrap), "another address is served"
+        refused = run_java("kafka-configs", "--bootstrap-server", bootstrap, "--entity-type", "ips", "--entity-name",
+                           blocked, "--alter", "--add-config", "producer_byte_rate=10")
+        assert refused.returncode != 0 and "Invalid configuration key producer_byte_rate" in refused.stderr + refused.stdout
+    finally:
+        ok(run_java(*configs, "--alter", "--delete-config", "connection_creation_rate"))
+    assert api_versions_from(blocked, bootstrap), "served again once the quota is deleted"

@@ -89,7 +89,9 @@ impl RequestMemory {
 /// New connections per second by client address, measured as quotas are
 /// (11 one-second samples, at least 10 s: a burst of ten seconds' worth is
 /// let through), against a limit per address. Kafka's ip quota
-/// `connection_creation_rate`; a connection over it is closed at once.
+/// `connection_creation_rate`; a connection over it is closed at once. The
+/// limit is `kafgres.max_connection_rate_per_ip`'s unless an ip quota
+/// (`crate::quota`) names the address or the default ip entity.
 #[derive(Debug)]
 pub struct ConnectionRates {
     /// Connections per second (an f64's bits); 0: no limit.
@@ -115,17 +117,20 @@ impl ConnectionRates {
     }
 
     /// Counts a new connection from `address`; `false` when it puts the
-    /// address over the limit (it is then not counted: a refused connection
-    /// does not push the address further over).
-    pub fn admit(&self, address: IpAddr) -> bool {
-        self.admit_at(address, crate::quota::rate::now_ms())
+    /// address over its limit (it is then not counted: a refused connection
+    /// does not push the address further over). `quota` is the address's
+    /// ip quota (`connection_creation_rate`), which replaces the setting's
+    /// limit; there, unlike in the setting, 0 lets no connection in.
+    pub fn admit(&self, address: IpAddr, quota: Option<f64>) -> bool {
+        self.admit_at(address, quota, crate::quota::rate::now_ms())
     }
 
-    fn admit_at(&self, address: IpAddr, now_ms: u64) -> bool {
-        let limit = self.limit();
-        if limit == 0.0 {
-            return true;
-        }
+    fn admit_at(&self, address: IpAddr, quota: Option<f64>, now_ms: u64) -> bool {
+        let limit = match quota {
+            Some(quota) => quota.max(0.0),
+            None if self.limit() == 0.0 => return true,
+            None => self.limit(),
+        };
         let mut rates = self.rates.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if rates.len() >= CONNECTION_RATE_SWEEP_AT && !rates.contains_key(&address) {
             rates.retain(|_, rate| !rate.idle(now_ms));
@@ -214,12 +219,24 @@ mod tests {
         let a = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
         let b = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
         // 2 per second over the 10 s minimum window: a burst of 20, then no more.
-        let admitted = (0..30).filter(|_| rates.admit_at(a, 1_000)).count();
+        let admitted = (0..30).filter(|_| rates.admit_at(a, None, 1_000)).count();
         assert_eq!(admitted, 20);
-        assert!(rates.admit_at(b, 1_000), "another address has a rate of its own");
+        assert!(rates.admit_at(b, None, 1_000), "another address has a rate of its own");
         // Once the burst leaves the window, the address connects again.
-        assert!(rates.admit_at(a, 12_500));
-        assert!(ConnectionRates::new(0.0).admit_at(a, 0), "0: no limit");
+        assert!(rates.admit_at(a, None, 12_500));
+        assert!(ConnectionRates::new(0.0).admit_at(a, None, 0), "0: no limit");
+    }
+
+    #[test]
+    fn an_ip_quota_replaces_the_settings_limit() {
+        let unlimited = ConnectionRates::new(0.0);
+        let a = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+        assert!(!unlimited.admit_at(a, Some(0.0), 0), "a quota of 0 lets nothing in");
+        let admitted = (0..30).filter(|_| unlimited.admit_at(a, Some(1.0), 1_000)).count();
+        assert_eq!(admitted, 10, "1 per second over the 10 s window");
+        let strict = ConnectionRates::new(1.0);
+        let b = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+        assert_eq!((0..30).filter(|_| strict.admit_at(b, Some(2.0), 1_000)).count(), 20, "the quota, not the setting");
     }
 
     #[tokio::test]

@@ -546,14 +546,18 @@ async fn accept_loop(
     while let Some((stream, peer)) = next_connection(&listener, &mut shutdown, "Kafka listener").await {
         // Per address first: a flood from one address must not use up the
         // broker-wide slots before it is stopped.
-        if !rates.admit(peer.ip()) {
+        let quota = ctx.quotas.connection_rate_limit(peer.ip());
+        if !rates.admit(peer.ip(), quota) {
             ctx.config.metrics.connections_refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let (limit, source) = match quota {
+                Some(quota) => (quota, "its ip quota connection_creation_rate"),
+                None => (rates.limit(), "kafgres.max_connection_rate_per_ip"),
+            };
             refusals.note(|repeated| {
                 log::warn!(
-                    "refusing connection from {peer}: {} opens more than {} connections per second \
-                     (kafgres.max_connection_rate_per_ip){repeated}",
+                    "refusing connection from {peer}: {} opens more than {limit} connections per second \
+                     ({source}){repeated}",
                     peer.ip(),
-                    rates.limit()
                 )
             });
             continue;
@@ -617,7 +621,8 @@ async fn shake_hands(
     ctx: &BrokerContext,
 ) -> Option<(Transport, Accepted)> {
     let peer = accepted.peer;
-    let stream = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, tls.accept(stream)).await {
+    let sasl = accepted.endpoint.security == SecurityProtocol::SaslSsl;
+    let stream = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, tls.accept(stream, sasl)).await {
         Ok(Ok(stream)) => stream,
         Ok(Err(e)) => {
             log::info!("TLS handshake with {peer} failed: {e}");

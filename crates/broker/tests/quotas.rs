@@ -122,18 +122,16 @@ async fn quotas_are_set_described_removed_and_survive_a_restart() {
         ],
     )
     .await;
-    assert_eq!((results[0].0, results[1].0, results[2].0), (0, 0, 0));
-    for (code, message) in &results[3..] {
+    assert_eq!((results[0].0, results[1].0, results[2].0, results[3].0), (0, 0, 0, 0));
+    for (code, message) in &results[4..] {
         assert_eq!(*code, error_code::INVALID_REQUEST);
-        assert!(
-            message.as_deref().is_some_and(|m| m.contains("not enforced") || m.contains("positive")),
-            "{message:?}"
-        );
+        assert!(message.as_deref().is_some_and(|m| m.contains("positive")), "{message:?}");
     }
     let described = describe(&mut client).await;
     assert_eq!(
         described,
         vec![
+            (vec![("ip".to_owned(), Some("10.0.0.1".to_owned()))], vec![("connection_creation_rate".to_owned(), 5.0)]),
             (vec![("client-id".to_owned(), None)], vec![("consumer_byte_rate".to_owned(), 2_097_152.0)]),
             (vec![("user".to_owned(), Some("alice".to_owned()))], vec![("producer_byte_rate".to_owned(), 1_048_576.0)]),
             (vec![("user".to_owned(), Some("carol".to_owned()))], vec![("request_percentage".to_owned(), 12.5)]),
@@ -145,14 +143,49 @@ async fn quotas_are_set_described_removed_and_survive_a_restart() {
         .with_entries(vec![entry("user", Some("carol"), "producer_byte_rate", Some(5.0))])
         .with_validate_only(true);
     assert_eq!(client.call(1, &request).await.entries[0].error_code, 0);
-    assert_eq!(describe(&mut client).await.len(), 3);
+    assert_eq!(describe(&mut client).await.len(), 4);
 
     let (dir, catalog) = broker.shutdown().await;
     let broker = TestBroker::start_on(dir, catalog).await;
     let mut client = broker.client().await;
     assert_eq!(describe(&mut client).await, described, "quotas are the catalog's, not the broker's memory");
     assert_eq!(alter(&mut client, vec![entry("user", Some("alice"), "producer_byte_rate", None)]).await[0].0, 0);
-    assert_eq!(describe(&mut client).await.len(), 2);
+    assert_eq!(describe(&mut client).await.len(), 3);
+    broker.shutdown().await;
+}
+
+/// ApiVersions' error code, or why no answer came (the connection was closed).
+async fn ping(client: &mut Client) -> Result<i16, String> {
+    client.try_call(2, &ApiVersionsRequest::default()).await.map(|r| r.error_code)
+}
+
+#[tokio::test]
+async fn an_ip_quota_bounds_new_connections_from_its_address_and_the_default_from_each() {
+    let broker = TestBroker::start().await;
+    let mut admin = broker.client().await;
+    // 0 connections per second for 127.0.0.2: refused at accept; others are not.
+    let results = alter(&mut admin, vec![entry("ip", Some("127.0.0.2"), "connection_creation_rate", Some(0.0))]).await;
+    assert_eq!(results[0], (0, None));
+    let mut refused = Client::connect_from("127.0.0.2".parse().expect("address"), broker.addr()).await;
+    assert!(ping(&mut refused).await.is_err(), "closed unanswered");
+    let mut other = Client::connect_from("127.0.0.3".parse().expect("address"), broker.addr()).await;
+    assert_eq!(ping(&mut other).await, Ok(0));
+
+    // The default ip entity: 1 per second (a burst of 10) for each other address.
+    assert_eq!(alter(&mut admin, vec![entry("ip", None, "connection_creation_rate", Some(1.0))]).await[0].0, 0);
+    for _ in 0..10 {
+        let mut client = Client::connect_from("127.0.0.4".parse().expect("address"), broker.addr()).await;
+        assert_eq!(ping(&mut client).await, Ok(0));
+    }
+    let mut eleventh = Client::connect_from("127.0.0.4".parse().expect("address"), broker.addr()).await;
+    assert!(ping(&mut eleventh).await.is_err(), "over the default ip quota");
+    let mut fresh = Client::connect_from("127.0.0.5".parse().expect("address"), broker.addr()).await;
+    assert_eq!(ping(&mut fresh).await, Ok(0), "each address has its own rate");
+
+    // Removed: 127.0.0.2 falls back to the default, which lets it in.
+    assert_eq!(alter(&mut admin, vec![entry("ip", Some("127.0.0.2"), "connection_creation_rate", None)]).await[0].0, 0);
+    let mut back = Client::connect_from("127.0.0.2".parse().expect("address"), broker.addr()).await;
+    assert_eq!(ping(&mut back).await, Ok(0));
     broker.shutdown().await;
 }
 

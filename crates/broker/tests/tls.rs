@@ -267,3 +267,28 @@ async fn half_configured_tls_refuses_every_connection_never_plain_text_until_a_r
     assert_refuses_every_connection(&broker, &ca).await;
     broker.shutdown().await;
 }
+
+#[tokio::test]
+async fn sasl_ssl_never_asks_for_a_client_certificate_as_kafka_ignores_ssl_client_auth_there() {
+    let ca = Ca::new("CA");
+    let files = server_files(&ca, Some(&ca), ClientAuth::Required);
+    let catalog: Arc<MemoryCatalog> = Arc::default();
+    catalog.set_scram_credential("alice", Some(scram_credential("wonderland", b"a salt of sixteen")));
+    let broker =
+        start(catalog, Some(files.settings.clone()), &[SecurityProtocol::Ssl, SecurityProtocol::SaslSsl]).await;
+    // SSL: a certificate is required.
+    let ssl = tls_addr(&broker, SecurityProtocol::Ssl);
+    let refused = match connect_tls(ssl, client_config(&ca, None)).await {
+        Ok(mut client) => api_versions(&mut client).await.is_err(),
+        Err(_) => true,
+    };
+    assert!(refused, "SSL without a client certificate");
+    // SASL_SSL: SASL decides; no certificate is asked for.
+    let sasl_ssl = tls_addr(&broker, SecurityProtocol::SaslSsl);
+    let mut client = connect_tls(sasl_ssl, client_config(&ca, None)).await.expect("handshake without a certificate");
+    assert_eq!(sasl_handshake(&mut client, "PLAIN").await.error_code, 0);
+    let answer = sasl_authenticate(&mut client, b"\0alice\0wonderland").await.expect("answered");
+    assert_eq!(answer.error_code, 0, "{:?}", answer.error_message);
+    assert_eq!(api_versions(&mut client).await.expect("served").error_code, 0);
+    broker.shutdown().await;
+}

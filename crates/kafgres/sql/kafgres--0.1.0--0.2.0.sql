@@ -142,23 +142,36 @@ REVOKE ALL ON kafgres.acls FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('kafgres.acls', '');
 
 -- Client quotas (DescribeClientQuotas, AlterClientQuotas; kafka-configs.sh
--- --entity-type users / clients): bytes per second (request_percentage: percent
--- of one thread's time) for a user (a role), a
--- client id, or both. '<default>' is the default entity of its kind, NULL a
--- kind the quota does not name. Written by the broker; an operator's own
--- change takes effect at the next SELECT pg_reload_conf().
+-- --entity-type users / clients / ips): bytes per second (request_percentage:
+-- percent of one thread's time) for a user (a role), a client id, or both; or
+-- new connections per second (connection_creation_rate) from a client address
+-- (ip, alone). '<default>' is the default entity of its kind, NULL a kind the
+-- quota does not name. Written by the broker; an operator's own change takes
+-- effect at the next SELECT pg_reload_conf().
 CREATE TABLE kafgres.client_quotas (
     user_name   text CHECK (user_name <> ''),
     client_id   text,
-    quota_key   text NOT NULL CHECK (quota_key IN ('producer_byte_rate', 'consumer_byte_rate', 'request_percentage')),
-    -- Byte rates are whole bytes per second; request_percentage is a percentage of one thread.
-    quota_value float8 NOT NULL CHECK (quota_value > 0
-                                       AND (quota_key = 'request_percentage' OR quota_value = trunc(quota_value))),
-    CHECK (user_name IS NOT NULL OR client_id IS NOT NULL),
-    UNIQUE NULLS NOT DISTINCT (user_name, client_id, quota_key)
+    ip          text CHECK (ip = '<default>' OR host(ip::inet) = ip),  -- one address, as the broker prints it
+    quota_key   text NOT NULL CHECK (quota_key IN ('producer_byte_rate', 'consumer_byte_rate', 'request_percentage',
+                                                   'connection_creation_rate')),
+    -- Byte rates are whole bytes per second, request_percentage a percentage
+    -- of one thread, connection_creation_rate whole connections per second
+    -- (0 lets none in).
+    quota_value float8 NOT NULL CHECK (CASE quota_key
+                                           WHEN 'request_percentage' THEN quota_value > 0
+                                           WHEN 'connection_creation_rate' THEN quota_value >= 0
+                                                AND quota_value = trunc(quota_value)
+                                           ELSE quota_value > 0 AND quota_value = trunc(quota_value)
+                                       END),
+    -- An ip entity stands alone and has only connection_creation_rate (Kafka's rule).
+    CHECK (CASE WHEN ip IS NULL THEN (user_name IS NOT NULL OR client_id IS NOT NULL)
+                                     AND quota_key <> 'connection_creation_rate'
+                ELSE user_name IS NULL AND client_id IS NULL AND quota_key = 'connection_creation_rate'
+           END),
+    UNIQUE NULLS NOT DISTINCT (user_name, client_id, ip, quota_key)
 );
 COMMENT ON TABLE kafgres.client_quotas IS
-    'Kafka client quotas (kafka-configs.sh --entity-type users/clients): bytes per second, request_percentage in percent of a thread; ''<default>'' is the default entity.';
+    'Kafka client quotas (kafka-configs.sh --entity-type users/clients/ips): bytes per second, request_percentage in percent of a thread, connection_creation_rate per client address; ''<default>'' is the default entity.';
 REVOKE ALL ON kafgres.client_quotas FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('kafgres.client_quotas', '');
 

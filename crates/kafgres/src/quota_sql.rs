@@ -9,12 +9,14 @@ use pgrx::prelude::*;
 /// How the table names a default entity (Kafka's own word for it).
 const DEFAULT: &str = "<default>";
 
-const LOAD: &str = "SELECT user_name, client_id, quota_key, quota_value FROM kafgres.client_quotas \
-     ORDER BY user_name NULLS FIRST, client_id NULLS FIRST, quota_key";
-const UPSERT: &str = "INSERT INTO kafgres.client_quotas (user_name, client_id, quota_key, quota_value) \
-     VALUES ($1, $2, $3, $4) ON CONFLICT (user_name, client_id, quota_key) DO UPDATE SET quota_value = EXCLUDED.quota_value";
+const LOAD: &str = "SELECT user_name, client_id, ip, quota_key, quota_value FROM kafgres.client_quotas \
+     ORDER BY user_name NULLS FIRST, client_id NULLS FIRST, ip NULLS FIRST, quota_key";
+const UPSERT: &str = "INSERT INTO kafgres.client_quotas (user_name, client_id, ip, quota_key, quota_value) \
+     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (user_name, client_id, ip, quota_key) \
+     DO UPDATE SET quota_value = EXCLUDED.quota_value";
 const REMOVE: &str = "DELETE FROM kafgres.client_quotas \
-     WHERE user_name IS NOT DISTINCT FROM $1 AND client_id IS NOT DISTINCT FROM $2 AND quota_key = $3";
+     WHERE user_name IS NOT DISTINCT FROM $1 AND client_id IS NOT DISTINCT FROM $2 AND ip IS NOT DISTINCT FROM $3 \
+     AND quota_key = $4";
 
 fn to_column(name: &Option<EntityName>) -> Option<String> {
     name.as_ref().map(|n| match n {
@@ -33,11 +35,19 @@ pub fn load_quotas() -> Result<Vec<QuotaRule>, String> {
         for row in client.select(LOAD, None, &[])? {
             let user = row.get::<String>(1)?;
             let client_id = row.get::<String>(2)?;
-            let key = row.get::<String>(3)?.unwrap_or_default();
-            let value = row.get::<f64>(4)?.unwrap_or(0.0);
+            let ip = row.get::<String>(3)?;
+            let key = row.get::<String>(4)?.unwrap_or_default();
+            let value = row.get::<f64>(5)?.unwrap_or(0.0);
+            // The acceptor looks addresses up as IpAddr prints them; the
+            // table's CHECK makes the column an address (or the default).
+            let ip = ip.map(|ip| ip.parse::<std::net::IpAddr>().map_or(ip, |address| address.to_string()));
             match QuotaKey::parse(&key) {
                 Some(key) => out.push(QuotaRule {
-                    entity: QuotaEntity { user: from_column(user), client_id: from_column(client_id) },
+                    entity: QuotaEntity {
+                        user: from_column(user),
+                        client_id: from_column(client_id),
+                        ip: from_column(ip),
+                    },
                     key,
                     value,
                 }),
@@ -54,12 +64,15 @@ pub fn alter_quotas(changes: &[QuotaChange]) -> Result<(), String> {
         for change in changes {
             let user = to_column(&change.entity.user);
             let client_id = to_column(&change.entity.client_id);
+            let ip = to_column(&change.entity.ip);
             let key = change.key.name().to_owned();
             match change.value {
-                Some(value) => {
-                    client.update(UPSERT, None, &[user.into(), client_id.into(), key.into(), value.into()])?
-                }
-                None => client.update(REMOVE, None, &[user.into(), client_id.into(), key.into()])?,
+                Some(value) => client.update(
+                    UPSERT,
+                    None,
+                    &[user.into(), client_id.into(), ip.into(), key.into(), value.into()],
+                )?,
+                None => client.update(REMOVE, None, &[user.into(), client_id.into(), ip.into(), key.into()])?,
             };
         }
         Ok::<_, pgrx::spi::Error>(())

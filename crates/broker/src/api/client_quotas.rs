@@ -3,10 +3,11 @@
 //! / clients` manages them. Describing needs DESCRIBE_CONFIGS on the
 //! cluster, changing needs ALTER_CONFIGS (Kafka's checks). Kafgres enforces
 //! `producer_byte_rate` and `consumer_byte_rate` for users (roles) and client
-//! ids, and `request_percentage` (time on the broker's threads); the other
-//! keys Kafka knows (`controller_mutation_rate`, `connection_creation_rate`
-//! of ip entities) are refused with INVALID_REQUEST saying so, rather than
-//! stored and ignored.
+//! ids, `request_percentage` (time on the broker's threads), and
+//! `connection_creation_rate` for ip entities (`kafka-configs.sh
+//! --entity-type ips`); `controller_mutation_rate` (Kafgres has no
+//! controller) is refused with INVALID_REQUEST saying so, rather than stored
+//! and ignored.
 
 use std::collections::BTreeMap;
 
@@ -25,7 +26,7 @@ use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;
 use crate::acl::Operation;
 use crate::quota::admin::{QuotaAdmin, QuotaChange};
-use crate::quota::{EntityName, QuotaEntity, QuotaKey, CLIENT_ID, USER};
+use crate::quota::{EntityName, QuotaEntity, QuotaKey, CLIENT_ID, IP, USER};
 
 /// Kafka's match types of a DescribeClientQuotas filter component.
 const MATCH_EXACT: i8 = 0;
@@ -55,7 +56,6 @@ impl Match {
 fn unenforced(key: &str) -> Option<&'static str> {
     match key {
         "controller_mutation_rate" => Some("controller_mutation_rate is not enforced by Kafgres"),
-        "connection_creation_rate" => Some("connection_creation_rate is not enforced by Kafgres"),
         _ => None,
     }
 }
@@ -64,7 +64,7 @@ fn entity_type(name: &str) -> Result<&'static str, String> {
     match name {
         USER => Ok(USER),
         CLIENT_ID => Ok(CLIENT_ID),
-        "ip" => Err("ip quotas (connection_creation_rate) are not enforced by Kafgres".into()),
+        IP => Ok(IP),
         other => Err(format!("Unknown entity type: {other}")),
     }
 }
@@ -85,11 +85,16 @@ fn filter_of(components: &[ComponentData]) -> Result<BTreeMap<&'static str, Matc
             return Err(format!("Duplicate filter component entity type: {kind}"));
         }
     }
+    if filter.contains_key(IP) && (filter.contains_key(USER) || filter.contains_key(CLIENT_ID)) {
+        return Err("Invalid entity filter component combination, IP filter component should not be used with user \
+                    or clientId filter component."
+            .into());
+    }
     Ok(filter)
 }
 
 fn matches(entity: &QuotaEntity, filter: &BTreeMap<&'static str, Match>, strict: bool) -> bool {
-    let parts = [(USER, &entity.user), (CLIENT_ID, &entity.client_id)];
+    let parts = [(USER, &entity.user), (CLIENT_ID, &entity.client_id), (IP, &entity.ip)];
     parts.iter().all(|(kind, name)| match (filter.get(kind), name) {
         (Some(wanted), Some(name)) => wanted.accepts(name),
         (Some(_), None) => false,
@@ -105,6 +110,9 @@ fn wire_entity(entity: &QuotaEntity) -> Vec<(&'static str, Option<&str>)> {
     }
     if let Some(client_id) = &entity.client_id {
         out.push((CLIENT_ID, client_id.to_wire()));
+    }
+    if let Some(ip) = &entity.ip {
+        out.push((IP, ip.to_wire()));
     }
     out
 }
@@ -171,20 +179,38 @@ fn changes_of(
     entity: &[AlterEntity],
     ops: &[kafka_protocol::messages::alter_client_quotas_request::OpData],
 ) -> Result<Vec<QuotaChange>, String> {
-    let mut parsed = QuotaEntity { user: None, client_id: None };
+    let mut parsed = QuotaEntity::default();
     if entity.is_empty() {
         return Err("Invalid empty client quota entity".into());
     }
     for part in entity {
         let kind = entity_type(&part.entity_type)?;
-        let name = EntityName::from_wire(part.entity_name.as_deref());
+        let mut name = EntityName::from_wire(part.entity_name.as_deref());
         if matches!(&name, EntityName::Named(n) if n.is_empty()) && kind == USER {
             return Err("Empty user name: a user quota names a role, or null for the default".into());
         }
-        let slot = if kind == USER { &mut parsed.user } else { &mut parsed.client_id };
+        if kind == IP {
+            // Kept as the acceptor sees addresses; host names are not
+            // resolved (the broker does no DNS on its accept path).
+            if let EntityName::Named(n) = &name {
+                let address: std::net::IpAddr =
+                    n.parse().map_err(|_| format!("{n} is not a valid IP or resolvable host."))?;
+                name = EntityName::Named(address.to_string());
+            }
+        }
+        let slot = match kind {
+            USER => &mut parsed.user,
+            CLIENT_ID => &mut parsed.client_id,
+            _ => &mut parsed.ip,
+        };
         if slot.replace(name).is_some() {
             return Err(format!("Duplicate entity type: {kind}"));
         }
+    }
+    let for_ip = parsed.ip.is_some();
+    if for_ip && (parsed.user.is_some() || parsed.client_id.is_some()) {
+        // Kafka's words for an ip entity with a user or client id.
+        return Err("Invalid empty client quota entity".into());
     }
     let mut changes: Vec<QuotaChange> = Vec::with_capacity(ops.len());
     for op in ops {
@@ -197,8 +223,19 @@ fn changes_of(
         if changes.iter().any(|c| c.key == key) {
             return Err(format!("Duplicate quota key: {}", key.name()));
         }
+        if key.is_ip_quota() != for_ip {
+            return Err(format!("Invalid configuration key {}", key.name()));
+        }
         let value = if op.remove {
             None
+        } else if key == QuotaKey::ConnectionCreationRate {
+            if !(op.value.is_finite() && op.value >= 0.0 && op.value.fract() == 0.0) {
+                return Err(format!(
+                    "connection_creation_rate must be a whole number of connections per second, not {}",
+                    op.value
+                ));
+            }
+            Some(op.value)
         } else if op.value.is_finite()
             && op.value > 0.0
             && (key == QuotaKey::RequestPercentage || op.value.fract() == 0.0)
@@ -293,7 +330,7 @@ mod tests {
     }
 
     fn entity(user: Option<EntityName>, client_id: Option<EntityName>) -> QuotaEntity {
-        QuotaEntity { user, client_id }
+        QuotaEntity::of_user_and_client(user, client_id)
     }
 
     #[test]
@@ -321,7 +358,10 @@ mod tests {
     fn bad_filters_are_invalid_requests() {
         for (components, why) in [
             (vec![component("group", MATCH_DEFAULT, None)], "Unknown entity type"),
-            (vec![component("ip", MATCH_DEFAULT, None)], "not enforced"),
+            (
+                vec![component("ip", MATCH_DEFAULT, None), component(USER, MATCH_DEFAULT, None)],
+                "IP filter component should not be used",
+            ),
             (vec![component(USER, MATCH_EXACT, None)], "Missing match name"),
             (vec![component(USER, 7, None)], "Unknown match type"),
             (vec![component(USER, MATCH_DEFAULT, None), component(USER, MATCH_SPECIFIED, None)], "Duplicate"),
@@ -354,7 +394,26 @@ mod tests {
         );
         // A percentage need not be whole.
         assert_eq!(changes_of(&[user(None)], &[op("request_percentage", 12.5, false)]).unwrap()[0].value, Some(12.5));
+        let ip = |name: Option<&str>| {
+            AlterEntity::default().with_entity_type(str_bytes(IP)).with_entity_name(name.map(str_bytes))
+        };
+        let changes =
+            changes_of(&[ip(Some("::ffff:10.0.0.1"))], &[op("connection_creation_rate", 0.0, false)]).unwrap();
+        assert_eq!(changes[0].entity.ip, Some(EntityName::Named("::ffff:10.0.0.1".into())));
+        assert_eq!(changes[0].value, Some(0.0), "0 lets no connection in");
+        let changes = changes_of(&[ip(Some("10.0.0.01"))], &[op("connection_creation_rate", 1.0, true)]);
+        assert!(changes.unwrap_err().contains("not a valid IP"));
+        assert_eq!(
+            changes_of(&[ip(None)], &[op("connection_creation_rate", 25.0, false)]).unwrap()[0].entity.ip,
+            Some(EntityName::Default)
+        );
         for (entity, ops, why) in [
+            (vec![ip(Some("broker.example"))], vec![op("connection_creation_rate", 5.0, false)], "not a valid IP"),
+            (vec![ip(None), user(None)], vec![op("connection_creation_rate", 5.0, false)], "Invalid empty"),
+            (vec![ip(None)], vec![op("producer_byte_rate", 5.0, false)], "Invalid configuration key"),
+            (vec![user(None)], vec![op("connection_creation_rate", 5.0, false)], "Invalid configuration key"),
+            (vec![ip(None)], vec![op("connection_creation_rate", 2.5, false)], "whole number"),
+            (vec![ip(None)], vec![op("connection_creation_rate", -1.0, false)], "whole number"),
             (vec![user(Some("alice"))], vec![op("controller_mutation_rate", 50.0, false)], "not enforced"),
             (vec![user(Some("alice"))], vec![op("request_percentage", -5.0, false)], "positive percentage"),
             (vec![user(Some("alice"))], vec![op("fancy_rate", 1.0, false)], "Unknown quota key"),

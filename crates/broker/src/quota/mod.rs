@@ -20,6 +20,11 @@
 //! `default client-id`. Clients that match the same configured entity share
 //! one rate (a `user` quota bounds all of that role's clients together); a
 //! default entity gives each user or client id a rate of its own.
+//!
+//! An `ip` entity (alone: Kafka allows no combination) has one quota,
+//! `connection_creation_rate`: new connections per second from that address,
+//! or from each address for the default ip entity
+//! ([`ClientQuotas::connection_rate_limit`], which the acceptor asks).
 
 pub mod admin;
 pub mod rate;
@@ -39,18 +44,30 @@ pub enum QuotaKey {
     ConsumerByteRate,
     /// Percent of one thread's time spent on the client's requests.
     RequestPercentage,
+    /// New connections per second from a client address (ip entities only).
+    ConnectionCreationRate,
 }
 
 impl QuotaKey {
-    pub const ALL: [QuotaKey; 3] =
-        [QuotaKey::ProducerByteRate, QuotaKey::ConsumerByteRate, QuotaKey::RequestPercentage];
+    pub const ALL: [QuotaKey; 4] = [
+        QuotaKey::ProducerByteRate,
+        QuotaKey::ConsumerByteRate,
+        QuotaKey::RequestPercentage,
+        QuotaKey::ConnectionCreationRate,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             QuotaKey::ProducerByteRate => "producer_byte_rate",
             QuotaKey::ConsumerByteRate => "consumer_byte_rate",
             QuotaKey::RequestPercentage => "request_percentage",
+            QuotaKey::ConnectionCreationRate => "connection_creation_rate",
         }
+    }
+
+    /// Whether the key is for ip entities (else for users and client ids).
+    pub fn is_ip_quota(self) -> bool {
+        self == QuotaKey::ConnectionCreationRate
     }
 
     pub fn parse(name: &str) -> Option<QuotaKey> {
@@ -80,16 +97,25 @@ impl EntityName {
     }
 }
 
-/// What a quota is for: a user, a client id, or both (at least one).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// What a quota is for: a user, a client id, or both (at least one); or a
+/// client address alone (`ip`, written as `IpAddr` prints it).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct QuotaEntity {
     pub user: Option<EntityName>,
     pub client_id: Option<EntityName>,
+    pub ip: Option<EntityName>,
+}
+
+impl QuotaEntity {
+    pub fn of_user_and_client(user: Option<EntityName>, client_id: Option<EntityName>) -> QuotaEntity {
+        QuotaEntity { user, client_id, ip: None }
+    }
 }
 
 /// The entity type names of the protocol.
 pub const USER: &str = "user";
 pub const CLIENT_ID: &str = "client-id";
+pub const IP: &str = "ip";
 
 /// A configured quota.
 #[derive(Debug, Clone, PartialEq)]
@@ -169,9 +195,20 @@ impl ClientQuotas {
             (None, default(), (None, Some(client_id.to_owned()))),
         ];
         candidates.into_iter().find_map(|(u, c, (sensor_user, sensor_client))| {
-            let value = rules.get(&(QuotaEntity { user: u, client_id: c }, key))?;
+            let value = rules.get(&(QuotaEntity::of_user_and_client(u, c), key))?;
             Some((*value, SensorKey { key, user: sensor_user, client_id: sensor_client }))
         })
+    }
+
+    /// The `connection_creation_rate` for new connections from `address`:
+    /// its own ip quota, else the default ip entity's; `None` when neither
+    /// is set.
+    pub fn connection_rate_limit(&self, address: std::net::IpAddr) -> Option<f64> {
+        let rules = self.rules.read().unwrap_or_else(|p| p.into_inner());
+        let of = |ip: EntityName| {
+            rules.get(&(QuotaEntity { ip: Some(ip), ..QuotaEntity::default() }, QuotaKey::ConnectionCreationRate))
+        };
+        of(EntityName::Named(address.to_string())).or_else(|| of(EntityName::Default)).copied()
     }
 
     /// Records `bytes` against the client's `key` quota; the time it must
@@ -207,7 +244,24 @@ mod tests {
     use super::*;
 
     fn rule(user: Option<EntityName>, client_id: Option<EntityName>, key: QuotaKey, value: f64) -> QuotaRule {
-        QuotaRule { entity: QuotaEntity { user, client_id }, key, value }
+        QuotaRule { entity: QuotaEntity::of_user_and_client(user, client_id), key, value }
+    }
+
+    #[test]
+    fn an_address_has_its_own_connection_rate_or_the_default_ip_one() {
+        let ip = |name: EntityName, value: f64| QuotaRule {
+            entity: QuotaEntity { ip: Some(name), ..QuotaEntity::default() },
+            key: QuotaKey::ConnectionCreationRate,
+            value,
+        };
+        let quotas = ClientQuotas::new(vec![ip(EntityName::Named("10.0.0.7".into()), 0.0)]);
+        assert_eq!(quotas.connection_rate_limit("10.0.0.7".parse().unwrap()), Some(0.0));
+        assert_eq!(quotas.connection_rate_limit("10.0.0.8".parse().unwrap()), None, "no default: the setting's");
+        quotas.replace(vec![ip(EntityName::Named("::1".into()), 5.0), ip(EntityName::Default, 20.0)]);
+        assert_eq!(quotas.connection_rate_limit("::1".parse().unwrap()), Some(5.0));
+        assert_eq!(quotas.connection_rate_limit("10.0.0.7".parse().unwrap()), Some(20.0));
+        // ip rules do not bound users or client ids.
+        assert_eq!(quotas.resolve(P, "alice", "app"), None);
     }
 
     fn named(n: &str) -> Option<EntityName> {

@@ -81,8 +81,28 @@ fn certificates(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<'s
     Ok(certs)
 }
 
-/// Builds a rustls server configuration from the files named.
-pub fn load(settings: &TlsSettings) -> Result<Arc<ServerConfig>, TlsError> {
+/// The two server configurations the files make: an SSL listener's, which
+/// asks for client certificates as `client_auth` says, and a SASL_SSL
+/// listener's, which never does (SASL decides who the client is, and
+/// Kafka's broker-wide `ssl.client.auth` does not apply to SASL_SSL
+/// listeners either).
+#[derive(Debug, Clone)]
+pub struct ServerConfigs {
+    pub ssl: Arc<ServerConfig>,
+    pub sasl_ssl: Arc<ServerConfig>,
+}
+
+/// Builds the rustls server configurations from the files named.
+pub fn load(settings: &TlsSettings) -> Result<ServerConfigs, TlsError> {
+    let ssl = server_config(settings, settings.client_auth)?;
+    let sasl_ssl = match settings.client_auth {
+        ClientAuth::None => Arc::clone(&ssl),
+        _ => server_config(settings, ClientAuth::None)?,
+    };
+    Ok(ServerConfigs { ssl, sasl_ssl })
+}
+
+fn server_config(settings: &TlsSettings, client_auth: ClientAuth) -> Result<Arc<ServerConfig>, TlsError> {
     let provider = provider();
     let chain = certificates("certificate", &settings.cert_file)?;
     let key = PrivateKeyDer::from_pem_file(&settings.key_file).map_err(|source| TlsError::Pem {
@@ -97,7 +117,7 @@ pub fn load(settings: &TlsSettings) -> Result<Arc<ServerConfig>, TlsError> {
             key: settings.key_file.clone(),
             source,
         })?;
-    let builder = match settings.client_auth {
+    let builder = match client_auth {
         ClientAuth::None => builder.with_no_client_auth(),
         auth => {
             let ca_file = settings.ca_file.as_deref().ok_or(TlsError::NoCa(auth.name()))?;
@@ -130,7 +150,7 @@ pub fn load(settings: &TlsSettings) -> Result<Arc<ServerConfig>, TlsError> {
 /// plain text.
 pub struct TlsContext {
     settings: RwLock<Option<TlsSettings>>,
-    config: RwLock<Option<Arc<ServerConfig>>>,
+    configs: RwLock<Option<ServerConfigs>>,
 }
 
 impl std::fmt::Debug for TlsContext {
@@ -141,13 +161,13 @@ impl std::fmt::Debug for TlsContext {
 
 impl TlsContext {
     pub fn load(settings: TlsSettings) -> Result<TlsContext, TlsError> {
-        let config = load(&settings)?;
-        Ok(TlsContext { settings: RwLock::new(Some(settings)), config: RwLock::new(Some(config)) })
+        let configs = load(&settings)?;
+        Ok(TlsContext { settings: RwLock::new(Some(settings)), configs: RwLock::new(Some(configs)) })
     }
 
     /// No configuration yet: every handshake is refused until a reload.
     pub fn unloaded() -> TlsContext {
-        TlsContext { settings: RwLock::new(None), config: RwLock::new(None) }
+        TlsContext { settings: RwLock::new(None), configs: RwLock::new(None) }
     }
 
     /// The settings in force, `None` while nothing could be loaded.
@@ -158,22 +178,28 @@ impl TlsContext {
     /// Loads the files again (they may have been replaced under the same
     /// names). On an error the configuration in use stays.
     pub fn reload(&self, settings: TlsSettings) -> Result<(), TlsError> {
-        let config = load(&settings)?;
-        *self.config.write().unwrap_or_else(|p| p.into_inner()) = Some(config);
+        let configs = load(&settings)?;
+        *self.configs.write().unwrap_or_else(|p| p.into_inner()) = Some(configs);
         *self.settings.write().unwrap_or_else(|p| p.into_inner()) = Some(settings);
         Ok(())
     }
 
-    /// The server side of the handshake on an accepted connection; an
-    /// error, without a byte sent, while no configuration is loaded.
-    pub async fn accept(&self, stream: TcpStream) -> std::io::Result<tokio_rustls::server::TlsStream<TcpStream>> {
-        let config = self.config.read().unwrap_or_else(|p| p.into_inner()).clone();
-        let Some(config) = config else {
+    /// The server side of the handshake on a connection accepted by an SSL
+    /// listener (`sasl` false) or a SASL_SSL one; an error, without a byte
+    /// sent, while no configuration is loaded.
+    pub async fn accept(
+        &self,
+        stream: TcpStream,
+        sasl: bool,
+    ) -> std::io::Result<tokio_rustls::server::TlsStream<TcpStream>> {
+        let configs = self.configs.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let Some(configs) = configs else {
             return Err(std::io::Error::other(
                 "the TLS listener has no certificate loaded (see the error logged at start); fix the settings and \
                  reload",
             ));
         };
+        let config = if sasl { configs.sasl_ssl } else { configs.ssl };
         tokio_rustls::TlsAcceptor::from(config).accept(stream).await
     }
 }
