@@ -86,11 +86,13 @@ ENTRIES: tuple[Entry, ...] = (
         "the Java client",
         KAFKA,
         "the default producer and consumer, compression, cooperative and KIP-848 groups, transactions, quotas, "
-        "SCRAM credentials with the Admin client, failover",
+        "SCRAM credentials with the Admin client, TLS (PEM stores; client certificates as roles, refusals) and "
+        "SASL_SSL with SCRAM and PLAIN, failover",
         (
             "tests/e2e/test_java_client.py",
             "tests/e2e/test_quotas.py",
             "tests/e2e/test_sasl.py",
+            "tests/e2e/test_tls_clients.py",
             "tests/e2e/test_failover_clients.py",
         ),
     ),
@@ -105,8 +107,8 @@ ENTRIES: tuple[Entry, ...] = (
         "franz-go (kgo, kadm)",
         Pin("tests/franz/go.mod", r"github\.com/twmb/franz-go v(\S+)"),
         "the idempotent producer with lz4 and zstd, ListOffsets, group consume and commits, group admin, "
-        "failover",
-        ("tests/e2e/test_franz_go.py", "tests/e2e/test_failover_clients.py"),
+        "TLS (client certificates as roles, refusals) and SASL_SSL with SCRAM and PLAIN (pkg/sasl), failover",
+        ("tests/e2e/test_franz_go.py", "tests/e2e/test_tls_clients.py", "tests/e2e/test_failover_clients.py"),
     ),
     Entry(
         "Sarama",

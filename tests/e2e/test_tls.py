@@ -25,15 +25,19 @@ kafka-python (Python's ssl module):
   keeps producing.
 
 Every wait has a deadline; the cluster is stopped and removed at the end.
+test_tls_clients.py makes a cluster of its own the same way (`Cluster` on other ports,
+`running_cluster`) for the Java client and franz-go.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -82,8 +86,15 @@ class Certificates:
 
 
 class Cluster(ThrowawayCluster):
-    def __init__(self) -> None:
-        super().__init__("tls", PG_PORT, KAFKA_PORT)
+    """The cluster described at the top; test_tls_clients.py makes one on ports of its own."""
+
+    def __init__(self, tag: str = "tls", pg_port: int = PG_PORT, kafka_port: int = KAFKA_PORT,
+                 ssl_port: int = SSL_PORT, sasl_ssl_port: int = SASL_SSL_PORT) -> None:
+        if os.geteuid() != 0:
+            pytest.fail("the TLS tests must run as root (they run initdb and pg_ctl as postgres)")
+        super().__init__(tag, pg_port, kafka_port)
+        self.ssl_port = ssl_port
+        self.sasl_ssl_port = sasl_ssl_port
         self.certs = Certificates(self.home / "certs", "first")
 
     def install_server_certificate(self, certs: Certificates) -> None:
@@ -95,20 +106,20 @@ class Cluster(ThrowawayCluster):
             os.chmod(self.pgdata / target, 0o600)
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    if os.geteuid() != 0:
-        pytest.fail("the TLS test must run as root (it runs initdb and pg_ctl as postgres)")
-    for port in (PG_PORT, KAFKA_PORT, SSL_PORT, SASL_SSL_PORT):
-        assert port_is_free(port), f"port {port} is in use: is a TLS-test cluster from an earlier run still up?"
-    c = Cluster()
+@contextlib.contextmanager
+def running_cluster(c: Cluster) -> Iterator[Cluster]:
+    """`c` started with the TLS listeners, the roles kafka_admin (a superuser with PASSWORD), tls_app and
+    tls_nologin, and `c.expired`, a client certificate for tls_app that has expired; stopped and removed
+    at the end."""
     try:
+        for port in (c.pg_port, c.kafka_port, c.ssl_port, c.sasl_ssl_port):
+            assert port_is_free(port), f"port {port} is in use: is a TLS-test cluster from an earlier run still up?"
         clients_ca = c.home / "clients-ca.crt"
         shutil.copyfile(c.certs.ca, clients_ca)
         c.init({
             "ssl": "on",
             "ssl_ca_file": f"'{clients_ca}'",
-            "kafgres.listeners": f"'SSL://127.0.0.1:{SSL_PORT},SASL_SSL://127.0.0.1:{SASL_SSL_PORT}'",
+            "kafgres.listeners": f"'SSL://127.0.0.1:{c.ssl_port},SASL_SSL://127.0.0.1:{c.sasl_ssl_port}'",
             "kafgres.ssl_client_auth": "requested",
             "kafgres.authorizer": "acl",
         })
@@ -128,14 +139,20 @@ def cluster():
         c.destroy()
 
 
-def ssl_config(cluster: Cluster, ca: Path, port: int = SSL_PORT, **extra) -> dict:
-    return {"bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SSL", "ssl.ca.location": str(ca),
-            "ssl.endpoint.identification.algorithm": "https", **extra}
+@pytest.fixture(scope="module")
+def cluster():
+    with running_cluster(Cluster()) as c:
+        yield c
+
+
+def ssl_config(cluster: Cluster, ca: Path, **extra) -> dict:
+    return {"bootstrap.servers": f"127.0.0.1:{cluster.ssl_port}", "security.protocol": "SSL",
+            "ssl.ca.location": str(ca), "ssl.endpoint.identification.algorithm": "https", **extra}
 
 
 def admin_config(cluster: Cluster, mechanism: str = "PLAIN", password: str = PASSWORD) -> dict:
     return {
-        "bootstrap.servers": f"127.0.0.1:{SASL_SSL_PORT}",
+        "bootstrap.servers": f"127.0.0.1:{cluster.sasl_ssl_port}",
         "security.protocol": "SASL_SSL",
         "ssl.ca.location": str(cluster.certs.ca),
         "sasl.mechanism": mechanism,
@@ -284,7 +301,9 @@ def test_certificates_of_another_ca_or_expired_are_refused_and_kafka_python_is_s
     # Client certificates become required at a reload, without a restart.
     set_client_auth(cluster, "required")
     try:
-        stranger = Certificates(cluster.home / "certs-stranger", "stranger")
+        # Another CA under the name of the cluster's: librdkafka presents only a certificate whose issuer
+        # has a name the server asks for, so this one is sent, and its signature is what the broker refuses.
+        stranger = Certificates(cluster.home / "certs-stranger", cluster.certs.name)
         offset = len(cluster.log_text())
         for crt, key in (stranger.issue("tls_app"), cluster.expired, (None, None)):
             files = {"ssl.certificate.location": str(crt), "ssl.key.location": str(key)} if crt else {}
@@ -294,6 +313,7 @@ def test_certificates_of_another_ca_or_expired_are_refused_and_kafka_python_is_s
         refusals = cluster.log_text()[offset:]
         assert refusals.count("TLS handshake with") >= 3, refusals[-3000:]
         assert "expired" in refusals.lower(), refusals[-3000:]
+        assert "invalid peer certificate: BadSignature" in refusals, refusals[-3000:]
         crt, key = cluster.certs.issue("tls_app", tag="-required")
         assert AdminClient(ssl_config(cluster, cluster.certs.ca, **{
             "ssl.certificate.location": str(crt), "ssl.key.location": str(key)})).list_topics(timeout=10)

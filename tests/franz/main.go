@@ -3,9 +3,12 @@
 //
 //	franz-probe [-records N] [-log LEVEL] BOOTSTRAP TOPIC
 //	franz-probe failover [-log LEVEL] [-run-seconds N] BOOTSTRAP TOPIC STOPFILE
+//	franz-probe secure [-ca FILE] [-cert FILE -key FILE] [-sasl MECHANISM -user NAME -password WORD] BOOTSTRAP TOPIC
 //
 // The second form runs clients across failovers until STOPFILE exists
-// (failover.go says what it prints); the rest of this comment is the first's.
+// (failover.go says what it prints); the third connects, produces and
+// consumes one record with TLS and SASL settings and prints what the client
+// reported (secure.go). The rest of this comment is the first's.
 //
 // TOPIC names everything the probe creates: the topic itself (3 partitions,
 // retention.ms=3600000) and the consumer group TOPIC-group. The checks run in
@@ -68,6 +71,9 @@ var logLevels = map[string]kgo.LogLevel{
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "failover" {
 		os.Exit(runFailover(os.Args[2:])) // failover.go
+	}
+	if len(os.Args) > 1 && os.Args[1] == "secure" {
+		os.Exit(runSecure(os.Args[2:])) // secure.go
 	}
 	records := flag.Int("records", 30, "records to produce (half lz4, half zstd); at least 6")
 	logLevel := flag.String("log", "warn", "client log level on stderr: none, error, warn, info, debug")

@@ -35,6 +35,7 @@ public final class KafgresProbe {
             Map.entry("transactions", TransactionsScenario::run),
             Map.entry("quotas", QuotasScenario::run),
             Map.entry("scram-credentials", ScramCredentialsScenario::run),
+            Map.entry("secure-client", SecureClientScenario::run),
             Map.entry("failover", FailoverScenario::run));
 
     private KafgresProbe() {}
