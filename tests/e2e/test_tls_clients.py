@@ -274,20 +274,20 @@ def test_sasl_ssl_logs_in_with_scram_and_plain_and_refuses_a_wrong_password(requ
 
 def test_required_client_auth_refuses_a_client_without_a_certificate(cluster, certificate_cases, java_build,
                                                                      franz_build, tmp_path):
-    """With `kafgres.ssl_client_auth = 'required'` (set by a reload): a client without a certificate is
-    refused at the handshake (the broker's certificate_required alert), and so is one of another CA;
-    CN=tls_app is still served."""
-    # The SSL listener only: the setting applies to SASL_SSL too, where Kafka ignores its broker-wide
-    # ssl.client.auth (KIP-684), so a SASL_SSL client without a certificate is refused here and served by Kafka.
-    cases = {case: certificate_cases[case] for case in ("anonymous", "tls-app", "imposter")}
-    topics = make_topics(cluster, cases, grant={"anonymous": "ANONYMOUS", "tls-app": "tls_app"})
+    """With `kafgres.ssl_client_auth = 'required'` (set by a reload): on the SSL listener a client without
+    a certificate is refused at the handshake (the broker's certificate_required alert), and so is one of
+    another CA; CN=tls_app is still served. SASL_SSL clients without a certificate are served with SCRAM and
+    PLAIN: the setting is the SSL listeners', as Kafka's broker-wide ssl.client.auth is (KIP-684)."""
+    cases = {case: certificate_cases[case] for case in ("anonymous", "tls-app", "imposter", "scram", "plain")}
+    topics = make_topics(cluster, cases, grant={"anonymous": "ANONYMOUS", "tls-app": "tls_app",
+                                                "scram": SASL_ROLE, "plain": SASL_ROLE})
     set_client_auth(cluster, "required")
     try:
         outcomes = run_clients(cluster, java_build, franz_build, tmp_path, cases, topics)
     finally:
         set_client_auth(cluster, "requested")
     java, franz = ({case: outcomes[case, client] for case in cases} for client in CLIENTS)
-    for outcome in (java["tls-app"], franz["tls-app"]):
+    for outcome in (java["tls-app"], franz["tls-app"], java["scram"], franz["scram"], java["plain"], franz["plain"]):
         assert outcome.lines == outcome.served, outcome.why()
     java_tls_refusal(java["anonymous"], "Received fatal alert: certificate_required")
     java_tls_refusal(java["imposter"], "Received fatal alert: decrypt_error")
