@@ -4,7 +4,8 @@ The session starts Apache Kafka (reference.py) once, and stops it at the end
 whatever happens, SIGTERM included (turned into an exception so the `with`
 block unwinds). Kafgres is the running cluster at KAFGRES_BOOTSTRAP (default
 127.0.0.1:${KAFGRES_KAFKA_PORT:-9092}); the session stops at once, saying
-why, if it does not answer or the Java tools are not built.
+why, if it does not answer or the Java tools are not built. The secured pair
+(secured.py) is started once, when the first secured scenario needs it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import kafka_raw
 from framework import java_tools_ready
 from run import kafgres_bootstrap
 from reference import ReferenceKafka
+from secured import SecuredPair
 
 BROKER_READY_TIMEOUT_S = 20.0
 
@@ -42,5 +44,16 @@ def kafka(kafgres) -> str:
     try:
         with ReferenceKafka() as bootstrap:
             yield bootstrap
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.fixture(scope="session")
+def secured_pair() -> tuple[str, str]:
+    """(Apache Kafka, Kafgres) with SASL/SCRAM and an ACL authorizer, both stopped at the end of the session."""
+    previous = signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    try:
+        with SecuredPair() as pair:
+            yield pair
     finally:
         signal.signal(signal.SIGTERM, previous)

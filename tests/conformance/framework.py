@@ -59,16 +59,23 @@ class Scenario:
     name: str
     func: Callable[["Context"], None]
     doc: str
+    # Runs against the secured pair (secured.py: SASL/SCRAM and an ACL authorizer on both), not the plain one.
+    secured: bool = False
 
 
 SCENARIOS: dict[str, Scenario] = {}
 
 
-def scenario(func: Callable[["Context"], None]) -> Callable[["Context"], None]:
-    name = func.__name__.removeprefix("scenario_")
-    doc = (func.__doc__ or "").strip().splitlines()[0] if func.__doc__ else ""
-    SCENARIOS[name] = Scenario(name, func, doc)
-    return func
+def scenario(func: Callable[["Context"], None] | None = None, *, secured: bool = False):
+    """Registers `scenario_x(ctx)`; `@scenario(secured=True)` runs it against the secured pair."""
+
+    def register(func: Callable[["Context"], None]) -> Callable[["Context"], None]:
+        name = func.__name__.removeprefix("scenario_")
+        doc = (func.__doc__ or "").strip().splitlines()[0] if func.__doc__ else ""
+        SCENARIOS[name] = Scenario(name, func, doc, secured)
+        return func
+
+    return register(func) if func is not None else register
 
 
 def error_text(error: object, message: bool = True) -> str:
@@ -88,6 +95,13 @@ def bytes_text(data: bytes | None) -> str:
     return f"<{len(data)} bytes sha256:{hashlib.sha256(data).hexdigest()[:16]}>"
 
 
+def secured_config() -> dict:
+    """librdkafka's settings to log in to the secured pair as its super user."""
+    from secured import librdkafka_config
+
+    return librdkafka_config()
+
+
 def java_tools_ready() -> str | None:
     """None if the Java tools can run, else what is missing."""
     if not ((JAVA_BUILD / "kafgres-probe.jar").is_file() and (JAVA_BUILD / "classpath.txt").is_file()):
@@ -96,8 +110,10 @@ def java_tools_ready() -> str | None:
 
 
 class Context:
-    def __init__(self, bootstrap: str, scenario_name: str, run_id: str):
+    def __init__(self, bootstrap: str, scenario_name: str, run_id: str, secured: bool = False):
         self.bootstrap = bootstrap
+        # On the secured pair every client logs in (SASL/SCRAM-SHA-256) as the super user unless told otherwise.
+        self.client_security = secured_config() if secured else {}
         self.scenario = scenario_name
         self.run_id = run_id
         self.norm = Normalizer(bootstrap)
@@ -126,7 +142,7 @@ class Context:
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 4})
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 4, **self.client_security})
         return self._admin
 
     def describe_cluster_node(self) -> int | None:
@@ -135,14 +151,15 @@ class Context:
 
     def producer(self, config: dict | None = None) -> Producer:
         p = Producer({"bootstrap.servers": self.bootstrap, "log_level": 4, "linger.ms": 5, "message.timeout.ms": 20000,
-                      "enable.idempotence": False, "acks": "all", **(config or {})})
+                      "enable.idempotence": False, "acks": "all", **self.client_security, **(config or {})})
         self._closers.append(lambda: p.flush(5))
         return p
 
     def consumer(self, config: dict | None = None) -> Consumer:
         c = Consumer({"bootstrap.servers": self.bootstrap, "log_level": 3, "group.id": f"cf-unused-{uuid.uuid4().hex[:8]}",
                       "enable.auto.commit": False, "enable.auto.offset.store": False,
-                      "enable.partition.eof": False, "auto.offset.reset": "error", **(config or {})})
+                      "enable.partition.eof": False, "auto.offset.reset": "error", **self.client_security,
+                      **(config or {})})
 
         def close() -> None:
             try:

@@ -43,3 +43,72 @@ def metadata(bootstrap: str, topics: list[str], allow_auto_create: bool) -> list
     """The topics of one Metadata v12 answer, in the order asked."""
     response = kafka_wire.metadata_v12(bootstrap, topics, allow_auto_topic_creation=allow_auto_create)
     return [response.topics[name] for name in topics if name in response.topics]
+
+
+# --------------------------------------------------------------------------
+# Any request, as any user: kafka-python's codecs over one connection (scenarios_acls.py).
+
+from kafka.protocol.api_message import ApiMessage  # noqa: E402
+from kafka.protocol.schemas.fields.struct import StructField  # noqa: E402
+from kafka.protocol.schemas.fields.struct_array import StructArrayField  # noqa: E402
+
+import kafka_schemas  # noqa: E402
+
+
+class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=kafka_schemas):
+    pass
+
+
+class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=kafka_schemas):
+    pass
+
+
+class ConsumerGroupDescribeRequest(ApiMessage, load_json=kafka_schemas):
+    pass
+
+
+class ConsumerGroupDescribeResponse(ApiMessage, load_json=kafka_schemas):
+    pass
+
+
+def _field_value(field, value):
+    if isinstance(field, StructArrayField) and isinstance(value, list):
+        return [_struct(field.data_class, field.fields, v) if isinstance(v, dict) else v for v in value]
+    if isinstance(field, StructField) and isinstance(value, dict):
+        return _struct(field.data_class, field.fields, value)
+    return value
+
+
+def _struct(data_class, fields, values: dict, **extra):
+    return data_class(**extra, **{k: _field_value(fields[k], v) for k, v in values.items()})
+
+
+def request(cls, version: int, **fields):
+    """`cls` (a kafka-python ApiMessage request class) at `version`; nested structs may be given as dicts."""
+    return _struct(cls, cls._struct.fields, fields, version=version)
+
+
+class Session:
+    """One authenticated connection to the (single) broker: `send(request)` returns the decoded response.
+
+    `config` is kafka-python's (security_protocol, sasl_*); every call has a deadline.
+    """
+
+    TIMEOUT_MS = 20_000
+
+    def __init__(self, bootstrap: str, config: dict):
+        from kafka import KafkaAdminClient
+
+        self.admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=self.TIMEOUT_MS, **config)
+        self.manager = self.admin._manager
+        brokers = self.manager.cluster.brokers()
+        self.node = next(iter(brokers)).node_id if brokers else 0
+
+    def send(self, req):
+        async def _send():
+            return await self.manager.send(req, node_id=self.node, request_timeout_ms=self.TIMEOUT_MS)
+
+        return self.manager.run(_send)
+
+    def close(self) -> None:
+        self.admin.close()

@@ -6,6 +6,8 @@
 
 The pytest module (test_reference_diff.py) is the same with one test per
 scenario. Transcripts are written to .kafgres/conformance/<scenario>.<broker>.txt.
+Secured scenarios (scenarios_acls.py) run against the secured pair of
+secured.py, started here when one is selected.
 Each scenario runs on both brokers at once (two threads): the brokers are
 independent and most of a scenario's time is waiting (group rebalances).
 """
@@ -20,13 +22,16 @@ import time
 import traceback
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 
 import intended_differences
+import scenarios_acls  # noqa: F401  (registers its scenarios)
 import scenarios_admin_tools  # noqa: F401  (registers its scenarios)
 import scenarios_groups  # noqa: F401  (registers its scenarios)
 import scenarios_protocol  # noqa: F401  (registers its scenarios)
 from framework import SCENARIOS, Context
 from reference import STATE_DIR, ReferenceKafka
+from secured import SecuredPair
 
 # A scenario that has not finished in this long is reported as such (its clients' waits are bounded too).
 SCENARIO_TIMEOUT_S = 240
@@ -40,7 +45,7 @@ def transcript(name: str, bootstrap: str, run_id: str) -> list[str]:
     """The scenario's normalized transcript on one broker; an exception ends it with its last line."""
     ctx = None
     try:
-        ctx = Context(bootstrap, name, run_id)
+        ctx = Context(bootstrap, name, run_id, secured=SCENARIOS[name].secured)
         SCENARIOS[name].func(ctx)
     except Exception as e:  # noqa: BLE001  (a crash is an observable outcome, diffed like any other)
         lines = ctx.lines if ctx else []
@@ -88,20 +93,31 @@ def main() -> int:
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
         parser.error(f"unknown scenarios {unknown}; known: {', '.join(SCENARIOS)}")
-    if args.only == "kafgres":
-        for name in names:
-            print(f"--- {name}", *transcript(name, kafgres_bootstrap(), uuid.uuid4().hex[:8]), sep="\n")
-        return 0
+    plain = [n for n in names if not SCENARIOS[n].secured]
+    secured = [n for n in names if SCENARIOS[n].secured]
     failed = 0
     started = time.monotonic()
-    with ReferenceKafka() as kafka:
-        print(f"Apache Kafka on {kafka} (started in {time.monotonic() - started:.1f}s), Kafgres on {kafgres_bootstrap()}")
+    with ExitStack() as stack:
+        kafka = kafgres = secured_kafka = secured_kafgres = ""
+        if plain and args.only != "kafgres":
+            kafka = stack.enter_context(ReferenceKafka())
+            print(f"Apache Kafka on {kafka} (started in {time.monotonic() - started:.1f}s)")
+        if plain:
+            kafgres = kafgres_bootstrap()
+            print(f"Kafgres on {kafgres}")
+        if secured:
+            t0 = time.monotonic()
+            secured_kafka, secured_kafgres = stack.enter_context(SecuredPair())
+            print(f"secured pair: Apache Kafka on {secured_kafka}, Kafgres on {secured_kafgres} "
+                  f"(started in {time.monotonic() - t0:.1f}s)")
         for name in names:
             t0 = time.monotonic()
-            if args.only == "kafka":
-                print(f"--- {name}", *transcript(name, kafka, uuid.uuid4().hex[:8]), sep="\n")
+            on_kafka, on_kafgres = (secured_kafka, secured_kafgres) if SCENARIOS[name].secured else (kafka, kafgres)
+            if args.only:
+                bootstrap = on_kafka if args.only == "kafka" else on_kafgres
+                print(f"--- {name}", *transcript(name, bootstrap, uuid.uuid4().hex[:8]), sep="\n")
                 continue
-            report = compare(name, *run_pair(name, kafka, kafgres_bootstrap()))
+            report = compare(name, *run_pair(name, on_kafka, on_kafgres))
             print(f"{'ok  ' if report is None else 'DIFF'} {name} ({time.monotonic() - t0:.1f}s)")
             if report:
                 failed += 1

@@ -233,11 +233,68 @@ async fn groups_and_transactional_ids_are_checked() {
         .with_session_timeout_ms(10_000)
         .with_protocol_type(s("consumer"));
     assert_eq!(client.call(5, &join).await.error_code, error_code::GROUP_AUTHORIZATION_FAILED);
+    // Anyone may describe the cluster, as in Kafka; its operations need DESCRIBE on it.
     let describe = DescribeClusterRequest::default().with_include_cluster_authorized_operations(true);
     let cluster = other.call(1, &describe).await;
-    assert_eq!(cluster.error_code, error_code::CLUSTER_AUTHORIZATION_FAILED);
+    assert_eq!((cluster.error_code, cluster.cluster_authorized_operations, cluster.brokers.len()), (0, 0, 1));
     let cluster = client.call(1, &describe).await;
     assert_eq!((cluster.error_code, cluster.cluster_authorized_operations), (0, 8096));
+}
+
+/// What ACLs on the cluster grant for topics, as Kafka 4.1's StandardAuthorizer
+/// run shows (tests/conformance, scenario acl_matrix): DELETE on the cluster
+/// deletes any topic, CLUSTER_ACTION answers OffsetForLeaderEpoch for any
+/// topic, CREATE on the cluster creates a topic but shows its partition count
+/// and configs only with DESCRIBE_CONFIGS on the topic, and a DENY of DESCRIBE
+/// on the cluster empties its authorized operations.
+#[tokio::test]
+async fn cluster_acls_grant_what_they_grant_in_kafka() {
+    use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+    use kafka_protocol::messages::offset_for_leader_epoch_request::{OffsetForLeaderPartition, OffsetForLeaderTopic};
+    let broker = authorizing_broker(true).await; // ANONYMOUS: ALL on the cluster, nothing on topics
+    let mut client = broker.client().await;
+
+    let created = client.call(7, &CreateTopicsRequest::default().with_topics(vec![creatable("c1", 2, 1)])).await;
+    let t = &created.topics[0];
+    assert_eq!(
+        (t.error_code, t.num_partitions, t.replication_factor, t.topic_config_error_code),
+        (0, -1, -1, error_code::TOPIC_AUTHORIZATION_FAILED),
+        "created, but its partitions and configs are not shown without DESCRIBE_CONFIGS on it"
+    );
+    assert_eq!(t.configs.as_ref().map(Vec::len), Some(0));
+    assert!(!t.topic_id.is_nil());
+
+    let epochs = OffsetForLeaderEpochRequest::default().with_replica_id(BrokerId(-1)).with_topics(vec![
+        OffsetForLeaderTopic::default().with_topic(name("c1")).with_partitions(vec![
+            OffsetForLeaderPartition::default().with_partition(0).with_current_leader_epoch(-1).with_leader_epoch(0),
+        ]),
+    ]);
+    let answer = client.call(4, &epochs).await;
+    assert_eq!(answer.topics[0].partitions[0].error_code, 0, "CLUSTER_ACTION on the cluster");
+    let metadata = client.call(12, &metadata_request(Some(&["c1"]), false)).await;
+    assert_eq!(metadata.topics[0].error_code, error_code::TOPIC_AUTHORIZATION_FAILED, "still hidden from Metadata");
+
+    let delete = DeleteTopicsRequest::default().with_topics(vec![
+        DeleteTopicState::default().with_name(Some(name("c1"))),
+        DeleteTopicState::default().with_name(Some(name("never-was"))),
+    ]);
+    let deleted = client.call(6, &delete).await;
+    let codes: Vec<i16> = deleted.responses.iter().map(|r| r.error_code).collect();
+    assert_eq!(codes, vec![0, error_code::UNKNOWN_TOPIC_OR_PARTITION], "DELETE on the cluster");
+
+    let deny = AclCreation::default()
+        .with_resource_type(ResourceType::Cluster.code())
+        .with_resource_name(s(CLUSTER_NAME))
+        .with_resource_pattern_type(PatternType::Literal.code())
+        .with_principal(s("User:ANONYMOUS"))
+        .with_host(s("*"))
+        .with_operation(Operation::Describe.code())
+        .with_permission_type(Permission::Deny.code());
+    let denied = client.call(3, &CreateAclsRequest::default().with_creations(vec![deny])).await;
+    assert_eq!(denied.results[0].error_code, 0);
+    let describe = DescribeClusterRequest::default().with_include_cluster_authorized_operations(true);
+    let cluster = client.call(1, &describe).await;
+    assert_eq!((cluster.error_code, cluster.cluster_authorized_operations, cluster.brokers.len()), (0, 0, 1));
 }
 
 #[tokio::test]

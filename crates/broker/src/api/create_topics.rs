@@ -83,18 +83,22 @@ impl Handler for CreateTopics {
             };
             match outcome {
                 Ok((id, partitions)) => {
-                    if version >= CONFIGS_IN_RESPONSE_VERSION_MIN {
-                        if cx.may_on_topic(Operation::DescribeConfigs, &name) {
+                    // As Kafka: the partition count, replication factor and
+                    // configs of the new topic are shown to a client that may
+                    // describe its configs; the others get -1, -1, no configs
+                    // and TOPIC_AUTHORIZATION_FAILED as the configs' error.
+                    if cx.may_on_topic(Operation::DescribeConfigs, &name) {
+                        if version >= CONFIGS_IN_RESPONSE_VERSION_MIN {
                             result.configs = Some(effective_configs(config, &effective));
-                        } else {
-                            result.configs = Some(Vec::new());
-                            result.topic_config_error_code = error_code::TOPIC_AUTHORIZATION_FAILED;
                         }
+                        result.num_partitions = partitions;
+                        result.replication_factor = 1;
+                    } else if version >= CONFIGS_IN_RESPONSE_VERSION_MIN {
+                        result.configs = Some(Vec::new());
+                        result.topic_config_error_code = error_code::TOPIC_AUTHORIZATION_FAILED;
                     }
                     result.error_message = None;
                     result.topic_id = id;
-                    result.num_partitions = partitions;
-                    result.replication_factor = 1;
                 }
                 Err((code, message)) => {
                     result.error_code = code;

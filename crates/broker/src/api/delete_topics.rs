@@ -39,6 +39,9 @@ impl Handler for DeleteTopics {
         };
         let mut response = DeleteTopicsResponse::default();
         let mut seen = std::collections::HashSet::new();
+        // As Kafka's controller: DELETE on the cluster lets a client describe
+        // and delete every topic; else DESCRIBE and DELETE on each topic.
+        let may_delete_any = cx.may_on_cluster(Operation::Delete);
         for (name, id) in wanted {
             let mut result = DeletableTopicResult::default();
             result.name = name.clone();
@@ -50,7 +53,7 @@ impl Handler for DeleteTopics {
                 (None, true) => Err((error_code::INVALID_REQUEST, "neither a topic name nor a topic id".to_owned())),
                 // DESCRIBE before existence, as Kafka: a client learns
                 // nothing of a topic it may not describe.
-                (Some(n), true) if !cx.may_on_topic(Operation::Describe, &n.0) => {
+                (Some(n), true) if !may_delete_any && !cx.may_on_topic(Operation::Describe, &n.0) => {
                     Err((error_code::TOPIC_AUTHORIZATION_FAILED, String::new()))
                 }
                 (Some(n), true) => topics
@@ -65,7 +68,7 @@ impl Handler for DeleteTopics {
                     .ok_or((error_code::UNKNOWN_TOPIC_ID, String::new())),
             }
             .and_then(|target| {
-                if !cx.may_on_topic(Operation::Delete, target.name()) {
+                if !may_delete_any && !cx.may_on_topic(Operation::Delete, target.name()) {
                     Err((error_code::TOPIC_AUTHORIZATION_FAILED, String::new()))
                 } else if seen.insert(target.id()) {
                     Ok(target)

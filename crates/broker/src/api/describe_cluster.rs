@@ -32,18 +32,15 @@ impl Handler for DescribeCluster {
         response.cluster_id = str_bytes(&config.cluster_id);
         let (node_id, host, port) = cx.serving_node(config);
         response.controller_id = BrokerId(node_id);
-        response.cluster_authorized_operations = cx.authorized_operations(
-            request.include_cluster_authorized_operations,
-            ResourceType::Cluster,
-            CLUSTER_NAME,
-        );
-        // Kafka asks DESCRIBE on the cluster; refused, the answer names no broker.
-        if !cx.may_on_cluster(Operation::Describe) {
-            response.error_code = error_code::CLUSTER_AUTHORIZATION_FAILED;
-            response.error_message = Some(str_bytes(super::authorized_operations::CLUSTER_REFUSED));
-            response.cluster_authorized_operations = super::authorized_operations::OMITTED;
-            return response.into();
-        }
+        // As Kafka: anyone may describe the cluster; its authorized operations
+        // need DESCRIBE on it, and are none (0) without.
+        response.cluster_authorized_operations = if !request.include_cluster_authorized_operations
+            || cx.may_on_cluster(Operation::Describe)
+        {
+            cx.authorized_operations(request.include_cluster_authorized_operations, ResourceType::Cluster, CLUSTER_NAME)
+        } else {
+            0
+        };
         if version >= 1 {
             response.endpoint_type = request.endpoint_type;
             if request.endpoint_type != ENDPOINT_TYPE_BROKERS {

@@ -44,13 +44,15 @@ impl Handler for OffsetForLeaderEpoch {
         let current = config.replication.leader_epoch();
         let consumer = version < 3 || request.replica_id.0 < 0;
         let mut response = OffsetForLeaderEpochResponse::default();
-        // A follower needs CLUSTER_ACTION on the cluster, a consumer DESCRIBE on the topic.
-        let follower_refused = !consumer && !cx.may_on_cluster(Operation::ClusterAction);
+        // A follower needs CLUSTER_ACTION on the cluster, a consumer DESCRIBE on
+        // the topic or (as in Kafka) CLUSTER_ACTION on the cluster.
+        let cluster_action = cx.may_on_cluster(Operation::ClusterAction);
+        let follower_refused = !consumer && !cluster_action;
         for t in request.topics {
             let topic = topics.get(&t.topic.0);
             let refused = if follower_refused {
                 Some(error_code::CLUSTER_AUTHORIZATION_FAILED)
-            } else if !cx.may_on_topic(Operation::Describe, &t.topic.0) {
+            } else if !cluster_action && !cx.may_on_topic(Operation::Describe, &t.topic.0) {
                 Some(error_code::TOPIC_AUTHORIZATION_FAILED)
             } else {
                 None
