@@ -35,9 +35,6 @@ class Difference:
     reason: str
     # True when the difference depends on the broker's history and may not occur on a fresh one.
     may_not_occur: bool = False
-    # Not intended: a Kafgres bug fixed in the source (this says where) whose fix the installed extension
-    # may not have yet. It may not occur (once installed); delete the entry when the extension is installed.
-    awaiting_install: str = ""
 
 
 DIFFERENCES: list[Difference] = [
@@ -153,50 +150,6 @@ DIFFERENCES: list[Difference] = [
                "UNKNOWN_TOPIC_OR_PARTITION first; Kafgres records it in the catalog and answers with the topic "
                "(whether each principal's topic exists in the end is compared as it is).",
     ),
-    # Kafgres bugs the ACL matrix found, fixed in crates/broker but not necessarily installed yet.
-    Difference(
-        key="describe-cluster-needs-no-acl",
-        scenarios=("acl_matrix",),
-        kafka=r"  DescribeCluster: NO_ERROR\(0\) brokers=1 ops=\[\]",
-        kafgres=r"  DescribeCluster: CLUSTER_AUTHORIZATION_FAILED\(31\) brokers=0 ops=not-requested",
-        doc="",
-        reason="Kafka answers DescribeCluster to anyone, with authorized operations 0 without DESCRIBE on the "
-               "cluster; Kafgres refused it with CLUSTER_AUTHORIZATION_FAILED.",
-        awaiting_install="8a89343: crates/broker/src/api/describe_cluster.rs (test: tests/acls.rs)",
-    ),
-    Difference(
-        key="create-topics-hides-partitions-without-describe-configs",
-        scenarios=("acl_matrix",),
-        kafka=r"(  CreateTopics <[a-z-]+-new>: NO_ERROR\(0\)) partitions=-1 replication=-1 (id=<topic-id> "
-              r"configs=False config_error=TOPIC_AUTHORIZATION_FAILED\(29\))",
-        kafgres=r"(  CreateTopics <[a-z-]+-new>: NO_ERROR\(0\)) partitions=1 replication=1 (id=<topic-id> "
-                r"configs=False config_error=TOPIC_AUTHORIZATION_FAILED\(29\))",
-        doc="",
-        reason="Kafka answers a created topic's partition count and replication factor as -1 to a client "
-               "without DESCRIBE_CONFIGS on it (as its configs); Kafgres showed them.",
-        awaiting_install="8a89343: crates/broker/src/api/create_topics.rs (test: tests/acls.rs)",
-    ),
-    Difference(
-        key="delete-on-the-cluster-deletes-any-topic",
-        scenarios=("acl_matrix",),
-        kafka=r"  DeleteTopics (<all-missing>|<cluster-missing>): UNKNOWN_TOPIC_OR_PARTITION\(3\)"
-              r"|  DeleteTopics (<cluster-t>): NO_ERROR\(0\)",
-        kafgres=r"  DeleteTopics (<all-missing>|<cluster-missing>|<cluster-t>): TOPIC_AUTHORIZATION_FAILED\(29\)",
-        doc="",
-        reason="Kafka's controller lets DELETE on the cluster describe and delete every topic; Kafgres asked "
-               "DESCRIBE and DELETE on each topic only.",
-        awaiting_install="8a89343: crates/broker/src/api/delete_topics.rs (test: tests/acls.rs)",
-    ),
-    Difference(
-        key="cluster-action-answers-offset-for-leader-epoch",
-        scenarios=("acl_matrix",),
-        kafka=r"  OffsetForLeaderEpoch (<cluster-t>): p0:NO_ERROR\(0\) end=3",
-        kafgres=r"  OffsetForLeaderEpoch (<cluster-t>): p0:TOPIC_AUTHORIZATION_FAILED\(29\) end=-1",
-        doc="",
-        reason="Kafka answers OffsetForLeaderEpoch for every topic to a client with CLUSTER_ACTION on the "
-               "cluster; Kafgres asked DESCRIBE on the topic of a consumer's request.",
-        awaiting_install="8a89343: crates/broker/src/api/offset_for_leader_epoch.rs (test: tests/acls.rs)",
-    ),
 ]
 
 
@@ -226,5 +179,5 @@ def apply(name: str, kafka_lines: list[str], kafgres_lines: list[str]):
         return out
 
     kafka_view, kafgres_view = view(kafka_lines, 0), view(kafgres_lines, 1)
-    unused = [d for d in entries if used[d.key][0] == used[d.key][1] and not (d.may_not_occur or d.awaiting_install)]
+    unused = [d for d in entries if used[d.key][0] == used[d.key][1] and not d.may_not_occur]
     return kafka_view, kafgres_view, unused
