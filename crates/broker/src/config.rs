@@ -142,8 +142,24 @@ pub struct BrokerConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaderAddress {
     pub node_id: i32,
+    /// Its primary listener, as advertised.
     pub host: String,
     pub port: u16,
+    /// Every listener it advertises (Kafka's `advertised.listeners`), so a
+    /// standby sends a client to the leader's listener of the protocol the
+    /// client came in on; empty when the leader did not record them.
+    pub listeners: Vec<crate::listener::ListenerSpec>,
+}
+
+impl LeaderAddress {
+    /// The leader's listener for clients of `security`: the first one it
+    /// advertises with that protocol, else its primary listener.
+    pub fn endpoint_for(&self, security: crate::listener::SecurityProtocol) -> (&str, u16) {
+        match self.listeners.iter().find(|l| l.security == security && !l.host.is_empty()) {
+            Some(listener) => (&listener.host, listener.port),
+            None => (&self.host, self.port),
+        }
+    }
 }
 
 impl BrokerConfig {

@@ -43,6 +43,7 @@ fn follower_config(dir: &tempfile::TempDir, leader: &TestBroker, name: &str) -> 
         node_id: 1,
         host: "127.0.0.1".into(),
         port: leader.addr().port(),
+        listeners: Vec::new(),
     });
     config
 }
@@ -381,4 +382,38 @@ async fn a_standby_does_not_archive_its_copy() {
     assert_eq!(follower.broker.context().config.metrics.archive.status().files_archived, 0);
     follower.broker.shutdown().await;
     leader.broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_sends_each_client_to_the_leaders_listener_of_its_protocol() {
+    use common::tls::{client_config, connect_tls, listener, server_files, Ca};
+    use kafgres_broker::listener::{ListenerSpec, SecurityProtocol};
+    let leader_dir = tempfile::tempdir().expect("tempdir");
+    let config = leader_config(&leader_dir, 1, None);
+    let leader = TestBroker::start_with(leader_dir, Arc::default(), config).await;
+    let ca = Ca::new("CA");
+    let files = server_files(&ca, None, kafgres_broker::tls::ClientAuth::None);
+    let follower_dir = tempfile::tempdir().expect("tempdir");
+    let mut config = follower_config(&follower_dir, &leader, "standby1");
+    config.tls = Some(files.settings.clone());
+    config.extra_listeners = vec![listener(SecurityProtocol::Ssl)];
+    // The leader's advertised listeners as it recorded them: its SSL one on 127.0.0.2:7777.
+    let spec = |security, host: &str, port| ListenerSpec { security, host: host.into(), port };
+    config.leader.as_mut().expect("a leader").listeners = vec![
+        spec(SecurityProtocol::Plaintext, "127.0.0.1", leader.addr().port()),
+        spec(SecurityProtocol::Ssl, "127.0.0.2", 7777),
+    ];
+    let follower = TestBroker::start_with(follower_dir, Arc::default(), config).await;
+    let metadata = |brokers: &[kafka_protocol::messages::metadata_response::MetadataResponseBroker]| {
+        brokers.iter().map(|b| (b.node_id.0, b.host.to_string(), b.port)).collect::<Vec<_>>()
+    };
+    let mut plain = follower.client().await;
+    let answer = plain.call(12, &MetadataRequest::default().with_topics(None)).await;
+    assert_eq!(metadata(&answer.brokers), [(1, "127.0.0.1".to_owned(), i32::from(leader.addr().port()))]);
+    let ssl = follower.broker.listener_addr(SecurityProtocol::Ssl).expect("SSL listener");
+    let mut tls = connect_tls(ssl, client_config(&ca, None)).await.expect("handshake");
+    let answer = tls.call(12, &MetadataRequest::default().with_topics(None)).await;
+    assert_eq!(metadata(&answer.brokers), [(1, "127.0.0.2".to_owned(), 7777)], "the leader's SSL listener");
+    follower.shutdown().await;
+    leader.shutdown().await;
 }

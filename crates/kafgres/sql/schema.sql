@@ -137,10 +137,13 @@ CREATE TABLE kafgres.leader_epochs (
     host       text NOT NULL,
     port       integer NOT NULL CHECK (port BETWEEN 1 AND 65535),
     timeline   bigint NOT NULL,
-    started_at timestamptz NOT NULL DEFAULT now()
+    started_at timestamptz NOT NULL DEFAULT now(),
+    -- Its advertised.listeners (PROTOCOL://host:port,...): a standby sends
+    -- each client to the leader's listener of the client's protocol.
+    listeners  text NOT NULL DEFAULT ''
 );
 COMMENT ON TABLE kafgres.leader_epochs IS
-    'Every start of a primary''s broker: its leader epoch, node id, advertised address and timeline; written by the broker.';
+    'Every start of a primary''s broker: its leader epoch, node id, advertised address and listeners, and timeline; written by the broker.';
 REVOKE ALL ON kafgres.leader_epochs FROM PUBLIC;
 
 -- Kafka ACLs (DescribeAcls, CreateAcls, DeleteAcls), enforced while

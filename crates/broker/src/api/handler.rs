@@ -115,10 +115,14 @@ pub struct RequestContext<'a> {
 impl RequestContext<'_> {
     /// The node clients are sent to (Metadata, FindCoordinator,
     /// DescribeCluster): this broker at the endpoint of the listener the
-    /// request came in on, or on a standby its leader.
+    /// request came in on, or on a standby its leader, at the leader's
+    /// listener of the same protocol (so a TLS client stays on TLS).
     pub fn serving_node<'c>(&'c self, config: &'c crate::config::BrokerConfig) -> (i32, &'c str, u16) {
         match &config.leader {
-            Some(l) if config.is_follower() => (l.node_id, &l.host, l.port),
+            Some(l) if config.is_follower() => {
+                let (host, port) = l.endpoint_for(self.endpoint.security);
+                (l.node_id, host, port)
+            }
             _ => (config.node_id, &self.endpoint.host, self.endpoint.port),
         }
     }

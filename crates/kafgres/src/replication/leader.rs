@@ -20,6 +20,8 @@ pub struct LeaderRow {
     pub node_id: i32,
     pub host: String,
     pub port: u16,
+    /// Its `advertised.listeners` (`PROTOCOL://host:port,…`).
+    pub listeners: String,
 }
 
 /// The first epoch of timeline `timeline`.
@@ -28,9 +30,10 @@ pub fn timeline_base(timeline: u32) -> i32 {
     i32::try_from(base).unwrap_or(i32::MAX / 2)
 }
 
-/// Records this broker as the leader, in a new epoch; returns the epoch.
-/// Call inside a transaction, on a primary.
-pub fn begin_epoch(node_id: i32, host: &str, port: u16, timeline: u32) -> Result<i32, String> {
+/// Records this broker as the leader, in a new epoch, with its primary
+/// listener and all its advertised listeners; returns the epoch. Call
+/// inside a transaction, on a primary.
+pub fn begin_epoch(node_id: i32, host: &str, port: u16, listeners: &str, timeline: u32) -> Result<i32, String> {
     // Not waiting for a synchronous standby: the standby's broker needs this
     // broker running to catch up, and the timeline base above covers a row
     // that never reaches it.
@@ -38,8 +41,8 @@ pub fn begin_epoch(node_id: i32, host: &str, port: u16, timeline: u32) -> Result
     Spi::run("LOCK TABLE kafgres.leader_epochs IN EXCLUSIVE MODE")
         .map_err(|e| format!("locking kafgres.leader_epochs: {e}"))?;
     let epoch = Spi::get_one_with_args::<i32>(
-        "INSERT INTO kafgres.leader_epochs (epoch, node_id, host, port, timeline)
-         SELECT greatest(coalesce(max(epoch) + 1, 0), $1), $2, $3, $4, $5 FROM kafgres.leader_epochs
+        "INSERT INTO kafgres.leader_epochs (epoch, node_id, host, port, timeline, listeners)
+         SELECT greatest(coalesce(max(epoch) + 1, 0), $1), $2, $3, $4, $5, $6 FROM kafgres.leader_epochs
          RETURNING epoch",
         &[
             timeline_base(timeline).into(),
@@ -47,6 +50,7 @@ pub fn begin_epoch(node_id: i32, host: &str, port: u16, timeline: u32) -> Result
             host.into(),
             i32::from(port).into(),
             i64::from(timeline).into(),
+            listeners.into(),
         ],
     )
     .map_err(|e| format!("recording the leader epoch in kafgres.leader_epochs: {e}"))?;
@@ -74,7 +78,7 @@ pub fn producer_id_base(timeline: u32) -> i64 {
 pub fn current() -> Result<Option<LeaderRow>, String> {
     Spi::connect(|client| {
         let rows = client.select(
-            "SELECT epoch, node_id, host, port FROM kafgres.leader_epochs ORDER BY epoch DESC LIMIT 1",
+            "SELECT epoch, node_id, host, port, listeners FROM kafgres.leader_epochs ORDER BY epoch DESC LIMIT 1",
             Some(1),
             &[],
         )?;
@@ -83,7 +87,8 @@ pub fn current() -> Result<Option<LeaderRow>, String> {
             if let (Some(epoch), Some(node_id), Some(host), Some(port)) =
                 (row.get::<i32>(1)?, row.get::<i32>(2)?, row.get::<String>(3)?, row.get::<i32>(4)?)
             {
-                found = Some(LeaderRow { epoch, node_id, host, port: u16::try_from(port).unwrap_or(0) });
+                let listeners = row.get::<String>(5)?.unwrap_or_default();
+                found = Some(LeaderRow { epoch, node_id, host, port: u16::try_from(port).unwrap_or(0), listeners });
             }
         }
         Ok::<_, pgrx::spi::Error>(found)

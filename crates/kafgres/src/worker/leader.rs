@@ -130,7 +130,13 @@ fn begin_epoch(w: &Worker, config: &kafgres_broker::BrokerConfig, timeline: u32)
     let mut reported = false;
     loop {
         let begun = run_in_transaction(|| {
-            replication::leader::begin_epoch(config.node_id, &config.advertised_host, config.advertised_port, timeline)
+            replication::leader::begin_epoch(
+                config.node_id,
+                &config.advertised_host,
+                config.advertised_port,
+                &config.advertised_listeners(),
+                timeline,
+            )
         });
         match begun {
             Ok(epoch) => return Some(epoch),

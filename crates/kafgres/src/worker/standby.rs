@@ -71,7 +71,17 @@ pub(super) fn run(w: &Worker) -> Ended {
     let mut follow = FollowerConfig::new(address.clone(), name.clone(), config.node_id);
     follow.internal_secret = config.internal_secret.clone();
     config.follow = Some(follow);
-    config.leader = Some(LeaderAddress { node_id: leader.node_id, host: leader.host.clone(), port: leader.port });
+    // The leader's own listeners, for clients of each protocol; a list that
+    // does not parse sends every client to its primary listener.
+    let listeners = kafgres_broker::listener::parse_listeners(&leader.listeners).unwrap_or_else(|e| {
+        warning!(
+            "kafgres: the leader's recorded listeners {:?} do not parse ({e}); clients are sent to its primary",
+            leader.listeners
+        );
+        Vec::new()
+    });
+    config.leader =
+        Some(LeaderAddress { node_id: leader.node_id, host: leader.host.clone(), port: leader.port, listeners });
     config.replication = Arc::new(ReplicationState::new(leader.epoch, None, LAG_TIME_MAX_DEFAULT));
     let (control, mut requests) = ControlPlaneCatalog::new(Arc::clone(&w.waker));
     let catalog: Arc<dyn kafgres_broker::Catalog> =
