@@ -23,11 +23,13 @@ from support import PG_BIN, ThrowawayCluster, as_postgres, port_is_free
 
 
 class Node(ThrowawayCluster):
-    def __init__(self, name: str, pg_port: int, kafka_port: int, node_id: int) -> None:
+    def __init__(self, name: str, pg_port: int, kafka_port: int, node_id: int, listeners: str = "") -> None:
         super().__init__(f"failover-{name}", pg_port, kafka_port)
         self.name = name
         self.node_id = node_id
         self.sync_names = ""
+        # kafgres.listeners of this node (more listeners beside the primary one), if any.
+        self.listeners = listeners
 
     # --- configuration -------------------------------------------------------
 
@@ -42,6 +44,7 @@ class Node(ThrowawayCluster):
             f"kafgres.node_id = {self.node_id}",
             f"cluster_name = '{self.name}'",
             f"synchronous_standby_names = '{self.sync_names}'",
+            *([f"kafgres.listeners = '{self.listeners}'"] if self.listeners else []),
             "",
         ])
         path = self.pgdata / "node.conf"
@@ -153,12 +156,12 @@ class Node(ThrowawayCluster):
 
 @contextlib.contextmanager
 def node_pair(nodes, ready_timeout_s: float, keep_logs_in: Path | None = None) -> Iterator[tuple["Node", "Node"]]:
-    """Two nodes on `nodes` ((name, pg port, kafka port, node id) each): the first a serving primary with the
+    """Two nodes on `nodes` ((name, pg port, kafka port, node id[, kafgres.listeners]) each): the first a serving primary with the
     extension, the second not made yet. Both are destroyed at the end (their server logs printed with
     KAFGRES_KEEP_FAILOVER_LOGS, or copied into `keep_logs_in`)."""
     import pytest
 
-    for _, pg, kafka, _ in nodes:
+    for _, pg, kafka, *_ in nodes:
         if not (port_is_free(pg) and port_is_free(kafka)):
             pytest.fail(f"port {pg} or {kafka} is taken: a failover cluster of an earlier run is still up?")
     first, second = (Node(*n) for n in nodes)

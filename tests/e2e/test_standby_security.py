@@ -29,7 +29,8 @@ from confluent_kafka.admin import (
 from failover_support import node_pair, wait_until_caught_up
 from support import wait_for_topic_metadata
 
-NODES = [("sec-a", 5485, 9485, 1), ("sec-b", 5486, 9486, 2)]
+# Each node also has a PLAINTEXT listener beside its SASL_PLAINTEXT primary one.
+NODES = [("sec-a", 5485, 9485, 1, "PLAINTEXT://127.0.0.1:9385"), ("sec-b", 5486, 9486, 2, "PLAINTEXT://127.0.0.1:9386")]
 READY_TIMEOUT_S = 90.0
 PASSWORD = "standby-secret"
 
@@ -116,6 +117,13 @@ def test_a_standby_copies_and_a_promoted_one_keeps_the_acls(pair):
     via_standby = AdminClient(sasl(standby.bootstrap, "kafka_reader"))
     metadata = via_standby.list_topics(timeout=30)
     assert topic in metadata.topics and [b.id for b in metadata.brokers.values()] == [1], metadata.brokers
+    assert [(b.host, b.port) for b in metadata.brokers.values()] == [("127.0.0.1", 9485)], metadata.brokers
+    # A client of the standby's PLAINTEXT listener is sent to the leader's PLAINTEXT listener (the leader
+    # recorded its listeners in kafgres.leader_epochs), not to its SASL_PLAINTEXT primary one.
+    recorded = standby.sql("SELECT listeners FROM kafgres.leader_epochs ORDER BY epoch DESC LIMIT 1")[0][0]
+    assert recorded == "SASL_PLAINTEXT://127.0.0.1:9485,PLAINTEXT://127.0.0.1:9385", recorded
+    plain = AdminClient({"bootstrap.servers": "127.0.0.1:9386"}).list_topics(timeout=30)
+    assert [(b.id, b.host, b.port) for b in plain.brokers.values()] == [(1, "127.0.0.1", 9385)], plain.brokers
 
     primary.stop("fast")
     standby.promote()
