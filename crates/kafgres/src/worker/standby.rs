@@ -211,7 +211,7 @@ fn leader_address() -> Result<Option<LeaderRow>, String> {
     Ok(Some(match recorded {
         Some(r) => LeaderRow { host, port, ..r },
         // No row yet: Kafgres's default node id until the primary records its own.
-        None => LeaderRow { epoch: -1, node_id: 1, host, port },
+        None => LeaderRow { epoch: -1, node_id: 1, host, port, listeners: String::new() },
     }))
 }
 
