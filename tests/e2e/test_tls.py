@@ -334,6 +334,58 @@ def test_certificates_of_another_ca_or_expired_are_refused_and_kafka_python_is_s
     assert values == [b"from kafka-python over SSL"]
 
 
+def test_kafka_python_over_sasl_ssl_with_scram_and_plain_and_refusals(cluster):
+    """kafka-python (Python's ssl module) on the SASL_SSL listener: SCRAM-SHA-256 and PLAIN as a role with its
+    Postgres password produce; a wrong password fails authentication; a client that trusts another CA
+    refuses the broker; an expired client certificate is refused on the SSL listener once certificates are
+    required."""
+    from kafka import KafkaProducer
+    from kafka.errors import KafkaError as PythonKafkaError
+
+    topic = f"py-sasl-{uuid.uuid4().hex[:8]}"
+    create_topic(admin_config(cluster), topic)
+
+    def sasl_ssl(mechanism: str, password: str, cafile: Path) -> dict:
+        return {"bootstrap_servers": f"127.0.0.1:{SASL_SSL_PORT}", "security_protocol": "SASL_SSL",
+                "ssl_cafile": str(cafile), "sasl_mechanism": mechanism, "sasl_plain_username": "kafka_admin",
+                "sasl_plain_password": password, "request_timeout_ms": 15000}
+
+    for mechanism in ("SCRAM-SHA-256", "PLAIN"):
+        producer = KafkaProducer(**sasl_ssl(mechanism, PASSWORD, cluster.certs.ca))
+        try:
+            written = producer.send(topic, f"kafka-python {mechanism}".encode()).get(timeout=CALL_TIMEOUT_S)
+            assert written.topic == topic, written
+        finally:
+            producer.close(timeout=5)
+    refusals = [
+        ("a wrong password", sasl_ssl("SCRAM-SHA-256", "not-it", cluster.certs.ca)),
+        ("a wrong PLAIN password", sasl_ssl("PLAIN", "not-it", cluster.certs.ca)),
+        ("another CA trusted", sasl_ssl("PLAIN", PASSWORD, Certificates(cluster.home / "certs-py", "py").ca)),
+    ]
+    for what, config in refusals:
+        with pytest.raises(PythonKafkaError):
+            producer = KafkaProducer(**config, max_block_ms=5000, bootstrap_timeout_ms=5000)
+            try:
+                producer.send(topic, b"refused").get(timeout=10)
+            finally:
+                producer.close(timeout=5)
+            pytest.fail(f"kafka-python was served with {what}")
+    set_client_auth(cluster, "required")
+    try:
+        crt, key = cluster.expired
+        with pytest.raises(PythonKafkaError):
+            producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{SSL_PORT}", security_protocol="SSL",
+                                     ssl_cafile=str(cluster.certs.ca), ssl_certfile=str(crt), ssl_keyfile=str(key),
+                                     max_block_ms=5000, bootstrap_timeout_ms=5000, request_timeout_ms=8000)
+            try:
+                producer.send(topic, b"expired").get(timeout=10)
+            finally:
+                producer.close(timeout=5)
+            pytest.fail("kafka-python was served with an expired certificate")
+    finally:
+        set_client_auth(cluster, "requested")
+
+
 def test_a_reload_serves_a_renewed_certificate_without_dropping_connections(cluster):
     topic = f"renew-{uuid.uuid4().hex[:8]}"
     create_topic(admin_config(cluster), topic)
