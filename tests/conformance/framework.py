@@ -12,7 +12,10 @@ closes the clients and deletes the scenario's groups and topics.
 Clients: confluent-kafka (librdkafka) for most things, kafka-python where its
 view adds something, and Kafka's Java command-line tools (kafka-topics,
 kafka-consumer-groups and kafka-get-offsets from the tests/java build,
-kafka-configs from the broker classpath of scripts/bench) through `ctx.cli`.
+kafka-configs from the broker classpath of scripts/bench) through `ctx.cli`;
+independent runs of a tool at once through `ctx.run_tools`, written with
+`ctx.write_tool` as `cli` writes them. kafka-configs loads its classes from a
+class data sharing archive next to that classpath, written by its first run.
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ import hashlib
 import os
 import re
 import shlex
+import shutil
 import subprocess
+import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -42,6 +48,8 @@ JAVA_BUILD = Path(os.environ.get("KAFGRES_JAVA_BUILD", REPO_ROOT / ".kafgres" / 
 # middle of a scenario, 7 days (retention.ms) being long past, and the consumers find an empty log.
 RETAIN_FOREVER = {"retention.ms": "-1"}
 CLI_TIMEOUT_S = 60.0
+# Tool runs at once per broker in `Context.run_tools` (each is a JVM; both brokers' scenarios run together).
+TOOL_WORKERS = 3
 ADMIN_TIMEOUT_S = 15.0
 WAIT_TIMEOUT_S = 30.0
 # The tools whose classes are in the tests/java build (kafka-tools); kafka-configs is in Kafka's core.
@@ -52,6 +60,17 @@ JAVA_TOOLS = {"kafka-topics", "kafka-consumer-groups", "kafka-get-offsets", "kaf
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"
 # slf4j-simple's log lines (tests/java) and Java stack frames: not part of a tool's answer.
 TOOL_NOISE_RE = re.compile(r"^(\d\d:\d\d:\d\d\.\d{3} |\s+at |\s+\.\.\. \d+ more|SLF4J|WARNING: )")
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    """One run of a Kafka tool (`Context.run_tool`): its cleaned output and exit code (None: timed out)."""
+    tool: str
+    args: tuple[str, ...]
+    stdout: list[str]
+    stderr: list[str]
+    returncode: int | None
+    timeout_s: float
 
 
 @dataclass(frozen=True)
@@ -107,6 +126,17 @@ def java_tools_ready() -> str | None:
     if not ((JAVA_BUILD / "kafgres-probe.jar").is_file() and (JAVA_BUILD / "classpath.txt").is_file()):
         return f"no tests/java build in {JAVA_BUILD}: run `mvn -B -f tests/java/pom.xml package` (or the e2e suite)"
     return None
+
+
+# Writing kafka-configs' class data sharing archive (Context.run_tool) happens once.
+CDS_LOCK = threading.Lock()
+
+
+def config_command_archive(classpath: str) -> Path:
+    """Where kafka-configs' classes are archived (JDK 13+ dynamic CDS): one file per classpath and JVM."""
+    java = os.path.realpath(shutil.which("java") or "java")
+    key = hashlib.sha256(f"{classpath}\n{java}".encode()).hexdigest()[:16]
+    return KAFKA_CLASSPATH_FILE.parent / f"config-command-{key}.jsa"
 
 
 class Context:
@@ -260,15 +290,79 @@ class Context:
 
     # --- the Java command-line tools ------------------------------------------------
 
-    def java_command(self, tool: str, *args: str) -> list[str]:
+    def java_command(self, tool: str, *args: str, archive_to: Path | None = None) -> list[str]:
         if tool in JAVA_TOOLS:
             return [str(JAVA_BIN / tool), *args]
         if tool == "kafka-configs":
             ensure_classpath()
+            classpath = KAFKA_CLASSPATH_FILE.read_text().strip()
+            archive = config_command_archive(classpath)
+            # The classes it loads, from the archive (about half its start-up time; Context.run_tool writes it
+            # once); -Xlog:disable keeps the JVM quiet about it (an unusable archive is ignored).
+            cds = ([f"-XX:ArchiveClassesAtExit={archive_to}"] if archive_to is not None
+                   else [f"-XX:SharedArchiveFile={archive}"] if archive.is_file() else [])
             return ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+                    "-Xlog:disable", *cds,
                     "-Dlog4j2.rootLogger.level=off", "-Dlog4j2.level=off",
-                    "-cp", KAFKA_CLASSPATH_FILE.read_text().strip(), CONFIG_COMMAND, *args]
+                    "-cp", classpath, CONFIG_COMMAND, *args]
         raise ValueError(f"unknown tool {tool}")
+
+    def run_tool(self, tool: str, *args: str, sort: bool = False, timeout_s: float = CLI_TIMEOUT_S,
+                 stdin: str | None = None) -> "ToolRun":
+        """Runs a Kafka tool with `--bootstrap-server` and writes nothing: its stdout and stderr lines with
+        runs of blanks collapsed (column widths follow the values' lengths) and log lines and stack frames
+        left out (sorted when asked), and its exit code (None when it timed out)."""
+        env = {**os.environ, "KAFGRES_JAVA_BUILD": str(JAVA_BUILD)}
+
+        def run(archive_to: Path | None = None) -> subprocess.CompletedProcess:
+            cmd = self.java_command(tool, "--bootstrap-server", self.bootstrap, *args, archive_to=archive_to)
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env,
+                                  **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}))
+
+        try:
+            done = None
+            if tool == "kafka-configs":
+                ensure_classpath()
+                archive = config_command_archive(KAFKA_CLASSPATH_FILE.read_text().strip())
+                with CDS_LOCK:  # the first run writes the archive; the others wait for it
+                    if not archive.is_file():
+                        partial = archive.with_name(f"{archive.name}.{os.getpid()}")
+                        done = run(archive_to=partial)
+                        if partial.is_file():
+                            os.replace(partial, archive)
+            if done is None:
+                done = run()
+        except subprocess.TimeoutExpired:
+            return ToolRun(tool, args, [], [], None, timeout_s)
+
+        def clean(text: str) -> list[str]:
+            kept = [re.sub(r"\s+", " ", line).strip() for line in text.splitlines()
+                    if line.strip() and not TOOL_NOISE_RE.match(line)]
+            return sorted(kept) if sort else kept
+
+        return ToolRun(tool, args, clean(done.stdout), clean(done.stderr), done.returncode, timeout_s)
+
+    def run_tools(self, calls: list[tuple[str, ...]], tool: str = "kafka-configs",
+                  workers: int = TOOL_WORKERS) -> list["ToolRun"]:
+        """Runs independent invocations of one tool at once (each `calls` item is its arguments) and writes
+        nothing; their runs in the order given. For calls whose order does not matter: each JVM's start
+        is most of a call's time."""
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(lambda args: self.run_tool(tool, *args), calls))
+
+    def write_tool(self, run: "ToolRun") -> None:
+        """Writes a run as `cli` does: `$ tool args` (normalized), stdout's lines, stderr's, then `exit N`
+        when not 0 (or the timeout)."""
+        if run.returncode is None:
+            self.out(f"$ {run.tool} {shlex.join(run.args)}", f"TIMEOUT after {run.timeout_s:.0f}s")
+            return
+        self.out(f"$ {run.tool} {shlex.join(run.args)}")
+        for text in run.stdout:
+            self.out("  " + text)
+        for text in run.stderr:
+            self.out("  stderr: " + text)
+        if run.returncode != 0:
+            self.out(f"  exit {run.returncode}")
 
     def cli(self, tool: str, *args: str, show: bool = True, sort: bool = False,
             timeout_s: float = CLI_TIMEOUT_S, stdin: str | None = None) -> list[str]:
@@ -280,30 +374,10 @@ class Context:
         stdout's collapsed lines (before normalization). `stdin` is fed to the
         tool (the console producer reads its records there).
         """
-        cmd = self.java_command(tool, "--bootstrap-server", self.bootstrap, *args)
-        env = {**os.environ, "KAFGRES_JAVA_BUILD": str(JAVA_BUILD)}
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env,
-                                  **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}))
-        except subprocess.TimeoutExpired:
-            self.out(f"$ {tool} {shlex.join(args)}", f"TIMEOUT after {timeout_s:.0f}s")
-            return []
-
-        def clean(text: str) -> list[str]:
-            kept = [re.sub(r"\s+", " ", line).strip() for line in text.splitlines()
-                    if line.strip() and not TOOL_NOISE_RE.match(line)]
-            return sorted(kept) if sort else kept
-
-        stdout, stderr = clean(done.stdout), clean(done.stderr)
-        if show:
-            self.out(f"$ {tool} {shlex.join(args)}")
-            for line in stdout:
-                self.out("  " + line)
-            for line in stderr:
-                self.out("  stderr: " + line)
-            if done.returncode != 0:
-                self.out(f"  exit {done.returncode}")
-        return stdout
+        run = self.run_tool(tool, *args, sort=sort, timeout_s=timeout_s, stdin=stdin)
+        if show or run.returncode is None:
+            self.write_tool(run)
+        return run.stdout
 
     # --- teardown -------------------------------------------------------------------
 

@@ -141,6 +141,26 @@ DIFFERENCES: list[Difference] = [
                "broker configs, so the same value is the DEFAULT_CONFIG.",
     ),
     Difference(
+        key="controller-mutation-rate-refused",
+        scenarios=("client_quotas",),
+        kafka=r"(AlterClientQuotas \(validate only\) user controller_mutation_rate): NoError\(0\) None",
+        kafgres=r"(AlterClientQuotas \(validate only\) user controller_mutation_rate): InvalidRequestError\(42\) "
+                r"'controller_mutation_rate is not enforced by Kafgres'",
+        doc="`controller_mutation_rate` is refused with INVALID_REQUEST saying Kafgres does not enforce it",
+        reason="Kafgres has no controller, so it would store the quota and never apply it; it refuses the key "
+               "(INVALID_REQUEST, its value checked as Kafka checks it first) where Kafka accepts it.",
+    ),
+    Difference(
+        key="ip-entity-host-name-refused",
+        scenarios=("client_quotas",),
+        kafka=r"(AlterClientQuotas \(validate only\) ip localhost \(a host name\)): NoError\(0\) None",
+        kafgres=r"(AlterClientQuotas \(validate only\) ip localhost \(a host name\)): InvalidRequestError\(42\) "
+                r"'localhost is not a valid IP or resolvable host\.'",
+        doc="an ip entity must be an IP address (Kafka also resolves host names when the quota is set)",
+        reason="Kafgres's acceptor matches a connection's address against ip quotas and does no DNS, so an ip "
+               "entity must be an address; Kafka also accepts a host name it can resolve when the quota is set.",
+    ),
+    Difference(
         key="auto-create-answered-at-once-acls",
         scenarios=("acl_matrix",),
         kafka=r"(  Metadata auto-create <[a-z-]+-auto>): UNKNOWN_TOPIC_OR_PARTITION\(3\)",

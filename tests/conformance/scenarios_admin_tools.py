@@ -1,9 +1,11 @@
 """Scenarios of the operator's tools: kafka-transactions, kafka-leader-election,
-kafka-reassign-partitions, kafka-features and kafka-metadata-quorum, and the
-admin APIs behind them as kafka-python calls them (see framework.py)."""
+kafka-reassign-partitions, kafka-features, kafka-metadata-quorum and kafka-configs'
+client quotas, and the admin APIs behind them as kafka-python calls them (see
+framework.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from confluent_kafka import Producer
@@ -281,3 +283,240 @@ def scenario_config_resources(ctx: Context) -> None:
             ctx.out(f"kafka-python list_config_resources {types}:", shown)
     finally:
         admin.close()
+
+
+# Quota configs are printed from the Admin client's maps (HashMaps): the entities and, within one, the keys
+# come in the broker's hash order, which no client relies on, so both are written sorted.
+QUOTA_LINE = re.compile(r"(Quota configs for .* are )(.*)")
+
+
+def _quota_line(text: str) -> str:
+    match = QUOTA_LINE.fullmatch(text)
+    return match.group(1) + ", ".join(sorted(match.group(2).split(", "))) if match else text
+
+
+@scenario
+def scenario_client_quotas(ctx: Context) -> None:
+    """kafka-configs quotas round trips (issue 20): a user, a client id, both, their defaults and ip entities
+    (an address, an IPv6 address as typed, the default) set, described every way, deleted and described
+    again; the tool's refusals; AlterClientQuotas (validate only) and DescribeClientQuotas refusals as an
+    Admin client sends them. Quotas are global: names and addresses are this run's, default entities get
+    values no client of the suite reaches, and everything set is removed at the end whatever happens."""
+    import ipaddress
+
+    from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
+
+    import kafka_raw
+
+    user, client = ctx.name("user", kind="quota"), ctx.name("client", kind="quota")
+    other, cmr_user = ctx.name("other-user", kind="quota"), ctx.name("cmr-user", kind="quota")
+    prefix = user.removesuffix("user")
+    r = ctx.run_id
+    ip4 = f"10.{int(r[0:2], 16)}.{int(r[2:4], 16)}.{int(r[4:6], 16)}"
+    # Typed with its zeros: Kafka keeps an ip entity's name as given.
+    ip6 = f"fd00:0:0:0:0:0:{r[0:4]}:{r[4:8]}"
+    ip6_compressed = str(ipaddress.IPv6Address(ip6))
+    for address, placeholder in ((ip4, "<ip>"), (ip6, "<ip6>"), (ip6_compressed, "<ip6 compressed>")):
+        ctx.norm.register(address, placeholder)
+    ours = (prefix, ip4, ip6, ip6_compressed)
+
+    users, clients, ips, default = ("--entity-type", "users"), ("--entity-type", "clients"), \
+        ("--entity-type", "ips"), ("--entity-default",)
+
+    def named(name: str) -> tuple[str, str]:
+        return ("--entity-name", name)
+
+    # entity -> (its arguments, what is set). Values on default entities are far above anything the suite
+    # sends (they are in force for every client of the broker while the scenario runs).
+    quotas = {
+        "user": ((*users, *named(user)),
+                 "producer_byte_rate=1048576,consumer_byte_rate=2097152,request_percentage=12.5"),
+        "default user": ((*users, *default),
+                         "producer_byte_rate=1073741824,consumer_byte_rate=1073741824,request_percentage=10000"),
+        "user and client": ((*users, *named(user), *clients, *named(client)),
+                            "producer_byte_rate=524288,request_percentage=50"),
+        "user and default client": ((*users, *named(user), *clients, *default), "consumer_byte_rate=65536"),
+        "default user and default client": ((*users, *default, *clients, *default), "request_percentage=10000"),
+        "client": ((*clients, *named(client)),
+                   "producer_byte_rate=8192,consumer_byte_rate=16384,request_percentage=25"),
+        "default client": ((*clients, *default), "consumer_byte_rate=1073741824"),
+        "ip": ((*ips, *named(ip4)), "connection_creation_rate=7"),
+        "default ip": ((*ips, *default), "connection_creation_rate=1000"),
+        "ip6": ((*ips, *named(ip6)), "connection_creation_rate=9"),
+    }
+    # Refused by the tool (before any request) or by the broker: nothing is stored on either.
+    refused = [
+        (*ips, *named(ip4), "--alter", "--add-config", "producer_byte_rate=100"),
+        (*users, *named(other), "--alter", "--add-config", "connection_creation_rate=7"),
+        (*users, *named(other), "--alter", "--add-config", "producer_byte_rate=abc"),
+        (*users, *named(other), "--alter", "--add-config", "producer_byte_rate=1.5"),
+        (*ips, *named("999.1.2.3"), "--alter", "--add-config", "connection_creation_rate=7"),
+    ]
+
+    def write(runs, keep_ours: bool = False) -> None:
+        """Writes tool runs, quota lines sorted; `keep_ours`: only the lines of this run's entities and of the
+        default ones (a describe of every entity of a type also lists other tests' quotas)."""
+        for run in runs:
+            lines = run.stdout
+            if keep_ours:
+                lines = [line for line in lines if "the default" in line or any(n in line for n in ours)]
+            ctx.write_tool(dataclasses.replace(run, stdout=sorted(_quota_line(line) for line in lines)))
+
+    try:
+        ctx.out("# set, and refused")
+        runs = ctx.run_tools([(*args, "--alter", "--add-config", configs) for args, configs in quotas.values()]
+                             + refused)
+        write(runs)
+
+        ctx.out("# described")
+        every = [(*users,), (*users, *clients), (*clients,), (*ips,)]
+        write(ctx.run_tools([(*e, "--describe") for e in every]), keep_ours=True)
+        write(ctx.run_tools([(*quotas[e][0], "--describe") for e in quotas if e != "user and default client"]
+                            + [(*users, *named(user), *clients, "--describe")]))
+
+        ctx.out("# deleted")
+        deleted = {"user": "producer_byte_rate,consumer_byte_rate"}
+        write(ctx.run_tools([(*args, "--alter", "--delete-config",
+                              deleted.get(e, ",".join(c.split("=")[0] for c in configs.split(","))))
+                             for e, (args, configs) in quotas.items()]))
+        ctx.out("# described again; a deleted config deleted again")
+        write(ctx.run_tools([(*e, "--describe") for e in every]
+                            + [(*quotas["user"][0], "--alter", "--delete-config", "producer_byte_rate")]),
+              keep_ours=True)
+        write(ctx.run_tools([(*quotas["user"][0], "--alter", "--delete-config", "request_percentage")]))
+
+        ctx.out("# refusals as an Admin client sends them (validate only: nothing is stored)")
+        session = kafka_raw.Session(ctx.bootstrap, {})
+        try:
+            _quota_refusals(ctx, session, AlterClientQuotasRequest, DescribeClientQuotasRequest,
+                            user=user, client=client, cmr_user=cmr_user, ip4=ip4)
+        finally:
+            session.close()
+    finally:
+        _remove_quotas(ctx, ours, {args: configs for args, configs in quotas.values()})
+
+
+def _quota_err(code: int, message: str | None) -> str:
+    import kafka.errors
+
+    return f"{kafka.errors.for_code(code).__name__}({code}) {message!r}"
+
+
+def _quota_refusals(ctx: Context, session, alter_request, describe_request, *, user: str, client: str,
+                    cmr_user: str, ip4: str) -> None:
+    """AlterClientQuotas with validate_only and DescribeClientQuotas filters, one line per request: what
+    the broker answers to what kafka-configs never sends (its own checks come first)."""
+    import kafka_raw
+
+    def entity(*parts: tuple[str, str | None]) -> list[dict]:
+        return [{"entity_type": t, "entity_name": n} for t, n in parts]
+
+    def op(key: str, value: float, remove: bool = False) -> dict:
+        return {"key": key, "value": value, "remove": remove}
+
+    u, c, i = ("user", user), ("client-id", client), ("ip", ip4)
+    alterations = [
+        ("ip producer_byte_rate", entity(i), [op("producer_byte_rate", 100.0)]),
+        ("default ip producer_byte_rate", entity(("ip", None)), [op("producer_byte_rate", 100.0)]),
+        ("user connection_creation_rate", entity(u), [op("connection_creation_rate", 7.0)]),
+        ("client connection_creation_rate", entity(c), [op("connection_creation_rate", 7.0)]),
+        ("user fancy_rate (unknown)", entity(u), [op("fancy_rate", 1.0)]),
+        ("user producer_byte_rate 1.5", entity(u), [op("producer_byte_rate", 1.5)]),
+        ("ip connection_creation_rate 2.5", entity(i), [op("connection_creation_rate", 2.5)]),
+        ("user producer_byte_rate -1", entity(u), [op("producer_byte_rate", -1.0)]),
+        ("user request_percentage 0", entity(u), [op("request_percentage", 0.0)]),
+        ("ip connection_creation_rate 0", entity(i), [op("connection_creation_rate", 0.0)]),
+        ("user producer_byte_rate 1e30", entity(u), [op("producer_byte_rate", 1e30)]),
+        ("ip connection_creation_rate 2147483648", entity(i), [op("connection_creation_rate", 2147483648.0)]),
+        ("user request_percentage 1e300", entity(u), [op("request_percentage", 1e300)]),
+        ("ip 999.1.2.3", entity(("ip", "999.1.2.3")), [op("connection_creation_rate", 7.0)]),
+        ("ip localhost (a host name)", entity(("ip", "localhost")), [op("connection_creation_rate", 7.0)]),
+        ("empty ip", entity(("ip", "")), [op("connection_creation_rate", 7.0)]),
+        ("empty user", entity(("user", "")), [op("producer_byte_rate", 7.0)]),
+        ("empty client id", entity(("client-id", "")), [op("producer_byte_rate", 7.0)]),
+        ("ip and user", entity(("ip", None), u), [op("connection_creation_rate", 7.0)]),
+        ("no entity", [], [op("producer_byte_rate", 7.0)]),
+        ("entity type group", entity(("group", "g")), [op("producer_byte_rate", 7.0)]),
+        ("user given twice", entity(("user", ""), u), [op("producer_byte_rate", 7.0)]),
+        ("user controller_mutation_rate", entity(("user", cmr_user)), [op("controller_mutation_rate", 10.0)]),
+        ("user removes fancy_rate (unknown)", entity(u), [op("fancy_rate", 0.0, remove=True)]),
+        ("ip removes producer_byte_rate", entity(i), [op("producer_byte_rate", 0.0, remove=True)]),
+    ]
+    for label, parts, ops in alterations:
+        answer = session.send(kafka_raw.request(alter_request, 1, entries=[{"entity": parts, "ops": ops}],
+                                                validate_only=True))
+        ctx.out(f"AlterClientQuotas (validate only) {label}:",
+                " ".join(_quota_err(e.error_code, e.error_message) for e in answer.entries))
+
+    def component(kind: str, match_type: int, match: str | None = None) -> dict:
+        return {"entity_type": kind, "match_type": match_type, "match": match}
+
+    exact, default, specified = 0, 1, 2
+    filters = [
+        ("ip and user", [component("ip", default), component("user", default)]),
+        ("entity type group", [component("group", default)]),
+        ("empty entity type", [component("", default)]),
+        ("exact without a name", [component("user", exact)]),
+        ("default with a name", [component("user", default, user)]),
+        ("specified with a name", [component("user", specified, user)]),
+        ("match type 7", [component("user", 7)]),
+        ("user twice", [component("user", default), component("user", 7)]),
+    ]
+    for label, components in filters:
+        answer = session.send(kafka_raw.request(describe_request, 1, components=components, strict=False))
+        ctx.out(f"DescribeClientQuotas {label}:", _quota_err(answer.error_code, answer.error_message),
+                f"entries={len(answer.entries or [])}")
+
+
+def _remove_quotas(ctx: Context, ours: tuple[str, ...], defaults: dict[tuple[str, ...], str]) -> None:
+    """Removes every quota of this run's entities, and the keys it set on default entities, through
+    AlterClientQuotas (kafka-configs cannot name every spelling of an address); then writes what is left
+    of them, waiting up to WAIT_TIMEOUT_S for the broker to show their removal."""
+    import time
+
+    from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
+
+    import kafka_raw
+    from framework import WAIT_TIMEOUT_S
+
+    # The default entities this run set, as (type, None) tuples, with the keys it set there.
+    kinds = {"users": "user", "clients": "client-id", "ips": "ip"}
+    default_keys: dict[frozenset, set[str]] = {}
+    for args, configs in defaults.items():
+        if "--entity-name" in args:
+            continue
+        entity = frozenset((kinds[args[i + 1]], None) for i, a in enumerate(args) if a == "--entity-type")
+        default_keys[entity] = {c.split("=")[0] for c in configs.split(",")}
+
+    def left(session) -> list[tuple[frozenset, list[str]]]:
+        answer = session.send(kafka_raw.request(DescribeClientQuotasRequest, 1, components=[], strict=False))
+        found = []
+        for entry in answer.entries or []:
+            entity = frozenset((e.entity_type, e.entity_name) for e in entry.entity)
+            keys = sorted(v.key for v in entry.values)
+            if any(name and any(o in name for o in ours) for _, name in entity):
+                found.append((entity, keys))
+            elif entity in default_keys and set(keys) & default_keys[entity]:
+                found.append((entity, sorted(set(keys) & default_keys[entity])))
+        return found
+
+    def shown(found: list[tuple[frozenset, list[str]]]) -> list[str]:
+        return sorted(ctx.norm.line(f"{sorted(entity, key=str)} {keys}") for entity, keys in found)
+
+    session = kafka_raw.Session(ctx.bootstrap, {})
+    try:
+        remaining = left(session)
+        ctx.out("quotas of this run still set before removing them:", shown(remaining))
+        if remaining:
+            entries = [{"entity": [{"entity_type": t, "entity_name": n} for t, n in sorted(entity, key=str)],
+                        "ops": [{"key": k, "value": 0.0, "remove": True} for k in keys]}
+                       for entity, keys in remaining]
+            session.send(kafka_raw.request(AlterClientQuotasRequest, 1, entries=entries, validate_only=False))
+        deadline = time.monotonic() + WAIT_TIMEOUT_S
+        while remaining and time.monotonic() < deadline:
+            remaining = left(session)
+            if remaining:
+                time.sleep(0.2)
+        ctx.out("quotas of this run left after removing them:", shown(remaining))
+    finally:
+        session.close()

@@ -125,7 +125,7 @@ async fn quotas_are_set_described_removed_and_survive_a_restart() {
     assert_eq!((results[0].0, results[1].0, results[2].0, results[3].0), (0, 0, 0, 0));
     for (code, message) in &results[4..] {
         assert_eq!(*code, error_code::INVALID_REQUEST);
-        assert!(message.as_deref().is_some_and(|m| m.contains("positive")), "{message:?}");
+        assert!(message.as_deref().is_some_and(|m| m.contains("must be greater than 0")), "{message:?}");
     }
     let described = describe(&mut client).await;
     assert_eq!(

@@ -7,7 +7,9 @@
 //! `connection_creation_rate` for ip entities (`kafka-configs.sh
 //! --entity-type ips`); `controller_mutation_rate` (Kafgres has no
 //! controller) is refused with INVALID_REQUEST saying so, rather than stored
-//! and ignored.
+//! and ignored. Requests are checked as Kafka 4.1's controller checks them,
+//! in its order and with its messages (the conformance scenario
+//! `client_quotas` compares them).
 
 use std::collections::BTreeMap;
 
@@ -46,49 +48,114 @@ impl Match {
         match (self, name) {
             (Match::Exact(want), EntityName::Named(n)) => want == n,
             (Match::Default, EntityName::Default) => true,
-            (Match::Specified, EntityName::Named(_)) => true,
+            // Any entity of the type, the default one included: Kafka's
+            // MATCH_TYPE_SPECIFIED asks only that the type be present
+            // (`kafka-configs --describe --entity-type users` lists the
+            // default user too).
+            (Match::Specified, _) => true,
             _ => false,
         }
     }
 }
 
-/// Keys Kafka has that Kafgres does not enforce: refused, not ignored.
-fn unenforced(key: &str) -> Option<&'static str> {
-    match key {
-        "controller_mutation_rate" => Some("controller_mutation_rate is not enforced by Kafgres"),
+/// Kafka's key that Kafgres does not enforce: refused, not ignored.
+const CONTROLLER_MUTATION_RATE: &str = "controller_mutation_rate";
+
+/// Kafka's type of a quota value, which decides how it is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ValueType {
+    Long,
+    Int,
+    Double,
+}
+
+/// The keys an entity may have (Kafka's sets: ip entities one, users and
+/// client ids the others), with their types; `None` for a key outside the
+/// entity's set.
+fn value_type(key: &str, for_ip: bool) -> Option<ValueType> {
+    match (key, for_ip) {
+        ("connection_creation_rate", true) => Some(ValueType::Int),
+        ("producer_byte_rate" | "consumer_byte_rate", false) => Some(ValueType::Long),
+        ("request_percentage" | CONTROLLER_MUTATION_RATE, false) => Some(ValueType::Double),
         _ => None,
     }
 }
 
-fn entity_type(name: &str) -> Result<&'static str, String> {
+/// A value to set, checked as Kafka checks it: positive, and for an integral
+/// key within its type's range and whole. NaN, which passes Kafka's checks
+/// and would be stored, is refused; `connection_creation_rate` may be 0 (no
+/// new connection from the address, docs/security.md), which Kafka refuses.
+fn check_value(key: &str, value: f64, value_type: ValueType) -> Result<(), String> {
+    if value.is_nan() {
+        return Err(format!("Quota {key} must be a number, not NaN"));
+    }
+    if value < 0.0 || (value == 0.0 && value_type != ValueType::Int) {
+        return Err(format!("Quota {key} must be greater than 0"));
+    }
+    let (max, type_name) = match value_type {
+        ValueType::Double => return Ok(()),
+        ValueType::Long => (i64::MAX as f64, "a LONG"),
+        ValueType::Int => (i32::MAX as f64, "an INT"),
+    };
+    if value > max {
+        return Err(format!("Proposed value for {key} is too large for {type_name}."));
+    }
+    if value.fract() != 0.0 {
+        return Err(format!("{key} cannot be a fractional value."));
+    }
+    Ok(())
+}
+
+/// A DescribeClientQuotas filter's entity type.
+fn filter_entity_type(name: &str) -> Result<&'static str, (i16, String)> {
     match name {
         USER => Ok(USER),
         CLIENT_ID => Ok(CLIENT_ID),
         IP => Ok(IP),
-        other => Err(format!("Unknown entity type: {other}")),
+        "" => Err((error_code::INVALID_REQUEST, "Invalid empty entity type.".into())),
+        // Kafka answers an unknown type with UNSUPPORTED_VERSION.
+        other => Err((error_code::UNSUPPORTED_VERSION, format!("Unsupported entity type {other}"))),
     }
 }
 
-/// The filter of a DescribeClientQuotas: per entity type, what it must match.
-fn filter_of(components: &[ComponentData]) -> Result<BTreeMap<&'static str, Match>, String> {
+/// The filter of a DescribeClientQuotas: per entity type, what it must
+/// match; else the error code and message Kafka answers with.
+fn filter_of(components: &[ComponentData]) -> Result<BTreeMap<&'static str, Match>, (i16, String)> {
+    let invalid = |message: String| (error_code::INVALID_REQUEST, message);
     let mut filter = BTreeMap::new();
     for c in components {
-        let kind = entity_type(&c.entity_type)?;
+        if filter.contains_key(&*c.entity_type) {
+            return Err(invalid(format!(
+                "Entity type {} cannot appear more than once in the filter.",
+                &*c.entity_type
+            )));
+        }
+        let kind = filter_entity_type(&c.entity_type)?;
         let wanted = match (c.match_type, c._match.as_deref()) {
             (MATCH_EXACT, Some(name)) => Match::Exact(name.to_owned()),
-            (MATCH_EXACT, None) => return Err(format!("Missing match name for {kind} with exact match type")),
-            (MATCH_DEFAULT, _) => Match::Default,
-            (MATCH_SPECIFIED, _) => Match::Specified,
-            (other, _) => return Err(format!("Unknown match type: {other}")),
+            (MATCH_EXACT, None) => {
+                return Err(invalid("Request specified MATCH_TYPE_EXACT, but set match string to null.".into()))
+            }
+            (MATCH_DEFAULT, None) => Match::Default,
+            (MATCH_SPECIFIED, None) => Match::Specified,
+            (MATCH_DEFAULT, Some(_)) => {
+                return Err(invalid("Request specified MATCH_TYPE_DEFAULT, but also specified a match string.".into()))
+            }
+            (MATCH_SPECIFIED, Some(_)) => {
+                return Err(invalid(
+                    "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.".into(),
+                ))
+            }
+            (other, _) => return Err(invalid(format!("Unknown match type {other}"))),
         };
-        if filter.insert(kind, wanted).is_some() {
-            return Err(format!("Duplicate filter component entity type: {kind}"));
-        }
+        filter.insert(kind, wanted);
     }
     if filter.contains_key(IP) && (filter.contains_key(USER) || filter.contains_key(CLIENT_ID)) {
-        return Err("Invalid entity filter component combination, IP filter component should not be used with user \
-                    or clientId filter component."
-            .into());
+        return Err(invalid(
+            "Invalid entity filter component combination. IP filter component should not be used with user or \
+             clientId filter component."
+                .into(),
+        ));
     }
     Ok(filter)
 }
@@ -144,7 +211,7 @@ impl Handler for DescribeClientQuotas {
         }
         let filter = match filter_of(&request.components) {
             Ok(filter) => filter,
-            Err(reason) => return failed(error_code::INVALID_REQUEST, &reason),
+            Err((code, reason)) => return failed(code, &reason),
         };
         let mut entries: Vec<(QuotaEntity, Vec<ValueData>)> = Vec::new();
         // Rules come sorted by entity: one entity's quotas are adjacent.
@@ -174,83 +241,75 @@ impl Handler for DescribeClientQuotas {
     }
 }
 
-/// One AlterClientQuotas entry, checked: its entity and its changes.
+/// One AlterClientQuotas entry, checked as Kafka checks it (the entity
+/// first, then each operation in order): its changes.
 fn changes_of(
     entity: &[AlterEntity],
     ops: &[kafka_protocol::messages::alter_client_quotas_request::OpData],
 ) -> Result<Vec<QuotaChange>, String> {
-    let mut parsed = QuotaEntity::default();
     if entity.is_empty() {
         return Err("Invalid empty client quota entity".into());
     }
+    // Kafka reads the entity as a map: of a type given twice, the last name counts.
+    let mut parts: Vec<(&str, Option<&str>)> = Vec::with_capacity(entity.len());
     for part in entity {
-        let kind = entity_type(&part.entity_type)?;
-        let mut name = EntityName::from_wire(part.entity_name.as_deref());
-        if matches!(&name, EntityName::Named(n) if n.is_empty()) && kind == USER {
-            return Err("Empty user name: a user quota names a role, or null for the default".into());
+        let name = part.entity_name.as_deref();
+        match parts.iter_mut().find(|(kind, _)| *kind == &*part.entity_type) {
+            Some(slot) => slot.1 = name,
+            None => parts.push((&part.entity_type, name)),
         }
-        if kind == IP {
-            // Kept as the acceptor sees addresses; host names are not
-            // resolved (the broker does no DNS on its accept path).
-            if let EntityName::Named(n) = &name {
-                let address: std::net::IpAddr =
-                    n.parse().map_err(|_| format!("{n} is not a valid IP or resolvable host."))?;
-                name = EntityName::Named(address.to_string());
-            }
-        }
+    }
+    let mut parsed = QuotaEntity::default();
+    for (kind, name) in parts {
         let slot = match kind {
             USER => &mut parsed.user,
             CLIENT_ID => &mut parsed.client_id,
-            _ => &mut parsed.ip,
+            IP => &mut parsed.ip,
+            other => return Err(format!("Unhandled client quota entity type: {other}")),
         };
-        if slot.replace(name).is_some() {
-            return Err(format!("Duplicate entity type: {kind}"));
+        if name == Some("") {
+            return Err(format!("Empty {kind} not supported"));
         }
+        *slot = Some(EntityName::from_wire(name));
+    }
+    if parsed.ip.is_some() && (parsed.user.is_some() || parsed.client_id.is_some()) {
+        // Kafka's words, "shouldnot" included.
+        return Err("Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId".into());
+    }
+    if let Some(EntityName::Named(n)) = &mut parsed.ip {
+        // Kept as the acceptor sees addresses; host names are not resolved
+        // (the broker does no DNS on its accept path), where Kafka resolves them.
+        let address: std::net::IpAddr = n.parse().map_err(|_| format!("{n} is not a valid IP or resolvable host."))?;
+        *n = address.to_string();
     }
     let for_ip = parsed.ip.is_some();
-    if for_ip && (parsed.user.is_some() || parsed.client_id.is_some()) {
-        // Kafka's words for an ip entity with a user or client id.
-        return Err("Invalid empty client quota entity".into());
-    }
     let mut changes: Vec<QuotaChange> = Vec::with_capacity(ops.len());
     for op in ops {
-        if let Some(why) = unenforced(&op.key) {
-            return Err(why.into());
+        let key = QuotaKey::parse(&op.key).filter(|k| k.is_ip_quota() == for_ip);
+        if op.remove {
+            // Kafka checks nothing of a removal: a key the entity cannot have
+            // (unknown, of the other kind of entity, or controller_mutation_rate)
+            // is not there to remove.
+            if let Some(key) = key {
+                if changes.iter().any(|c| c.key == key) {
+                    return Err(format!("Duplicate quota key: {}", key.name()));
+                }
+                changes.push(QuotaChange { entity: parsed.clone(), key, value: None });
+            }
+            continue;
         }
-        let Some(key) = QuotaKey::parse(&op.key) else {
-            return Err(format!("Unknown quota key: {}", &*op.key));
+        let Some(value_type) = value_type(&op.key, for_ip) else {
+            return Err(format!("Invalid configuration key {}", &*op.key));
+        };
+        check_value(&op.key, op.value, value_type)?;
+        let Some(key) = key else {
+            // The one key of Kafka's set that is not a QuotaKey.
+            return Err(format!("{CONTROLLER_MUTATION_RATE} is not enforced by Kafgres"));
         };
         if changes.iter().any(|c| c.key == key) {
             return Err(format!("Duplicate quota key: {}", key.name()));
         }
-        if key.is_ip_quota() != for_ip {
-            return Err(format!("Invalid configuration key {}", key.name()));
-        }
-        let value = if op.remove {
-            None
-        } else if key == QuotaKey::ConnectionCreationRate {
-            if !(op.value.is_finite() && op.value >= 0.0 && op.value.fract() == 0.0) {
-                return Err(format!(
-                    "connection_creation_rate must be a whole number of connections per second, not {}",
-                    op.value
-                ));
-            }
-            Some(op.value)
-        } else if op.value.is_finite()
-            && op.value > 0.0
-            && (key == QuotaKey::RequestPercentage || op.value.fract() == 0.0)
-        {
-            Some(op.value)
-        } else if key == QuotaKey::RequestPercentage {
-            return Err(format!("request_percentage must be a positive percentage, not {}", op.value));
-        } else {
-            return Err(format!(
-                "{} must be a positive whole number of bytes per second, not {}",
-                key.name(),
-                op.value
-            ));
-        };
-        changes.push(QuotaChange { entity: parsed.clone(), key, value });
+        changes.push(QuotaChange { entity: parsed.clone(), key, value: Some(op.value) });
     }
     Ok(changes)
 }
@@ -320,6 +379,8 @@ impl Handler for AlterClientQuotas {
 
 #[cfg(test)]
 mod tests {
+    use kafka_protocol::messages::alter_client_quotas_request::OpData;
+
     use super::*;
 
     fn component(kind: &str, match_type: i8, name: Option<&str>) -> ComponentData {
@@ -331,6 +392,22 @@ mod tests {
 
     fn entity(user: Option<EntityName>, client_id: Option<EntityName>) -> QuotaEntity {
         QuotaEntity::of_user_and_client(user, client_id)
+    }
+
+    fn part(kind: &str, name: Option<&str>) -> AlterEntity {
+        AlterEntity::default().with_entity_type(str_bytes(kind)).with_entity_name(name.map(str_bytes))
+    }
+
+    fn user(name: Option<&str>) -> AlterEntity {
+        part(USER, name)
+    }
+
+    fn ip(name: Option<&str>) -> AlterEntity {
+        part(IP, name)
+    }
+
+    fn op(key: &str, value: f64, remove: bool) -> OpData {
+        OpData::default().with_key(str_bytes(key)).with_value(value).with_remove(remove)
     }
 
     #[test]
@@ -347,39 +424,61 @@ mod tests {
         assert!(!matches(&app, &exact, false));
         let default = filter_of(&[component(USER, MATCH_DEFAULT, None)]).unwrap();
         assert!(matches(&default_user, &default, true) && !matches(&alice, &default, true));
+        // SPECIFIED: any user, the default one included (`kafka-configs --describe --entity-type users`).
         let specified = filter_of(&[component(USER, MATCH_SPECIFIED, None)]).unwrap();
-        assert!(matches(&alice, &specified, true) && !matches(&default_user, &specified, true));
+        assert!(matches(&alice, &specified, true) && matches(&default_user, &specified, true));
+        assert!(!matches(&app, &specified, false) && !matches(&alice_app, &specified, true));
         let everything = filter_of(&[]).unwrap();
         assert!([&alice, &alice_app, &default_user, &app].iter().all(|e| matches(e, &everything, false)));
         assert!(![&alice, &alice_app, &default_user, &app].iter().any(|e| matches(e, &everything, true)));
     }
 
     #[test]
-    fn bad_filters_are_invalid_requests() {
-        for (components, why) in [
-            (vec![component("group", MATCH_DEFAULT, None)], "Unknown entity type"),
+    fn bad_filters_are_refused_with_kafkas_codes_and_words() {
+        use error_code::{INVALID_REQUEST, UNSUPPORTED_VERSION};
+        for (components, code, message) in [
+            (vec![component("group", MATCH_DEFAULT, None)], UNSUPPORTED_VERSION, "Unsupported entity type group"),
+            (vec![component("", MATCH_DEFAULT, None)], INVALID_REQUEST, "Invalid empty entity type."),
             (
-                vec![component("ip", MATCH_DEFAULT, None), component(USER, MATCH_DEFAULT, None)],
-                "IP filter component should not be used",
+                vec![component(IP, MATCH_DEFAULT, None), component(USER, MATCH_DEFAULT, None)],
+                INVALID_REQUEST,
+                "Invalid entity filter component combination. IP filter component should not be used with user or \
+                 clientId filter component.",
             ),
-            (vec![component(USER, MATCH_EXACT, None)], "Missing match name"),
-            (vec![component(USER, 7, None)], "Unknown match type"),
-            (vec![component(USER, MATCH_DEFAULT, None), component(USER, MATCH_SPECIFIED, None)], "Duplicate"),
+            (
+                vec![component(USER, MATCH_EXACT, None)],
+                INVALID_REQUEST,
+                "Request specified MATCH_TYPE_EXACT, but set match string to null.",
+            ),
+            (
+                vec![component(USER, MATCH_DEFAULT, Some("alice"))],
+                INVALID_REQUEST,
+                "Request specified MATCH_TYPE_DEFAULT, but also specified a match string.",
+            ),
+            (
+                vec![component(USER, MATCH_SPECIFIED, Some("alice"))],
+                INVALID_REQUEST,
+                "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.",
+            ),
+            (vec![component(USER, 7, None)], INVALID_REQUEST, "Unknown match type 7"),
+            // The repetition is found before the second component's own faults.
+            (
+                vec![component(USER, MATCH_DEFAULT, None), component(USER, 7, None)],
+                INVALID_REQUEST,
+                "Entity type user cannot appear more than once in the filter.",
+            ),
+            (
+                vec![component("group", MATCH_DEFAULT, None), component("group", MATCH_DEFAULT, None)],
+                UNSUPPORTED_VERSION,
+                "Unsupported entity type group",
+            ),
         ] {
-            let e = filter_of(&components).unwrap_err();
-            assert!(e.contains(why), "{e}");
+            assert_eq!(filter_of(&components).unwrap_err(), (code, message.to_owned()));
         }
     }
 
     #[test]
-    fn alterations_refuse_what_kafgres_would_not_enforce() {
-        use kafka_protocol::messages::alter_client_quotas_request::OpData;
-        let user = |name: Option<&str>| {
-            AlterEntity::default().with_entity_type(str_bytes(USER)).with_entity_name(name.map(str_bytes))
-        };
-        let op = |key: &str, value: f64, remove: bool| {
-            OpData::default().with_key(str_bytes(key)).with_value(value).with_remove(remove)
-        };
+    fn alterations_are_parsed_into_changes() {
         let changes = changes_of(
             &[user(Some("alice"))],
             &[op("producer_byte_rate", 1024.0, false), op("consumer_byte_rate", 0.0, true)],
@@ -392,49 +491,190 @@ mod tests {
             changes_of(&[user(None)], &[op("producer_byte_rate", 1.0, false)]).unwrap()[0].entity.user,
             Some(EntityName::Default)
         );
-        // A percentage need not be whole.
+        // A percentage need not be whole, nor finite (Kafka's DOUBLE).
         assert_eq!(changes_of(&[user(None)], &[op("request_percentage", 12.5, false)]).unwrap()[0].value, Some(12.5));
-        let ip = |name: Option<&str>| {
-            AlterEntity::default().with_entity_type(str_bytes(IP)).with_entity_name(name.map(str_bytes))
-        };
+        assert!(changes_of(&[user(None)], &[op("request_percentage", f64::INFINITY, false)]).is_ok());
+        // The integral types' bounds: Long.MAX_VALUE and Integer.MAX_VALUE as doubles.
+        assert!(changes_of(&[user(None)], &[op("producer_byte_rate", i64::MAX as f64, false)]).is_ok());
+        assert!(changes_of(&[ip(None)], &[op("connection_creation_rate", i32::MAX as f64, false)]).is_ok());
         let changes =
             changes_of(&[ip(Some("::ffff:10.0.0.1"))], &[op("connection_creation_rate", 0.0, false)]).unwrap();
         assert_eq!(changes[0].entity.ip, Some(EntityName::Named("::ffff:10.0.0.1".into())));
         assert_eq!(changes[0].value, Some(0.0), "0 lets no connection in");
-        let changes = changes_of(&[ip(Some("10.0.0.01"))], &[op("connection_creation_rate", 1.0, true)]);
-        assert!(changes.unwrap_err().contains("not a valid IP"));
         assert_eq!(
             changes_of(&[ip(None)], &[op("connection_creation_rate", 25.0, false)]).unwrap()[0].entity.ip,
             Some(EntityName::Default)
         );
-        for (entity, ops, why) in [
-            (vec![ip(Some("broker.example"))], vec![op("connection_creation_rate", 5.0, false)], "not a valid IP"),
-            (vec![ip(None), user(None)], vec![op("connection_creation_rate", 5.0, false)], "Invalid empty"),
-            (vec![ip(None)], vec![op("producer_byte_rate", 5.0, false)], "Invalid configuration key"),
-            (vec![user(None)], vec![op("connection_creation_rate", 5.0, false)], "Invalid configuration key"),
-            (vec![ip(None)], vec![op("connection_creation_rate", 2.5, false)], "whole number"),
-            (vec![ip(None)], vec![op("connection_creation_rate", -1.0, false)], "whole number"),
-            (vec![user(Some("alice"))], vec![op("controller_mutation_rate", 50.0, false)], "not enforced"),
-            (vec![user(Some("alice"))], vec![op("request_percentage", -5.0, false)], "positive percentage"),
-            (vec![user(Some("alice"))], vec![op("fancy_rate", 1.0, false)], "Unknown quota key"),
-            (vec![user(Some("alice"))], vec![op("producer_byte_rate", -1.0, false)], "positive whole number"),
-            (vec![user(Some("alice"))], vec![op("producer_byte_rate", 1.5, false)], "positive whole number"),
-            (vec![user(Some("alice"))], vec![op("producer_byte_rate", f64::NAN, false)], "positive whole number"),
+        // A type given twice: the last name counts, as in Kafka's map.
+        let changes = changes_of(&[user(Some("")), user(Some("bob"))], &[op("producer_byte_rate", 1.0, false)]);
+        assert_eq!(changes.unwrap()[0].entity.user, Some(EntityName::Named("bob".into())));
+        // A removal is not checked: what the entity cannot have is not there.
+        for (entity, key) in [
+            (user(Some("alice")), "fancy_rate"),
+            (user(Some("alice")), "connection_creation_rate"),
+            (user(Some("alice")), "controller_mutation_rate"),
+            (ip(None), "producer_byte_rate"),
+        ] {
+            assert_eq!(changes_of(&[entity], &[op(key, 0.0, true)]).unwrap(), Vec::new(), "{key}");
+        }
+    }
+
+    #[test]
+    fn alterations_are_refused_with_kafkas_words() {
+        for (entity, ops, message) in [
+            (vec![], vec![op("producer_byte_rate", 1.0, false)], "Invalid empty client quota entity"),
             (
-                vec![user(Some("a")), user(Some("b"))],
+                vec![part("group", Some("g"))],
                 vec![op("producer_byte_rate", 1.0, false)],
-                "Duplicate entity type",
+                "Unhandled client quota entity type: group",
             ),
-            (vec![], vec![op("producer_byte_rate", 1.0, false)], "empty"),
-            (vec![user(Some(""))], vec![op("producer_byte_rate", 1.0, false)], "Empty user name"),
+            (vec![user(Some(""))], vec![op("producer_byte_rate", 1.0, false)], "Empty user not supported"),
+            (
+                vec![part(CLIENT_ID, Some(""))],
+                vec![op("producer_byte_rate", 1.0, false)],
+                "Empty client-id not supported",
+            ),
+            (vec![ip(Some(""))], vec![op("connection_creation_rate", 1.0, false)], "Empty ip not supported"),
+            (
+                vec![ip(None), user(None)],
+                vec![op("connection_creation_rate", 5.0, false)],
+                "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId",
+            ),
+            // The combination is refused before the address is looked at.
+            (
+                vec![ip(Some("999.1.1.1")), user(Some("u"))],
+                vec![op("connection_creation_rate", 5.0, false)],
+                "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId",
+            ),
+            (
+                vec![ip(Some("999.1.2.3"))],
+                vec![op("connection_creation_rate", 5.0, false)],
+                "999.1.2.3 is not a valid IP or resolvable host.",
+            ),
+            (
+                vec![ip(Some("broker.example"))],
+                vec![op("connection_creation_rate", 5.0, false)],
+                "broker.example is not a valid IP or resolvable host.",
+            ),
+            (
+                vec![ip(Some("10.0.0.1:80"))],
+                vec![op("connection_creation_rate", 5.0, true)],
+                "10.0.0.1:80 is not a valid IP or resolvable host.",
+            ),
+            (
+                vec![ip(None)],
+                vec![op("producer_byte_rate", 5.0, false)],
+                "Invalid configuration key producer_byte_rate",
+            ),
+            (
+                vec![ip(None)],
+                vec![op("controller_mutation_rate", 5.0, false)],
+                "Invalid configuration key controller_mutation_rate",
+            ),
+            (
+                vec![user(None)],
+                vec![op("connection_creation_rate", 5.0, false)],
+                "Invalid configuration key connection_creation_rate",
+            ),
+            (
+                vec![user(Some("alice"))],
+                vec![op("fancy_rate", 1.5, false), op("producer_byte_rate", 1.5, false)],
+                "Invalid configuration key fancy_rate",
+            ),
+            (
+                vec![user(Some("alice"))],
+                vec![op("producer_byte_rate", 5.0, false), op("fancy_rate", 1.0, false)],
+                "Invalid configuration key fancy_rate",
+            ),
+            (
+                vec![ip(None)],
+                vec![op("connection_creation_rate", 2.5, false)],
+                "connection_creation_rate cannot be a fractional value.",
+            ),
+            (
+                vec![ip(None)],
+                vec![op("connection_creation_rate", -1.0, false)],
+                "Quota connection_creation_rate must be greater than 0",
+            ),
+            (
+                vec![ip(None)],
+                vec![op("connection_creation_rate", -0.5, false)],
+                "Quota connection_creation_rate must be greater than 0",
+            ),
+            (
+                vec![ip(None)],
+                vec![op("connection_creation_rate", 2147483648.0, false)],
+                "Proposed value for connection_creation_rate is too large for an INT.",
+            ),
+            (
+                vec![ip(None)],
+                vec![op("connection_creation_rate", 2147483648.5, false)],
+                "Proposed value for connection_creation_rate is too large for an INT.",
+            ),
+            (
+                vec![user(Some("alice"))],
+                vec![op("producer_byte_rate", 1.5, false)],
+                "producer_byte_rate cannot be a fractional value.",
+            ),
+            (
+                vec![user(Some("alice"))],
+                vec![op("consumer_byte_rate", -5.0, false)],
+                "Quota consumer_byte_rate must be greater than 0",
+            ),
+            (
+                vec![user(Some("alice"))],
+                vec![op("producer_byte_rate", 0.0, false)],
+                "Quota producer_byte_rate must be greater than 0",
+            ),
+            (
+                vec![user(Some("alice"))],
+                vec![op("producer_byte_rate", f64::NEG_INFINITY, false)],
+                "Quota producer_byte_rate must be greater than 0",
+            ),
+            (
+                vec![user(Some("alice"))],
+                vec![op("producer_byte_rate", 1e30, false)],
+                "Proposed value for producer_byte_rate is too large for a LONG.",
+            ),
+            (
+                vec![user(Some("alice"))],
+                vec![op("producer_byte_rate", f64::INFINITY, false)],
+                "Proposed value for producer_byte_rate is too large for a LONG.",
+            ),
+            (
+                vec![user(Some("alice"))],
+                vec![op("request_percentage", 0.0, false)],
+                "Quota request_percentage must be greater than 0",
+            ),
+            (
+                vec![user(Some("alice"))],
+                vec![op("request_percentage", -5.0, false)],
+                "Quota request_percentage must be greater than 0",
+            ),
+            // Kafka stores NaN; Kafgres refuses it.
+            (
+                vec![user(Some("alice"))],
+                vec![op("producer_byte_rate", f64::NAN, false)],
+                "Quota producer_byte_rate must be a number, not NaN",
+            ),
+            // Kafgres's own: checked as Kafka checks it, then refused.
+            (
+                vec![user(Some("alice"))],
+                vec![op("controller_mutation_rate", 0.0, false)],
+                "Quota controller_mutation_rate must be greater than 0",
+            ),
+            (
+                vec![user(Some("alice"))],
+                vec![op("controller_mutation_rate", 50.0, false)],
+                "controller_mutation_rate is not enforced by Kafgres",
+            ),
             (
                 vec![user(Some("a"))],
                 vec![op("producer_byte_rate", 1.0, false), op("producer_byte_rate", 2.0, false)],
-                "Duplicate quota key",
+                "Duplicate quota key: producer_byte_rate",
             ),
         ] {
-            let e = changes_of(&entity, &ops).unwrap_err();
-            assert!(e.contains(why), "{e}");
+            assert_eq!(changes_of(&entity, &ops).unwrap_err(), message);
         }
     }
 }
