@@ -13,8 +13,8 @@ On the suite's cluster, with quotas for client ids of these tests only:
   is refused with InvalidRequestException, and a Java producer over the
   quota sees it in its produce-throttle-time-max metric (tests/java's
   `quotas` scenario);
-- an ip quota row (connection_creation_rate = 0) closes new connections from that address only,
-  until it is deleted.
+- an ip quota row (connection_creation_rate) closes new connections from that address only, past its
+  burst, until it is deleted.
 
 Every wait has a deadline.
 """
@@ -137,18 +137,18 @@ def api_versions_from(source: str, bootstrap: str) -> bool:
 
 
 def test_an_ip_quota_from_sql_closes_that_address_connections_only(bootstrap, kafgres, psql):
-    """A row of kafgres.client_quotas for an ip entity (connection_creation_rate = 0), applied by
-    pg_reload_conf(): every new connection from that address is closed unanswered while its neighbours are
-    served; once the row is deleted and the configuration reloaded, the address is served again. (The
-    AlterClientQuotas path, kafka-configs --entity-type ips, is in the reference diff's client_quotas
-    scenario and crates/broker/tests/quotas.rs.)"""
+    """A row of kafgres.client_quotas for an ip entity (connection_creation_rate = 1, a burst of ten seconds'
+    worth), applied by pg_reload_conf(): past the burst a new connection from that address is closed
+    unanswered while its neighbours are served; once the row is deleted and the configuration reloaded, the
+    address is served again. (The AlterClientQuotas path, kafka-configs --entity-type ips, is in the reference
+    diff's client_quotas scenario and crates/broker/tests/quotas.rs.)"""
     blocked, neighbour = "127.0.0.77", "127.0.0.78"
-    assert api_versions_from(blocked, bootstrap), "served before the quota"
     psql.rows("INSERT INTO kafgres.client_quotas (ip, quota_key, quota_value) "
-              f"VALUES ('{blocked}', 'connection_creation_rate', 0)")
+              f"VALUES ('{blocked}', 'connection_creation_rate', 1)")
     try:
         reload_and_wait(psql, kafgres)
-        assert not api_versions_from(blocked, bootstrap), "a quota of 0 closes every new connection"
+        served = [api_versions_from(blocked, bootstrap) for _ in range(12)]
+        assert served[:10] == [True] * 10 and served[10:] == [False, False], served
         assert api_versions_from(neighbour, bootstrap), "another address is served"
     finally:
         psql.rows(f"DELETE FROM kafgres.client_quotas WHERE ip = '{blocked}'")

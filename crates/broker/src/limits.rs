@@ -119,15 +119,15 @@ impl ConnectionRates {
     /// Counts a new connection from `address`; `false` when it puts the
     /// address over its limit (it is then not counted: a refused connection
     /// does not push the address further over). `quota` is the address's
-    /// ip quota (`connection_creation_rate`), which replaces the setting's
-    /// limit; there, unlike in the setting, 0 lets no connection in.
+    /// ip quota (`connection_creation_rate`, always above 0), which replaces
+    /// the setting's limit.
     pub fn admit(&self, address: IpAddr, quota: Option<f64>) -> bool {
         self.admit_at(address, quota, crate::quota::rate::now_ms())
     }
 
     fn admit_at(&self, address: IpAddr, quota: Option<f64>, now_ms: u64) -> bool {
         let limit = match quota {
-            Some(quota) => quota.max(0.0),
+            Some(quota) => quota,
             None if self.limit() == 0.0 => return true,
             None => self.limit(),
         };
@@ -231,7 +231,6 @@ mod tests {
     fn an_ip_quota_replaces_the_settings_limit() {
         let unlimited = ConnectionRates::new(0.0);
         let a = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
-        assert!(!unlimited.admit_at(a, Some(0.0), 0), "a quota of 0 lets nothing in");
         let admitted = (0..30).filter(|_| unlimited.admit_at(a, Some(1.0), 1_000)).count();
         assert_eq!(admitted, 10, "1 per second over the 10 s window");
         let strict = ConnectionRates::new(1.0);

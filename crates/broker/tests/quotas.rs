@@ -163,9 +163,14 @@ async fn ping(client: &mut Client) -> Result<i16, String> {
 async fn an_ip_quota_bounds_new_connections_from_its_address_and_the_default_from_each() {
     let broker = TestBroker::start().await;
     let mut admin = broker.client().await;
-    // 0 connections per second for 127.0.0.2: refused at accept; others are not.
-    let results = alter(&mut admin, vec![entry("ip", Some("127.0.0.2"), "connection_creation_rate", Some(0.0))]).await;
+    // 1 connection per second for 127.0.0.2 (a burst of 10), written long-form: the 11th is refused at
+    // accept; other addresses are not.
+    let results = alter(&mut admin, vec![entry("ip", Some("127.0.0.2"), "connection_creation_rate", Some(1.0))]).await;
     assert_eq!(results[0], (0, None));
+    for _ in 0..10 {
+        let mut client = Client::connect_from("127.0.0.2".parse().expect("address"), broker.addr()).await;
+        assert_eq!(ping(&mut client).await, Ok(0));
+    }
     let mut refused = Client::connect_from("127.0.0.2".parse().expect("address"), broker.addr()).await;
     assert!(ping(&mut refused).await.is_err(), "closed unanswered");
     let mut other = Client::connect_from("127.0.0.3".parse().expect("address"), broker.addr()).await;
@@ -182,8 +187,11 @@ async fn an_ip_quota_bounds_new_connections_from_its_address_and_the_default_fro
     let mut fresh = Client::connect_from("127.0.0.5".parse().expect("address"), broker.addr()).await;
     assert_eq!(ping(&mut fresh).await, Ok(0), "each address has its own rate");
 
-    // Removed: 127.0.0.2 falls back to the default, which lets it in.
-    assert_eq!(alter(&mut admin, vec![entry("ip", Some("127.0.0.2"), "connection_creation_rate", None)]).await[0].0, 0);
+    // Raised: 127.0.0.2 is let in again (its measured rate stays, the limit moves).
+    assert_eq!(
+        alter(&mut admin, vec![entry("ip", Some("127.0.0.2"), "connection_creation_rate", Some(100.0))]).await[0].0,
+        0
+    );
     let mut back = Client::connect_from("127.0.0.2".parse().expect("address"), broker.addr()).await;
     assert_eq!(ping(&mut back).await, Ok(0));
     broker.shutdown().await;

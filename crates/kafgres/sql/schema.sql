@@ -180,18 +180,14 @@ SELECT pg_catalog.pg_extension_config_dump('kafgres.acls', '');
 CREATE TABLE kafgres.client_quotas (
     user_name   text CHECK (user_name <> ''),
     client_id   text,
-    ip          text CHECK (ip = '<default>' OR host(ip::inet) = ip),  -- one address, as the broker prints it
+    -- One address (written as the client typed it, as Kafka keeps it), or the default ip.
+    ip          text CHECK (ip = '<default>' OR (strpos(ip, '/') = 0 AND ip::inet IS NOT NULL)),
     quota_key   text NOT NULL CHECK (quota_key IN ('producer_byte_rate', 'consumer_byte_rate', 'request_percentage',
                                                    'connection_creation_rate')),
     -- Byte rates are whole bytes per second, request_percentage a percentage
-    -- of one thread, connection_creation_rate whole connections per second
-    -- (0 lets none in).
-    quota_value float8 NOT NULL CHECK (CASE quota_key
-                                           WHEN 'request_percentage' THEN quota_value > 0
-                                           WHEN 'connection_creation_rate' THEN quota_value >= 0
-                                                AND quota_value = trunc(quota_value)
-                                           ELSE quota_value > 0 AND quota_value = trunc(quota_value)
-                                       END),
+    -- of one thread, connection_creation_rate whole connections per second.
+    quota_value float8 NOT NULL CHECK (quota_value > 0
+                                       AND (quota_key = 'request_percentage' OR quota_value = trunc(quota_value))),
     -- An ip entity stands alone and has only connection_creation_rate (Kafka's rule).
     CHECK (CASE WHEN ip IS NULL THEN (user_name IS NOT NULL OR client_id IS NOT NULL)
                                      AND quota_key <> 'connection_creation_rate'

@@ -83,13 +83,12 @@ fn value_type(key: &str, for_ip: bool) -> Option<ValueType> {
 
 /// A value to set, checked as Kafka checks it: positive, and for an integral
 /// key within its type's range and whole. NaN, which passes Kafka's checks
-/// and would be stored, is refused; `connection_creation_rate` may be 0 (no
-/// new connection from the address, docs/security.md), which Kafka refuses.
+/// and would be stored, is refused.
 fn check_value(key: &str, value: f64, value_type: ValueType) -> Result<(), String> {
     if value.is_nan() {
         return Err(format!("Quota {key} must be a number, not NaN"));
     }
-    if value < 0.0 || (value == 0.0 && value_type != ValueType::Int) {
+    if value <= 0.0 {
         return Err(format!("Quota {key} must be greater than 0"));
     }
     let (max, type_name) = match value_type {
@@ -277,10 +276,10 @@ fn changes_of(
         return Err("Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId".into());
     }
     if let Some(EntityName::Named(n)) = &mut parsed.ip {
-        // Kept as the acceptor sees addresses; host names are not resolved
-        // (the broker does no DNS on its accept path), where Kafka resolves them.
-        let address: std::net::IpAddr = n.parse().map_err(|_| format!("{n} is not a valid IP or resolvable host."))?;
-        *n = address.to_string();
+        // Kept as typed, as Kafka keeps it (the acceptor compares parsed
+        // addresses); host names are not resolved (the broker does no DNS on
+        // its accept path), where Kafka resolves them.
+        n.parse::<std::net::IpAddr>().map_err(|_| format!("{n} is not a valid IP or resolvable host."))?;
     }
     let for_ip = parsed.ip.is_some();
     let mut changes: Vec<QuotaChange> = Vec::with_capacity(ops.len());
@@ -498,9 +497,11 @@ mod tests {
         assert!(changes_of(&[user(None)], &[op("producer_byte_rate", i64::MAX as f64, false)]).is_ok());
         assert!(changes_of(&[ip(None)], &[op("connection_creation_rate", i32::MAX as f64, false)]).is_ok());
         let changes =
-            changes_of(&[ip(Some("::ffff:10.0.0.1"))], &[op("connection_creation_rate", 0.0, false)]).unwrap();
-        assert_eq!(changes[0].entity.ip, Some(EntityName::Named("::ffff:10.0.0.1".into())));
-        assert_eq!(changes[0].value, Some(0.0), "0 lets no connection in");
+            changes_of(&[ip(Some("fd00:0:0:0:0:0:0:7"))], &[op("connection_creation_rate", 1.0, false)]).unwrap();
+        assert_eq!(changes[0].entity.ip, Some(EntityName::Named("fd00:0:0:0:0:0:0:7".into())), "as typed");
+        assert!(changes_of(&[ip(Some("10.0.0.1"))], &[op("connection_creation_rate", 0.0, false)])
+            .unwrap_err()
+            .contains("must be greater than 0"));
         assert_eq!(
             changes_of(&[ip(None)], &[op("connection_creation_rate", 25.0, false)]).unwrap()[0].entity.ip,
             Some(EntityName::Default)

@@ -144,6 +144,35 @@ const SENSOR_SWEEP_AT: usize = 4096;
 pub struct ClientQuotas {
     rules: RwLock<Arc<HashMap<(QuotaEntity, QuotaKey), f64>>>,
     sensors: Mutex<HashMap<SensorKey, Rate>>,
+    /// The ip quotas by parsed address: a name is kept as typed (Kafka's
+    /// way), so `fd00:0:0::7` and `fd00::7` are one address.
+    ip_limits: RwLock<IpLimits>,
+}
+
+/// `connection_creation_rate` by client address, and the default ip's.
+#[derive(Debug, Default)]
+struct IpLimits {
+    by_address: HashMap<std::net::IpAddr, f64>,
+    default: Option<f64>,
+}
+
+impl IpLimits {
+    fn of(rules: &[QuotaRule]) -> IpLimits {
+        let mut limits = IpLimits::default();
+        for rule in rules.iter().filter(|r| r.key == QuotaKey::ConnectionCreationRate) {
+            match &rule.entity.ip {
+                Some(EntityName::Default) => limits.default = Some(rule.value),
+                // A name that is no address (written by hand) matches no client.
+                Some(EntityName::Named(name)) => {
+                    if let Ok(address) = name.parse() {
+                        limits.by_address.insert(address, rule.value);
+                    }
+                }
+                None => {}
+            }
+        }
+        limits
+    }
 }
 
 impl ClientQuotas {
@@ -155,6 +184,7 @@ impl ClientQuotas {
 
     /// Replaces every rule (the catalog's whole set). Rates measured so far stay.
     pub fn replace(&self, rules: Vec<QuotaRule>) {
+        *self.ip_limits.write().unwrap_or_else(|p| p.into_inner()) = IpLimits::of(&rules);
         let index = rules.into_iter().map(|r| ((r.entity, r.key), r.value)).collect();
         *self.rules.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(index);
     }
@@ -204,11 +234,8 @@ impl ClientQuotas {
     /// its own ip quota, else the default ip entity's; `None` when neither
     /// is set.
     pub fn connection_rate_limit(&self, address: std::net::IpAddr) -> Option<f64> {
-        let rules = self.rules.read().unwrap_or_else(|p| p.into_inner());
-        let of = |ip: EntityName| {
-            rules.get(&(QuotaEntity { ip: Some(ip), ..QuotaEntity::default() }, QuotaKey::ConnectionCreationRate))
-        };
-        of(EntityName::Named(address.to_string())).or_else(|| of(EntityName::Default)).copied()
+        let limits = self.ip_limits.read().unwrap_or_else(|p| p.into_inner());
+        limits.by_address.get(&address).copied().or(limits.default)
     }
 
     /// Records `bytes` against the client's `key` quota; the time it must
@@ -254,11 +281,11 @@ mod tests {
             key: QuotaKey::ConnectionCreationRate,
             value,
         };
-        let quotas = ClientQuotas::new(vec![ip(EntityName::Named("10.0.0.7".into()), 0.0)]);
-        assert_eq!(quotas.connection_rate_limit("10.0.0.7".parse().unwrap()), Some(0.0));
+        let quotas = ClientQuotas::new(vec![ip(EntityName::Named("10.0.0.7".into()), 1.0)]);
+        assert_eq!(quotas.connection_rate_limit("10.0.0.7".parse().unwrap()), Some(1.0));
         assert_eq!(quotas.connection_rate_limit("10.0.0.8".parse().unwrap()), None, "no default: the setting's");
-        quotas.replace(vec![ip(EntityName::Named("::1".into()), 5.0), ip(EntityName::Default, 20.0)]);
-        assert_eq!(quotas.connection_rate_limit("::1".parse().unwrap()), Some(5.0));
+        quotas.replace(vec![ip(EntityName::Named("0:0:0:0:0:0:0:1".into()), 5.0), ip(EntityName::Default, 20.0)]);
+        assert_eq!(quotas.connection_rate_limit("::1".parse().unwrap()), Some(5.0), "a long form matches");
         assert_eq!(quotas.connection_rate_limit("10.0.0.7".parse().unwrap()), Some(20.0));
         // ip rules do not bound users or client ids.
         assert_eq!(quotas.resolve(P, "alice", "app"), None);
