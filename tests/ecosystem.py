@@ -52,8 +52,8 @@ ENTRIES: tuple[Entry, ...] = (
         "librdkafka, through confluent-kafka (Python)",
         Pin("tests/requirements.txt", r"^confluent-kafka==(\S+)"),
         "produce (acks 0, 1, all; compressed batches in the reference diff), consume, classic and KIP-848 groups, the idempotent producer, "
-        "transactions with read_committed, the Admin API, long polls, SASL/SCRAM and TLS, restarts, kill -9 and "
-        "failover to a standby",
+        "transactions with read_committed, the Admin API, long polls, SASL/SCRAM and TLS, SASL/OAUTHBEARER "
+        "(oauth_cb) and certificates mapped through pg_ident.conf, restarts, kill -9 and failover to a standby",
         (
             "tests/e2e/test_roundtrip.py",
             "tests/e2e/test_acks.py",
@@ -64,6 +64,7 @@ ENTRIES: tuple[Entry, ...] = (
             "tests/e2e/test_long_poll.py",
             "tests/e2e/test_sasl.py",
             "tests/e2e/test_tls.py",
+            "tests/e2e/test_oauthbearer.py",
             "tests/e2e/test_failover.py",
             "tests/conformance",
         ),
@@ -78,18 +79,27 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "kafka-python",
         Pin("tests/requirements.txt", r"^kafka-python==(\S+)"),
-        "produce, consume, SASL/SCRAM, the admin APIs the reference diff compares (transactions, replica "
-        "placement, SCRAM credentials, features, config resources)",
-        ("tests/e2e/test_kafka_python.py", "tests/e2e/test_sasl.py", "tests/conformance/scenarios_admin_tools.py"),
+        "produce, consume, SASL/SCRAM, TLS with client certificates and SASL_SSL with SCRAM and PLAIN, "
+        "SASL/OAUTHBEARER (a token provider), the admin APIs the reference diff compares (transactions, replica "
+        "placement, SCRAM credentials, features, config resources, client quotas)",
+        (
+            "tests/e2e/test_kafka_python.py",
+            "tests/e2e/test_sasl.py",
+            "tests/e2e/test_tls.py",
+            "tests/e2e/test_oauthbearer.py",
+            "tests/conformance/scenarios_admin_tools.py",
+        ),
     ),
     Entry(
         "the Java client",
         KAFKA,
         "the default producer and consumer, compression, cooperative and KIP-848 groups, transactions, quotas, "
         "SCRAM credentials with the Admin client, TLS (PEM stores; client certificates as roles, refusals) and "
-        "SASL_SSL with SCRAM and PLAIN, failover",
+        "SASL_SSL with SCRAM and PLAIN, SASL/OAUTHBEARER with a token endpoint (OAuthBearerLoginCallbackHandler), "
+        "failover",
         (
             "tests/e2e/test_java_client.py",
+            "tests/e2e/test_oauthbearer.py",
             "tests/e2e/test_quotas.py",
             "tests/e2e/test_sasl.py",
             "tests/e2e/test_tls_clients.py",
