@@ -70,10 +70,16 @@ def ensure_classpath() -> None:
 class ReferenceKafka:
     """`with ReferenceKafka() as bootstrap:` a running Apache Kafka for the block's duration."""
 
+    # What a subclass changes: the broker's setup, where its server log is kept, and the variable that
+    # names an already running broker to use instead (None: always start one).
+    broker_class = ConformanceKafkaBroker
+    log_name = "kafka-server.log"
+    external_env: str | None = "KAFGRES_REFERENCE_BOOTSTRAP"
+
     def __init__(self, port: int | None = None):
         self.port = port or int(os.environ.get("KAFGRES_REFERENCE_PORT", DEFAULT_PORT))
-        self.external = os.environ.get("KAFGRES_REFERENCE_BOOTSTRAP")
-        self.broker: ConformanceKafkaBroker | None = None
+        self.external = os.environ.get(self.external_env) if self.external_env else None
+        self.broker: KafkaBroker | None = None
         self.home: Path | None = None
         self.version = ""
         self.start_s = 0.0
@@ -83,7 +89,7 @@ class ReferenceKafka:
             return self.external
         ensure_classpath()
         self.home = Path(tempfile.mkdtemp(prefix="kafgres-conformance-kafka-"))
-        self.broker = ConformanceKafkaBroker(REPO_ROOT, self.home, self.port, self.port + 1, die_with_parent=True)
+        self.broker = self.broker_class(REPO_ROOT, self.home, self.port, self.port + 1, die_with_parent=True)
         started = time.monotonic()
         try:
             self.broker.start()
@@ -102,7 +108,7 @@ class ReferenceKafka:
                 log = self.home / "server.log" if self.home else None
                 if log is not None and log.is_file():
                     STATE_DIR.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(log, STATE_DIR / "kafka-server.log")
+                    shutil.copyfile(log, STATE_DIR / self.log_name)
                 self.broker = None
         if self.home is not None:
             shutil.rmtree(self.home, ignore_errors=True)

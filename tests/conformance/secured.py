@@ -27,14 +27,12 @@ its broker on N+3).
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from reference import REPO_ROOT, STATE_DIR, ConformanceKafkaBroker, ensure_classpath
+from reference import REPO_ROOT, STATE_DIR, ConformanceKafkaBroker, ReferenceKafka
 
 sys.path.insert(0, str(REPO_ROOT / "tests" / "e2e"))
 from support import ThrowawayCluster, port_is_free  # noqa: E402
@@ -100,37 +98,15 @@ class SecuredKafkaBroker(ConformanceKafkaBroker):
         return super().java(classpath, *args, heap=heap)
 
 
-class SecuredKafka:
+class SecuredKafka(ReferenceKafka):
     """`with SecuredKafka() as bootstrap:` Apache Kafka with SCRAM and StandardAuthorizer."""
 
+    broker_class = SecuredKafkaBroker
+    log_name = "kafka-secured-server.log"
+    external_env = None
+
     def __init__(self) -> None:
-        self.home: Path | None = None
-        self.broker: SecuredKafkaBroker | None = None
-
-    def __enter__(self) -> str:
-        ensure_classpath()
-        self.home = Path(tempfile.mkdtemp(prefix="kafgres-conformance-secured-kafka-"))
-        self.broker = SecuredKafkaBroker(REPO_ROOT, self.home, KAFKA_PORT, KAFKA_CONTROLLER_PORT, die_with_parent=True)
-        try:
-            self.broker.start()
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
-        return self.broker.bootstrap
-
-    def __exit__(self, *exc) -> None:
-        if self.broker is not None:
-            try:
-                self.broker.stop()
-            finally:
-                log = self.home / "server.log" if self.home else None
-                if log is not None and log.is_file():
-                    STATE_DIR.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(log, STATE_DIR / "kafka-secured-server.log")
-                self.broker = None
-        if self.home is not None:
-            shutil.rmtree(self.home, ignore_errors=True)
-            self.home = None
+        super().__init__(port=KAFKA_PORT)
 
 
 class SecuredKafgres:
