@@ -123,8 +123,10 @@ def main() -> int:
             for key, command, metric in workloads(args.seconds):
                 for name, transport, broker in sides:
                     topic = f"tls-bench-{key}-{transport.lower()}-{round_index}"
+                    # Each topic keeps at most about 1.25 GiB: at a GB/s, unbounded runs filled the disk.
                     cmd = [args.bench_bin, command[0], "--bootstrap", broker.bootstrap, "--topic", topic,
-                           "--create-partitions", "1", *command[1:]]
+                           "--create-partitions", "1", "--topic-config", "segment.bytes=268435456",
+                           "--topic-config", "retention.bytes=1073741824", *command[1:]]
                     if name == "kafka" and args.strict:
                         cmd += ["--topic-config", "flush.messages=1"]
                     if transport == "SSL":
