@@ -38,22 +38,22 @@ def kafgres() -> str:
     return bootstrap
 
 
-@pytest.fixture(scope="session")
-def kafka(kafgres) -> str:
+def _held_through_sigterm(context):
+    """Yields what `context` gives, turning a SIGTERM into an exception so its exit stops what it started."""
     previous = signal.signal(signal.SIGTERM, _raise_on_sigterm)
     try:
-        with ReferenceKafka() as bootstrap:
-            yield bootstrap
+        with context as value:
+            yield value
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.fixture(scope="session")
+def kafka(kafgres) -> str:
+    yield from _held_through_sigterm(ReferenceKafka())
 
 
 @pytest.fixture(scope="session")
 def secured_pair() -> tuple[str, str]:
     """(Apache Kafka, Kafgres) with SASL/SCRAM and an ACL authorizer, both stopped at the end of the session."""
-    previous = signal.signal(signal.SIGTERM, _raise_on_sigterm)
-    try:
-        with SecuredPair() as pair:
-            yield pair
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    yield from _held_through_sigterm(SecuredPair())
