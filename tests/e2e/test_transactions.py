@@ -9,7 +9,9 @@
   transactional.id fences the first.
 - The Java client (kafka-clients 4.1, tests/java's `transactions` scenario):
   the same consume-transform-produce loop with sendOffsetsToTransaction,
-  an aborted transaction, and fencing.
+  an aborted transaction, and fencing, in transaction version 2 (KIP-890
+  part 2: no AddPartitionsToTxn or AddOffsetsToTxn, the epoch bumped at every
+  end), which ApiVersions finalizes.
 - Transactions survive a restart of the broker: a transactional id keeps its
   producer id, and its epoch moves on.
 """
@@ -145,16 +147,25 @@ def test_a_second_producer_with_the_same_id_fences_the_first(bootstrap, create_t
     assert read_all(bootstrap, topic, 1, "read_committed") == [(0, "live")]
 
 
-def test_java_exactly_once(java_build, bootstrap, topic_name):  # noqa: F811
-    assert probe("transactions", bootstrap, topic_name("java")) == [
+def test_java_exactly_once(java_build, psql, bootstrap, topic_name):  # noqa: F811
+    name = topic_name("java")
+    assert probe("transactions", bootstrap, name) == [
         "input: 20 records",
         "aborted a transaction of 5 records",
         "processed 20 records, each poll's output and offsets in one committed transaction",
-        "the old producer after a new one with its id: ProducerFencedException",
+        # Version 2 sends no AddPartitionsToTxn: the fenced producer learns it
+        # from its Produce, as InvalidProducerEpochException (Kafka 4.1.1 too).
+        "the old producer after a new one with its id: InvalidProducerEpochException",
         "read_committed: 20 records, 20 distinct, 0 poison, 0 zombie",
         "read_uncommitted: 5 poison",
         "group offsets on the input: 20 in total",
     ]
+    # kafka-clients 4.1 speaks transaction version 2 to a broker that
+    # finalizes it: every end bumped the epoch (the abort, each commit), and
+    # the zombie killer's InitProducerId once more. Version 1 would leave 1.
+    [[epoch, state]] = psql.rows(
+        "SELECT producer_epoch, state FROM kafgres.transactions WHERE transactional_id = :'id'", id=f"{name}-tx")
+    assert int(epoch) >= 3, (epoch, state)
 
 
 def test_transactional_ids_survive_a_restart(kafgres, psql, bootstrap, create_topic, topic_name):

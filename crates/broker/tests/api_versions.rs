@@ -73,7 +73,7 @@ async fn advertises_exactly_the_served_table_and_kafkas_features() {
                 ("eligible.leader.replicas.version", 1),
                 ("group.version", 1),
                 ("metadata.version", 27),
-                ("transaction.version", 1),
+                ("transaction.version", 2),
             ];
             assert_eq!(finalized, expected.map(|(n, l)| (n.to_owned(), l)));
             assert_eq!(response.finalized_features_epoch, features::FINALIZED_FEATURES_EPOCH);

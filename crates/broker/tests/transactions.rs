@@ -8,10 +8,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{create_topic, fetch_request, name, single_partition, Client, TestBroker, TopicRef};
+use common::txn::{end, fetch, fetch_offset, init, produce_txn, record_count, txn_batch, txn_id};
+use common::{create_topic, name, Client, TestBroker};
 use kafgres_broker::{BrokerConfig, MemoryCatalog};
-use kafgres_record::build::{encode_batch, NewRecord, ProducerStamp};
-use kafgres_record::rewrite_crc;
 use kafgres_wire::error_code;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::txn_offset_commit_request::{
@@ -19,24 +18,6 @@ use kafka_protocol::messages::txn_offset_commit_request::{
 };
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-
-fn txn_id(s: &str) -> TransactionalId {
-    TransactionalId(StrBytes::from_string(s.to_string()))
-}
-
-async fn init(client: &mut Client, id: &str, timeout_ms: i32) -> (i64, i16, i16) {
-    let r = client
-        .call(
-            4,
-            &InitProducerIdRequest::default()
-                .with_transactional_id(Some(txn_id(id)))
-                .with_transaction_timeout_ms(timeout_ms)
-                .with_producer_id(ProducerId(-1))
-                .with_producer_epoch(-1),
-        )
-        .await;
-    (r.producer_id.0, r.producer_epoch, r.error_code)
-}
 
 async fn add_partitions(
     client: &mut Client,
@@ -62,58 +43,6 @@ async fn add_partitions(
         .iter()
         .flat_map(|t| t.results_by_partition.iter().map(|p| p.partition_error_code))
         .collect()
-}
-
-async fn end(client: &mut Client, version: i16, id: &str, pid: i64, epoch: i16, commit: bool) -> i16 {
-    let r = client
-        .call(
-            version,
-            &EndTxnRequest::default()
-                .with_transactional_id(txn_id(id))
-                .with_producer_id(ProducerId(pid))
-                .with_producer_epoch(epoch)
-                .with_committed(commit),
-        )
-        .await;
-    r.error_code
-}
-
-/// A transactional batch of `n` records.
-fn txn_batch(pid: i64, epoch: i16, seq: i32, n: usize, tag: &str) -> Vec<u8> {
-    let records: Vec<NewRecord> = (0..n)
-        .map(|i| NewRecord {
-            value: Some(format!("{tag}-{i}").into_bytes()),
-            timestamp_ms: 1_000,
-            ..Default::default()
-        })
-        .collect();
-    let mut b = encode_batch(&records, ProducerStamp { producer_id: pid, producer_epoch: epoch, base_sequence: seq });
-    let attributes = i16::from_be_bytes([b[21], b[22]]) | 0x10;
-    b[21..23].copy_from_slice(&attributes.to_be_bytes());
-    rewrite_crc(&mut b);
-    b
-}
-
-async fn produce_txn(client: &mut Client, id: &str, topic: &str, partition: i32, batch: Vec<u8>) -> i16 {
-    let request = common::produce_request(topic, partition, -1, batch).with_transactional_id(Some(txn_id(id)));
-    let r = client.call(9, &request).await;
-    r.responses[0].partition_responses[0].error_code
-}
-
-async fn fetch(
-    client: &mut Client,
-    topic: &str,
-    partition: i32,
-    offset: i64,
-    committed: bool,
-) -> fetch_response::PartitionData {
-    let request = fetch_request(TopicRef::Name(topic), partition, offset, 1 << 20, 0, 1)
-        .with_isolation_level(if committed { 1 } else { 0 });
-    single_partition(client.call(11, &request).await)
-}
-
-fn record_count(data: &fetch_response::PartitionData) -> usize {
-    common::decode_records(data.records.as_ref().expect("records")).len()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -208,21 +137,6 @@ async fn commit_abort_and_the_last_stable_offset() {
     let mut client = broker.client().await;
     assert_eq!(init(&mut client, "t1", 60_000).await, (pid, 2, 0));
     broker.broker.shutdown().await;
-}
-
-async fn fetch_offset(client: &mut Client, group: &str, topic: &str, partition: i32) -> i64 {
-    use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
-    let r = client
-        .call(
-            5,
-            &OffsetFetchRequest::default().with_group_id(GroupId(StrBytes::from_string(group.into()))).with_topics(
-                Some(vec![OffsetFetchRequestTopic::default()
-                    .with_name(name(topic))
-                    .with_partition_indexes(vec![partition])]),
-            ),
-        )
-        .await;
-    r.topics[0].partitions[0].committed_offset
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

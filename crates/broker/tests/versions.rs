@@ -366,7 +366,9 @@ async fn exchange(
                 .with_producer_epoch(epoch)
                 .with_committed(true);
             let r = client.try_call(version, &request).await?;
-            check(r.error_code == 0, format!("{r:?}"))
+            // v5 is transaction version 2: the end bumps the epoch and says so.
+            let bumped = version < 5 || (r.producer_id.0, r.producer_epoch) == (pid, epoch + 1);
+            check(r.error_code == 0 && bumped, format!("{r:?}"))
         }
         ApiKey::ConsumerGroupHeartbeat => {
             use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, GroupId};
@@ -587,7 +589,7 @@ async fn exchange(
             let r = client.try_call(version, &same).await?;
             let results_ok = if version < 2 { r.results.len() == 2 } else { r.results.is_empty() };
             let change = kafka_protocol::messages::UpdateFeaturesRequest::default()
-                .with_feature_updates(vec![update("group.version", 1), update("transaction.version", 2)]);
+                .with_feature_updates(vec![update("group.version", 1), update("transaction.version", 1)]);
             let refused = client.try_call(version, &change).await?;
             check(
                 r.error_code == 0 && results_ok && refused.error_code == error_code::INVALID_UPDATE_VERSION,

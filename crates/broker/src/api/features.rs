@@ -4,9 +4,10 @@
 //!
 //! The levels say what this broker does, feature by feature, and are fixed:
 //! a Kafgres node is one build, not a cluster rolling through versions.
-//! `transaction.version` is 1 (transactions without KIP-890 part 2's epoch
-//! bump per transaction; clients then use the version 1 protocol), where
-//! Kafka 4.1 finalizes 2; `group.version` 1 is the KIP-848 consumer protocol;
+//! `transaction.version` is 2, as Kafka 4.x finalizes it: clients that know
+//! KIP-890 part 2 bump the epoch at each EndTxn and add partitions implicitly
+//! with their produces, and the others keep the version 1 protocol, both
+//! served; `group.version` 1 is the KIP-848 consumer protocol;
 //! `eligible.leader.replicas.version` 1 because every partition's one replica
 //! is always its leader (empty ELR lists); `metadata.version` and
 //! `kraft.version` are listed as a Kafka 4.1 node lists them so that tools
@@ -46,7 +47,7 @@ pub const FEATURES: &[Feature] = &[
     Feature { name: "kraft.version", min_supported: 0, max_supported: 1, finalized: None },
     // 7 is 3.3-IV3, the oldest Kafka 4 reads; 27 is 4.1-IV1.
     Feature { name: "metadata.version", min_supported: 7, max_supported: 27, finalized: Some(27) },
-    Feature { name: "transaction.version", min_supported: 0, max_supported: 1, finalized: Some(1) },
+    Feature { name: "transaction.version", min_supported: 0, max_supported: 2, finalized: Some(2) },
 ];
 
 /// The finalized features' epoch: Kafka's is the offset of the last feature
@@ -157,9 +158,9 @@ mod tests {
 
     #[test]
     fn only_the_current_level_is_accepted() {
-        assert_eq!(check_update(1, "transaction.version", 1), Ok(()));
+        assert_eq!(check_update(1, "transaction.version", 2), Ok(()));
         assert_eq!(check_update(1, "kraft.version", 0), Ok(()));
-        let change = check_update(1, "transaction.version", 0).unwrap_err();
+        let change = check_update(1, "transaction.version", 1).unwrap_err();
         assert!(change.contains("cannot be changed"), "{change}");
         let beyond = check_update(1, "group.version", 5).unwrap_err();
         assert!(beyond.ends_with("only supports versions 0-1"), "{beyond}");

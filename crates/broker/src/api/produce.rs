@@ -33,6 +33,7 @@ use kafgres_record::{
     peek_offset_and_size, record_timestamps_decompressing, set_log_append_time, validate_produced_batches, BatchError,
     BatchHeader, DecompressLimit, ValidatedBatches,
 };
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// A partition's answer, or the durability it still waits for.
@@ -46,6 +47,10 @@ struct Pending {
 const RECORD_ERRORS_VERSION_MIN: i16 = 8;
 /// Produce v13 names topics by id (KIP-516); an unknown id is UNKNOWN_TOPIC_ID.
 const TOPIC_ID_VERSION_MIN: i16 = 13;
+/// Produce v12 is the first a client of transaction version 2 sends (KIP-890
+/// part 2): its transactional batches add their partitions to the
+/// transaction, with no AddPartitionsToTxn before them.
+const IMPLICIT_ADD_VERSION_MIN: i16 = 12;
 
 pub struct Produce;
 
@@ -74,6 +79,12 @@ impl Handler for Produce {
         // not write the transactional id.
         let transaction_refused =
             request.transactional_id.as_deref().is_some_and(|id| !cx.may_on_transactional_id(Operation::Write, id));
+        let not_added = match request.transactional_id.as_deref() {
+            Some(id) if version >= IMPLICIT_ADD_VERSION_MIN && !transaction_refused && !config.is_follower() => {
+                add_partitions_implicitly(topics, txns, cx, id, &request).await
+            }
+            _ => HashMap::new(),
+        };
         for topic_data in request.topic_data {
             let by_id = version >= TOPIC_ID_VERSION_MIN;
             let topic = if by_id { topics.get_by_id(&topic_data.topic_id) } else { topics.get(&topic_data.name.0) };
@@ -117,9 +128,15 @@ impl Handler for Produce {
                         item.response.error_code = error_code::NOT_LEADER_OR_FOLLOWER
                     }
                     (true, None, None) => item.response.error_code = unknown_topic,
-                    (true, None, Some(partition)) => {
-                        append_one(config, txns, partition, &policy, data.records, &mut item)
-                    }
+                    (true, None, Some(partition)) => match not_added.get(&(name.clone(), data.index)) {
+                        Some(&code) => {
+                            item.response.error_code = code;
+                            item.response.error_message = Some(str_bytes(&format!(
+                                "the partition could not be added to the transaction (error {code})"
+                            )));
+                        }
+                        None => append_one(config, txns, partition, &policy, data.records, &mut item),
+                    },
                 }
                 pending.push(item);
             }
@@ -143,6 +160,57 @@ impl Handler for Produce {
         }
         into_response(answers, version, throttle_time_ms).into()
     }
+}
+
+/// Adds to their transaction the partitions whose transactional batches find
+/// them outside it (a version 2 client's first batch to each), before any is
+/// appended; answers the partitions that could not be added, with their
+/// error as Kafka's Produce gives it. Partitions the request may not write,
+/// or that do not exist, are left to the checks of the append.
+async fn add_partitions_implicitly(
+    topics: &Topics,
+    txns: &TxnService,
+    cx: &RequestContext<'_>,
+    transactional_id: &str,
+    request: &ProduceRequest,
+) -> HashMap<(String, i32), i16> {
+    let by_id = cx.api_version >= TOPIC_ID_VERSION_MIN;
+    let mut to_add: BTreeMap<(i64, i16), Vec<(String, i32)>> = BTreeMap::new();
+    for topic_data in &request.topic_data {
+        let topic = if by_id { topics.get_by_id(&topic_data.topic_id) } else { topics.get(&topic_data.name.0) };
+        let Some(topic) = topic else { continue };
+        if !cx.may_on_topic(Operation::Write, &topic.name) {
+            continue;
+        }
+        for data in &topic_data.partition_data {
+            let Some(records) = &data.records else { continue };
+            let Ok(header) = BatchHeader::parse(records) else { continue };
+            if !header.is_transactional() || header.producer_id < 0 || topic.partition(data.index).is_none() {
+                continue;
+            }
+            let producer = (header.producer_id, header.producer_epoch);
+            if !txns.in_open_transaction(producer, &topic.name, data.index) {
+                to_add.entry(producer).or_default().push((topic.name.clone(), data.index));
+            }
+        }
+    }
+    let mut not_added = HashMap::new();
+    for (producer, partitions) in to_add {
+        if let Err(code) = txns.add_partitions_implicitly(transactional_id, producer, &partitions).await {
+            // Kafka's Produce answers a coordinator that cannot take the
+            // partition now with a retriable NOT_ENOUGH_REPLICAS, which every
+            // client retries without refreshing its metadata.
+            let code = match code {
+                error_code::CONCURRENT_TRANSACTIONS
+                | error_code::COORDINATOR_NOT_AVAILABLE
+                | error_code::COORDINATOR_LOAD_IN_PROGRESS
+                | error_code::NOT_COORDINATOR => error_code::NOT_ENOUGH_REPLICAS,
+                other => other,
+            };
+            not_added.extend(partitions.into_iter().map(|tp| (tp, code)));
+        }
+    }
+    not_added
 }
 
 /// Each topic's name, id and partitions' answers, in request order.

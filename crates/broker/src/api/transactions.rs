@@ -1,8 +1,10 @@
-//! AddPartitionsToTxn (v0-3), AddOffsetsToTxn (v0-4), TxnOffsetCommit (v0-4)
-//! and EndTxn (v0-4): translate between the wire messages and
-//! [`crate::txn::TxnService`]. The versions stop where transaction version 2
-//! (KIP-890 part 2) or broker-to-broker verification begins (see
-//! docs/conformance.md).
+//! AddPartitionsToTxn (v0-3), AddOffsetsToTxn (v0-4), TxnOffsetCommit (v0-5)
+//! and EndTxn (v0-5): translate between the wire messages and
+//! [`crate::txn::TxnService`]. TxnOffsetCommit v5 and EndTxn v5 are
+//! transaction version 2 (KIP-890 part 2): the group joins the transaction
+//! with its offsets, and every end bumps the epoch, answered in EndTxn.
+//! AddPartitionsToTxn stops where broker-to-broker verification begins (v4;
+//! see docs/conformance.md).
 
 use kafgres_wire::error_code;
 use kafka_protocol::messages::add_partitions_to_txn_response::{
@@ -25,6 +27,9 @@ use crate::txn::TxnService;
 /// The versions from which each API can carry PRODUCER_FENCED (older ones
 /// get INVALID_PRODUCER_EPOCH, as Kafka maps it).
 const FENCED_SINCE_VERSION: i16 = 2;
+
+/// The first TxnOffsetCommit and EndTxn versions of transaction version 2.
+const TRANSACTION_V2_VERSION: i16 = 5;
 
 pub struct AddPartitionsToTxn;
 
@@ -164,9 +169,9 @@ pub struct TxnOffsetCommit;
 
 impl Handler for TxnOffsetCommit {
     const KEY: ApiKey = ApiKey::TxnOffsetCommit;
-    /// v0-v4: v5 is transaction version 2 (KIP-890), which ApiVersions does
-    /// not offer as a feature.
-    const VERSIONS: Versions = Versions::new(0, 4);
+    /// v0-v5: v5 is transaction version 2 (KIP-890), sent without
+    /// AddOffsetsToTxn.
+    const VERSIONS: Versions = Versions::new(0, 5);
     type Request = TxnOffsetCommitRequest;
     type Response = TxnOffsetCommitResponse;
     type Services<'a> = &'a TxnService;
@@ -208,7 +213,16 @@ impl Handler for TxnOffsetCommit {
         let code = if group_id.is_empty() {
             error_code::INVALID_GROUP_ID
         } else {
-            match txns.txn_offset_commit(&req.transactional_id.0, producer, fenced_code, &group_id, offsets).await {
+            let implicit_add = version >= TRANSACTION_V2_VERSION;
+            let committed = txns.txn_offset_commit(
+                &req.transactional_id.0,
+                producer,
+                fenced_code,
+                &group_id,
+                offsets,
+                implicit_add,
+            );
+            match committed.await {
                 Ok(()) => error_code::NONE,
                 Err(code) => code,
             }
@@ -259,9 +273,9 @@ pub struct EndTxn;
 
 impl Handler for EndTxn {
     const KEY: ApiKey = ApiKey::EndTxn;
-    /// v0-v4: v5 is transaction version 2 (KIP-890), which ApiVersions does
-    /// not offer as a feature.
-    const VERSIONS: Versions = Versions::new(0, 4);
+    /// v0-v5: v5 is transaction version 2 (KIP-890): the end bumps the
+    /// epoch, and the answer carries the producer id and epoch to go on with.
+    const VERSIONS: Versions = Versions::new(0, 5);
     type Request = EndTxnRequest;
     type Response = EndTxnResponse;
     type Services<'a> = &'a TxnService;
@@ -277,10 +291,14 @@ impl Handler for EndTxn {
             response.error_code = error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
             return response.into();
         }
-        response.error_code = match txns.end_txn(&req.transactional_id.0, producer, fenced_code, req.committed).await {
-            Ok(()) => error_code::NONE,
-            Err(code) => code,
-        };
+        let version_2 = version >= TRANSACTION_V2_VERSION;
+        match txns.end_txn(&req.transactional_id.0, producer, fenced_code, req.committed, version_2).await {
+            Ok((producer_id, producer_epoch)) => {
+                response.producer_id = ProducerId(producer_id);
+                response.producer_epoch = producer_epoch;
+            }
+            Err(code) => response.error_code = code,
+        }
         response.into()
     }
 

@@ -24,15 +24,26 @@
 //! a finished transaction changes nothing in a partition). Open (Ongoing)
 //! transactions found at startup stay open; their timeout still applies.
 //!
+//! # Transaction version 2 (KIP-890 part 2)
+//!
+//! ApiVersions finalizes `transaction.version` 2, as Kafka 4.x does. A client
+//! that knows it sends no AddPartitionsToTxn or AddOffsetsToTxn: its first
+//! transactional batch to a partition (Produce v12+) and its TxnOffsetCommit
+//! (v5+) add the partition or group, opening the transaction, stored before
+//! the batch is appended. Each EndTxn (v5+) bumps the epoch: the markers
+//! carry the new one, the answer gives it to the client, and a batch the
+//! client sent late for the ended transaction is fenced from the next. When
+//! the epoch runs out the end hands out a new producer id. A version 2 abort
+//! with nothing open only bumps the epoch. Older clients (librdkafka,
+//! kafka-python, Java before 4.0) keep the version 1 protocol on the same ids.
+//!
 //! # Differences from Kafka
 //!
 //! Kafka answers EndTxn once PrepareCommit is written and writes the markers
 //! afterwards (clients retry CONCURRENT_TRANSACTIONS meanwhile); Kafgres
 //! answers when the transaction is complete, so a producer's next transaction
-//! never waits on the previous one's markers. Transaction version 2 (KIP-890
-//! part 2: epoch bump per transaction, implicit AddPartitionsToTxn) is not
-//! offered: ApiVersions advertises no `transaction.version` feature, so clients
-//! use version 1.
+//! never waits on the previous one's markers, and a retried EndTxn that finds
+//! Prepare* (the first attempt failed after storing it) finishes it.
 
 pub mod rules;
 mod service;

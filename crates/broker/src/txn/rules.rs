@@ -117,6 +117,10 @@ pub enum EndPlan {
     End,
     /// A retry of an end already done: answer success.
     AlreadyDone,
+    /// A retry of an end that failed after storing Prepare*: write the
+    /// markers and complete. (The id's lock is held while an end runs, so a
+    /// Prepare* seen under it is one that failed, not one in progress.)
+    Resume,
 }
 
 /// Kafka's `endTransaction` checks for a request to commit (or abort).
@@ -124,7 +128,64 @@ pub fn plan_end(state: TxnState, commit: bool) -> Result<EndPlan, i16> {
     match (state, commit) {
         (TxnState::Ongoing, _) => Ok(EndPlan::End),
         (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => Ok(EndPlan::AlreadyDone),
-        (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => Err(error_code::CONCURRENT_TRANSACTIONS),
+        (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => Ok(EndPlan::Resume),
+        _ => Err(error_code::INVALID_TXN_STATE),
+    }
+}
+
+/// What EndTxn does for a client of transaction version 2 (EndTxn v5+,
+/// KIP-890 part 2), where every end bumps the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndPlanV2 {
+    /// Bump the epoch, write the markers (with the bumped epoch), complete.
+    End,
+    /// No transaction is open (partitions are added implicitly, so the client
+    /// cannot know): an abort only bumps the epoch, fencing late batches.
+    AbortEmpty,
+    /// A retry of the end that bumped the epoch: answer success with the
+    /// current producer id and epoch.
+    AlreadyDone,
+}
+
+/// Which request an id in `state` at `current` (producer id, epoch) takes
+/// from a version 2 client asking with `request`: Kafka's `endTransaction`
+/// (its `isValidEpoch`, `retryOnEpochBump` and `retryOnOverflow`).
+/// `previous_producer_id` is the id the last end replaced when the epoch ran
+/// out.
+pub fn plan_end_v2(
+    state: TxnState,
+    commit: bool,
+    current: (i64, i16),
+    request: (i64, i16),
+    previous_producer_id: Option<i64>,
+) -> Result<EndPlanV2, i16> {
+    let retry_on_overflow = previous_producer_id == Some(request.0)
+        && request.1 == i16::MAX - 1
+        && current.1 == 0
+        && request.0 != current.0;
+    if request.0 != current.0 && !retry_on_overflow {
+        return Err(error_code::INVALID_PRODUCER_ID_MAPPING);
+    }
+    let retry_on_epoch_bump = request.0 == current.0 && i32::from(request.1) + 1 == i32::from(current.1);
+    let retry = retry_on_epoch_bump || retry_on_overflow;
+    let valid_epoch = match state {
+        TxnState::Ongoing | TxnState::Empty => request.1 == current.1 && request.0 == current.0,
+        TxnState::PrepareCommit | TxnState::PrepareAbort => retry_on_epoch_bump,
+        TxnState::CompleteCommit | TxnState::CompleteAbort => retry || request == current,
+    };
+    if !valid_epoch {
+        return Err(error_code::PRODUCER_FENCED);
+    }
+    match (state, commit) {
+        (TxnState::Ongoing, _) => Ok(EndPlanV2::End),
+        // Kafka answers CONCURRENT_TRANSACTIONS while its markers are under
+        // way; here an end holds the id's lock until complete, so this is a
+        // retry of an end that failed after Prepare*: it finishes it.
+        (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => Ok(EndPlanV2::End),
+        (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) if retry => Ok(EndPlanV2::AlreadyDone),
+        (TxnState::CompleteCommit | TxnState::CompleteAbort | TxnState::Empty, false) if !retry => {
+            Ok(EndPlanV2::AbortEmpty)
+        }
         _ => Err(error_code::INVALID_TXN_STATE),
     }
 }
@@ -164,8 +225,58 @@ mod tests {
         assert_eq!(plan_end(TxnState::CompleteAbort, false), Ok(EndPlan::AlreadyDone));
         assert_eq!(plan_end(TxnState::CompleteCommit, false), Err(error_code::INVALID_TXN_STATE));
         assert_eq!(plan_end(TxnState::Empty, true), Err(error_code::INVALID_TXN_STATE));
-        assert_eq!(plan_end(TxnState::PrepareCommit, true), Err(error_code::CONCURRENT_TRANSACTIONS));
+        assert_eq!(plan_end(TxnState::PrepareCommit, true), Ok(EndPlan::Resume));
         assert_eq!(plan_end(TxnState::PrepareCommit, false), Err(error_code::INVALID_TXN_STATE));
+    }
+
+    #[test]
+    fn version_2_ends_follow_kafkas_epoch_rules() {
+        use EndPlanV2::*;
+        let pid = 7;
+        // The end of an open transaction, at its epoch; a stale or newer one is fenced.
+        assert_eq!(plan_end_v2(TxnState::Ongoing, true, (pid, 4), (pid, 4), None), Ok(End));
+        assert_eq!(plan_end_v2(TxnState::Ongoing, false, (pid, 4), (pid, 3), None), Err(error_code::PRODUCER_FENCED));
+        assert_eq!(plan_end_v2(TxnState::Ongoing, false, (pid, 4), (pid, 5), None), Err(error_code::PRODUCER_FENCED));
+        assert_eq!(
+            plan_end_v2(TxnState::Ongoing, true, (pid, 4), (8, 4), None),
+            Err(error_code::INVALID_PRODUCER_ID_MAPPING)
+        );
+        // A retry carries the epoch before the bump.
+        assert_eq!(plan_end_v2(TxnState::CompleteCommit, true, (pid, 5), (pid, 4), None), Ok(AlreadyDone));
+        assert_eq!(plan_end_v2(TxnState::CompleteAbort, false, (pid, 5), (pid, 4), None), Ok(AlreadyDone));
+        assert_eq!(
+            plan_end_v2(TxnState::CompleteCommit, false, (pid, 5), (pid, 4), None),
+            Err(error_code::INVALID_TXN_STATE)
+        );
+        assert_eq!(plan_end_v2(TxnState::PrepareCommit, true, (pid, 5), (pid, 4), None), Ok(End));
+        assert_eq!(
+            plan_end_v2(TxnState::PrepareCommit, false, (pid, 5), (pid, 4), None),
+            Err(error_code::INVALID_TXN_STATE)
+        );
+        assert_eq!(
+            plan_end_v2(TxnState::PrepareCommit, true, (pid, 5), (pid, 5), None),
+            Err(error_code::PRODUCER_FENCED)
+        );
+        // At the current epoch with nothing open: an abort bumps, a commit is refused.
+        assert_eq!(plan_end_v2(TxnState::Empty, false, (pid, 5), (pid, 5), None), Ok(AbortEmpty));
+        assert_eq!(plan_end_v2(TxnState::CompleteCommit, false, (pid, 5), (pid, 5), None), Ok(AbortEmpty));
+        assert_eq!(plan_end_v2(TxnState::CompleteAbort, false, (pid, 5), (pid, 5), None), Ok(AbortEmpty));
+        assert_eq!(plan_end_v2(TxnState::Empty, true, (pid, 5), (pid, 5), None), Err(error_code::INVALID_TXN_STATE));
+        assert_eq!(
+            plan_end_v2(TxnState::CompleteCommit, true, (pid, 5), (pid, 5), None),
+            Err(error_code::INVALID_TXN_STATE)
+        );
+        // The epoch ran out: the retry names the old id at the last epoch.
+        let overflow = (pid, i16::MAX - 1);
+        assert_eq!(plan_end_v2(TxnState::CompleteCommit, true, (9, 0), overflow, Some(pid)), Ok(AlreadyDone));
+        assert_eq!(
+            plan_end_v2(TxnState::CompleteCommit, true, (9, 0), overflow, None),
+            Err(error_code::INVALID_PRODUCER_ID_MAPPING)
+        );
+        assert_eq!(
+            plan_end_v2(TxnState::CompleteCommit, true, (9, 0), (pid, 3), Some(pid)),
+            Err(error_code::INVALID_PRODUCER_ID_MAPPING)
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use kafgres_log::TxnEnd;
 use kafgres_wire::error_code;
 use tokio::sync::Notify;
 
-use super::rules::{self, EndPlan, InitPlan, Partitions, TxnState};
+use super::rules::{self, EndPlan, EndPlanV2, InitPlan, Partitions, TxnState};
 use crate::catalog::{Catalog, CommittedOffset, TransactionRecord};
 use crate::group_service::GroupService;
 use crate::partition::AppendOutcome;
@@ -53,6 +53,26 @@ const NO_TRANSACTION_STARTED: i64 = -1;
 /// How long a failed expiry waits before it is tried again.
 const EXPIRY_RETRY_MS: i64 = 60_000;
 
+/// How an end moves the producer's epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EpochBump {
+    /// Transaction version 1: the epoch stays.
+    None,
+    /// Transaction version 2: the end bumps it (the markers carry the new one).
+    Bump,
+    /// A fence (timeout, a new producer instance) bumped it already.
+    AlreadyDone,
+}
+
+/// A version 2 end whose epoch ran out hands the client `next_producer_id`
+/// at epoch 0, remembering the old id for a retry of that end.
+fn rotate_producer_id(meta: &mut TxnMeta, next_producer_id: Option<i64>) {
+    let Some(next) = next_producer_id else { return };
+    meta.previous_producer_id = Some(meta.producer_id);
+    meta.producer_id = next;
+    meta.producer_epoch = 0;
+}
+
 /// Markers carry the coordinator's epoch; this coordinator never moves.
 const COORDINATOR_EPOCH: i32 = 0;
 
@@ -69,9 +89,22 @@ struct TxnMeta {
     started_ms: i64,
     /// When the state was last stored: idle ids expire from here.
     updated_ms: i64,
+    /// The producer id a version 2 end replaced when the epoch ran out, for
+    /// a retry of that end (Kafka's `previousProducerId`). Kept in memory
+    /// only: a retry across a restart is told INVALID_PRODUCER_ID_MAPPING.
+    previous_producer_id: Option<i64>,
 }
 
 impl TxnMeta {
+    /// Opens a transaction on an idle id.
+    fn begin(&mut self) {
+        self.state = TxnState::Ongoing;
+        self.started_ms = crate::now_ms();
+        self.partitions.clear();
+        self.groups.clear();
+        self.pending.clear();
+    }
+
     fn record(&self, transactional_id: &str) -> TransactionRecord {
         TransactionRecord {
             transactional_id: transactional_id.to_string(),
@@ -102,6 +135,7 @@ impl TxnMeta {
                 .collect(),
             started_ms: r.started_ms,
             updated_ms: r.updated_ms,
+            previous_producer_id: None,
         })
     }
 }
@@ -292,6 +326,16 @@ impl TxnService {
         }
     }
 
+    /// Whether a transactional batch of `producer` for the partition finds it
+    /// in the open transaction already (Produce's fast path; a version 2
+    /// client's first batch to a partition adds it, see
+    /// [`TxnService::add_partitions_implicitly`]).
+    pub fn in_open_transaction(&self, producer: (i64, i16), topic: &str, partition: i32) -> bool {
+        lock(&self.open).get(&producer.0).is_some_and(|(epoch, partitions)| {
+            *epoch == producer.1 && partitions.contains(&(topic.to_string(), partition))
+        })
+    }
+
     async fn store(&self, transactional_id: &str, meta: &mut TxnMeta) -> Result<(), i16> {
         meta.updated_ms = crate::now_ms();
         let result = self.catalog.store_transaction(meta.record(transactional_id)).await;
@@ -328,13 +372,14 @@ impl TxnService {
                     pending: BTreeMap::new(),
                     started_ms: crate::now_ms(),
                     updated_ms: crate::now_ms(),
+                    previous_producer_id: None,
                 }
             }
             (InitPlan::AbortOpenThenBump, Some(mut meta)) => {
                 // Fence the old producer first: the abort markers carry the
                 // new epoch, so its late batches and its EndTxn are refused.
                 meta.producer_epoch += 1;
-                self.finish(transactional_id, &mut meta, false).await?;
+                self.finish(transactional_id, &mut meta, false, EpochBump::AlreadyDone).await?;
                 meta
             }
             (_, Some(meta)) => meta,
@@ -431,6 +476,23 @@ impl TxnService {
         .await
     }
 
+    /// A version 2 client's Produce (v12+) to partitions its transaction
+    /// does not hold yet adds them (KIP-890 part 2: no AddPartitionsToTxn),
+    /// opening the transaction if none is; stored before the batches are
+    /// appended, so no partition ever holds records of a transaction the
+    /// coordinator does not know.
+    pub async fn add_partitions_implicitly(
+        &self,
+        transactional_id: &str,
+        producer: (i64, i16),
+        partitions: &[(String, i32)],
+    ) -> Result<(), i16> {
+        self.add(transactional_id, producer, error_code::INVALID_PRODUCER_EPOCH, |meta| {
+            meta.partitions.extend(partitions.iter().cloned());
+        })
+        .await
+    }
+
     async fn add(
         &self,
         transactional_id: &str,
@@ -443,11 +505,7 @@ impl TxnService {
         rules::check_can_add(current.state)?;
         let mut meta = current.clone();
         if meta.state != TxnState::Ongoing {
-            meta.state = TxnState::Ongoing;
-            meta.started_ms = crate::now_ms();
-            meta.partitions.clear();
-            meta.groups.clear();
-            meta.pending.clear();
+            meta.begin();
         }
         let before = (meta.partitions.len(), meta.groups.len());
         change(&mut meta);
@@ -461,6 +519,9 @@ impl TxnService {
 
     /// TxnOffsetCommit: offsets committed if the transaction commits. They are
     /// stored with the transaction's state before the answer.
+    /// `implicit_add`: a version 2 client (TxnOffsetCommit v5+) sends no
+    /// AddOffsetsToTxn, so the group joins the transaction here, which opens
+    /// if none is.
     pub async fn txn_offset_commit(
         &self,
         transactional_id: &str,
@@ -468,13 +529,20 @@ impl TxnService {
         fenced_code: i16,
         group_id: &str,
         offsets: TxnOffsets,
+        implicit_add: bool,
     ) -> Result<(), i16> {
         let mut guard = self.checked(transactional_id, producer, fenced_code).await?;
         let Some(current) = guard.as_ref() else { return Err(error_code::INVALID_PRODUCER_ID_MAPPING) };
-        if current.state != TxnState::Ongoing || !current.groups.contains(group_id) {
+        let mut meta = current.clone();
+        if implicit_add {
+            rules::check_can_add(meta.state)?;
+            if meta.state != TxnState::Ongoing {
+                meta.begin();
+            }
+            meta.groups.insert(group_id.to_string());
+        } else if current.state != TxnState::Ongoing || !current.groups.contains(group_id) {
             return Err(error_code::INVALID_TXN_STATE);
         }
-        let mut meta = current.clone();
         let now = crate::now_ms();
         for (topic, partition, offset, leader_epoch, metadata) in offsets {
             let committed = CommittedOffset {
@@ -493,53 +561,147 @@ impl TxnService {
         Ok(())
     }
 
-    /// EndTxn: commit or abort the open transaction; answered when complete.
+    /// EndTxn: commit or abort the open transaction; answered when complete,
+    /// with the producer id and epoch the client goes on with. A client of
+    /// transaction version 2 (`version_2`: EndTxn v5+) gets its epoch bumped
+    /// at every end, so a batch it sent late for this transaction is fenced
+    /// from the next one (KIP-890 part 2).
     pub async fn end_txn(
         &self,
         transactional_id: &str,
         producer: (i64, i16),
         fenced_code: i16,
         commit: bool,
-    ) -> Result<(), i16> {
-        let mut guard = self.checked(transactional_id, producer, fenced_code).await?;
+        version_2: bool,
+    ) -> Result<(i64, i16), i16> {
+        if !version_2 {
+            let mut guard = self.checked(transactional_id, producer, fenced_code).await?;
+            let Some(current) = guard.as_ref() else { return Err(error_code::INVALID_PRODUCER_ID_MAPPING) };
+            let answer = (current.producer_id, current.producer_epoch);
+            let mut meta = current.clone();
+            let result = match rules::plan_end(current.state, commit)? {
+                EndPlan::AlreadyDone => return Ok(answer),
+                EndPlan::End => self.finish(transactional_id, &mut meta, commit, EpochBump::None).await,
+                EndPlan::Resume => self.complete_prepared(transactional_id, &mut meta, commit).await,
+            };
+            *guard = Some(meta);
+            return result.map(|()| answer);
+        }
+        let entry = self.existing(transactional_id).ok_or(error_code::INVALID_PRODUCER_ID_MAPPING)?;
+        let mut guard = entry.lock_owned().await;
         let Some(current) = guard.as_ref() else { return Err(error_code::INVALID_PRODUCER_ID_MAPPING) };
-        match rules::plan_end(current.state, commit)? {
-            EndPlan::AlreadyDone => Ok(()),
-            EndPlan::End => {
-                let mut meta = current.clone();
-                let result = self.finish(transactional_id, &mut meta, commit).await;
-                *guard = Some(meta);
-                result
+        let current_producer = (current.producer_id, current.producer_epoch);
+        let plan = rules::plan_end_v2(current.state, commit, current_producer, producer, current.previous_producer_id)
+            .map_err(|code| if code == error_code::PRODUCER_FENCED { fenced_code } else { code })?;
+        let mut meta = current.clone();
+        let result = match plan {
+            EndPlanV2::AlreadyDone => return Ok(current_producer),
+            // A Prepare* left by a failed end is finished by the retry
+            // (with the epoch it was bumped to), not refused for ever.
+            EndPlanV2::End if meta.state != TxnState::Ongoing => {
+                self.complete_prepared(transactional_id, &mut meta, commit).await
             }
+            EndPlanV2::End => self.finish(transactional_id, &mut meta, commit, EpochBump::Bump).await,
+            EndPlanV2::AbortEmpty => self.abort_empty(transactional_id, &mut meta).await,
+        };
+        let answer = (meta.producer_id, meta.producer_epoch);
+        *guard = Some(meta);
+        result.map(|()| answer)
+    }
+
+    /// A version 2 abort with no transaction open: the epoch moves on (a new
+    /// producer id when it runs out), nothing is written to any partition.
+    /// Nothing changes unless the new state is stored.
+    async fn abort_empty(&self, transactional_id: &str, meta: &mut TxnMeta) -> Result<(), i16> {
+        let mut next = meta.clone();
+        let next_producer_id = self.bump_epoch(&mut next).await?;
+        next.state = TxnState::CompleteAbort;
+        next.partitions.clear();
+        next.groups.clear();
+        next.pending.clear();
+        rotate_producer_id(&mut next, next_producer_id);
+        self.store(transactional_id, &mut next).await?;
+        self.forget_replaced_producer(meta.producer_id, &next);
+        *meta = next;
+        Ok(())
+    }
+
+    /// The next epoch of a version 2 end, and the producer id that follows
+    /// when this one's epochs run out (Kafka rotates at `Short.MaxValue - 1`:
+    /// the markers take the last epoch, the client the new id at epoch 0).
+    async fn bump_epoch(&self, meta: &mut TxnMeta) -> Result<Option<i64>, i16> {
+        let next_producer_id =
+            if meta.producer_epoch >= i16::MAX - 1 { Some(self.new_producer_id().await?) } else { None };
+        meta.producer_epoch = meta.producer_epoch.saturating_add(1);
+        Ok(next_producer_id)
+    }
+
+    /// Once a state naming a new producer id is stored, the old id's
+    /// entries go (as after InitProducerId hands out a new one).
+    fn forget_replaced_producer(&self, old_producer_id: i64, meta: &TxnMeta) {
+        if meta.producer_id != old_producer_id {
+            lock(&self.open).remove(&old_producer_id);
+            lock(&self.epochs).remove(&old_producer_id);
         }
     }
 
     /// Prepare (stored), markers (durable), complete (stored, with the offsets
     /// of a commit). On failure the state stays Prepare*, which the next
-    /// start (or the id's next InitProducerId after a retry) finishes.
-    async fn finish(&self, transactional_id: &str, meta: &mut TxnMeta, commit: bool) -> Result<(), i16> {
+    /// start, or a retry of the EndTxn, finishes.
+    async fn finish(
+        &self,
+        transactional_id: &str,
+        meta: &mut TxnMeta,
+        commit: bool,
+        bump: EpochBump,
+    ) -> Result<(), i16> {
+        let next_producer_id = match bump {
+            EpochBump::Bump => self.bump_epoch(meta).await?,
+            EpochBump::None | EpochBump::AlreadyDone => None,
+        };
         meta.state = if commit { TxnState::PrepareCommit } else { TxnState::PrepareAbort };
         if !commit {
             meta.pending.clear();
         }
         self.store(transactional_id, meta).await?;
+        self.complete_prepared_then_rotate(transactional_id, meta, commit, next_producer_id).await
+    }
+
+    /// Markers and completion of a transaction stored as Prepare*.
+    async fn complete_prepared(&self, transactional_id: &str, meta: &mut TxnMeta, commit: bool) -> Result<(), i16> {
+        self.complete_prepared_then_rotate(transactional_id, meta, commit, None).await
+    }
+
+    async fn complete_prepared_then_rotate(
+        &self,
+        transactional_id: &str,
+        meta: &mut TxnMeta,
+        commit: bool,
+        next_producer_id: Option<i64>,
+    ) -> Result<(), i16> {
         self.write_markers(meta, commit).await?;
         let offsets: Vec<CommittedOffset> = meta.pending.values().cloned().collect();
+        let before = meta.clone();
         meta.state = if commit { TxnState::CompleteCommit } else { TxnState::CompleteAbort };
         meta.partitions.clear();
         meta.groups.clear();
         meta.pending.clear();
+        rotate_producer_id(meta, next_producer_id);
+        meta.updated_ms = crate::now_ms();
         let record = meta.record(transactional_id);
         let stored = if commit && !offsets.is_empty() {
             self.catalog.complete_transaction(record, offsets.clone()).await
         } else {
             self.catalog.store_transaction(record).await
         };
-        stored.map_err(|e| {
+        if let Err(e) = stored {
             log::warn!("transactional id {transactional_id}: completing failed: {e}");
-            error_code::COORDINATOR_NOT_AVAILABLE
-        })?;
+            // Still Prepare*, as stored: a retry or the next start finishes it.
+            *meta = before;
+            return Err(error_code::COORDINATOR_NOT_AVAILABLE);
+        }
         self.track(transactional_id, meta);
+        self.forget_replaced_producer(before.producer_id, meta);
         if !offsets.is_empty() {
             self.groups.load_committed_offsets(offsets);
         }
@@ -593,7 +755,7 @@ impl TxnService {
                 "transactional id {id}: finishing its {} after a restart",
                 if commit { "commit" } else { "abort" }
             );
-            if let Err(code) = self.finish(&id, &mut meta, commit).await {
+            if let Err(code) = self.complete_prepared(&id, &mut meta, commit).await {
                 log::warn!("transactional id {id}: finishing failed (error {code}); retried at its next request");
             }
             *guard = Some(meta);
@@ -692,7 +854,7 @@ impl TxnService {
             meta.timeout_ms
         );
         meta.producer_epoch = meta.producer_epoch.saturating_add(1);
-        if let Err(code) = self.finish(transactional_id, &mut meta, false).await {
+        if let Err(code) = self.finish(transactional_id, &mut meta, false, EpochBump::AlreadyDone).await {
             log::warn!("transactional id {transactional_id}: aborting failed (error {code})");
         }
         *guard = Some(meta);

@@ -34,6 +34,7 @@ use tokio::net::TcpStream;
 use uuid::Uuid;
 
 pub mod tls;
+pub mod txn;
 
 /// The longest any single read (or connect) may take before the test fails.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
