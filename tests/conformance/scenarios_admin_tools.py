@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from confluent_kafka import Producer
+from confluent_kafka import OFFSET_BEGINNING, Producer
 
 from framework import Context, error_text, scenario
 
@@ -62,7 +62,7 @@ def _table(ctx: Context, label: str, lines: list[str], keep: re.Pattern[str] | N
 
 @scenario
 def scenario_transaction_admin(ctx: Context) -> None:
-    """kafka-transactions list, describe and find-hanging, and kafka-python's list_transactions with each
+    """kafka-transactions list, describe, find-hanging and abort, and kafka-python's list_transactions with each
     filter (state, producer id, duration, id pattern, a bad pattern) and describe_transactions: an open, a
     committed and an initialised transactional id."""
     from kafka import KafkaAdminClient
@@ -124,11 +124,19 @@ def scenario_transaction_admin(ctx: Context) -> None:
                     f"partitions={partitions}")
     finally:
         admin.close()
+    # The open transaction's partition 0 as a hanging one: abort finds its producer with
+    # DescribeProducers and ends it there with WriteTxnMarkers; partition 1 stays open.
+    ctx.cli("kafka-transactions", "abort", "--topic", topic, "--partition", "0", "--start-offset", "0")
+    _table(ctx, "$ kafka-transactions find-hanging, after abort:",
+           ctx.cli("kafka-transactions", "find-hanging", "--broker-id", str(ctx.norm.node_id), show=False), ours)
     try:
         producers["open"].commit_transaction(20)
         ctx.out("commit the open one: ok")
     except Exception as e:  # noqa: BLE001
         ctx.out("commit the open one:", error_text(e, message=False))
+    # Partition 0's record of the open transaction was aborted first: its commit marker came after.
+    ctx.consume(topic, 0, OFFSET_BEGINNING, 1, config={"isolation.level": "read_committed"},
+                show=lambda m: f"read_committed p0 @{m.offset()} {m.value()!r}")
 
 
 @scenario

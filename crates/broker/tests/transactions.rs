@@ -364,3 +364,43 @@ async fn an_idle_transactional_id_expires_and_an_open_one_does_not() {
     }
     broker.broker.shutdown().await;
 }
+
+async fn write_markers(client: &mut Client, pid: i64, epoch: i16, topic: &str, partitions: Vec<i32>) -> Vec<i16> {
+    use kafka_protocol::messages::write_txn_markers_request::{WritableTxnMarker, WritableTxnMarkerTopic};
+    let request = WriteTxnMarkersRequest::default().with_markers(vec![WritableTxnMarker::default()
+        .with_producer_id(ProducerId(pid))
+        .with_producer_epoch(epoch)
+        .with_transaction_result(false)
+        .with_coordinator_epoch(-1)
+        .with_topics(vec![WritableTxnMarkerTopic::default()
+            .with_name(name(topic))
+            .with_partition_indexes(partitions)])]);
+    let r = client.call(1, &request).await;
+    r.markers[0].topics[0].partitions.iter().map(|p| p.error_code).collect()
+}
+
+/// `kafka-transactions.sh abort` ends a transaction left open in a partition
+/// with WriteTxnMarkers: the marker moves the last stable offset past it and
+/// lists it as aborted; an older epoch or an unknown partition is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_txn_markers_ends_a_hanging_transaction() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "hang", 1).await;
+    let (pid, epoch, _) = init(&mut client, "hanging", 60_000).await;
+    assert_eq!(add_partitions(&mut client, "hanging", pid, epoch, "hang", &[0]).await, vec![0]);
+    assert_eq!(produce_txn(&mut client, "hanging", "hang", 0, txn_batch(pid, epoch, 0, 3, "h")).await, 0);
+    let open = fetch(&mut client, "hang", 0, 0, true).await;
+    assert_eq!((open.high_watermark, open.last_stable_offset), (3, 0));
+
+    assert_eq!(write_markers(&mut client, pid, epoch, "hang", vec![0, 7]).await, vec![0, 3]);
+    let ended = fetch(&mut client, "hang", 0, 0, true).await;
+    assert_eq!((ended.high_watermark, ended.last_stable_offset), (4, 4));
+    let aborted = ended.aborted_transactions.clone().unwrap_or_default();
+    assert_eq!(aborted.iter().map(|a| (a.producer_id.0, a.first_offset)).collect::<Vec<_>>(), vec![(pid, 0)]);
+
+    // A newer epoch in the partition refuses an older marker.
+    assert_eq!(write_markers(&mut client, pid, epoch + 1, "hang", vec![0]).await, vec![0]);
+    assert_eq!(write_markers(&mut client, pid, epoch, "hang", vec![0]).await, vec![error_code::INVALID_PRODUCER_EPOCH]);
+    broker.broker.shutdown().await;
+}

@@ -370,6 +370,24 @@ async fn exchange(
             let bumped = version < 5 || (r.producer_id.0, r.producer_epoch) == (pid, epoch + 1);
             check(r.error_code == 0 && bumped, format!("{r:?}"))
         }
+        ApiKey::WriteTxnMarkers => {
+            use kafka_protocol::messages::write_txn_markers_request::{WritableTxnMarker, WritableTxnMarkerTopic};
+            // A topic of its own: a marker in "swept" would move Produce's offsets.
+            let topic = format!("marked-v{version}");
+            create_topic(client, &topic, 1).await;
+            let request = kafka_protocol::messages::WriteTxnMarkersRequest::default().with_markers(vec![
+                WritableTxnMarker::default()
+                    .with_producer_id(kafka_protocol::messages::ProducerId(4_242))
+                    .with_producer_epoch(0)
+                    .with_transaction_result(false)
+                    .with_coordinator_epoch(0)
+                    .with_topics(vec![WritableTxnMarkerTopic::default()
+                        .with_name(common::name(&topic))
+                        .with_partition_indexes(vec![0])]),
+            ]);
+            let r = client.try_call(version, &request).await?;
+            check(r.markers[0].topics[0].partitions[0].error_code == 0, format!("{r:?}"))
+        }
         ApiKey::ConsumerGroupHeartbeat => {
             use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, GroupId};
             let group = GroupId(StrBytes::from_string(format!("kip848-v{version}")));
@@ -755,6 +773,7 @@ async fn every_served_version_answers() {
         AddOffsetsToTxn,
         TxnOffsetCommit,
         EndTxn,
+        WriteTxnMarkers,
         SaslHandshake,
         SaslAuthenticate,
         DescribeAcls,

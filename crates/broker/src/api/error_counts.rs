@@ -267,6 +267,12 @@ impl ErrorCounts for DescribeProducersResponse {
     }
 }
 
+impl ErrorCounts for WriteTxnMarkersResponse {
+    fn error_codes(&self, count: &mut dyn FnMut(i16)) {
+        self.markers.iter().flat_map(|m| &m.topics).flat_map(|t| &t.partitions).for_each(|p| count(p.error_code));
+    }
+}
+
 impl ErrorCounts for CreateAclsResponse {
     fn error_codes(&self, count: &mut dyn FnMut(i16)) {
         self.results.iter().for_each(|r| count(r.error_code));

@@ -43,6 +43,7 @@ pub mod throttle_time;
 pub mod transaction_admin;
 pub mod transactions;
 pub mod user_scram;
+pub mod write_txn_markers;
 
 pub use handler::{Answer, Handler, RequestContext, Served, ServedApi, Versions};
 
@@ -84,6 +85,7 @@ macro_rules! served_apis {
             $crate::api::transactions::AddOffsetsToTxn,
             $crate::api::transactions::EndTxn,
             $crate::api::transactions::TxnOffsetCommit,
+            $crate::api::write_txn_markers::WriteTxnMarkers,
             $crate::api::alter_configs::IncrementalAlterConfigs,
             $crate::api::alter_configs::AlterConfigs,
             $crate::api::describe_log_dirs::DescribeLogDirs,

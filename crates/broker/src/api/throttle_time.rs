@@ -76,7 +76,7 @@ with_throttle_time!(
 );
 
 /// No field: the request quota exempts these (a client must be able to
-/// authenticate).
+/// authenticate; WriteTxnMarkers is a cluster action, which Kafka exempts).
 macro_rules! without_throttle_time {
     ($($response:ty),* $(,)?) => {
         $(impl ThrottleTime for $response {
@@ -85,4 +85,4 @@ macro_rules! without_throttle_time {
     };
 }
 
-without_throttle_time!(SaslHandshakeResponse, SaslAuthenticateResponse);
+without_throttle_time!(SaslHandshakeResponse, SaslAuthenticateResponse, WriteTxnMarkersResponse);

@@ -54,6 +54,7 @@ pub(crate) static APIS: &[&ApiSchema] = &[
     &txn::ADD_PARTITIONS_TO_TXN,
     &txn::ADD_OFFSETS_TO_TXN,
     &txn::END_TXN,
+    &txn::WRITE_TXN_MARKERS,
     &txn::TXN_OFFSET_COMMIT,
     &acls::DESCRIBE_ACLS,
     &acls::CREATE_ACLS,

@@ -1,4 +1,4 @@
-//! Transaction requests: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, and the
+//! Transaction requests: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, WriteTxnMarkers, and the
 //! admin ones DescribeProducers, ListTransactions, DescribeTransactions. (InitProducerId is in
 //! `admin.rs`.)
 
@@ -106,6 +106,33 @@ pub(crate) const TXN_OFFSET_COMMIT_REQUEST_PARTITION: StructSchema = StructSchem
         field("committed_leader_epoch", Kind::Int32, since(2)),
         field("committed_metadata", Kind::NullableString, ALL),
     ],
+);
+
+// ---------------------------------------------------------------------------------------------
+// WriteTxnMarkers (key 27): version 1, flexible (Kafka 4 removed v0).
+
+pub(crate) static WRITE_TXN_MARKERS: ApiSchema =
+    ApiSchema { key: 27, versions: between(1, 1), flexible_since: 1, body: &WRITE_TXN_MARKERS_REQUEST };
+
+pub(crate) const WRITE_TXN_MARKERS_REQUEST: StructSchema = StructSchema::new(
+    "WriteTxnMarkersRequest",
+    &[field("markers", Kind::Array(&Kind::Struct(&WRITABLE_TXN_MARKER)), ALL)],
+);
+
+pub(crate) const WRITABLE_TXN_MARKER: StructSchema = StructSchema::new(
+    "WritableTxnMarker",
+    &[
+        field("producer_id", Kind::Int64, ALL),
+        field("producer_epoch", Kind::Int16, ALL),
+        field("transaction_result", Kind::Bool, ALL),
+        field("topics", Kind::Array(&Kind::Struct(&WRITABLE_TXN_MARKER_TOPIC)), ALL),
+        field("coordinator_epoch", Kind::Int32, ALL),
+    ],
+);
+
+pub(crate) const WRITABLE_TXN_MARKER_TOPIC: StructSchema = StructSchema::new(
+    "WritableTxnMarkerTopic",
+    &[field("name", Kind::String, ALL), field("partition_indexes", Kind::Array(&Kind::Int32), ALL)],
 );
 
 // ---------------------------------------------------------------------------------------------

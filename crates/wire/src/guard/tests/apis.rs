@@ -18,7 +18,7 @@ use kafka_protocol::messages::{
     ListConfigResourcesRequest, ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
     ListTransactionsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
     OffsetForLeaderEpochRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest,
-    TxnOffsetCommitRequest, UpdateFeaturesRequest,
+    TxnOffsetCommitRequest, UpdateFeaturesRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Decodable, Message};
 
@@ -136,6 +136,8 @@ covered_apis! {
     57 roundtrip_update_features: UpdateFeaturesRequest, 0..=2, requests_cluster::update_features;
     60 roundtrip_describe_cluster: DescribeClusterRequest, 0..=2,
         requests_cluster::describe_cluster;
+    27 roundtrip_write_txn_markers: WriteTxnMarkersRequest, 1..=1,
+        requests_txn::write_txn_markers;
     61 roundtrip_describe_producers: DescribeProducersRequest, 0..=0,
         requests_txn::describe_producers;
     65 roundtrip_describe_transactions: DescribeTransactionsRequest, 0..=0,

@@ -35,6 +35,15 @@ fn huge_counts_txn() {
         .tail();
     assert_array_too_long(28, 3, &body, "TxnOffsetCommitRequest", "topics");
 
+    // WriteTxnMarkers v1: markers; a marker is producer_id, producer_epoch, transaction_result,
+    // topics, coordinator_epoch; a topic is name, partition_indexes.
+    let body = Wire::new().huge_compact_count().tail();
+    assert_array_too_long(27, 1, &body, "WriteTxnMarkersRequest", "markers");
+    let body = Wire::new().uvarint(2).i64(1).i16(0).i8(0).huge_compact_count().tail();
+    assert_array_too_long(27, 1, &body, "WritableTxnMarker", "topics");
+    let body = Wire::new().uvarint(2).i64(1).i16(0).i8(0).uvarint(2).compact_string("t").huge_compact_count().tail();
+    assert_array_too_long(27, 1, &body, "WritableTxnMarkerTopic", "partition_indexes");
+
     // DescribeProducers: topics; a topic is name, partition_indexes.
     let body = Wire::new().huge_compact_count().tail();
     assert_array_too_long(61, 0, &body, "DescribeProducersRequest", "topics");

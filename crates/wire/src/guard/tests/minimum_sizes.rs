@@ -45,12 +45,13 @@ use kafka_protocol::messages::txn_offset_commit_request::{
 };
 use kafka_protocol::messages::{
     alter_configs_request, describe_producers_request, describe_topic_partitions_request, elect_leaders_request,
-    incremental_alter_configs_request, AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest,
-    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest, CreatePartitionsRequest,
-    DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DescribeAclsRequest, DescribeClusterRequest,
-    DescribeLogDirsRequest, DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
-    EndTxnRequest, IncrementalAlterConfigsRequest, ListTransactionsRequest, OffsetDeleteRequest,
-    OffsetForLeaderEpochRequest, SaslAuthenticateRequest, SaslHandshakeRequest, TxnOffsetCommitRequest,
+    incremental_alter_configs_request, write_txn_markers_request, AddOffsetsToTxnRequest, AddPartitionsToTxnRequest,
+    AlterConfigsRequest, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest,
+    CreatePartitionsRequest, DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DescribeAclsRequest,
+    DescribeClusterRequest, DescribeLogDirsRequest, DescribeProducersRequest, DescribeTopicPartitionsRequest,
+    DescribeTransactionsRequest, EndTxnRequest, IncrementalAlterConfigsRequest, ListTransactionsRequest,
+    OffsetDeleteRequest, OffsetForLeaderEpochRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
+    TxnOffsetCommitRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::messages::{update_features_request, ListConfigResourcesRequest, UpdateFeaturesRequest};
 use kafka_protocol::messages::{
@@ -214,6 +215,9 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<TxnOffsetCommitRequest>(28, &txn::TXN_OFFSET_COMMIT_REQUEST),
         check::<TxnOffsetCommitRequestTopic>(28, &txn::TXN_OFFSET_COMMIT_REQUEST_TOPIC),
         check::<TxnOffsetCommitRequestPartition>(28, &txn::TXN_OFFSET_COMMIT_REQUEST_PARTITION),
+        check::<WriteTxnMarkersRequest>(27, &txn::WRITE_TXN_MARKERS_REQUEST),
+        check::<write_txn_markers_request::WritableTxnMarker>(27, &txn::WRITABLE_TXN_MARKER),
+        check::<write_txn_markers_request::WritableTxnMarkerTopic>(27, &txn::WRITABLE_TXN_MARKER_TOPIC),
         check::<DescribeProducersRequest>(61, &txn::DESCRIBE_PRODUCERS_REQUEST),
         check::<describe_producers_request::TopicRequest>(61, &txn::DESCRIBE_PRODUCERS_TOPIC_REQUEST),
         check::<ListTransactionsRequest>(66, &txn::LIST_TRANSACTIONS_REQUEST),

@@ -1,5 +1,5 @@
 //! Random valid transaction requests for one version: AddPartitionsToTxn, AddOffsetsToTxn,
-//! EndTxn, TxnOffsetCommit, DescribeProducers, ListTransactions, DescribeTransactions (see
+//! EndTxn, TxnOffsetCommit, WriteTxnMarkers, DescribeProducers, ListTransactions, DescribeTransactions (see
 //! `requests_data.rs` for the conventions).
 
 use kafka_protocol::messages::add_partitions_to_txn_request::{AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction};
@@ -7,9 +7,11 @@ use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
+use kafka_protocol::messages::write_txn_markers_request::{WritableTxnMarker, WritableTxnMarkerTopic};
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, DescribeProducersRequest, DescribeTransactionsRequest,
     EndTxnRequest, GroupId, ListTransactionsRequest, ProducerId, TopicName, TransactionalId, TxnOffsetCommitRequest,
+    WriteTxnMarkersRequest,
 };
 use proptest::prelude::*;
 
@@ -126,6 +128,29 @@ pub(super) fn txn_offset_commit(v: i16) -> impl Strategy<Value = TxnOffsetCommit
             }
             r
         })
+}
+
+pub(super) fn write_txn_markers(_v: i16) -> impl Strategy<Value = WriteTxnMarkersRequest> {
+    let topic = (name::<TopicName>(), list(any::<i32>()), unknown_tags(true)).prop_map(|(topic, partitions, tags)| {
+        WritableTxnMarkerTopic::default()
+            .with_name(topic)
+            .with_partition_indexes(partitions)
+            .with_unknown_tagged_fields(tags)
+    });
+    let marker = (any::<i64>(), any::<i16>(), any::<bool>(), list(topic), any::<i32>(), unknown_tags(true)).prop_map(
+        |(producer_id, epoch, commit, topics, coordinator_epoch, tags)| {
+            WritableTxnMarker::default()
+                .with_producer_id(ProducerId(producer_id))
+                .with_producer_epoch(epoch)
+                .with_transaction_result(commit)
+                .with_topics(topics)
+                .with_coordinator_epoch(coordinator_epoch)
+                .with_unknown_tagged_fields(tags)
+        },
+    );
+    (list(marker), unknown_tags(true)).prop_map(|(markers, tags)| {
+        WriteTxnMarkersRequest::default().with_markers(markers).with_unknown_tagged_fields(tags)
+    })
 }
 
 pub(super) fn describe_producers(_v: i16) -> impl Strategy<Value = DescribeProducersRequest> {
