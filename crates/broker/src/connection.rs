@@ -50,7 +50,7 @@ const SASL_AUTHENTICATE_KEY: i16 = 36;
 /// A connection's byte stream.
 pub enum Transport {
     Plain(TcpStream),
-    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+    Tls(Box<crate::tls::ServerTlsStream>),
 }
 
 /// Where a connection came in and who it is before any request.
@@ -481,7 +481,7 @@ fn header_client_id_bytes(frame: &[u8]) -> Option<&[u8]> {
 /// The sending half of a connection.
 enum ResponseWriter {
     Plain(OwnedWriteHalf),
-    Tls(tokio::io::WriteHalf<tokio_rustls::server::TlsStream<TcpStream>>),
+    Tls(tokio::io::WriteHalf<crate::tls::ServerTlsStream>),
 }
 
 impl ResponseWriter {
