@@ -89,15 +89,6 @@ DIFFERENCES: list[Difference] = [
         may_not_occur=True,
     ),
     Difference(
-        key="transaction-verification-call",
-        scenarios=("api_versions",),
-        kafka=r"api 24 AddPartitionsToTxn: 0\.\.5",
-        kafgres=r"api 24 AddPartitionsToTxn: 0\.\.3",
-        doc="**Transactions.**",
-        reason="AddPartitionsToTxn v4+ is the brokers' own verification call (and v5 its transaction version 2 "
-               "form); clients send v3 at most, and a version 2 client none at all.",
-    ),
-    Difference(
         key="apis-not-implemented",
         scenarios=("api_versions",),
         kafka=r"other apis: \[\d.*\]",

@@ -228,6 +228,27 @@ async fn groups_and_transactional_ids_are_checked() {
     assert_eq!(other.call(4, &idempotent).await.error_code, error_code::CLUSTER_AUTHORIZATION_FAILED);
     // ...is allowed on this broker, whose client holds ALL on the cluster.
     assert_eq!(client.call(4, &idempotent).await.error_code, 0);
+    // The brokers' transaction calls need CLUSTER_ACTION: the batched
+    // AddPartitionsToTxn (v4+) and WriteTxnMarkers.
+    let verify = AddPartitionsToTxnRequest::default().with_transactions(vec![
+        add_partitions_to_txn_request::AddPartitionsToTxnTransaction::default()
+            .with_transactional_id(TransactionalId(s("tx1")))
+            .with_verify_only(true),
+    ]);
+    let batched = other.call(4, &verify).await;
+    assert_eq!(
+        (batched.error_code, batched.results_by_transaction.len()),
+        (error_code::CLUSTER_AUTHORIZATION_FAILED, 0)
+    );
+    assert_eq!(client.call(5, &verify).await.error_code, 0, "ALL on the cluster includes CLUSTER_ACTION");
+    let markers =
+        WriteTxnMarkersRequest::default().with_markers(vec![write_txn_markers_request::WritableTxnMarker::default()
+            .with_producer_id(ProducerId(1))
+            .with_topics(vec![write_txn_markers_request::WritableTxnMarkerTopic::default()
+                .with_name(name("not-mine"))
+                .with_partition_indexes(vec![0])])]);
+    let marked = other.call(1, &markers).await;
+    assert_eq!(marked.markers[0].topics[0].partitions[0].error_code, error_code::CLUSTER_AUTHORIZATION_FAILED);
     let join = JoinGroupRequest::default()
         .with_group_id(GroupId(s("g1")))
         .with_session_timeout_ms(10_000)

@@ -315,17 +315,38 @@ async fn exchange(
         }
         ApiKey::AddPartitionsToTxn => {
             let (pid, epoch) = txn_init(client, &format!("apt-v{version}")).await?;
-            use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
-            let request = kafka_protocol::messages::AddPartitionsToTxnRequest::default()
-                .with_v3_and_below_transactional_id(txn_id(&format!("apt-v{version}")))
-                .with_v3_and_below_producer_id(kafka_protocol::messages::ProducerId(pid))
-                .with_v3_and_below_producer_epoch(epoch)
-                .with_v3_and_below_topics(vec![AddPartitionsToTxnTopic::default()
-                    .with_name(common::name("swept"))
-                    .with_partitions(vec![0])]);
-            let r = client.try_call(version, &request).await?;
-            let code = r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code;
-            check(code == 0, format!("{r:?}"))
+            use kafka_protocol::messages::add_partitions_to_txn_request::{
+                AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
+            };
+            let topics =
+                vec![AddPartitionsToTxnTopic::default().with_name(common::name("swept")).with_partitions(vec![0])];
+            if version < 4 {
+                let request = kafka_protocol::messages::AddPartitionsToTxnRequest::default()
+                    .with_v3_and_below_transactional_id(txn_id(&format!("apt-v{version}")))
+                    .with_v3_and_below_producer_id(kafka_protocol::messages::ProducerId(pid))
+                    .with_v3_and_below_producer_epoch(epoch)
+                    .with_v3_and_below_topics(topics);
+                let r = client.try_call(version, &request).await?;
+                let code = r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code;
+                return check(code == 0, format!("{r:?}"));
+            }
+            // v4+: the brokers' batched form; verify (not yet added), add, verify again.
+            let transaction = |verify_only: bool| {
+                kafka_protocol::messages::AddPartitionsToTxnRequest::default().with_transactions(vec![
+                    AddPartitionsToTxnTransaction::default()
+                        .with_transactional_id(txn_id(&format!("apt-v{version}")))
+                        .with_producer_id(kafka_protocol::messages::ProducerId(pid))
+                        .with_producer_epoch(epoch)
+                        .with_verify_only(verify_only)
+                        .with_topics(topics.clone()),
+                ])
+            };
+            let mut codes = Vec::new();
+            for verify_only in [true, false, true] {
+                let r = client.try_call(version, &transaction(verify_only)).await?;
+                codes.push(r.results_by_transaction[0].topic_results[0].results_by_partition[0].partition_error_code);
+            }
+            check(codes == [error_code::INVALID_TXN_STATE, 0, 0], format!("{codes:?}"))
         }
         ApiKey::AddOffsetsToTxn => {
             let id = format!("aot-v{version}");

@@ -1,14 +1,15 @@
-//! AddPartitionsToTxn (v0-3), AddOffsetsToTxn (v0-4), TxnOffsetCommit (v0-5)
+//! AddPartitionsToTxn (v0-5), AddOffsetsToTxn (v0-4), TxnOffsetCommit (v0-5)
 //! and EndTxn (v0-5): translate between the wire messages and
 //! [`crate::txn::TxnService`]. TxnOffsetCommit v5 and EndTxn v5 are
 //! transaction version 2 (KIP-890 part 2): the group joins the transaction
 //! with its offsets, and every end bumps the epoch, answered in EndTxn.
-//! AddPartitionsToTxn stops where broker-to-broker verification begins (v4;
-//! see docs/conformance.md).
+//! AddPartitionsToTxn v4+ is the batched form Kafka's partition leaders send
+//! their coordinator (`verify_only`: is the partition in the transaction?),
+//! served to holders of CLUSTER_ACTION as Kafka serves it.
 
 use kafgres_wire::error_code;
 use kafka_protocol::messages::add_partitions_to_txn_response::{
-    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
 };
 use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
@@ -35,9 +36,10 @@ pub struct AddPartitionsToTxn;
 
 impl Handler for AddPartitionsToTxn {
     const KEY: ApiKey = ApiKey::AddPartitionsToTxn;
-    /// v0-v3: v4+ is the brokers' verification call and v5 transaction
-    /// version 2 (KIP-890), which ApiVersions does not offer as a feature.
-    const VERSIONS: Versions = Versions::new(0, 3);
+    /// v0-v5: v4 batches transactions for brokers (KIP-890 part 1:
+    /// `verify_only`, CLUSTER_ACTION required), v5 is its transaction
+    /// version 2 form.
+    const VERSIONS: Versions = Versions::new(0, 5);
     type Request = AddPartitionsToTxnRequest;
     type Response = AddPartitionsToTxnResponse;
     type Services<'a> = &'a TxnService;
@@ -48,6 +50,9 @@ impl Handler for AddPartitionsToTxn {
         req: AddPartitionsToTxnRequest,
     ) -> Answer<AddPartitionsToTxnResponse> {
         let version = cx.api_version;
+        if version >= BATCHED_VERSION {
+            return batched(txns, cx, &req).await.into();
+        }
         let transactional_id = req.v3_and_below_transactional_id.0.to_string();
         if !cx.may_on_transactional_id(Operation::Write, &transactional_id) {
             return refusal::<Self>(cx, &req, error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
@@ -76,31 +81,20 @@ impl Handler for AddPartitionsToTxn {
         let fenced_code = fenced(version, FENCED_SINCE_VERSION);
         let results = txns.add_partitions(&transactional_id, producer, fenced_code, &partitions).await;
         let mut response = AddPartitionsToTxnResponse::default();
-        let mut by_topic: Vec<AddPartitionsToTxnTopicResult> = Vec::new();
-        for ((topic, partition), code) in results {
-            let mut result = AddPartitionsToTxnPartitionResult::default();
-            result.partition_index = partition;
-            result.partition_error_code = code;
-            match by_topic.iter_mut().find(|t| t.name.0.as_str() == topic) {
-                Some(t) => t.results_by_partition.push(result),
-                None => {
-                    let mut t = AddPartitionsToTxnTopicResult::default();
-                    t.name = topic_name(&topic);
-                    t.results_by_partition.push(result);
-                    by_topic.push(t);
-                }
-            }
-        }
-        response.results_by_topic_v3_and_below = by_topic;
+        response.results_by_topic_v3_and_below = by_topic(results);
         response.into()
     }
 
     fn refused(
-        _: &RequestContext<'_>,
+        cx: &RequestContext<'_>,
         req: &AddPartitionsToTxnRequest,
         code: i16,
     ) -> Option<AddPartitionsToTxnResponse> {
         let mut response = AddPartitionsToTxnResponse::default();
+        if cx.api_version >= BATCHED_VERSION {
+            response.error_code = code;
+            return Some(response);
+        }
         response.results_by_topic_v3_and_below = req
             .v3_and_below_topics
             .iter()
@@ -122,6 +116,63 @@ impl Handler for AddPartitionsToTxn {
             .collect();
         Some(response)
     }
+}
+
+/// AddPartitionsToTxn v4: transactions batched, for brokers.
+const BATCHED_VERSION: i16 = 4;
+
+/// AddPartitionsToTxn v4+: each transaction's partitions verified
+/// (`verify_only`) or added; CLUSTER_ACTION on the cluster is required, as in
+/// Kafka, where only brokers send these versions.
+async fn batched(
+    txns: &TxnService,
+    cx: &RequestContext<'_>,
+    req: &AddPartitionsToTxnRequest,
+) -> AddPartitionsToTxnResponse {
+    let mut response = AddPartitionsToTxnResponse::default();
+    if !cx.may_on_cluster(Operation::ClusterAction) {
+        response.error_code = error_code::CLUSTER_AUTHORIZATION_FAILED;
+        return response;
+    }
+    for transaction in &req.transactions {
+        let id = transaction.transactional_id.0.to_string();
+        let producer = (transaction.producer_id.0, transaction.producer_epoch);
+        let partitions: Vec<(String, i32)> = transaction
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), *p)))
+            .collect();
+        let results = if transaction.verify_only {
+            txns.verify_partitions(&id, producer, &partitions).await
+        } else {
+            txns.add_partitions(&id, producer, error_code::PRODUCER_FENCED, &partitions).await
+        };
+        let mut result = AddPartitionsToTxnResult::default();
+        result.transactional_id = transaction.transactional_id.clone();
+        result.topic_results = by_topic(results);
+        response.results_by_transaction.push(result);
+    }
+    response
+}
+
+/// Partition results grouped by topic, in the order topics first appear.
+fn by_topic(results: Vec<((String, i32), i16)>) -> Vec<AddPartitionsToTxnTopicResult> {
+    let mut by_topic: Vec<AddPartitionsToTxnTopicResult> = Vec::new();
+    for ((topic, partition), code) in results {
+        let mut result = AddPartitionsToTxnPartitionResult::default();
+        result.partition_index = partition;
+        result.partition_error_code = code;
+        match by_topic.iter_mut().find(|t| t.name.0.as_str() == topic) {
+            Some(t) => t.results_by_partition.push(result),
+            None => {
+                let mut t = AddPartitionsToTxnTopicResult::default();
+                t.name = topic_name(&topic);
+                t.results_by_partition.push(result);
+                by_topic.push(t);
+            }
+        }
+    }
+    by_topic
 }
 
 pub struct AddOffsetsToTxn;

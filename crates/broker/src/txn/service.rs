@@ -433,6 +433,23 @@ impl TxnService {
         Ok(guard)
     }
 
+    /// When a partition does not exist, the request fails: those partitions
+    /// UNKNOWN_TOPIC_OR_PARTITION, the others OPERATION_NOT_ATTEMPTED.
+    fn refuse_unknown(&self, partitions: &[(String, i32)]) -> Option<Vec<((String, i32), i16)>> {
+        let unknown: Vec<bool> = partitions.iter().map(|(t, p)| self.topics.partition(t, *p).is_none()).collect();
+        unknown.iter().any(|u| *u).then(|| {
+            partitions
+                .iter()
+                .zip(unknown)
+                .map(|(tp, u)| {
+                    let code =
+                        if u { error_code::UNKNOWN_TOPIC_OR_PARTITION } else { error_code::OPERATION_NOT_ATTEMPTED };
+                    (tp.clone(), code)
+                })
+                .collect()
+        })
+    }
+
     /// AddPartitionsToTxn: every partition gets the same answer (an unknown
     /// one fails the request: the others are OPERATION_NOT_ATTEMPTED).
     pub async fn add_partitions(
@@ -442,24 +459,50 @@ impl TxnService {
         fenced_code: i16,
         partitions: &[(String, i32)],
     ) -> Vec<((String, i32), i16)> {
-        let unknown: Vec<bool> = partitions.iter().map(|(t, p)| self.topics.partition(t, *p).is_none()).collect();
-        if unknown.iter().any(|u| *u) {
-            return partitions
-                .iter()
-                .zip(unknown)
-                .map(|(tp, u)| {
-                    (
-                        tp.clone(),
-                        if u { error_code::UNKNOWN_TOPIC_OR_PARTITION } else { error_code::OPERATION_NOT_ATTEMPTED },
-                    )
-                })
-                .collect();
+        if let Some(refused) = self.refuse_unknown(partitions) {
+            return refused;
         }
         let result = self.add(transactional_id, producer, fenced_code, |meta| {
             meta.partitions.extend(partitions.iter().cloned());
         });
         let code = result.await.err().unwrap_or(error_code::NONE);
         partitions.iter().map(|tp| (tp.clone(), code)).collect()
+    }
+
+    /// AddPartitionsToTxn v4+ with `verify_only` (KIP-890 part 1, the call
+    /// Kafka's partition leaders make before appending a transactional
+    /// batch): whether each partition is in the open transaction of that
+    /// producer id and epoch, changing nothing.
+    pub async fn verify_partitions(
+        &self,
+        transactional_id: &str,
+        producer: (i64, i16),
+        partitions: &[(String, i32)],
+    ) -> Vec<((String, i32), i16)> {
+        if let Some(refused) = self.refuse_unknown(partitions) {
+            return refused;
+        }
+        let every = |code: i16| partitions.iter().map(|tp| (tp.clone(), code)).collect();
+        let Some(entry) = self.existing(transactional_id) else {
+            return every(error_code::INVALID_PRODUCER_ID_MAPPING);
+        };
+        let guard = entry.lock().await;
+        let Some(meta) = guard.as_ref() else { return every(error_code::INVALID_PRODUCER_ID_MAPPING) };
+        if let Err(code) =
+            rules::check_producer((meta.producer_id, meta.producer_epoch), producer, error_code::PRODUCER_FENCED)
+        {
+            return every(code);
+        }
+        if let Err(code) = rules::check_can_add(meta.state) {
+            return every(code);
+        }
+        partitions
+            .iter()
+            .map(|tp| {
+                let added = meta.state == TxnState::Ongoing && meta.partitions.contains(tp);
+                (tp.clone(), if added { error_code::NONE } else { error_code::INVALID_TXN_STATE })
+            })
+            .collect()
     }
 
     /// AddOffsetsToTxn: the group's offsets will be committed with the transaction.
