@@ -5,7 +5,9 @@
 //! segment that is no longer the active one, oldest first: its `.log`, then
 //! its `.index` and `.timeindex`, each with `%p` replaced by the file's
 //! absolute path and `%f` by its path under the log directory
-//! (`<partition directory>/<file>`), run by `sh -c` in the log directory. A
+//! (`<partition directory>/<file>`), run by `sh -c` in the log directory; a
+//! partition's first archived segment also carries its `partition.metadata`
+//! (see `Partition::unarchived_segments`). A
 //! segment counts as archived when the command succeeded for all three; the
 //! partition records that in its `archived-offset-checkpoint` file (the base
 //! offset of the next segment to archive). A failure is logged, counted and

@@ -58,7 +58,9 @@ async fn start(archive_command: Option<String>) -> TestBroker {
 #[tokio::test]
 async fn closed_segments_are_archived_whole_and_the_active_one_is_not() {
     let archive = tempfile::tempdir().expect("tempdir");
-    let broker = start(Some(copy_command(archive.path()))).await;
+    let journal = archive.path().join("journal");
+    let command = format!("{} && echo %f >> \"{}\"", copy_command(archive.path()), journal.display());
+    let broker = start(Some(command)).await;
     let board = &broker.broker.context().config.metrics.archive;
     let mut client = broker.client().await;
     create_kept_topic(&mut client, "archived").await;
@@ -86,6 +88,16 @@ async fn closed_segments_are_archived_whole_and_the_active_one_is_not() {
     }
     let active = logs.last().expect("an active segment");
     assert!(!archive.path().join("archived-0").join(active).exists(), "the active segment was archived");
+    // The topic id goes with the first segment, once: a restore past the
+    // base backup needs it to load the partition.
+    let metadata = std::fs::read(partition_dir.join("partition.metadata")).expect("partition.metadata");
+    let archived = std::fs::read(archive.path().join("archived-0/partition.metadata")).expect("archived");
+    assert_eq!(metadata, archived);
+    let journal_lines = std::fs::read_to_string(&journal).expect("journal");
+    let lines: Vec<&str> = journal_lines.lines().collect();
+    assert_eq!(lines.first(), Some(&"archived-0/partition.metadata"), "{lines:?}");
+    assert_eq!(lines.iter().filter(|l| l.ends_with("partition.metadata")).count(), 1, "{lines:?}");
+    files += 1;
     let status = board.status();
     assert_eq!(status.files_archived, files);
     assert_eq!(status.failures, 0);

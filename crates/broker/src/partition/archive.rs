@@ -9,6 +9,7 @@ use kafgres_log::segment::{index_file_name, segment_file_name, time_index_file_n
 
 use super::Partition;
 use crate::archive::ClosedSegment;
+use crate::topics::PARTITION_METADATA_FILE;
 
 /// The partition's archiving checkpoint: the base offset of the first
 /// segment not archived yet, as text. Missing: nothing archived.
@@ -26,7 +27,11 @@ pub(super) fn read_checkpoint(dir: &Path) -> i64 {
 
 impl Partition {
     /// The closed segments archiving has not covered, oldest first; none
-    /// while archiving is off.
+    /// while archiving is off. While nothing of the partition is archived
+    /// yet, the first carries the partition's `partition.metadata` (its topic
+    /// id) before its own files, so an archive restored past the base backup
+    /// (PITR) holds what the broker needs to load the partition, archived
+    /// once, as part of a segment the checkpoint then covers.
     pub fn unarchived_segments(&self) -> Vec<ClosedSegment> {
         if !self.housekeeping.archive().enabled() {
             return Vec::new();
@@ -38,13 +43,16 @@ impl Partition {
         segments
             .windows(2)
             .filter(|w| w[0].base_offset() >= from)
-            .map(|w| {
+            .enumerate()
+            .map(|(i, w)| {
                 let base = w[0].base_offset();
+                let metadata = (i == 0 && from < 0).then_some(PARTITION_METADATA_FILE.to_string());
                 ClosedSegment {
                     base_offset: base,
                     next_base_offset: w[1].base_offset(),
-                    files: [segment_file_name(base), index_file_name(base), time_index_file_name(base)]
+                    files: metadata
                         .into_iter()
+                        .chain([segment_file_name(base), index_file_name(base), time_index_file_name(base)])
                         .map(|name| dir.join(name))
                         .filter(|path| path.exists())
                         .collect(),
