@@ -83,6 +83,11 @@ pub struct BrokerConfig {
     /// Kafka's `connections.max.idle.ms`: a connection with no request (or
     /// with a request that stops arriving half way) for this long is closed.
     pub connection_idle_ms_max: u64,
+    /// Kafka's `connections.max.reauth.ms`: an authenticated connection's
+    /// session lasts this long (a bearer token's: at most until it expires)
+    /// and must re-authenticate before it ends (KIP-368); 0: sessions never
+    /// end.
+    pub connections_max_reauth_ms: u64,
     /// Kafka's `auto.create.topics.enable` and `num.partitions`.
     pub auto_create_topics: bool,
     pub default_partitions: i32,
@@ -217,6 +222,7 @@ impl BrokerConfig {
             connections_per_address_max: 0,
             connection_rate_per_address_max: 0.0,
             connection_idle_ms_max: 600_000,
+            connections_max_reauth_ms: 0,
             auto_create_topics: true,
             default_partitions: 1,
             message_bytes_max: crate::topic_config::MESSAGE_BYTES_MAX_DEFAULT,

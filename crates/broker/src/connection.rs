@@ -96,7 +96,13 @@ async fn serve<R: AsyncRead + Unpin>(
     let metrics = ctx.config.metrics;
     let entry = metrics.open_connection(peer, listener_port, crate::now_ms());
     let tls = matches!(writer, ResponseWriter::Tls(_));
-    let mut sasl = SaslSession::new(&authentication, ctx.config.internal_secret.clone(), tls, ctx.identities.get());
+    let mut sasl = SaslSession::new(
+        &authentication,
+        ctx.config.internal_secret.clone(),
+        tls,
+        ctx.identities.get(),
+        ctx.config.live.connections_max_reauth_ms(),
+    );
     if let Some(identity) = certificate_identity {
         entry.set_principal(identity.role.as_bytes());
         sasl.open_as(identity);

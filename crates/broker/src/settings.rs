@@ -24,6 +24,7 @@ pub struct Reloadable {
     pub connection_rate_per_address_max: f64,
     pub request_memory_bytes_max: usize,
     pub connection_idle_ms_max: u64,
+    pub connections_max_reauth_ms: u64,
     pub auto_create_topics: bool,
     pub default_partitions: i32,
     pub failed_authentication_delay_ms: u64,
@@ -44,6 +45,7 @@ impl From<&BrokerConfig> for Reloadable {
             connection_rate_per_address_max: c.connection_rate_per_address_max,
             request_memory_bytes_max: c.request_memory_bytes_max,
             connection_idle_ms_max: c.connection_idle_ms_max,
+            connections_max_reauth_ms: c.connections_max_reauth_ms,
             auto_create_topics: c.auto_create_topics,
             default_partitions: c.default_partitions,
             failed_authentication_delay_ms: c.failed_authentication_delay_ms,
@@ -93,6 +95,7 @@ pub struct LiveSettings {
     frame_bytes_max: AtomicUsize,
     connections_max: AtomicUsize,
     connection_idle_ms_max: AtomicU64,
+    connections_max_reauth_ms: AtomicU64,
     auto_create_topics: AtomicBool,
     default_partitions: AtomicI32,
     group_initial_rebalance_delay_ms: AtomicI32,
@@ -109,6 +112,7 @@ impl LiveSettings {
             frame_bytes_max: AtomicUsize::new(0),
             connections_max: AtomicUsize::new(0),
             connection_idle_ms_max: AtomicU64::new(0),
+            connections_max_reauth_ms: AtomicU64::new(0),
             auto_create_topics: AtomicBool::new(false),
             default_partitions: AtomicI32::new(1),
             group_initial_rebalance_delay_ms: AtomicI32::new(0),
@@ -132,6 +136,7 @@ impl LiveSettings {
         self.frame_bytes_max.store(s.frame_bytes_max, relaxed);
         self.connections_max.store(s.connections_max, relaxed);
         self.connection_idle_ms_max.store(s.connection_idle_ms_max, relaxed);
+        self.connections_max_reauth_ms.store(s.connections_max_reauth_ms, relaxed);
         self.auto_create_topics.store(s.auto_create_topics, relaxed);
         self.default_partitions.store(s.default_partitions, relaxed);
         self.group_initial_rebalance_delay_ms.store(s.group_initial_rebalance_delay_ms, relaxed);
@@ -152,6 +157,12 @@ impl LiveSettings {
 
     pub fn connection_idle_ms_max(&self) -> u64 {
         self.connection_idle_ms_max.load(Ordering::Relaxed)
+    }
+
+    /// Kafka's `connections.max.reauth.ms` (0: sessions never end), read
+    /// when a connection authenticates.
+    pub fn connections_max_reauth_ms(&self) -> u64 {
+        self.connections_max_reauth_ms.load(Ordering::Relaxed)
     }
 
     pub fn auto_create_topics(&self) -> bool {

@@ -86,6 +86,11 @@ struct Setup {
 
 impl Setup {
     async fn new(issuer: &Issuer, maps: &str, oauth_map: Option<&str>) -> Setup {
+        Setup::with_reauth(issuer, maps, oauth_map, 0).await
+    }
+
+    /// `reauth_ms`: Kafka's `connections.max.reauth.ms`.
+    async fn with_reauth(issuer: &Issuer, maps: &str, oauth_map: Option<&str>, reauth_ms: u64) -> Setup {
         let ca = Ca::new("server CA");
         let files = server_files(&ca, None, ClientAuth::None);
         let keys_dir = tempfile::tempdir().expect("tempdir");
@@ -100,6 +105,7 @@ impl Setup {
         config.tls = Some(files.settings.clone());
         config.extra_listeners = vec![listener(SecurityProtocol::SaslSsl), listener(SecurityProtocol::SaslPlaintext)];
         config.identities = Arc::new(rules(jwks, maps, oauth_map));
+        config.connections_max_reauth_ms = reauth_ms;
         let broker = TestBroker::start_with(dir, catalog, config).await;
         Setup { broker, ca, _files: files, keys_dir }
     }
@@ -139,6 +145,24 @@ async fn a_valid_token_logs_in_as_its_subject_role() {
     let mut again = setup.sasl_ssl_client().await;
     let answer = log_in(&mut again, &client_first(&issuer.token("app", 600), Some("app"))).await;
     assert_eq!(answer.error_code, 0, "{:?}", answer.error_message);
+    setup.broker.shutdown().await;
+}
+
+/// With `connections.max.reauth.ms`, a bearer token's session ends at the
+/// token's expiry when that comes first (KIP-368), and the session is renewed
+/// with a fresh token.
+#[tokio::test]
+async fn a_session_ends_no_later_than_its_token() {
+    let issuer = Issuer::new("k1");
+    let setup = Setup::with_reauth(&issuer, "", None, 3_600_000).await;
+    let mut client = setup.sasl_ssl_client().await;
+    let answer = log_in(&mut client, &client_first(&issuer.token("app", 600), None)).await;
+    assert_eq!(answer.error_code, 0, "{:?}", answer.error_message);
+    assert!((590_000..=600_000).contains(&answer.session_lifetime_ms), "{}", answer.session_lifetime_ms);
+    let renewed = log_in(&mut client, &client_first(&issuer.token("app", 1_200), None)).await;
+    assert_eq!(renewed.error_code, 0, "{:?}", renewed.error_message);
+    assert!((1_190_000..=1_200_000).contains(&renewed.session_lifetime_ms), "{}", renewed.session_lifetime_ms);
+    assert_eq!(api_versions(&mut client).await.expect("served after the renewal").error_code, 0);
     setup.broker.shutdown().await;
 }
 

@@ -6,6 +6,7 @@
 mod common;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
@@ -97,15 +98,20 @@ async fn scram_broker() -> TestBroker {
 }
 
 async fn scram_broker_with_delay(failed_authentication_delay_ms: u64) -> TestBroker {
+    scram_broker_with(|config| config.failed_authentication_delay_ms = failed_authentication_delay_ms).await
+}
+
+async fn scram_broker_with(tweak: impl FnOnce(&mut BrokerConfig)) -> TestBroker {
     let dir = tempfile::tempdir().expect("tempdir");
     let catalog = Arc::new(MemoryCatalog::default());
     catalog.set_scram_credential("alice", Some(scram_credential("pencil", b"0123456789abcdef")));
     catalog.set_scram_credential("app,one=two", Some(scram_credential("s3cret", b"fedcba9876543210")));
-    let config = BrokerConfig {
+    let mut config = BrokerConfig {
         authentication: Authentication::scram_sha_256_random(),
-        failed_authentication_delay_ms,
+        failed_authentication_delay_ms: 1,
         ..BrokerConfig::for_tests(dir.path().to_path_buf())
     };
+    tweak(&mut config);
     let broker = Broker::start(config, catalog.clone(), catalog.snapshot()).await.expect("broker starts");
     TestBroker { dir, catalog, broker }
 }
@@ -168,6 +174,49 @@ async fn a_role_logs_in_with_its_password_and_then_is_served() {
     let again = authenticate(&mut client, 2, "n,,n=alice,r=x").await;
     assert_eq!(again.error_code, error_code::ILLEGAL_SASL_STATE);
     metadata_works(&mut client).await;
+}
+
+/// KIP-368 with `connections.max.reauth.ms`: the session's lifetime is in
+/// SaslAuthenticate; a re-authentication before its end renews it, as the
+/// same role and mechanism only; a request after its end closes the
+/// connection.
+#[tokio::test]
+async fn sessions_end_unless_re_authenticated_as_the_same_role() {
+    const LIFETIME_MS: u64 = 800;
+    let broker = scram_broker_with(|config| config.connections_max_reauth_ms = LIFETIME_MS).await;
+    let mut client = broker.client().await;
+    let done = login(&mut client, 2, "alice", "pencil").await;
+    assert_eq!((done.error_code, done.session_lifetime_ms), (0, LIFETIME_MS as i64));
+    metadata_works(&mut client).await;
+    // Renewed before the end, twice across what the first session allowed.
+    for _ in 0..2 {
+        tokio::time::sleep(Duration::from_millis(LIFETIME_MS / 2)).await;
+        let renewed = login(&mut client, 2, "alice", "pencil").await;
+        assert_eq!((renewed.error_code, renewed.session_lifetime_ms), (0, LIFETIME_MS as i64));
+        metadata_works(&mut client).await;
+    }
+
+    // Another role is refused, in Kafka's words, and the connection closes.
+    let switched = login(&mut client, 2, "app,one=two", "s3cret").await;
+    assert_eq!(switched.error_code, error_code::SASL_AUTHENTICATION_FAILED);
+    assert_eq!(
+        switched.error_message.as_deref(),
+        Some("Cannot change principals during re-authentication from User:alice: User:app,one=two")
+    );
+    assert!(client.try_call(12, &metadata_request(None, false)).await.is_err(), "closed");
+
+    // Another mechanism is refused too.
+    let mut client = broker.client().await;
+    assert_eq!(login(&mut client, 2, "alice", "pencil").await.error_code, 0);
+    assert_eq!(handshake(&mut client, 1, "PLAIN").await.error_code, error_code::UNSUPPORTED_SASL_MECHANISM);
+    assert!(client.try_call(12, &metadata_request(None, false)).await.is_err(), "closed");
+
+    // A session left to end: its next request closes the connection.
+    let mut client = broker.client().await;
+    assert_eq!(login(&mut client, 2, "alice", "pencil").await.error_code, 0);
+    tokio::time::sleep(Duration::from_millis(LIFETIME_MS + 200)).await;
+    assert!(client.try_call(12, &metadata_request(None, false)).await.is_err(), "the session ended");
+    broker.broker.shutdown().await;
 }
 
 #[tokio::test]

@@ -112,6 +112,7 @@ pub static METRICS_PORT: GucSetting<i32> = GucSetting::<i32>::new(0);
 pub static METRICS_LISTEN_ADDRESS: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"127.0.0.1"));
 pub static REQUEST_MEMORY_MB: GucSetting<i32> = GucSetting::<i32>::new(512);
 pub static FAILED_AUTHENTICATION_DELAY_MS: GucSetting<i32> = GucSetting::<i32>::new(100);
+pub static CONNECTIONS_MAX_REAUTH_MS: GucSetting<i32> = GucSetting::<i32>::new(0);
 pub static AUTO_CREATE_TOPICS: GucSetting<bool> = GucSetting::<bool>::new(true);
 pub static DEFAULT_PARTITIONS: GucSetting<i32> = GucSetting::<i32>::new(1);
 pub static SEGMENT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(1 << 30);
@@ -543,6 +544,18 @@ pub fn register_authentication_setting() {
         &FAILED_AUTHENTICATION_DELAY_MS,
         0,
         5_000,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.connections_max_reauth_ms",
+        c"How long an authenticated Kafka connection's session lasts before it must re-authenticate (0: for ever).",
+        c"Kafka's connections.max.reauth.ms (KIP-368): SaslAuthenticate tells the client the session's lifetime, at \
+          most until its bearer token expires; a request after the end closes the connection. For connections \
+          accepted after a change.",
+        &CONNECTIONS_MAX_REAUTH_MS,
+        0,
+        i32::MAX,
         GucContext::Sighup,
         GucFlags::default(),
     );

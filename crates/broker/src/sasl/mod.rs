@@ -16,7 +16,11 @@
 //! AwaitingClientFinal ──SaslAuthenticate(client-final)──▶ Open{principal}
 //! ```
 //! Once open, every frame is dispatched (SASL requests too, answered
-//! ILLEGAL_SASL_STATE there). On a TLS listener (SASL_SSL) the handshake
+//! ILLEGAL_SASL_STATE there), unless `kafgres.connections_max_reauth_ms`
+//! gives sessions an end (KIP-368): then SaslAuthenticate tells the client
+//! its session's lifetime, a SaslHandshake v1 on an open connection starts a
+//! re-authentication (same mechanism, same role, or the connection closes),
+//! and a request after the end closes the connection. On a TLS listener (SASL_SSL) the handshake
 //! also offers PLAIN ([`plain`]): one SaslAuthenticate whose password is
 //! checked against the same SCRAM verifier, and OAUTHBEARER when a key set
 //! is configured ([`oauthbearer`]: a JWT whose subject is, or maps to, the
@@ -30,8 +34,9 @@
 //! broker allocate `kafgres.max_frame_bytes`.
 //!
 //! Credentials are read from `pg_authid` at every authentication (no cache):
-//! a changed password, NOLOGIN or VALID UNTIL applies from the next connection;
-//! established connections stay (Kafka without re-authentication does the same).
+//! a changed password, NOLOGIN or VALID UNTIL applies from the next connection,
+//! or the next re-authentication; without one, established connections stay
+//! (as in Kafka).
 
 pub mod internal;
 pub mod oauthbearer;
@@ -98,6 +103,17 @@ pub struct SaslSession {
     /// What a failed exchange tells the client, when not the mechanism's
     /// usual words (Kafka's OAUTHBEARER answers say more).
     client_error: Option<String>,
+    /// Kafka's `connections.max.reauth.ms` when the connection was accepted;
+    /// 0: a session never ends, and re-authentication is not offered.
+    reauth_ms: u64,
+    /// When the authenticated session ends (ms since the epoch): a request
+    /// after it closes the connection, unless it starts a re-authentication.
+    session_ends_ms: Option<i64>,
+    /// A bearer token's expiry, from the exchange in progress.
+    token_expires_ms: Option<i64>,
+    /// During a re-authentication (KIP-368): who the connection was, and
+    /// with which mechanism; both must stay the same.
+    reauthenticating: Option<(Identity, &'static str)>,
 }
 
 #[derive(Debug)]
@@ -140,11 +156,13 @@ enum State {
 impl SaslSession {
     /// `tls`: the connection came in on a TLS listener (PLAIN, and
     /// OAUTHBEARER when `identities` has a token validator, are offered).
+    /// `reauth_ms`: Kafka's `connections.max.reauth.ms` (0: off).
     pub fn new(
         authentication: &Authentication,
         internal_secret: Option<String>,
         tls: bool,
         identities: std::sync::Arc<IdentityRules>,
+        reauth_ms: u64,
     ) -> SaslSession {
         let state = match authentication {
             Authentication::None => State::Open { identity: None },
@@ -159,6 +177,10 @@ impl SaslSession {
             mechanism: scram::MECHANISM,
             identities,
             client_error: None,
+            reauth_ms,
+            session_ends_ms: None,
+            token_expires_ms: None,
+            reauthenticating: None,
         }
     }
 
@@ -226,13 +248,28 @@ impl SaslSession {
             // as the internal principal (or as a role, for the authorizer);
             // every other SASL request goes on to ILLEGAL_SASL_STATE.
             State::Open { identity: None } if self.is_internal_handshake(&frame) => return self.handshake(frame),
+            State::Open { identity: Some(ref identity) } if self.reauth_ms > 0 && is_handshake_v1(&frame) => {
+                self.reauthenticating = Some((identity.clone(), self.mechanism));
+                return self.handshake(frame);
+            }
+            State::Open { identity: Some(ref identity) } => {
+                if let Some(ends) = self.session_ends_ms.filter(|ends| crate::now_ms() >= *ends) {
+                    return Gate::Close(format!(
+                        "the session of role {:?} ended {} ms ago without a re-authentication \
+                         (kafgres.connections_max_reauth_ms)",
+                        identity.role,
+                        crate::now_ms() - ends
+                    ));
+                }
+                return Gate::Dispatch(frame);
+            }
             State::Open { .. } => return Gate::Dispatch(frame),
             State::AwaitingClientFirst { framed: false }
             | State::AwaitingClientFinal { framed: false, .. }
             | State::AwaitingPlainToken { framed: false }
             | State::AwaitingOAuthToken { framed: false }
             | State::AwaitingOAuthErrorAck { framed: false } => {
-                return match self.step(catalog, peer, &frame).await {
+                return match self.step(catalog, peer, &frame).await.and_then(|token| self.logged_in().map(|_| token)) {
                     Ok(token) => {
                         let mut out = BytesMut::with_capacity(4 + token.len());
                         out.put_u32(token.len() as u32);
@@ -280,13 +317,29 @@ impl SaslSession {
         };
         let response = SaslHandshakeResponse::default().with_mechanisms(self.mechanisms());
         let sasl_enabled = matches!(self.authentication, Authentication::ScramSha256 { .. });
+        if let Some((_, mechanism)) = self.reauthenticating.as_ref().filter(|(_, m)| *m != request.mechanism.as_str()) {
+            // Kafka's words: a session keeps its mechanism.
+            let reason = format!(
+                "SASL mechanism '{}' requested by client is not supported for re-authentication of mechanism '{}'",
+                truncated(request.mechanism.as_str()),
+                mechanism
+            );
+            self.state = State::Failed;
+            let response = response.with_error_code(error_code::UNSUPPORTED_SASL_MECHANISM);
+            return match respond(ApiKey::SaslHandshake, version, correlation_id, &response) {
+                Gate::Respond(bytes) => Gate::RespondAndClose(bytes, reason),
+                other => other,
+            };
+        }
         if request.mechanism.as_str() == internal::MECHANISM && self.internal_secret.is_some() && version >= 1 {
             self.state = State::AwaitingInternalToken;
+            self.mechanism = internal::MECHANISM;
             let response =
                 SaslHandshakeResponse::default().with_mechanisms(vec![StrBytes::from_static_str(internal::MECHANISM)]);
             respond(ApiKey::SaslHandshake, version, correlation_id, &response)
         } else if request.mechanism.as_str() == scram::MECHANISM && sasl_enabled {
             self.state = State::AwaitingClientFirst { framed: version >= 1 };
+            self.mechanism = scram::MECHANISM;
             respond(ApiKey::SaslHandshake, version, correlation_id, &response)
         } else if request.mechanism.as_str() == plain::MECHANISM && sasl_enabled && self.tls {
             self.state = State::AwaitingPlainToken { framed: version >= 1 };
@@ -334,6 +387,38 @@ impl SaslSession {
         format!("unsupported SASL mechanism {:?} (enabled: {}){why}", truncated(mechanism), enabled.join(", "))
     }
 
+    /// After an exchange that authenticated: a re-authentication must name
+    /// the role the session had (Kafka: a session keeps its principal), and
+    /// with `connections.max.reauth.ms` set the session gets its end, at
+    /// most the bearer token's expiry. Returns the session's lifetime for
+    /// SaslAuthenticate (0: no end).
+    fn logged_in(&mut self) -> Result<i64, String> {
+        let token_expires_ms = self.token_expires_ms.take();
+        let State::Open { identity: Some(identity) } = &self.state else { return Ok(0) };
+        if let Some((before, _)) = self.reauthenticating.take() {
+            if before.role != identity.role {
+                let message = format!(
+                    "Cannot change principals during re-authentication from User:{}: User:{}",
+                    before.role, identity.role
+                );
+                self.client_error = Some(message.clone());
+                self.state = State::Failed;
+                return Err(message);
+            }
+        }
+        // Kafgres's own clients (the SQL bridge, a standby) log in with a
+        // secret, not a credential that can expire, and do not re-authenticate.
+        if self.reauth_ms == 0 || self.mechanism == internal::MECHANISM {
+            self.session_ends_ms = None;
+            return Ok(0);
+        }
+        let now = crate::now_ms();
+        let reauth_ms = i64::try_from(self.reauth_ms).unwrap_or(i64::MAX);
+        let lifetime = token_expires_ms.map_or(reauth_ms, |expires| reauth_ms.min(expires.saturating_sub(now)).max(1));
+        self.session_ends_ms = Some(now.saturating_add(lifetime));
+        Ok(lifetime)
+    }
+
     /// A SaslHandshake v1 asking for `KAFGRES-INTERNAL`.
     fn is_internal_handshake(&self, frame: &Bytes) -> bool {
         if self.internal_secret.is_none() {
@@ -352,12 +437,12 @@ impl SaslSession {
             Ok(decoded) => decoded,
             Err(reason) => return Gate::Close(reason),
         };
-        match self.step(catalog, peer, &request.auth_bytes).await {
-            Ok(token) => {
+        match self.step(catalog, peer, &request.auth_bytes).await.and_then(|token| Ok((token, self.logged_in()?))) {
+            Ok((token, session_lifetime_ms)) => {
                 let response = SaslAuthenticateResponse::default()
                     .with_error_message(None)
                     .with_auth_bytes(token)
-                    .with_session_lifetime_ms(0);
+                    .with_session_lifetime_ms(session_lifetime_ms);
                 respond(ApiKey::SaslAuthenticate, version, correlation_id, &response)
             }
             Err(reason) => {
@@ -511,9 +596,17 @@ impl SaslSession {
             .map_err(|e| fail(&format_args!("role {role:?} could not be read: {e}")))?
             .ok_or_else(|| fail(&format_args!("role {role:?} does not exist or may not log in")))?;
         log::debug!("{peer} authenticated as role {role:?} (SASL/OAUTHBEARER, subject {:?})", token.subject);
+        self.token_expires_ms = Some(token.expires_at_ms);
         self.state = State::Open { identity: Some(identity) };
         Ok(Bytes::new())
     }
+}
+
+/// A SaslHandshake at v1 or later: the only way a re-authentication starts
+/// (its tokens then come in SaslAuthenticate v1+, which carries the session's
+/// lifetime).
+fn is_handshake_v1(frame: &Bytes) -> bool {
+    matches!(peek_fixed_header(frame), Some((key, version, _)) if key == ApiKey::SaslHandshake as i16 && version >= 1)
 }
 
 /// What a failed exchange tells the client, in Kafka's words.
