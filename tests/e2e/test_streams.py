@@ -46,12 +46,13 @@ exactly_once_v2, commit.interval.ms 100.
   killed runs' and the restarted ones' alike.
 
 Every wait has a deadline, loops are bounded, and every JVM is killed whatever
-happens (and gets SIGTERM from the kernel if pytest dies). The topics and the
+happens (and gets SIGKILL from the kernel if pytest dies). The topics and the
 group are deleted afterwards, the state directory removed. About 30 s.
 """
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import os
 import random
@@ -61,7 +62,6 @@ import shutil
 import signal
 import struct
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -73,9 +73,6 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from support import REPO_ROOT, Psql
-
-sys.path.insert(0, str(REPO_ROOT / "scripts" / "bench"))
-from apache_kafka import _die_with_parent  # noqa: E402  (scripts/bench is not a package)
 
 STREAMS_DIR = REPO_ROOT / "tests" / "streams"
 STREAMS_HOME = REPO_ROOT / ".kafgres" / "streams"
@@ -104,12 +101,11 @@ VOCABULARY = ("kafka", "postgres", "stream", "table", "commit", "abort", "fence"
 WORDS_PER_LINE_MAX = 5
 FEED_CHUNK_LINES = 10
 FEED_INTERVAL_S = 0.1  # FEED_CHUNK_LINES every FEED_INTERVAL_S: about 100 lines, 300 words a second
-FEED_LINES_PER_S = FEED_CHUNK_LINES / FEED_INTERVAL_S
 FEED_LINES_MAX = 20_000  # the feed stops here whatever happens (about 200 s of it)
 SEED = 890  # the lines are the same in every run of the test
 
 # A run is killed (or the feed stopped) once the committed output grew by this many records
-# since the run started: its tasks are assigned, restored and processing.
+# since the run reached RUNNING: its tasks are assigned, restored and processing.
 PROGRESS_RECORDS = 300
 # From a JVM's start to that progress: start-up, a rebalance that waits up to the killed member's
 # session timeout (6 s), restoration, and for run 3 the broker aborting run 2's transaction at its
@@ -127,6 +123,7 @@ ERROR_LINE = re.compile(r"^\[[^\]]+\] ERROR ")
 RESTORED_LINE = re.compile(r"Finished restoring changelog (\S+) to store " + re.escape(STORE_NAME) +
                            r" with a total number of (\d+) records")
 TRANSACTIONAL_ID = re.compile(r"transactionalId=([^\],]+)\]")
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 COMPLETED_TRANSACTION_STATES = {"Empty", "CompleteCommit", "CompleteAbort"}
 
 
@@ -193,6 +190,12 @@ def prune_old_runs() -> None:
 
 # --------------------------------------------------------------------------
 # The application's JVM
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when pytest dies. Not SIGTERM (what scripts/bench's JVMs
+    get): a JVM this test has stopped with SIGSTOP would keep a SIGTERM pending forever."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 class WordCountApp:
