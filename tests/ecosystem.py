@@ -142,6 +142,14 @@ ENTRIES: tuple[Entry, ...] = (
         ("tests/e2e/test_mirrormaker.py",),
     ),
     Entry(
+        "Kafka Streams",
+        Pin("tests/streams/pom.xml", r"<kafka\.version>([^<]+)</kafka\.version>"),
+        "a word count with exactly_once_v2 (transaction version 2): a repartition topic, a persistent store "
+        "with its changelog, killed with kill -9 mid-transaction and restarted with its state directory kept "
+        "and wiped; every committed count exact, aborted updates never visible",
+        ("tests/e2e/test_streams.py",),
+    ),
+    Entry(
         "Apache Kafka, the reference broker",
         Pin("scripts/bench/pom.xml", r"<kafka\.version>([^<]+)</kafka\.version>"),
         "every scenario of the reference diff, run against it and Kafgres and compared",
