@@ -348,6 +348,18 @@ class ThrowawayCluster:
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(self.log_text().splitlines()[-lines:]) or "(no server log)"
 
+    def reload(self, **settings: object) -> None:
+        """ALTER SYSTEM SET each kafgres setting, reload, and wait for the worker's line for each."""
+        offset = len(self.log_text())
+        statements = [f"ALTER SYSTEM SET kafgres.{name} = '{value}'" for name, value in settings.items()]
+        self.sql(*statements, "SELECT pg_reload_conf()")
+        deadline = time.monotonic() + 30
+        for name, value in settings.items():
+            line = f"kafgres: kafgres.{name} is now {value}"
+            while line not in self.log_text()[offset:]:
+                assert time.monotonic() < deadline, f"no {line!r} in the server log:\n{self.log_tail()}"
+                time.sleep(0.05)
+
     def stop(self, mode: str) -> None:
         """pg_ctl stop -m `mode`, not checked (destroy's caller looks at what is left)."""
         if self.pgdata.exists():

@@ -47,18 +47,6 @@ class Cluster(ThrowawayCluster):
     def __init__(self) -> None:
         super().__init__("reload", PG_PORT, KAFKA_PORT)
 
-    def reload(self, **settings: object) -> None:
-        """ALTER SYSTEM SET each setting, reload, and wait for the worker's line for each."""
-        offset = len(self.log_text())
-        statements = [f"ALTER SYSTEM SET kafgres.{name} = '{value}'" for name, value in settings.items()]
-        self.sql(*statements, "SELECT pg_reload_conf()")
-        deadline = time.monotonic() + 30
-        for name, value in settings.items():
-            line = f"kafgres: kafgres.{name} is now {value}"
-            while line not in self.log_text()[offset:]:
-                assert time.monotonic() < deadline, f"no {line!r} in the server log:\n{self.log_tail()}"
-                time.sleep(0.05)
-
     def counter(self, name: str) -> int:
         return self.sql(f"SELECT value FROM kafgres.broker_metrics WHERE name = '{name}'")[0][0]
 

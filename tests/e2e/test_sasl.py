@@ -19,6 +19,10 @@ md5 password all fail with an authentication error (the same one); a
 password change applies to the next connection; a client without SASL is
 refused (its first request after ApiVersions closes the connection); the
 SQL API and the SQL bridge, which log in themselves (KAFGRES-INTERNAL), work.
+With `kafgres.connections_max_reauth_ms` (KIP-368), confluent-kafka's
+producer re-authenticates on its open connections across several session
+lifetimes without an error, and a password changed meanwhile makes its next
+re-authentication fail.
 
 Every wait has a deadline; the cluster is stopped and removed at the end, also
 on failure. Runs as root (initdb and pg_ctl run as the postgres user).
@@ -168,6 +172,45 @@ def test_a_role_produces_and_consumes_with_its_password(cluster: Cluster):
     assert APP_USER in principals, principals
     got = consume_all(sasl(APP_USER, APP_PASSWORD), topic, 10)
     assert got == [(f"k{i}".encode(), f"v{i}".encode()) for i in range(10)]
+
+
+def test_sessions_end_and_librdkafka_re_authenticates(cluster: Cluster):
+    """kafgres.connections_max_reauth_ms (KIP-368): a producer sending across several session lifetimes
+    re-authenticates on its connections and never sees an error; a password change then reaches the open
+    connection at its next re-authentication, which fails and closes it."""
+    lifetime_ms = 1500
+    cluster.reload(connections_max_reauth_ms=lifetime_ms)
+    try:
+        topic = create_topic(APP_USER, APP_PASSWORD)
+        errors: list[KafkaError] = []
+        failures: list[str] = []
+        producer = Producer({**sasl(APP_USER, APP_PASSWORD), "acks": "all", "linger.ms": 0,
+                             "error_cb": errors.append})
+        started = time.monotonic()
+        sent = 0
+        while time.monotonic() - started < 4 * lifetime_ms / 1000:
+            producer.produce(topic, value=f"v{sent}", on_delivery=lambda e, m: e and failures.append(str(e)))
+            assert producer.flush(10) == 0
+            sent += 1
+            time.sleep(0.05)
+        assert not failures and not errors, (failures, errors)
+        # The same connections served all along: their sessions were renewed, not replaced.
+        [[oldest_s]] = cluster.sql(
+            "select extract(epoch from now() - min(connected_at)) from kafgres.connections "
+            f"where principal = '{APP_USER}'")
+        assert float(oldest_s) > 3 * lifetime_ms / 1000, oldest_s
+        got = consume_all(sasl(APP_USER, APP_PASSWORD), topic, sent)
+        assert [v for _, v in got] == [f"v{i}".encode() for i in range(sent)]
+
+        # A new password reaches the open connection at its next re-authentication.
+        cluster.sql(f"alter role {APP_USER} password 'app-secret-2'")
+        deadline = time.monotonic() + 3 * lifetime_ms / 1000
+        while not any(e.code() == KafkaError._AUTHENTICATION for e in errors) and time.monotonic() < deadline:
+            producer.poll(0.2)
+        assert any(e.code() == KafkaError._AUTHENTICATION for e in errors), errors
+    finally:
+        cluster.sql(f"alter role {APP_USER} password '{APP_PASSWORD}'")
+        cluster.reload(connections_max_reauth_ms=0)
 
 
 def test_an_escaped_user_name_logs_in(cluster: Cluster):
