@@ -34,7 +34,13 @@ line of a file is a record's value as it is:
   waits for while it reads the offset topic read_committed), the task resumes
   from its last committed position, and a read_committed reader of the topic
   finds every line exactly once, in order, while a read_uncommitted one also
-  sees the aborted records. The offsets API gives the file's size.
+  sees the aborted records. The offsets API gives the file's size. Then the
+  connector is stopped and its offset moved back to line REWIND_TO_LINE with
+  PATCH /connectors/<name>/offsets, which fences out its task's
+  transactional producer first (Admin.fenceProducers, as the worker's DEBUG
+  log line shows) and writes the offset in a transaction; resumed, the task
+  reads the rest of the file again: read_committed finds the file followed by
+  its lines from REWIND_TO_LINE on, each once.
 - neither worker logs an ERROR line (.kafgres/connect/*.log).
 
 Every wait has a deadline; each JVM is stopped or killed whatever happens
@@ -91,16 +97,19 @@ OFFSET_FLUSH_MS = 1000
 FIRST_LINES = 200
 MORE_LINES = 100
 # Exactly-once: lines in the file before the source starts, then appended in
-# bursts while it runs; the worker is killed once KILL_AFTER records are
-# committed on the topic and more are in a transaction still open.
+# bursts while it runs (for about 8 s, several transactions); the worker is
+# killed once KILL_AFTER records are committed on the topic and more are in a
+# transaction still open.
 EOS_INITIAL_LINES = 500
 EOS_TOTAL_LINES = 2500
 EOS_BURST_LINES = 20
-EOS_BURST_PAUSE_S = 0.03
+EOS_BURST_PAUSE_S = 0.08
 # The source task commits a transaction every EOS_TRANSACTION_MS (transaction.boundary=interval),
 # so that one is almost always open when the worker is killed.
 EOS_TRANSACTION_MS = 2000
 KILL_AFTER = 800
+# The offsets API then moves the source back to this line, and it reads the rest of the file again.
+REWIND_TO_LINE = 2000
 # The exactly-once source task's transactions: how long a restarted worker waits for a killed one's.
 TASK_TRANSACTION_TIMEOUT_MS = 6000
 
@@ -300,6 +309,20 @@ def wait_running(worker: Worker, name: str) -> None:
                 return
         time.sleep(0.5)
     pytest.fail(f"{name} not running within {CONNECTOR_RUNNING_TIMEOUT_S:.0f}s: {body}\n{worker.log_tail()}")
+
+
+def stop_connector(worker: Worker, name: str) -> None:
+    """PUT /connectors/<name>/stop, then until its status is STOPPED (its tasks shut down)."""
+    status, body = rest("PUT", f"/connectors/{name}/stop")
+    assert status == 204, f"PUT /connectors/{name}/stop answered {status}: {body}"
+    deadline = time.monotonic() + CONNECTOR_RUNNING_TIMEOUT_S
+    while time.monotonic() < deadline:
+        worker.check_running()
+        status, body = rest("GET", f"/connectors/{name}/status")
+        if status == 200 and body["connector"]["state"] == "STOPPED" and not body["tasks"]:
+            return
+        time.sleep(0.5)
+    pytest.fail(f"{name} not stopped within {CONNECTOR_RUNNING_TIMEOUT_S:.0f}s: {body}")
 
 
 def connector_offsets(name: str) -> list[dict]:
@@ -591,6 +614,26 @@ def test_exactly_once_source_across_a_kill(bootstrap, admin, create_topic, topic
         # read_uncommitted reader sees them, the restarted task wrote them again), hidden from read_committed.
         assert len(uncommitted) > len(committed) and set(uncommitted) == set(lines), (
             f"read_uncommitted: {len(uncommitted)} records, read_committed: {len(committed)}")
+
+        # Altering an exactly-once source's offsets: the worker fences out the
+        # task's transactional producer first (Admin.fenceProducers), then
+        # writes the offsets in a transaction; the resumed task reads the file
+        # again from that position.
+        stop_connector(worker, source)
+        rewind_to = sum(len(line) + 1 for line in lines[:REWIND_TO_LINE])
+        status, body = rest("PATCH", f"/connectors/{source}/offsets", {"offsets": [
+            {"partition": {"filename": str(source_file)}, "offset": {"position": rewind_to}}]})
+        assert status == 200, f"PATCH /connectors/{source}/offsets answered {status}: {body}\n{worker.log_tail()}"
+        fenced = f"Finished fencing out 1 task producers for source connector {source}"
+        assert fenced in worker.log.read_text(errors="replace"), f"no '{fenced}' in {worker.log}"
+        status, body = rest("PUT", f"/connectors/{source}/resume")
+        assert status == 202, f"PUT /connectors/{source}/resume answered {status}: {body}"
+        wait_running(worker, source)
+        lines += lines[REWIND_TO_LINE:]
+        wait_for_topic(worker, bootstrap, topic, lines)
+        wait_for_source_position(worker, source, source_file)
+        assert_same_lines(read_topic(bootstrap, topic), lines, f"{topic} (read_committed), after the rewind")
+        print(f"rewound and read again by {time.monotonic() - started:.1f}s")
         worker.stop()
     finally:
         if worker is not None:
