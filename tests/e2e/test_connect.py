@@ -144,6 +144,8 @@ def ensure_classpath() -> str:
     if result.returncode != 0 or not CLASSPATH_FILE.is_file():
         pytest.fail(f"`{' '.join(cmd)}` exited {result.returncode}:\n{result.stdout[-4000:]}\n{result.stderr[-2000:]}",
                     pytrace=False)
+    # The dependency plugin leaves an unchanged file as it was: newer than the pom now, so not resolved again.
+    CLASSPATH_FILE.touch()
     return CLASSPATH_FILE.read_text().strip()
 
 
