@@ -150,6 +150,14 @@ ENTRIES: tuple[Entry, ...] = (
         ("tests/e2e/test_streams.py",),
     ),
     Entry(
+        "Kafka Connect, a distributed worker (connect-runtime, connect-file)",
+        Pin("tests/connect/pom.xml", r"<kafka\.version>([^<]+)</kafka\.version>"),
+        "config, offset and status topics in Kafgres; FileStream source and sink, a restart without duplicates, "
+        "exactly-once source support (transactional config writes, records and offsets in one transaction, zombie "
+        "fencing) across a kill -9, read back read_committed; the offsets REST API (read and altered)",
+        ("tests/e2e/test_connect.py",),
+    ),
+    Entry(
         "Apache Kafka, the reference broker",
         Pin("scripts/bench/pom.xml", r"<kafka\.version>([^<]+)</kafka\.version>"),
         "every scenario of the reference diff, run against it and Kafgres and compared",
