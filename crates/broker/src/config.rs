@@ -88,6 +88,9 @@ pub struct BrokerConfig {
     /// and must re-authenticate before it ends (KIP-368); 0: sessions never
     /// end.
     pub connections_max_reauth_ms: u64,
+    /// The `transaction.version` ApiVersions finalizes: 2 (KIP-890 part 2,
+    /// Kafka 4's default) or 1, for clients that must not use version 2.
+    pub transaction_version: i16,
     /// Kafka's `auto.create.topics.enable` and `num.partitions`.
     pub auto_create_topics: bool,
     pub default_partitions: i32,
@@ -223,6 +226,7 @@ impl BrokerConfig {
             connection_rate_per_address_max: 0.0,
             connection_idle_ms_max: 600_000,
             connections_max_reauth_ms: 0,
+            transaction_version: 2,
             auto_create_topics: true,
             default_partitions: 1,
             message_bytes_max: crate::topic_config::MESSAGE_BYTES_MAX_DEFAULT,

@@ -9,7 +9,7 @@
 //! it offers as reloadable; settings that shape what is bound or opened at
 //! start (listeners, the log directory, threads) are not here.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::config::{BrokerConfig, FlushPolicy};
@@ -25,6 +25,7 @@ pub struct Reloadable {
     pub request_memory_bytes_max: usize,
     pub connection_idle_ms_max: u64,
     pub connections_max_reauth_ms: u64,
+    pub transaction_version: i16,
     pub auto_create_topics: bool,
     pub default_partitions: i32,
     pub failed_authentication_delay_ms: u64,
@@ -46,6 +47,7 @@ impl From<&BrokerConfig> for Reloadable {
             request_memory_bytes_max: c.request_memory_bytes_max,
             connection_idle_ms_max: c.connection_idle_ms_max,
             connections_max_reauth_ms: c.connections_max_reauth_ms,
+            transaction_version: c.transaction_version,
             auto_create_topics: c.auto_create_topics,
             default_partitions: c.default_partitions,
             failed_authentication_delay_ms: c.failed_authentication_delay_ms,
@@ -96,6 +98,11 @@ pub struct LiveSettings {
     connections_max: AtomicUsize,
     connection_idle_ms_max: AtomicU64,
     connections_max_reauth_ms: AtomicU64,
+    /// The finalized `transaction.version`, and when it took effect (the
+    /// finalized features' epoch: a client keeps the features of the
+    /// highest epoch it saw, so a change must raise it).
+    transaction_version: AtomicI32,
+    features_epoch: AtomicI64,
     auto_create_topics: AtomicBool,
     default_partitions: AtomicI32,
     group_initial_rebalance_delay_ms: AtomicI32,
@@ -113,6 +120,8 @@ impl LiveSettings {
             connections_max: AtomicUsize::new(0),
             connection_idle_ms_max: AtomicU64::new(0),
             connections_max_reauth_ms: AtomicU64::new(0),
+            transaction_version: AtomicI32::new(0),
+            features_epoch: AtomicI64::new(0),
             auto_create_topics: AtomicBool::new(false),
             default_partitions: AtomicI32::new(1),
             group_initial_rebalance_delay_ms: AtomicI32::new(0),
@@ -137,6 +146,10 @@ impl LiveSettings {
         self.connections_max.store(s.connections_max, relaxed);
         self.connection_idle_ms_max.store(s.connection_idle_ms_max, relaxed);
         self.connections_max_reauth_ms.store(s.connections_max_reauth_ms, relaxed);
+        if self.transaction_version.swap(i32::from(s.transaction_version), relaxed) != i32::from(s.transaction_version)
+        {
+            self.features_epoch.store(crate::now_ms(), relaxed);
+        }
         self.auto_create_topics.store(s.auto_create_topics, relaxed);
         self.default_partitions.store(s.default_partitions, relaxed);
         self.group_initial_rebalance_delay_ms.store(s.group_initial_rebalance_delay_ms, relaxed);
@@ -163,6 +176,17 @@ impl LiveSettings {
     /// when a connection authenticates.
     pub fn connections_max_reauth_ms(&self) -> u64 {
         self.connections_max_reauth_ms.load(Ordering::Relaxed)
+    }
+
+    /// The `transaction.version` ApiVersions finalizes.
+    pub fn transaction_version(&self) -> i16 {
+        self.transaction_version.load(Ordering::Relaxed) as i16
+    }
+
+    /// The finalized features' epoch: when their levels last took effect
+    /// (ms since the epoch), so it only grows.
+    pub fn features_epoch(&self) -> i64 {
+        self.features_epoch.load(Ordering::Relaxed)
     }
 
     pub fn auto_create_topics(&self) -> bool {

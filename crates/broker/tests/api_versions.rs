@@ -21,7 +21,7 @@ fn table_of(response: &ApiVersionsResponse) -> Vec<(i16, i16, i16)> {
 }
 
 /// The body the broker should send: the served table and nothing else.
-fn expected_body(version: i16, error_code: i16) -> BytesMut {
+fn expected_body(version: i16, error_code: i16, features_epoch: i64) -> BytesMut {
     let keys = SERVED_APIS
         .iter()
         .map(|a| {
@@ -35,8 +35,8 @@ fn expected_body(version: i16, error_code: i16) -> BytesMut {
     if version >= 3 && error_code != error_code::UNSUPPORTED_VERSION {
         response = response
             .with_supported_features(features::supported_features())
-            .with_finalized_features_epoch(features::FINALIZED_FEATURES_EPOCH)
-            .with_finalized_features(features::finalized_features());
+            .with_finalized_features_epoch(features_epoch)
+            .with_finalized_features(features::finalized_features(2));
     }
     let mut out = BytesMut::new();
     response.encode(&mut out, version).expect("encodes");
@@ -53,6 +53,9 @@ fn request() -> ApiVersionsRequest {
 async fn advertises_exactly_the_served_table_and_kafkas_features() {
     let broker = TestBroker::start().await;
     let mut client = broker.client().await;
+    // When the levels took effect: the broker's start.
+    let epoch = broker.broker.context().config.live.features_epoch();
+    assert!(epoch > 1_600_000_000_000, "{epoch}");
     for version in [0i16, 3, 4] {
         let correlation_id = client.next_correlation_id();
         client.send_raw(&request_frame(ApiKey::ApiVersions, version, correlation_id, &request())).await;
@@ -60,7 +63,7 @@ async fn advertises_exactly_the_served_table_and_kafkas_features() {
         assert_eq!(frame.get_i32(), correlation_id);
         // Response header v0 at every version: the body starts right after
         // the correlation id (error code 0, then the array), no tag byte.
-        assert_eq!(&frame[..], &expected_body(version, 0)[..], "ApiVersions v{version} body bytes");
+        assert_eq!(&frame[..], &expected_body(version, 0, epoch)[..], "ApiVersions v{version} body bytes");
         let response = ApiVersionsResponse::decode(&mut frame, version).expect("decodes");
         assert_eq!(frame.remaining(), 0);
         assert_eq!(response.error_code, 0);
@@ -76,7 +79,7 @@ async fn advertises_exactly_the_served_table_and_kafkas_features() {
                 ("transaction.version", 2),
             ];
             assert_eq!(finalized, expected.map(|(n, l)| (n.to_owned(), l)));
-            assert_eq!(response.finalized_features_epoch, features::FINALIZED_FEATURES_EPOCH);
+            assert_eq!(response.finalized_features_epoch, epoch);
             assert_eq!(response.supported_features.len(), 5);
         } else {
             assert_eq!(response.finalized_features_epoch, -1);
@@ -105,12 +108,33 @@ async fn unknown_version_is_answered_in_v0_per_kip_511() {
     client.send_raw(&frame).await;
     let mut response_frame = client.read_frame().await;
     assert_eq!(response_frame.get_i32(), 77);
-    assert_eq!(&response_frame[..], &expected_body(0, error_code::UNSUPPORTED_VERSION)[..], "v0 layout");
+    assert_eq!(&response_frame[..], &expected_body(0, error_code::UNSUPPORTED_VERSION, 0)[..], "v0 layout");
     let response = ApiVersionsResponse::decode(&mut response_frame, 0).expect("decodes at v0");
     assert_eq!(response.error_code, error_code::UNSUPPORTED_VERSION);
     assert_eq!(table_of(&response), served_table());
     // The connection stays usable: the client retries at a served version.
     let again = client.call(3, &request()).await;
     assert_eq!((again.error_code, table_of(&again)), (0, served_table()));
+    broker.broker.shutdown().await;
+}
+
+/// `kafgres.transaction_version` 1 finalizes version 1 (every client then
+/// uses the version 1 protocol), with a higher epoch, since a client keeps the
+/// features of the highest epoch it saw.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_transaction_version_follows_its_setting_with_a_higher_epoch() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    let level = |r: &ApiVersionsResponse| {
+        r.finalized_features.iter().find(|f| f.name.as_str() == "transaction.version").map(|f| f.max_version_level)
+    };
+    let before = client.call(3, &request()).await;
+    assert_eq!(level(&before), Some(2));
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let initial = kafgres_broker::settings::Reloadable::from(&*broker.broker.context().config);
+    broker.broker.reload(&kafgres_broker::settings::Reloadable { transaction_version: 1, ..initial });
+    let after = client.call(3, &request()).await;
+    assert_eq!(level(&after), Some(1));
+    assert!(after.finalized_features_epoch > before.finalized_features_epoch, "{after:?}");
     broker.broker.shutdown().await;
 }

@@ -113,6 +113,7 @@ pub static METRICS_LISTEN_ADDRESS: GucSetting<Option<CString>> = GucSetting::<Op
 pub static REQUEST_MEMORY_MB: GucSetting<i32> = GucSetting::<i32>::new(512);
 pub static FAILED_AUTHENTICATION_DELAY_MS: GucSetting<i32> = GucSetting::<i32>::new(100);
 pub static CONNECTIONS_MAX_REAUTH_MS: GucSetting<i32> = GucSetting::<i32>::new(0);
+pub static TRANSACTION_VERSION: GucSetting<i32> = GucSetting::<i32>::new(2);
 pub static AUTO_CREATE_TOPICS: GucSetting<bool> = GucSetting::<bool>::new(true);
 pub static DEFAULT_PARTITIONS: GucSetting<i32> = GucSetting::<i32>::new(1);
 pub static SEGMENT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(1 << 30);
@@ -556,6 +557,18 @@ pub fn register_authentication_setting() {
         &CONNECTIONS_MAX_REAUTH_MS,
         0,
         i32::MAX,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.transaction_version",
+        c"The transaction.version feature level ApiVersions finalizes: 2 (KIP-890 part 2) or 1.",
+        c"Kafka 4's default is 2: clients that know it bump the producer epoch at every commit and add partitions \
+          with their produces. 1 makes every client use the version 1 protocol (kafka-features downgrade on \
+          Kafka). Clients read it when they connect.",
+        &TRANSACTION_VERSION,
+        1,
+        2,
         GucContext::Sighup,
         GucFlags::default(),
     );

@@ -24,10 +24,10 @@ impl Handler for ApiVersions {
     const VERSIONS: Versions = Versions::new(0, 4);
     type Request = ApiVersionsRequest;
     type Response = ApiVersionsResponse;
-    type Services<'a> = ();
+    type Services<'a> = &'a crate::config::BrokerConfig;
 
     async fn handle(
-        _: Self::Services<'_>,
+        config: Self::Services<'_>,
         cx: &RequestContext<'_>,
         request: ApiVersionsRequest,
     ) -> Answer<ApiVersionsResponse> {
@@ -37,8 +37,8 @@ impl Handler for ApiVersions {
             // Tagged fields 0-2, as Kafka sends them (librdkafka 2.0.2 reads them; it is
             // ZkMigrationReady, tag 3, that Kafka leaves out while false).
             response.supported_features = features::supported_features();
-            response.finalized_features_epoch = features::FINALIZED_FEATURES_EPOCH;
-            response.finalized_features = features::finalized_features();
+            response.finalized_features_epoch = config.live.features_epoch();
+            response.finalized_features = features::finalized_features(config.live.transaction_version());
         }
         if cx.api_version >= 3
             && !(valid_software_field(&request.client_software_name)

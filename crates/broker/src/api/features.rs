@@ -2,12 +2,14 @@
 //! finalized, and UpdateFeatures, which `kafka-features.sh upgrade` and
 //! `downgrade` send.
 //!
-//! The levels say what this broker does, feature by feature, and are fixed:
-//! a Kafgres node is one build, not a cluster rolling through versions.
-//! `transaction.version` is 2, as Kafka 4.x finalizes it: clients that know
-//! KIP-890 part 2 bump the epoch at each EndTxn and add partitions implicitly
-//! with their produces, and the others keep the version 1 protocol, both
-//! served; `group.version` 1 is the KIP-848 consumer protocol;
+//! The levels say what this broker does, feature by feature: a Kafgres node
+//! is one build, not a cluster rolling through versions, and the levels are
+//! fixed but for one setting. `transaction.version` is
+//! `kafgres.transaction_version`, 2 by default as Kafka 4.x finalizes it:
+//! clients that know KIP-890 part 2 bump the epoch at each EndTxn and add
+//! partitions implicitly with their produces, and the others keep the
+//! version 1 protocol, both served (1 makes every client use version 1);
+//! `group.version` 1 is the KIP-848 consumer protocol;
 //! `eligible.leader.replicas.version` 1 because every partition's one replica
 //! is always its leader (empty ELR lists); `metadata.version` and
 //! `kraft.version` are listed as a Kafka 4.1 node lists them so that tools
@@ -50,9 +52,17 @@ pub const FEATURES: &[Feature] = &[
     Feature { name: "transaction.version", min_supported: 0, max_supported: 2, finalized: Some(2) },
 ];
 
-/// The finalized features' epoch: Kafka's is the offset of the last feature
-/// record in its metadata log; these levels never change, so one epoch.
-pub const FINALIZED_FEATURES_EPOCH: i64 = 1;
+/// The feature a setting finalizes (`kafgres.transaction_version`).
+const TRANSACTION_VERSION: &str = "transaction.version";
+
+/// Each feature's finalized level, `transaction.version` as set.
+fn finalized_level(feature: &Feature, transaction_version: i16) -> Option<i16> {
+    if feature.name == TRANSACTION_VERSION {
+        Some(transaction_version)
+    } else {
+        feature.finalized
+    }
+}
 
 pub fn supported_features() -> Vec<SupportedFeatureKey> {
     FEATURES
@@ -67,11 +77,15 @@ pub fn supported_features() -> Vec<SupportedFeatureKey> {
         .collect()
 }
 
-pub fn finalized_features() -> Vec<FinalizedFeatureKey> {
+/// The finalized features, `transaction.version` at `transaction_version`.
+/// Their epoch is [`crate::settings::LiveSettings::features_epoch`]: Kafka's
+/// is the offset of the last feature record in its metadata log, here when
+/// the levels last took effect, which only grows.
+pub fn finalized_features(transaction_version: i16) -> Vec<FinalizedFeatureKey> {
     FEATURES
         .iter()
         .filter_map(|f| {
-            let level = f.finalized?;
+            let level = finalized_level(f, transaction_version)?;
             let mut key = FinalizedFeatureKey::default();
             key.name = str_bytes(f.name);
             key.min_version_level = level;
@@ -102,10 +116,9 @@ impl Handler for UpdateFeatures {
             response.error_code = error_code::CLUSTER_AUTHORIZATION_FAILED;
             return response.into();
         }
-        let refusal = req
-            .feature_updates
-            .iter()
-            .find_map(|u| check_update(config.node_id, &u.feature, u.max_version_level).err());
+        let refusal = req.feature_updates.iter().find_map(|u| {
+            check_update(config.node_id, &u.feature, u.max_version_level, config.live.transaction_version()).err()
+        });
         if let Some(message) = refusal {
             response.error_code = error_code::INVALID_UPDATE_VERSION;
             response.error_message = Some(str_bytes(&format!(
@@ -130,7 +143,7 @@ impl Handler for UpdateFeatures {
 }
 
 /// Whether `feature` may be set to `level`: only to the level it is at.
-fn check_update(node_id: i32, feature: &str, level: i16) -> Result<(), String> {
+fn check_update(node_id: i32, feature: &str, level: i16, transaction_version: i16) -> Result<(), String> {
     let Some(f) = FEATURES.iter().find(|f| f.name == feature) else {
         return Err(format!(
             "Invalid update version {level} for feature {feature}. Local controller {node_id} does not support this feature."
@@ -143,12 +156,18 @@ fn check_update(node_id: i32, feature: &str, level: i16) -> Result<(), String> {
             f.min_supported, f.max_supported
         ));
     }
-    if level == f.finalized.unwrap_or(0) {
+    let current = finalized_level(f, transaction_version).unwrap_or(0);
+    if level == current {
         return Ok(());
     }
+    if f.name == TRANSACTION_VERSION {
+        return Err(format!(
+            "{feature} is at {current} in Kafgres and is changed by the setting kafgres.transaction_version (then \
+             pg_reload_conf()), not by UpdateFeatures"
+        ));
+    }
     Err(format!(
-        "{feature} is at {} in Kafgres and cannot be changed: a node's feature levels are those of its build",
-        f.finalized.unwrap_or(0)
+        "{feature} is at {current} in Kafgres and cannot be changed: a node's feature levels are those of its build"
     ))
 }
 
@@ -158,13 +177,16 @@ mod tests {
 
     #[test]
     fn only_the_current_level_is_accepted() {
-        assert_eq!(check_update(1, "transaction.version", 2), Ok(()));
-        assert_eq!(check_update(1, "kraft.version", 0), Ok(()));
-        let change = check_update(1, "transaction.version", 1).unwrap_err();
-        assert!(change.contains("cannot be changed"), "{change}");
-        let beyond = check_update(1, "group.version", 5).unwrap_err();
+        assert_eq!(check_update(1, "transaction.version", 2, 2), Ok(()));
+        assert_eq!(check_update(1, "transaction.version", 1, 1), Ok(()));
+        assert_eq!(check_update(1, "kraft.version", 0, 2), Ok(()));
+        let change = check_update(1, "transaction.version", 1, 2).unwrap_err();
+        assert!(change.contains("kafgres.transaction_version"), "{change}");
+        let fixed = check_update(1, "group.version", 0, 2).unwrap_err();
+        assert!(fixed.contains("cannot be changed"), "{fixed}");
+        let beyond = check_update(1, "group.version", 5, 2).unwrap_err();
         assert!(beyond.ends_with("only supports versions 0-1"), "{beyond}");
-        let unknown = check_update(3, "share.version", 1).unwrap_err();
+        let unknown = check_update(3, "share.version", 1, 2).unwrap_err();
         assert!(unknown.ends_with("Local controller 3 does not support this feature."), "{unknown}");
     }
 
