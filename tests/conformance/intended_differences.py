@@ -51,7 +51,7 @@ DIFFERENCES: list[Difference] = [
         kafgres=r"(?:  Feature: transaction\.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
                 r"FinalizedVersionLevel: 2 Epoch: <epoch>"
                 r"|kafka-python describe_features transaction\.version: supported=\(0, 2\) finalized=\(2, 2\))",
-        doc="**Feature levels are fixed.**",
+        doc="**Feature levels are fixed, but transaction.version's.**",
         reason="Share groups (KIP-932) are not served, so share.version is not listed.",
     ),
     Difference(

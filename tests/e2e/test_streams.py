@@ -116,7 +116,7 @@ FINISH_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0  # SIGTERM to exit (the application's own close waits up to 20 s)
 READ_TIMEOUT_S = 30.0
 POLL_S = 0.2
-FREEZE_TRIES = 50  # looks at kafgres.transactions for an open transaction before a kill -9
+FREEZE_TRIES = 150  # looks at kafgres.transactions for an open transaction before a kill -9
 FREEZE_SETTLE_S = 0.2
 
 ERROR_LINE = re.compile(r"^\[[^\]]+\] ERROR ")
@@ -454,7 +454,9 @@ def freeze_in_transaction(app: WordCountApp, psql: Psql, app_id: str) -> tuple[s
         if rows and rows[0][1] == "Ongoing" and rows[0][2] != "[]":
             return rows[0]
         app.process.send_signal(signal.SIGCONT)
-        time.sleep(random.uniform(0.01, 0.05))
+        # Long enough to run a commit interval or two: stopped 0.2 s of every
+        # look, a JVM on a busy machine made no progress between short ones.
+        time.sleep(random.uniform(0.05, 0.4))
     pytest.fail(f"run {app.number}'s transaction {transactional_id} was not open in any of {FREEZE_TRIES} looks; "
                 f"last: {rows}\n{app.describe()}")
 

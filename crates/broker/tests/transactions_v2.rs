@@ -163,3 +163,35 @@ async fn a_spent_epoch_hands_out_a_new_producer_id() {
     assert_eq!(end_v2(&mut client, "spent", new_pid, 0, true).await, (0, new_pid, 1));
     broker.broker.shutdown().await;
 }
+
+/// A version 2 transaction left open past its timeout is aborted and its
+/// producer fenced: its EndTxn, which a version 2 retry rule would otherwise
+/// take for a retry of a bumped end, is PRODUCER_FENCED, as on Kafka.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_transaction_fences_its_version_2_producer() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "tv2-slow", 1).await;
+    let (pid, epoch, _) = init(&mut client, "v2-slow", 300).await;
+    assert_eq!(
+        produce_txn_at(&mut client, PRODUCE_V2, "v2-slow", "tv2-slow", 0, txn_batch(pid, epoch, 0, 1, "s")).await,
+        0
+    );
+    let mut lso = 0;
+    // Until the abort marker is durable too.
+    for _ in 0..100 {
+        lso = fetch(&mut client, "tv2-slow", 0, 0, true).await.last_stable_offset;
+        if lso >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(lso, 2, "the timeout wrote an abort marker");
+    assert_eq!(end_v2(&mut client, "v2-slow", pid, epoch, false).await.0, error_code::PRODUCER_FENCED);
+    assert_eq!(end_v2(&mut client, "v2-slow", pid, epoch, true).await.0, error_code::PRODUCER_FENCED);
+    assert_eq!(
+        produce_txn_at(&mut client, PRODUCE_V2, "v2-slow", "tv2-slow", 0, txn_batch(pid, epoch, 1, 1, "late")).await,
+        error_code::INVALID_PRODUCER_EPOCH
+    );
+    broker.broker.shutdown().await;
+}

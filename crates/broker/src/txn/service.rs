@@ -93,6 +93,11 @@ struct TxnMeta {
     /// a retry of that end (Kafka's `previousProducerId`). Kept in memory
     /// only: a retry across a restart is told INVALID_PRODUCER_ID_MAPPING.
     previous_producer_id: Option<i64>,
+    /// Whether the client speaks transaction version 2 (it added partitions
+    /// implicitly or ended with EndTxn v5): its own ends bump the epoch, so a
+    /// fence must bump past what a retry of such an end would carry. Kept in
+    /// memory only.
+    version_2: bool,
 }
 
 impl TxnMeta {
@@ -136,6 +141,7 @@ impl TxnMeta {
             started_ms: r.started_ms,
             updated_ms: r.updated_ms,
             previous_producer_id: None,
+            version_2: false,
         })
     }
 }
@@ -373,6 +379,7 @@ impl TxnService {
                     started_ms: crate::now_ms(),
                     updated_ms: crate::now_ms(),
                     previous_producer_id: None,
+                    version_2: false,
                 }
             }
             (InitPlan::AbortOpenThenBump, Some(mut meta)) => {
@@ -398,6 +405,8 @@ impl TxnService {
         }
         let previous_producer = guard.as_ref().map(|m| m.producer_id);
         meta.timeout_ms = timeout_ms;
+        // A new producer instance: which version it speaks shows at its first act.
+        meta.version_2 = false;
         meta.state = TxnState::Empty;
         meta.partitions.clear();
         meta.groups.clear();
@@ -532,6 +541,7 @@ impl TxnService {
     ) -> Result<(), i16> {
         self.add(transactional_id, producer, error_code::INVALID_PRODUCER_EPOCH, |meta| {
             meta.partitions.extend(partitions.iter().cloned());
+            meta.version_2 = true;
         })
         .await
     }
@@ -583,6 +593,7 @@ impl TxnService {
                 meta.begin();
             }
             meta.groups.insert(group_id.to_string());
+            meta.version_2 = true;
         } else if current.state != TxnState::Ongoing || !current.groups.contains(group_id) {
             return Err(error_code::INVALID_TXN_STATE);
         }
@@ -637,6 +648,7 @@ impl TxnService {
         let plan = rules::plan_end_v2(current.state, commit, current_producer, producer, current.previous_producer_id)
             .map_err(|code| if code == error_code::PRODUCER_FENCED { fenced_code } else { code })?;
         let mut meta = current.clone();
+        meta.version_2 = true;
         let result = match plan {
             EndPlanV2::AlreadyDone => return Ok(current_producer),
             // A Prepare* left by a failed end is finished by the retry
@@ -896,7 +908,12 @@ impl TxnService {
             "transactional id {transactional_id}: open for longer than its timeout ({} ms); aborting it",
             meta.timeout_ms
         );
-        meta.producer_epoch = meta.producer_epoch.saturating_add(1);
+        // A version 2 client's retry of an end carries the epoch just below
+        // the current one and is answered as done: the fence goes two past
+        // the client's, so that its EndTxn is PRODUCER_FENCED, as Kafka's
+        // fence followed by its own end bump leaves it.
+        let fence = if meta.version_2 { 2 } else { 1 };
+        meta.producer_epoch = meta.producer_epoch.saturating_add(fence);
         if let Err(code) = self.finish(transactional_id, &mut meta, false, EpochBump::AlreadyDone).await {
             log::warn!("transactional id {transactional_id}: aborting failed (error {code})");
         }
