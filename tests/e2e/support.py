@@ -379,3 +379,58 @@ class ThrowawayCluster:
             except ProcessLookupError:
                 pass
         shutil.rmtree(self.home, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------
+# Java tests: tools on PATH and Maven builds of the projects under tests/
+
+
+def need_tool(tool: str, what: str) -> str:
+    """The path of `tool`, or the test fails saying it needs `what` (Java 17+ and Maven on Debian)."""
+    path = shutil.which(tool)
+    if path is None:
+        pytest.fail(f"`{tool}` not found on PATH: {what}. On Debian: apt-get install openjdk-17-jdk-headless maven",
+                    pytrace=False)
+    return path
+
+
+# What Maven says when an offline build lacks something in ~/.m2 (then it runs online).
+MAVEN_OFFLINE_MISS = re.compile(r"offline mode|could not be resolved|could not resolve|cannot access", re.IGNORECASE)
+
+
+def _maven_build_is_current(project: Path, stamp: Path, outputs: list[Path], classpath_file: Path) -> bool:
+    if not (stamp.is_file() and classpath_file.is_file() and all(o.is_file() for o in outputs)):
+        return False
+    built = stamp.stat().st_mtime
+    sources = [project / "pom.xml", *(p for p in (project / "src").rglob("*") if p.is_file())]
+    if any(p.stat().st_mtime > built for p in sources):
+        return False
+    # ~/.m2 may have been cleaned since: every classpath entry must still be there.
+    return all(Path(p).is_file() for p in classpath_file.read_text().strip().split(os.pathsep) if p)
+
+
+def ensure_maven_build(project: Path, maven_args: list[str], stamp: Path, outputs: list[Path], classpath_file: Path,
+                       timeout_s: float) -> None:
+    """`mvn package` of the Maven project `project` (with `maven_args`), offline first and online if ~/.m2
+    lacks something, unless the build stamped `stamp` after the last change of its pom and src/, its
+    `outputs` exist and every jar of its `classpath_file` is still there. The test fails if it cannot."""
+    if _maven_build_is_current(project, stamp, outputs, classpath_file):
+        return
+    mvn = need_tool("mvn", f"building {project.name} needs Apache Maven")
+    started = time.time()  # a source edited during the build makes the next session rebuild
+
+    def run(offline: bool) -> subprocess.CompletedProcess:
+        cmd = [mvn, "-q", "-B", *(["-o"] if offline else []), "-f", str(project / "pom.xml"), *maven_args, "package"]
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=project)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"`{shlex.join(cmd)}` did not finish within {timeout_s:.0f}s", pytrace=False)
+
+    result = run(offline=True)
+    if result.returncode != 0 and MAVEN_OFFLINE_MISS.search(result.stdout + result.stderr):
+        result = run(offline=False)  # ~/.m2 lacks something: fetch it from Maven Central
+    if result.returncode != 0:
+        pytest.fail(f"building {project} failed (exit {result.returncode}):\n"
+                    f"{result.stdout[-6000:]}\n{result.stderr[-3000:]}", pytrace=False)
+    stamp.write_text(f"{project.name} built from sources as of {time.ctime(started)}\n")
+    os.utime(stamp, (started, started))

@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -66,10 +65,10 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from support import REPO_ROOT, port_is_free
+from support import REPO_ROOT, need_tool, port_is_free
 
 sys.path.insert(0, str(REPO_ROOT / "scripts" / "bench"))
-from apache_kafka import _die_with_parent  # noqa: E402  (scripts/bench is not a package)
+from apache_kafka import _die_with_parent, terminate  # noqa: E402  (scripts/bench is not a package)
 
 CONNECT_DIR = REPO_ROOT / "tests" / "connect"
 POM = CONNECT_DIR / "pom.xml"
@@ -120,21 +119,13 @@ ERROR_LINE = re.compile(r"^\[[^\]]+\] ERROR ")
 # The worker's classpath and process
 
 
-def _need(tool: str) -> str:
-    path = shutil.which(tool)
-    if path is None:
-        pytest.fail(f"`{tool}` not found on PATH: the Connect test needs Java 17+ and Maven "
-                    f"(Debian: apt-get install openjdk-17-jdk-headless maven)", pytrace=False)
-    return path
-
-
 def ensure_classpath() -> str:
     """connect-runtime's and connect-file's runtime classpath, resolved with Maven unless newer than the pom."""
     if CLASSPATH_FILE.is_file() and CLASSPATH_FILE.stat().st_mtime >= POM.stat().st_mtime:
         text = CLASSPATH_FILE.read_text().strip()
         if all(Path(j).is_file() for j in text.split(":") if j):
             return text
-    mvn = _need("mvn")
+    mvn = need_tool("mvn", "the Connect test needs Apache Maven")
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
     cmd = [mvn, "-B", "-q", "-f", str(POM), f"-Dkafgres.connect.dir={BUILD_DIR}", "dependency:build-classpath"]
     try:
@@ -227,13 +218,7 @@ class Worker:
                     f"{self.log_tail()}")
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=WORKER_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        terminate(self.process, WORKER_STOP_TIMEOUT_S)
         self.stdout.close()
 
     def kill(self) -> None:
@@ -466,7 +451,7 @@ def cleanup(admin: AdminClient, run: str, topics: list[str], groups: list[str]) 
 
 
 def test_source_and_sink_across_a_restart(bootstrap, admin, create_topic, topic_name, tmp_path):
-    _need("java")
+    need_tool("java", "the Connect test needs Java 17+")
     classpath = ensure_classpath()
     run = uuid.uuid4().hex[:10]
     topic = create_topic(topic_name("lines"))
@@ -552,7 +537,7 @@ def topic_end(bootstrap: str, topic: str, isolation: str) -> int:
 
 
 def test_exactly_once_source_across_a_kill(bootstrap, admin, create_topic, topic_name, tmp_path):
-    _need("java")
+    need_tool("java", "the Connect test needs Java 17+")
     classpath = ensure_classpath()
     run = uuid.uuid4().hex[:10]
     topic = create_topic(topic_name("eos"))

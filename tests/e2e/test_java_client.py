@@ -27,7 +27,6 @@ import base64
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import time
 import uuid
@@ -38,7 +37,7 @@ import pytest
 from confluent_kafka import ConsumerGroupState, TopicPartition
 
 import kafka_wire
-from support import REPO_ROOT, produce_all
+from support import REPO_ROOT, ensure_maven_build, need_tool, produce_all
 
 JAVA_DIR = REPO_ROOT / "tests" / "java"
 JAVA_BIN = JAVA_DIR / "bin"
@@ -56,7 +55,6 @@ PROBE_TIMEOUT_S = 150.0
 TOOL_TIMEOUT_S = 60.0
 
 # What `mvn -o` says when ~/.m2 lacks an artifact or plugin (then the build goes online).
-MAVEN_OFFLINE_MISS = re.compile(r"offline mode|could not be resolved|could not resolve|cannot access", re.IGNORECASE)
 
 API_KEY_INIT_PRODUCER_ID = 22
 NODE_ID = 1
@@ -64,17 +62,6 @@ NODE_ID = 1
 
 # --------------------------------------------------------------------------
 # Building and running
-
-
-def _fail_without(tool: str, what: str) -> str:
-    path = shutil.which(tool)
-    if path is None:
-        pytest.fail(
-            f"`{tool}` not found on PATH: the Java e2e tests need {what}. On Debian: "
-            f"apt-get install openjdk-17-jdk-headless maven",
-            pytrace=False,
-        )
-    return path
 
 
 def _java_major(java: str) -> int:
@@ -86,47 +73,15 @@ def _java_major(java: str) -> int:
     return int(match.group(2)) if major == 1 else major  # "1.8.0" is Java 8
 
 
-def _build_is_current() -> bool:
-    if not (BUILD_STAMP.is_file() and PROBE_JAR.is_file() and CLASSPATH_FILE.is_file()):
-        return False
-    built = BUILD_STAMP.stat().st_mtime
-    sources = [JAVA_DIR / "pom.xml", *(p for p in (JAVA_DIR / "src").rglob("*") if p.is_file())]
-    if any(p.stat().st_mtime > built for p in sources):
-        return False
-    # ~/.m2 may have been cleaned since: every classpath entry must still be there.
-    return all(Path(p).is_file() for p in CLASSPATH_FILE.read_text().strip().split(os.pathsep) if p)
-
-
-def _maven(mvn: str, offline: bool) -> subprocess.CompletedProcess:
-    cmd = [mvn, "-q", "-B", *(["-o"] if offline else []), "-f", str(JAVA_DIR / "pom.xml"),
-           f"-Dkafgres.java.build.dir={BUILD_DIR}", "package"]
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, cwd=JAVA_DIR)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"`{shlex.join(cmd)}` did not finish within {BUILD_TIMEOUT_S:.0f}s", pytrace=False)
-
-
 @pytest.fixture(scope="session")
 def java_build() -> Path:
     """Builds tests/java unless the build is current; fails every test here if it cannot."""
-    java = _fail_without("java", f"a JDK {JAVA_MAJOR_MIN} or newer")
-    mvn = _fail_without("mvn", "Apache Maven")
+    java = need_tool("java", f"the Java e2e tests need a JDK {JAVA_MAJOR_MIN} or newer")
     major = _java_major(java)
     if major < JAVA_MAJOR_MIN:
         pytest.fail(f"{java} is Java {major}; the Java e2e tests need Java {JAVA_MAJOR_MIN} or newer", pytrace=False)
-    if not _build_is_current():
-        started = time.time()  # a source edited during the build makes the next session rebuild
-        result = _maven(mvn, offline=True)
-        if result.returncode != 0 and MAVEN_OFFLINE_MISS.search(result.stdout + result.stderr):
-            result = _maven(mvn, offline=False)  # ~/.m2 lacks something: fetch it from Maven Central
-        if result.returncode != 0:
-            pytest.fail(
-                f"building tests/java failed (exit {result.returncode}):\n"
-                f"{result.stdout[-6000:]}\n{result.stderr[-3000:]}",
-                pytrace=False,
-            )
-        BUILD_STAMP.write_text(f"tests/java built from sources as of {time.ctime(started)}\n")
-        os.utime(BUILD_STAMP, (started, started))
+    ensure_maven_build(JAVA_DIR, [f"-Dkafgres.java.build.dir={BUILD_DIR}"], BUILD_STAMP, [PROBE_JAR], CLASSPATH_FILE,
+                       BUILD_TIMEOUT_S)
     return BUILD_DIR
 
 

@@ -57,11 +57,11 @@ import fcntl
 import os
 import random
 import re
-import shlex
 import shutil
 import signal
 import struct
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -72,7 +72,10 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from support import REPO_ROOT, Psql
+from support import REPO_ROOT, Psql, ensure_maven_build, need_tool
+
+sys.path.insert(0, str(REPO_ROOT / "scripts" / "bench"))
+from apache_kafka import terminate  # noqa: E402  (scripts/bench is not a package)
 
 STREAMS_DIR = REPO_ROOT / "tests" / "streams"
 STREAMS_HOME = REPO_ROOT / ".kafgres" / "streams"
@@ -92,7 +95,6 @@ STORE_NAME = "word-counts"
 REPARTITION_NAME = "words"
 
 BUILD_TIMEOUT_S = 900.0  # a first build downloads kafka-streams, RocksDB and Maven's plugins
-MAVEN_OFFLINE_MISS = re.compile(r"offline mode|could not be resolved|could not resolve|cannot access", re.IGNORECASE)
 APP_HEAP = "-Xmx256m"
 
 PARTITIONS = 3
@@ -131,51 +133,14 @@ COMPLETED_TRANSACTION_STATES = {"Empty", "CompleteCommit", "CompleteAbort"}
 # Building tests/streams
 
 
-def _need(tool: str) -> str:
-    path = shutil.which(tool)
-    if path is None:
-        pytest.fail(f"`{tool}` not found on PATH: the Streams test needs Java 17+ and Maven "
-                    f"(Debian: apt-get install openjdk-17-jdk-headless maven)", pytrace=False)
-    return path
-
-
-def _build_is_current() -> bool:
-    if not (BUILD_STAMP.is_file() and APP_JAR.is_file() and CLASSPATH_FILE.is_file()):
-        return False
-    built = BUILD_STAMP.stat().st_mtime
-    sources = [STREAMS_DIR / "pom.xml", *(p for p in (STREAMS_DIR / "src").rglob("*") if p.is_file())]
-    if any(p.stat().st_mtime > built for p in sources):
-        return False
-    # ~/.m2 may have been cleaned since: every classpath entry must still be there.
-    return all(Path(p).is_file() for p in CLASSPATH_FILE.read_text().strip().split(os.pathsep) if p)
-
-
-def _maven(mvn: str, offline: bool) -> subprocess.CompletedProcess:
-    cmd = [mvn, "-q", "-B", *(["-o"] if offline else []), "-f", str(STREAMS_DIR / "pom.xml"),
-           f"-Dkafgres.streams.build.dir={BUILD_DIR}", "package"]
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, cwd=STREAMS_DIR)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"`{shlex.join(cmd)}` did not finish within {BUILD_TIMEOUT_S:.0f}s", pytrace=False)
-
-
 def ensure_build() -> str:
     """Builds tests/streams unless the build is current; the application's classpath."""
-    _need("java")
-    mvn = _need("mvn")
+    need_tool("java", "the Streams test needs Java 17+")
     STREAMS_HOME.mkdir(parents=True, exist_ok=True)
     with open(BUILD_LOCK, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # a concurrent build finishes first (bounded by its own timeout)
-        if not _build_is_current():
-            started = time.time()  # a source edited during the build makes the next session rebuild
-            result = _maven(mvn, offline=True)
-            if result.returncode != 0 and MAVEN_OFFLINE_MISS.search(result.stdout + result.stderr):
-                result = _maven(mvn, offline=False)  # ~/.m2 lacks something: fetch it from Maven Central
-            if result.returncode != 0:
-                pytest.fail(f"building tests/streams failed (exit {result.returncode}):\n"
-                            f"{result.stdout[-6000:]}\n{result.stderr[-3000:]}", pytrace=False)
-            BUILD_STAMP.write_text(f"tests/streams built from sources as of {time.ctime(started)}\n")
-            os.utime(BUILD_STAMP, (started, started))
+        ensure_maven_build(STREAMS_DIR, [f"-Dkafgres.streams.build.dir={BUILD_DIR}"], BUILD_STAMP, [APP_JAR],
+                           CLASSPATH_FILE, BUILD_TIMEOUT_S)
     return os.pathsep.join([str(APP_JAR), CLASSPATH_FILE.read_text().strip()])
 
 
@@ -227,13 +192,7 @@ class WordCountApp:
 
     def stop(self) -> int:
         """SIGTERM (the application's clean close), SIGKILL after STOP_TIMEOUT_S; the exit status."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        terminate(self.process, STOP_TIMEOUT_S)
         self.stdout.close()
         return self.process.returncode
 
