@@ -186,6 +186,9 @@ pub async fn run(archive: Arc<Archive>, log_dir: PathBuf, partitions: impl Fn() 
                 if archive.enabled() { all.iter().map(|p| p.unarchived_segments().len()).sum() } else { 0 };
             board.set_backlog(backlog as u64);
         }
+        // Not held across the wait: a deleted topic's partitions (and their
+        // open files, so their disk space) must go when the topic does.
+        drop(all);
         match outcome {
             Outcome::Idle => {
                 retry = RETRY_FIRST;

@@ -184,3 +184,40 @@ async fn a_command_still_running_at_the_stop_is_killed_with_its_children() {
     // Killed, not finished: the segment counts as not archived (the next start archives it).
     assert!(!dir.path().join("stuck-0").join("archived-offset-checkpoint").exists());
 }
+
+/// The files a partition holds open, as /proc/self/fd shows them.
+fn open_files_under(dir_name_part: &str) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|fds| {
+            fds.filter_map(|e| e.ok())
+                .filter_map(|e| std::fs::read_link(e.path()).ok())
+                .filter(|target| target.to_string_lossy().contains(dir_name_part))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Deleting a topic lets go of its files, so its disk space comes back at
+/// once: the archiving task, which wakes at every segment roll, must not keep
+/// the partitions of its last pass while it waits (it did, with archiving
+/// off, until the next roll anywhere).
+#[tokio::test]
+async fn a_deleted_topics_files_are_closed() {
+    use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+    use kafka_protocol::messages::DeleteTopicsRequest;
+    let broker = start(None).await;
+    let mut client = broker.client().await;
+    create_kept_topic(&mut client, "let-go").await;
+    for i in 0..12 {
+        let answer = produce(&mut client, 9, "let-go", 0, -1, batch(&records(&format!("r{i}"), 8))).await;
+        assert_eq!(answer.error_code, 0);
+    }
+    assert!(segment_logs(&broker.dir.path().join("let-go-0")).len() >= 3, "segments rolled");
+    assert!(open_files_under("let-go-0") > 0, "the partition's files are open while it exists");
+    let delete = DeleteTopicsRequest::default()
+        .with_topics(vec![DeleteTopicState::default().with_name(Some(name("let-go")))])
+        .with_timeout_ms(10_000);
+    assert_eq!(client.call(6, &delete).await.responses[0].error_code, 0);
+    eventually("no file of the deleted topic is open", || open_files_under("let-go-0") == 0).await;
+    broker.shutdown().await;
+}
