@@ -19,6 +19,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import psycopg
@@ -434,3 +435,16 @@ def ensure_maven_build(project: Path, maven_args: list[str], stamp: Path, output
                     f"{result.stdout[-6000:]}\n{result.stderr[-3000:]}", pytrace=False)
     stamp.write_text(f"{project.name} built from sources as of {time.ctime(started)}\n")
     os.utime(stamp, (started, started))
+
+
+def isolated_reader(bootstrap: str, isolation: str) -> Consumer:
+    """A consumer for assign() at `isolation` (read_committed or read_uncommitted) that reports each
+    partition's end (enable.partition.eof) and never commits; its group is never joined."""
+    return Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": f"kafgres-e2e-unused-{uuid.uuid4().hex[:8]}",
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+        "auto.offset.reset": "error",
+        "isolation.level": isolation,
+    })

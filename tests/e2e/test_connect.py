@@ -65,7 +65,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from support import REPO_ROOT, need_tool, port_is_free
+from support import REPO_ROOT, isolated_reader, need_tool, port_is_free
 
 sys.path.insert(0, str(REPO_ROOT / "scripts" / "bench"))
 from apache_kafka import _die_with_parent, terminate  # noqa: E402  (scripts/bench is not a package)
@@ -359,14 +359,7 @@ def file_lines(path: Path) -> list[str]:
 
 def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed") -> list[str]:
     """Every value of topic[0] a reader at `isolation` sees, from the start to the partition's end."""
-    c = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": f"kafgres-e2e-unused-{uuid.uuid4().hex[:8]}",
-        "enable.auto.commit": False,
-        "enable.partition.eof": True,
-        "auto.offset.reset": "error",
-        "isolation.level": isolation,
-    })
+    c = isolated_reader(bootstrap, isolation)
     c.assign([TopicPartition(topic, 0, 0)])
     values: list[str] = []
     errors: list[str] = []

@@ -72,7 +72,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from support import REPO_ROOT, Psql, ensure_maven_build, need_tool
+from support import REPO_ROOT, Psql, ensure_maven_build, isolated_reader, need_tool
 
 sys.path.insert(0, str(REPO_ROOT / "scripts" / "bench"))
 from apache_kafka import terminate  # noqa: E402  (scripts/bench is not a package)
@@ -285,14 +285,7 @@ def _long(value: bytes) -> int:
 
 
 def _consumer(bootstrap: str, isolation: str) -> Consumer:
-    return Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": f"kafgres-e2e-unused-{uuid.uuid4().hex[:8]}",
-        "enable.auto.commit": False,
-        "enable.partition.eof": True,
-        "auto.offset.reset": "error",
-        "isolation.level": isolation,
-    })
+    return isolated_reader(bootstrap, isolation)
 
 
 class OutputWatcher:
