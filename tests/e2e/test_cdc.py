@@ -17,7 +17,9 @@ ALTER TABLE that would break the filter is refused, and a filter that is not
 one expression (an injected statement, a subquery) or not boolean is refused
 before anything runs. The chunked snapshot (`kafgres.snapshot`) under
 concurrent writers replays to the table exactly and resumes after an
-interruption. A 1,000-column table and 10 KB rows.
+interruption. A 1,000-column table and 10 KB rows. The lag in time while
+changes wait (the bridge stopped). A whole schema captured, with the tables
+created in it later.
 
 Sessions are psycopg 3 connections on the dev cluster; every table and
 topic is this test's own; every wait is bounded.
@@ -26,7 +28,9 @@ topic is this test's own; every wait is bounded.
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
 import threading
 import time
 import uuid
@@ -453,3 +457,94 @@ def test_schema_changes_give_the_next_change_the_new_shape(pg_connect, table, co
     assert got[0]["value"]["after"] == {"id": 1, "v": "keyed by the replica identity"}
     assert got[1]["value"]["after"]["price"] == "1.50"
     assert got[4]["value"]["after"]["price"] == 7
+
+
+def test_the_lag_counts_from_the_commit_while_changes_wait(pg_connect, table, consume):
+    """bridge_lag is how long the oldest committed change not yet in its topic has waited: the bridge is stopped
+    (SIGSTOP) while a change commits, so the change waits, and the lag grows from its COMMIT; once delivered, the
+    lag is 0 and last_commit_at is its commit."""
+    name = table("id int PRIMARY KEY")
+    conn = pg_connect(autocommit=True)
+    topic = f"cdc.{name}"
+    conn.execute("SELECT kafgres.capture(%s, %s)", (f"public.{name}", topic))
+    wait_applied(conn)
+    status = (f"SELECT extract(epoch FROM bridge_lag), extract(epoch FROM last_commit_at) FROM kafgres.capture_status "
+              f"WHERE relation = 'public.{name}'::regclass")
+    pid = conn.execute("SELECT pid FROM kafgres.sql_bridge_status").fetchone()[0]
+    assert pid, "the SQL bridge is not running"
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        conn.execute(f"INSERT INTO {name} VALUES (1)")
+        committed = time.time()
+        time.sleep(1.5)
+        lag, _ = conn.execute(status).fetchone()
+        waited = time.time() - committed
+        assert waited - 0.5 <= float(lag) <= waited + 0.5, (lag, waited)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    wait_applied(conn)
+    lag, last_commit = conn.execute(status).fetchone()
+    assert float(lag) == 0.0
+    assert committed - 1.0 <= float(last_commit) <= committed + 1.0, (last_commit, committed)
+    assert [c["key"] for c in changes(consume, topic, 1)] == [{"id": 1}]
+
+
+def test_a_whole_schema_is_captured_with_the_tables_created_later(pg_connect, consume):
+    """capture_schema captures every table of a schema (a partitioned one through its parent), then each table
+    created in it later, to <database>.<schema>.<table> or to one topic; uncapture_schema ends them all."""
+    conn = pg_connect(autocommit=True)
+    schema, single = f"cdc_s_{uuid.uuid4().hex[:8]}", f"cdc_one_{uuid.uuid4().hex[:8]}"
+    try:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {schema}.a (id int PRIMARY KEY, v text)")
+        conn.execute(f"CREATE TABLE {schema}.p (id int PRIMARY KEY) PARTITION BY RANGE (id)")
+        conn.execute(f"CREATE TABLE {schema}.p1 PARTITION OF {schema}.p FOR VALUES FROM (0) TO (100)")
+        captured = conn.execute("SELECT relation::text, topic_name FROM kafgres.capture_schema(%s) ORDER BY 1",
+                                (schema,)).fetchall()
+        assert captured == [(f"{schema}.a", f"postgres.{schema}.a"), (f"{schema}.p", f"postgres.{schema}.p")]
+        conn.execute(f"CREATE TABLE {schema}.later (id int PRIMARY KEY)")
+        conn.execute(f"CREATE TABLE {schema}.made AS SELECT 1 AS id")
+        conn.execute(f"INSERT INTO {schema}.a VALUES (1, 'x')")
+        conn.execute(f"INSERT INTO {schema}.p VALUES (5)")
+        conn.execute(f"INSERT INTO {schema}.later VALUES (7)")
+        conn.execute(f"INSERT INTO {schema}.made VALUES (2)")
+        wait_applied(conn)
+        assert changes(consume, f"postgres.{schema}.a", 1)[0]["value"]["after"] == {"id": 1, "v": "x"}
+        partition_change = changes(consume, f"postgres.{schema}.p", 1)[0]
+        assert partition_change["value"]["after"] == {"id": 5} and partition_change["value"]["source"]["table"] == "p1"
+        assert changes(consume, f"postgres.{schema}.later", 1)[0]["key"] == {"id": 7}
+        assert changes(consume, f"postgres.{schema}.made", 1)[0]["value"]["after"] == {"id": 2}
+
+        # One topic for a schema; uncapture_schema ends its captures and stops capturing new tables.
+        conn.execute(f"CREATE SCHEMA {single}")
+        conn.execute(f"CREATE TABLE {single}.x (id int PRIMARY KEY)")
+        topic = f"cdc.{single}"
+        conn.execute("SELECT * FROM kafgres.capture_schema(%s, topic => %s, format => 'row')", (single, topic))
+        conn.execute(f"CREATE TABLE {single}.y (id int PRIMARY KEY)")
+        conn.execute(f"INSERT INTO {single}.x VALUES (1)")
+        conn.execute(f"INSERT INTO {single}.y VALUES (2)")
+        wait_applied(conn)
+        both = changes(consume, topic, 2)
+        assert [(c["headers"]["kafgres.table"], c["value"]) for c in both] == [
+            (f"{single}.x", {"id": 1}), (f"{single}.y", {"id": 2})]
+        assert conn.execute("SELECT kafgres.uncapture_schema(%s)", (single,)).fetchone()[0] == 2
+        conn.execute(f"CREATE TABLE {single}.z (id int PRIMARY KEY)")
+        assert conn.execute("SELECT count(*) FROM kafgres.captures WHERE relation::text LIKE %s",
+                            (f"{single}.%",)).fetchone()[0] == 0
+        assert conn.execute("SELECT kafgres.uncapture_schema(%s)", (single,)).fetchone()[0] == 0
+
+        with pytest.raises(errors.InvalidSchemaName):
+            conn.execute("SELECT * FROM kafgres.capture_schema('no_such_schema')")
+        with pytest.raises(errors.InvalidParameterValue):
+            conn.execute("SELECT * FROM kafgres.capture_schema('kafgres')")
+        captured_oids = [r[0] for r in conn.execute("SELECT relation::oid FROM kafgres.captures "
+                                                    "WHERE relation::text LIKE %s", (f"{schema}.%",)).fetchall()]
+        assert len(captured_oids) == 4
+    finally:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        conn.execute(f"DROP SCHEMA IF EXISTS {single} CASCADE")
+    # A dropped schema ends its schema capture and its tables' captures.
+    assert conn.execute("SELECT count(*) FROM kafgres.schema_captures WHERE schema_name = %s",
+                        (schema,)).fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM kafgres.captures WHERE relation::oid = ANY(%s)",
+                        (captured_oids,)).fetchone()[0] == 0

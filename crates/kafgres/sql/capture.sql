@@ -23,6 +23,10 @@ CREATE TABLE kafgres.captures (
     -- Debezium's tombstone after each delete (a null value under the key),
     -- so that a compacted topic forgets the row.
     tombstones        boolean NOT NULL DEFAULT true,
+    -- Kafka Connect schemas with each key and value (Debezium's records as
+    -- the JSON converter writes them with schemas.enable = true), for sink
+    -- connectors that need them.
+    schemas           boolean NOT NULL DEFAULT false,
     -- Only rows for which this boolean expression over the table's columns
     -- is true are published (NULL: every row). Kept as written; the triggers
     -- call kafgres."_capture_filter_<relation oid>", built from it.
@@ -175,10 +179,134 @@ BEGIN
 END
 $$;
 
+-- The Kafka Connect schema of a column type as Debezium's PostgreSQL
+-- connector gives it with the settings _cdc_value follows (numerics as
+-- strings): {"type": ..., "name": ..., "version": ..., "parameters": ...,
+-- "items": ...}, without the field's name and optionality. A type Debezium
+-- has no mapping for is a string (ranges, geometry: their text).
+CREATE FUNCTION kafgres._cdc_connect_type(type_id oid, type_mod integer) RETURNS jsonb
+LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+DECLARE
+    kind "char";
+    base oid;
+    base_mod integer;
+    element oid;
+BEGIN
+    CASE type_id
+    WHEN 16 THEN RETURN '{"type": "boolean"}';
+    WHEN 21 THEN RETURN '{"type": "int16"}';
+    WHEN 23 THEN RETURN '{"type": "int32"}';
+    WHEN 20, 26 THEN RETURN '{"type": "int64"}';
+    WHEN 700 THEN RETURN '{"type": "float"}';
+    WHEN 701 THEN RETURN '{"type": "double"}';
+    WHEN 17 THEN RETURN '{"type": "bytes"}';
+    WHEN 2950 THEN RETURN '{"type": "string", "name": "io.debezium.data.Uuid", "version": 1}';
+    WHEN 114, 3802 THEN RETURN '{"type": "string", "name": "io.debezium.data.Json", "version": 1}';
+    WHEN 142 THEN RETURN '{"type": "string", "name": "io.debezium.data.Xml", "version": 1}';
+    WHEN 1082 THEN RETURN '{"type": "int32", "name": "io.debezium.time.Date", "version": 1}';
+    WHEN 1083 THEN
+        RETURN CASE WHEN type_mod BETWEEN 0 AND 3
+                    THEN '{"type": "int32", "name": "io.debezium.time.Time", "version": 1}'
+                    ELSE '{"type": "int64", "name": "io.debezium.time.MicroTime", "version": 1}' END;
+    WHEN 1114 THEN
+        RETURN CASE WHEN type_mod BETWEEN 0 AND 3
+                    THEN '{"type": "int64", "name": "io.debezium.time.Timestamp", "version": 1}'
+                    ELSE '{"type": "int64", "name": "io.debezium.time.MicroTimestamp", "version": 1}' END;
+    WHEN 1184 THEN RETURN '{"type": "string", "name": "io.debezium.time.ZonedTimestamp", "version": 1}';
+    WHEN 1266 THEN RETURN '{"type": "string", "name": "io.debezium.time.ZonedTime", "version": 1}';
+    WHEN 1186 THEN RETURN '{"type": "int64", "name": "io.debezium.time.MicroDuration", "version": 1}';
+    WHEN 1560, 1562 THEN
+        IF type_id = 1560 AND type_mod = 1 THEN
+            RETURN '{"type": "boolean"}';
+        END IF;
+        RETURN jsonb_build_object('type', 'bytes', 'name', 'io.debezium.data.Bits', 'version', 1,
+                                  'parameters', jsonb_build_object('length', CASE WHEN type_mod > 0 THEN type_mod
+                                                                                  ELSE 2147483647 END::text));
+    ELSE
+        NULL;
+    END CASE;
+    SELECT typtype, typbasetype, typtypmod, CASE WHEN typcategory = 'A' THEN typelem END
+    INTO kind, base, base_mod, element
+    FROM pg_catalog.pg_type WHERE oid = type_id;
+    IF kind = 'd' THEN
+        RETURN kafgres._cdc_connect_type(base, CASE WHEN base_mod >= 0 THEN base_mod ELSE type_mod END);
+    ELSIF kind = 'e' THEN
+        RETURN jsonb_build_object('type', 'string', 'name', 'io.debezium.data.Enum', 'version', 1, 'parameters',
+                                  jsonb_build_object('allowed', (SELECT string_agg(e.enumlabel, ',' ORDER BY e.enumsortorder)
+                                                                 FROM pg_catalog.pg_enum e WHERE e.enumtypid = type_id)));
+    ELSIF element IS NOT NULL THEN
+        RETURN jsonb_build_object('type', 'array', 'items', kafgres._cdc_connect_type(element, type_mod)
+                                                            || '{"optional": true}');
+    END IF;
+    RETURN '{"type": "string"}';  -- numeric and money (as strings), text types, inet, ranges ...
+END
+$$;
+
+-- A column's default in its Connect schema, as Debezium gives it: a default
+-- made only of immutable functions and operators (a constant, a cast) is
+-- evaluated and mapped as values are; a sequence's nextval() on a NOT NULL
+-- column is 0; anything else (now(), CURRENT_TIMESTAMP, a volatile
+-- function, a generated column) has none.
+CREATE FUNCTION kafgres._capture_connect_default(relation oid, attnum smallint) RETURNS jsonb
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    expr pg_node_tree;
+    tree text;
+    a pg_catalog.pg_attribute;
+    m record;
+    v jsonb;
+BEGIN
+    SELECT * INTO a FROM pg_catalog.pg_attribute x WHERE x.attrelid = relation AND x.attnum = _capture_connect_default.attnum;
+    SELECT d.adbin INTO expr FROM pg_catalog.pg_attrdef d WHERE d.adrelid = relation AND d.adnum = a.attnum;
+    IF expr IS NULL OR a.attgenerated <> '' THEN
+        RETURN NULL;
+    END IF;
+    tree := expr::text;
+    IF tree LIKE '%{SQLVALUEFUNCTION%' OR tree LIKE '%{NEXTVALUEEXPR%' OR EXISTS (
+            SELECT 1 FROM regexp_matches(tree, ':(funcid|opno) (\d+)', 'g') f(m)
+            LEFT JOIN pg_catalog.pg_operator o ON f.m[1] = 'opno' AND o.oid = f.m[2]::oid
+            JOIN pg_catalog.pg_proc p ON p.oid = CASE WHEN f.m[1] = 'opno' THEN o.oprcode::oid ELSE f.m[2]::oid END
+            WHERE p.provolatile <> 'i') THEN
+        IF a.attnotnull AND a.atttypid IN (20, 21, 23) AND tree ~ ':funcid 1574 ' THEN  -- nextval(): serial columns
+            RETURN '0';
+        END IF;
+        RETURN NULL;
+    END IF;
+    BEGIN
+        EXECUTE format('SELECT to_jsonb((%s)::%s)', pg_catalog.pg_get_expr(expr, relation),
+                       pg_catalog.format_type(a.atttypid, a.atttypmod)) INTO v;
+    EXCEPTION WHEN OTHERS THEN
+        RETURN NULL;
+    END;
+    IF v IS NULL OR jsonb_typeof(v) = 'null' THEN
+        RETURN NULL;
+    END IF;
+    SELECT * INTO m FROM kafgres._cdc_mapped_type(a.atttypid, a.atttypmod);
+    RETURN CASE WHEN m.mapped THEN kafgres._cdc_value(v, m.base, m.base_mod) ELSE v END;
+END
+$$;
+
+-- The fields of a table's rows in Connect schemas, in column order: name,
+-- type (_cdc_connect_type), whether it may be null, and its default. Read
+-- by kafgres._capture_send when a capture with schemas meets a table shape
+-- it has not seen in this session.
+CREATE FUNCTION kafgres._capture_connect_fields(relation regclass)
+RETURNS TABLE (field name, field_schema jsonb, optional boolean, default_value jsonb)
+LANGUAGE sql STABLE AS $$
+    SELECT a.attname, kafgres._cdc_connect_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
+           kafgres._capture_connect_default(a.attrelid, a.attnum)
+    FROM pg_catalog.pg_attribute a
+    WHERE a.attrelid = relation AND a.attnum > 0 AND NOT a.attisdropped
+    ORDER BY a.attnum
+$$;
+
 -- What a capture's triggers need to know of its table, computed when they
 -- are installed instead of at every change (and installed again by the
 -- event triggers below when it changes): the key columns, the columns whose
--- values are mapped ([name, type, type modifier]), the extension's version.
+-- values are mapped ([name, type, type modifier]), the extension's version,
+-- and a signature of every column's name, type, modifier and nullability,
+-- so that any change of them installs the triggers again (a capture with
+-- Connect schemas keys its schemas on it).
 CREATE FUNCTION kafgres._capture_shape(relation oid) RETURNS jsonb
 LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
 BEGIN
@@ -187,7 +315,11 @@ BEGIN
         'mapped', (SELECT coalesce(jsonb_agg(jsonb_build_array(a.attname, t.base, t.base_mod) ORDER BY a.attnum), '[]')
                    FROM pg_catalog.pg_attribute a, LATERAL kafgres._cdc_mapped_type(a.atttypid, a.atttypmod) t
                    WHERE a.attrelid = relation AND a.attnum > 0 AND NOT a.attisdropped AND t.mapped),
-        'version', (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'kafgres'));
+        'version', (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'kafgres'),
+        'signature', (SELECT md5(string_agg(format('%s:%s:%s:%s', a.attname, a.atttypid, a.atttypmod, a.attnotnull),
+                                            ',' ORDER BY a.attnum))
+                      FROM pg_catalog.pg_attribute a
+                      WHERE a.attrelid = relation AND a.attnum > 0 AND NOT a.attisdropped));
 END
 $$;
 
@@ -206,7 +338,7 @@ END
 $$;
 
 -- Sends one change as its capture's settings say (the triggers' arguments:
--- topic, format, columns, dead-letter topic, tombstones) and its table's
+-- topic, format, columns, dead-letter topic, tombstones, schemas) and its table's
 -- shape (above). `op` is Debezium's: c, u, d, r (a snapshot row) or t.
 -- Rows come as to_jsonb wrote them; only the shape's mapped columns are
 -- mapped here, so a table of integers and text costs no per-column call.
@@ -247,12 +379,12 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, kafgres SET byte
 DECLARE
     -- The trigger's arguments, numbered from 1 (TG_ARGV counts from 0): the
     -- settings, then the table's shape.
-    settings text[] := TG_ARGV[0:4];
-    shape jsonb := TG_ARGV[5]::jsonb;
+    settings text[] := TG_ARGV[0:5];
+    shape jsonb := TG_ARGV[6]::jsonb;
     -- With a row filter, an UPDATE that moves a row into the filter is
     -- published as its insert, one that moves it out as its delete (as
     -- Postgres publications do); the trigger that fires says which.
-    update_as text := coalesce(TG_ARGV[6], '');
+    update_as text := coalesce(TG_ARGV[7], '');
     old_row jsonb;
     new_row jsonb;
 BEGIN
@@ -281,11 +413,11 @@ END
 $$;
 
 -- The arguments a capture's triggers carry, numbered from 1: topic, format,
--- columns, dead-letter topic, tombstones.
+-- columns, dead-letter topic, tombstones, schemas.
 CREATE FUNCTION kafgres._capture_settings(c kafgres.captures) RETURNS text[]
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT ARRAY[c.topic, c.format, coalesce(c.columns::text, ''), coalesce(c.dead_letter_topic, ''),
-                 c.tombstones::text]
+                 c.tombstones::text, c.schemas::text]
 $$;
 
 -- The function a capture's row filter becomes: kafgres."_capture_filter_<oid>"(row).
@@ -387,7 +519,8 @@ CREATE FUNCTION kafgres.capture(
     snapshot boolean DEFAULT false,
     dead_letter_topic text DEFAULT NULL,
     tombstones boolean DEFAULT true,
-    partitions integer DEFAULT 1
+    partitions integer DEFAULT 1,
+    schemas boolean DEFAULT false
 ) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, kafgres SET bytea_output = 'hex'
 SET client_min_messages = warning AS $$
@@ -439,7 +572,7 @@ BEGIN
         PERFORM kafgres.create_topic(dead_letter_topic, 1);
     END IF;
     settings := ARRAY[topic, format, coalesce(columns::text, ''), coalesce(dead_letter_topic, ''),
-                      coalesce(tombstones, true)::text];
+                      coalesce(tombstones, true)::text, coalesce(schemas, false)::text];
     -- CREATE TRIGGER locks the table against writes until this transaction
     -- ends: every change committed before is in the snapshot below, every one
     -- after fires the trigger.
@@ -473,15 +606,16 @@ BEGIN
         END LOOP;
     END IF;
     INSERT INTO kafgres.captures AS c (relation, topic, format, columns, row_filter, shape, dead_letter_topic,
-                                       tombstones, snapshot_state, snapshot_rows, snapshot_started_at,
+                                       tombstones, schemas, snapshot_state, snapshot_rows, snapshot_started_at,
                                        snapshot_updated_at)
     VALUES ("table", topic, format, columns, row_filter, shape, dead_letter_topic, coalesce(tombstones, true),
+            coalesce(schemas, false),
             CASE WHEN snapshot THEN 'done' END, CASE WHEN snapshot THEN snapshot_count END,
             CASE WHEN snapshot THEN now() END, CASE WHEN snapshot THEN clock_timestamp() END)
     ON CONFLICT (relation) DO UPDATE
     SET topic = excluded.topic, format = excluded.format, columns = excluded.columns,
         row_filter = excluded.row_filter, shape = excluded.shape, dead_letter_topic = excluded.dead_letter_topic,
-        tombstones = excluded.tombstones, created_at = now(),
+        tombstones = excluded.tombstones, schemas = excluded.schemas, created_at = now(),
         snapshot_state = coalesce(excluded.snapshot_state, c.snapshot_state),
         snapshot_rows = coalesce(excluded.snapshot_rows, c.snapshot_rows),
         snapshot_pages_done = CASE WHEN snapshot THEN NULL ELSE c.snapshot_pages_done END,
@@ -493,10 +627,11 @@ BEGIN
     RETURN topic;
 END
 $$;
-COMMENT ON FUNCTION kafgres.capture(regclass, text, text, name[], text, boolean, text, boolean, integer) IS
+COMMENT ON FUNCTION kafgres.capture(regclass, text, text, name[], text, boolean, text, boolean, integer, boolean) IS
     'Publishes the table''s changes to a topic (created if missing; default <database>.<schema>.<table>) from this '
     'transaction''s commit on, exactly once and in commit order; row_filter keeps only matching rows; '
-    'snapshot => true sends its rows first (kafgres.snapshot does it in chunks).';
+    'snapshot => true sends its rows first (kafgres.snapshot does it in chunks); schemas => true adds Kafka Connect '
+    'schemas to keys and values.';
 
 CREATE FUNCTION kafgres.uncapture("table" regclass) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, kafgres SET client_min_messages = warning AS $$
@@ -719,6 +854,12 @@ BEGIN
                        RETURNING d.objid LOOP
             EXECUTE format('DROP FUNCTION IF EXISTS kafgres.%I(anyelement)', '_capture_filter_' || dropped);
         END LOOP;
+        -- A dropped schema ends its schema capture.
+        IF to_regclass('kafgres.schema_captures') IS NOT NULL
+           AND EXISTS (SELECT 1 FROM pg_event_trigger_dropped_objects() d WHERE d.object_type = 'schema') THEN
+            DELETE FROM kafgres.schema_captures k
+            WHERE NOT EXISTS (SELECT 1 FROM pg_namespace n WHERE n.nspname = k.schema_name);
+        END IF;
         -- A dropped index may have been a captured table's key (its replica identity).
         IF EXISTS (SELECT 1 FROM pg_event_trigger_dropped_objects() d WHERE d.object_type = 'index') THEN
             PERFORM kafgres._capture_refresh(c.relation) FROM kafgres.captures c;
@@ -759,3 +900,146 @@ END
 $$;
 CREATE EVENT TRIGGER kafgres_capture_altered ON ddl_command_end WHEN TAG IN ('ALTER TABLE')
     EXECUTE FUNCTION kafgres._capture_altered();
+
+-- Whole schemas (kafgres.capture_schema): every table in the schema is
+-- captured with these settings, and so is every table created in it later,
+-- by the event trigger below, in the CREATE TABLE's own transaction (as
+-- Debezium's schema.include.list picks up new tables).
+CREATE TABLE kafgres.schema_captures (
+    schema_name       name PRIMARY KEY,
+    -- One topic for every table of the schema, or NULL: a topic per table,
+    -- named <topic_prefix>.<schema>.<table> as Debezium names them.
+    topic             text,
+    topic_prefix      text NOT NULL,
+    format            text NOT NULL CHECK (format IN ('debezium', 'row')),
+    dead_letter_topic text,
+    tombstones        boolean NOT NULL DEFAULT true,
+    schemas           boolean NOT NULL DEFAULT false,
+    partitions        integer NOT NULL DEFAULT 1,
+    created_at        timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE kafgres.schema_captures IS
+    'Schemas whose tables Kafgres captures, present and future (kafgres.capture_schema), with the settings each '
+    'table''s capture gets.';
+SELECT pg_catalog.pg_extension_config_dump('kafgres.schema_captures', '');
+REVOKE ALL ON kafgres.schema_captures FROM PUBLIC;
+
+-- The captures a schema capture makes: its tables that are not partitions
+-- (a partition is captured through its parent's triggers).
+CREATE FUNCTION kafgres._capture_schema_tables(schema_name name) RETURNS TABLE (relation regclass)
+LANGUAGE sql STABLE AS $$
+    SELECT c.oid::regclass FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = schema_name AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+    ORDER BY c.oid
+$$;
+
+CREATE FUNCTION kafgres._capture_schema_table(s kafgres.schema_captures, relation regclass) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN kafgres.capture(relation,
+                           coalesce(s.topic, (SELECT s.topic_prefix || '.' || s.schema_name || '.' || c.relname
+                                              FROM pg_catalog.pg_class c WHERE c.oid = relation)),
+                           s.format, dead_letter_topic => s.dead_letter_topic, tombstones => s.tombstones,
+                           partitions => s.partitions, schemas => s.schemas);
+END
+$$;
+
+CREATE FUNCTION kafgres.capture_schema(
+    schema_name name,
+    topic text DEFAULT NULL,
+    topic_prefix text DEFAULT NULL,
+    format text DEFAULT 'debezium',
+    dead_letter_topic text DEFAULT NULL,
+    tombstones boolean DEFAULT true,
+    partitions integer DEFAULT 1,
+    schemas boolean DEFAULT false
+) RETURNS TABLE (relation regclass, topic_name text)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, kafgres SET client_min_messages = warning AS $$
+#variable_conflict use_variable
+DECLARE
+    s kafgres.schema_captures;
+    t regclass;
+BEGIN
+    IF schema_name IS NULL OR NOT EXISTS (SELECT 1 FROM pg_namespace n WHERE n.nspname = schema_name) THEN
+        RAISE EXCEPTION 'kafgres.capture_schema: schema "%" does not exist', schema_name
+            USING ERRCODE = 'invalid_schema_name';
+    END IF;
+    IF schema_name IN ('kafgres', 'pg_catalog', 'information_schema') OR schema_name LIKE 'pg\_toast%'
+       OR schema_name LIKE 'pg\_temp%' THEN
+        RAISE EXCEPTION 'kafgres.capture_schema: schema "%" cannot be captured', schema_name
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'capture a schema of your own tables';
+    END IF;
+    IF NOT pg_catalog.pg_has_role(session_user, (SELECT n.nspowner FROM pg_namespace n WHERE n.nspname = schema_name),
+                                  'USAGE') THEN
+        RAISE EXCEPTION 'kafgres.capture_schema: permission denied for schema %', schema_name
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'capture a schema you own; kafgres.capture takes single tables you own or may put triggers on';
+    END IF;
+    INSERT INTO kafgres.schema_captures AS k (schema_name, topic, topic_prefix, format, dead_letter_topic, tombstones,
+                                              schemas, partitions)
+    VALUES (schema_name, topic, coalesce(topic_prefix, current_database()), coalesce(format, 'debezium'),
+            dead_letter_topic, coalesce(tombstones, true), coalesce(schemas, false), coalesce(partitions, 1))
+    ON CONFLICT ON CONSTRAINT schema_captures_pkey DO UPDATE
+    SET topic = excluded.topic, topic_prefix = excluded.topic_prefix, format = excluded.format,
+        dead_letter_topic = excluded.dead_letter_topic, tombstones = excluded.tombstones, schemas = excluded.schemas,
+        partitions = excluded.partitions, created_at = now()
+    RETURNING * INTO s;
+    FOR t IN SELECT x.relation FROM kafgres._capture_schema_tables(schema_name) x LOOP
+        relation := t;
+        topic_name := kafgres._capture_schema_table(s, t);
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION kafgres.capture_schema(name, text, text, text, text, boolean, integer, boolean) IS
+    'Captures every table of a schema, and every table created in it later, each to <topic_prefix>.<schema>.<table> '
+    '(topic_prefix: the database) or all to one topic; returns the tables captured now and their topics.';
+
+CREATE FUNCTION kafgres.uncapture_schema(schema_name name) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, kafgres SET client_min_messages = warning AS $$
+#variable_conflict use_variable
+DECLARE
+    t regclass;
+    n integer := 0;
+BEGIN
+    DELETE FROM kafgres.schema_captures k WHERE k.schema_name = uncapture_schema.schema_name;
+    IF NOT FOUND THEN
+        RETURN 0;
+    END IF;
+    FOR t IN SELECT c.relation FROM kafgres.captures c JOIN pg_class r ON r.oid = c.relation
+             JOIN pg_namespace ns ON ns.oid = r.relnamespace WHERE ns.nspname = uncapture_schema.schema_name LOOP
+        IF kafgres.uncapture(t) THEN
+            n := n + 1;
+        END IF;
+    END LOOP;
+    RETURN n;
+END
+$$;
+COMMENT ON FUNCTION kafgres.uncapture_schema(name) IS
+    'Stops capturing a schema: its tables'' captures end and new tables are no longer captured; returns how many ended.';
+
+-- A table created in a captured schema is captured from its creating
+-- transaction on, with the schema capture's settings.
+CREATE FUNCTION kafgres._capture_created() RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, kafgres AS $$
+DECLARE
+    s kafgres.schema_captures;
+    created record;
+BEGIN
+    IF to_regclass('kafgres.schema_captures') IS NULL THEN
+        RETURN;
+    END IF;
+    FOR created IN SELECT d.objid FROM pg_event_trigger_ddl_commands() d
+                   JOIN pg_class c ON c.oid = d.objid
+                   WHERE d.classid = 'pg_class'::regclass AND d.object_type = 'table' AND c.relkind IN ('r', 'p')
+                     AND NOT c.relispartition LOOP
+        SELECT k.* INTO s FROM kafgres.schema_captures k JOIN pg_class c ON c.oid = created.objid
+        JOIN pg_namespace n ON n.oid = c.relnamespace WHERE k.schema_name = n.nspname;
+        IF FOUND THEN
+            PERFORM kafgres._capture_schema_table(s, created.objid::regclass);
+        END IF;
+    END LOOP;
+END
+$$;
+CREATE EVENT TRIGGER kafgres_capture_created ON ddl_command_end WHEN TAG IN ('CREATE TABLE', 'CREATE TABLE AS', 'SELECT INTO')
+    EXECUTE FUNCTION kafgres._capture_created();

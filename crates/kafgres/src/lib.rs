@@ -74,14 +74,18 @@ COMMENT ON VIEW kafgres.request_latency IS
     'fetch_woken (the waking append to the answer sent); requests that took less than below_micros (NULL: the rest).';
 CREATE VIEW kafgres.sql_bridge_status AS
 SELECT state, pid, since, applied_lsn::pg_lsn AS applied_lsn, restart_lsn::pg_lsn AS restart_lsn,
-       read_lsn::pg_lsn AS read_lsn, last_applied_at, transactions_applied, records_applied, records_dropped,
-       incomplete_transactions, errors, message,
+       read_lsn::pg_lsn AS read_lsn, last_applied_at, last_commit_at, pending_commit_at,
+       CASE WHEN pending_commit_at IS NOT NULL THEN greatest(clock_timestamp() - pending_commit_at, interval '0')
+            ELSE interval '0' END AS lag,
+       transactions_applied, records_applied, records_dropped, incomplete_transactions, errors, message,
        (SELECT count(*) FROM kafgres.sql_bridge_gaps) AS gaps
 FROM kafgres._sql_bridge_status();
 COMMENT ON VIEW kafgres.sql_bridge_status IS
     'The SQL bridge (records sent from SQL on their way to the broker): state and since when, the WAL applied '
-    '(every send committed before applied_lsn is in its topic), retained (restart_lsn) and read, counters, the last '
-    'error, and how many gaps kafgres.sql_bridge_gaps lists.';
+    '(every send committed before applied_lsn is in its topic), retained (restart_lsn) and read; the commit time of '
+    'the newest transaction applied and of the oldest one read but not applied yet, and lag: how long that one has '
+    'waited since its commit (0 when none waits); counters, the last error, and how many gaps '
+    'kafgres.sql_bridge_gaps lists.';
 CREATE VIEW kafgres.connections AS
 SELECT client_addr::inet AS client_addr, client_port, client_id, principal, connected_at, requests, bytes_in,
        bytes_out
@@ -120,7 +124,7 @@ SELECT c.relation, c.topic, c.format, c.columns, c.row_filter, c.dead_letter_top
        CASE WHEN g.tgenabled IS NULL THEN 'trigger missing'
             WHEN g.tgenabled = 'D' THEN 'trigger disabled'
             ELSE 'capturing' END AS state,
-       b.state AS bridge_state, b.applied_lsn, b.last_applied_at,
+       b.state AS bridge_state, b.applied_lsn, b.last_applied_at, b.last_commit_at, b.lag AS bridge_lag,
        CASE WHEN NOT pg_is_in_recovery() THEN pg_wal_lsn_diff(pg_current_wal_lsn(), b.applied_lsn) END
            AS bridge_lag_bytes
 FROM kafgres.captures c
@@ -128,8 +132,10 @@ LEFT JOIN pg_trigger g ON g.tgrelid = c.relation AND g.tgname = 'kafgres_capture
 LEFT JOIN kafgres.sql_bridge_status b ON true;
 COMMENT ON VIEW kafgres.capture_status IS
     'Each capture (kafgres.capture): its settings, its last snapshot''s progress, whether its trigger fires, and how far the SQL bridge that '
-    'delivers its changes is: every change committed before applied_lsn is in its topic; bridge_lag_bytes of WAL '
-    'are written after it (all of the server''s WAL, not only changes).';
+    'delivers its changes is: every change committed before applied_lsn is in its topic; bridge_lag: how long the '
+    'oldest committed change not yet delivered has waited since its commit (0: none waits; changes of every capture '
+    'and send share one stream in commit order); bridge_lag_bytes of WAL are written after applied_lsn (all of the '
+    'server''s WAL, not only changes).';
 
 -- Nothing is open to PUBLIC: grant EXECUTE / SELECT to the roles that
 -- produce, consume or watch (docs/sql.md lists what each needs).

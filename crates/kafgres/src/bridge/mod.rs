@@ -220,6 +220,8 @@ fn session(shared: &'static BridgeShared, database: &str, backoff: &mut Backoff)
         let mut round_bytes = 0usize;
         let mut incomplete: Vec<(u32, u64, u32, Option<u32>)> = Vec::new();
         let mut memory_full: Option<AssemblyError> = None;
+        // Every commit noted as waiting before this read is in what it finds.
+        let waited = shared.pending_commit_ms();
         let read = reader.read_available(|event| match assembler.push(event) {
             Ok(None) => ControlFlow::Continue(()),
             Ok(Some(Assembled::Committed(txn))) => {
@@ -275,6 +277,7 @@ fn session(shared: &'static BridgeShared, database: &str, backoff: &mut Backoff)
         let restart_lsn = assembler.restart_lsn(position);
         let applied_a_round = !round.is_empty();
         if applied_a_round {
+            let waited = shared.publish_pending(round.iter().map(|t| t.commit_time_ms).min().unwrap_or(0));
             let producer = match connect(&mut broker, &mut applier, shared) {
                 Ok(p) => p,
                 Err(e) => return fail_waiting(shared, &e),
@@ -302,6 +305,7 @@ fn session(shared: &'static BridgeShared, database: &str, backoff: &mut Backoff)
             move_slot(applier.checkpoint().restart_lsn);
             let records: u64 = report.records_appended + report.records_already_present;
             shared.publish_applied(position, restart_lsn, report.transactions as u64, records, report.records_dropped);
+            shared.publish_delivered(waited, round.iter().map(|t| t.commit_time_ms).max().unwrap_or(0));
             if let Some(metrics) = crate::shared_metrics::metrics() {
                 metrics.sql_rounds.fetch_add(1, Ordering::Relaxed);
                 metrics.sql_records.fetch_add(report.records_appended, Ordering::Relaxed);
@@ -331,6 +335,11 @@ fn session(shared: &'static BridgeShared, database: &str, backoff: &mut Backoff)
                 idle_since_checkpoint = Instant::now();
             }
             shared.publish_applied(position, restart_lsn, 0, 0, 0);
+        }
+        if !applied_a_round && read.is_ok() && memory_full.is_none() {
+            // Read to the end with nothing to apply: what was noted as
+            // waiting before the read had nothing to deliver.
+            shared.publish_delivered(waited, 0);
         }
         if let Some(e) = memory_full {
             shared.set_state(BridgeState::Failing, &e.to_string());

@@ -26,7 +26,12 @@ impl HostMetrics for BridgeMetrics {
         for state in STATES {
             out.sample(&[("state", state.name())], if state == status.state { 1.0 } else { 0.0 });
         }
-        let positions: [(&str, Kind, &str, f64); 6] = [
+        let lag_s = if status.pending_commit_ms > 0 {
+            (shared::now_ms() - status.pending_commit_ms).max(0) as f64 / 1000.0
+        } else {
+            0.0
+        };
+        let positions: [(&str, Kind, &str, f64); 8] = [
             (
                 "kafgres_sql_bridge_applied_lsn_bytes",
                 Kind::Gauge,
@@ -44,6 +49,18 @@ impl HostMetrics for BridgeMetrics {
                 Kind::Gauge,
                 "Unix time of the bridge's last applied round (0: none since the server started).",
                 status.last_applied_ms.max(0) as f64 / 1000.0,
+            ),
+            (
+                "kafgres_sql_bridge_last_commit_seconds",
+                Kind::Gauge,
+                "Unix commit time of the newest SQL transaction whose sends were applied (0: none since the server started).",
+                status.last_commit_ms.max(0) as f64 / 1000.0,
+            ),
+            (
+                "kafgres_sql_bridge_lag_seconds",
+                Kind::Gauge,
+                "How long the oldest committed transaction read but not applied yet has waited since its commit (0: none waits).",
+                lag_s,
             ),
             (
                 "kafgres_sql_bridge_transactions_applied_total",

@@ -98,6 +98,11 @@ pub struct BridgeShared {
     /// How far the bridge has read.
     read_lsn: AtomicU64,
     last_applied_ms: AtomicI64,
+    /// Commit time of the newest transaction applied, and of the oldest one
+    /// read and committed but not applied yet (0: none waits): the delivery
+    /// lag in time, as `pg_stat_replication`'s lags are in time.
+    last_commit_ms: AtomicI64,
+    pending_commit_ms: AtomicI64,
     transactions_applied: AtomicU64,
     records_applied: AtomicU64,
     records_dropped: AtomicU64,
@@ -193,6 +198,8 @@ pub struct Status {
     pub restart_lsn: u64,
     pub read_lsn: u64,
     pub last_applied_ms: i64,
+    pub last_commit_ms: i64,
+    pub pending_commit_ms: i64,
     pub transactions_applied: u64,
     pub records_applied: u64,
     pub records_dropped: u64,
@@ -282,6 +289,40 @@ impl BridgeShared {
         }
     }
 
+    /// A transaction that sent committed (its commit callback): from now on
+    /// something waits, unless something already did. Cannot fail.
+    pub fn note_commit_waiting(&self) {
+        let _ = self.pending_commit_ms.compare_exchange(0, now_ms().max(1), Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    /// What waits now (0: nothing), read by the bridge before it reads the
+    /// WAL: every commit noted by then is in what that read finds.
+    pub fn pending_commit_ms(&self) -> i64 {
+        self.pending_commit_ms.load(Ordering::SeqCst)
+    }
+
+    /// A round of committed transactions is about to be applied: the oldest
+    /// commit among them waits from now on, unless an older one was noted.
+    /// Returns what waits now, for [`Self::publish_delivered`].
+    pub fn publish_pending(&self, oldest_commit_ms: i64) -> i64 {
+        match self.pending_commit_ms.compare_exchange(0, oldest_commit_ms.max(1), Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => oldest_commit_ms.max(1),
+            Err(current) => current,
+        }
+    }
+
+    /// What waited (`waited`, as read before the WAL or returned by
+    /// `publish_pending`) was delivered, up to a commit at `newest_commit_ms`
+    /// (0: nothing was to deliver). A commit noted since stays waiting.
+    pub fn publish_delivered(&self, waited: i64, newest_commit_ms: i64) {
+        if newest_commit_ms > 0 {
+            self.last_commit_ms.fetch_max(newest_commit_ms, Ordering::SeqCst);
+        }
+        if waited != 0 {
+            let _ = self.pending_commit_ms.compare_exchange(waited, 0, Ordering::SeqCst, Ordering::SeqCst);
+        }
+    }
+
     pub fn publish_read(&self, read_lsn: u64) {
         self.read_lsn.store(read_lsn, Ordering::Relaxed);
     }
@@ -332,6 +373,8 @@ impl BridgeShared {
             restart_lsn: self.restart_lsn.load(Ordering::SeqCst),
             read_lsn: self.read_lsn.load(Ordering::Relaxed),
             last_applied_ms: self.last_applied_ms.load(Ordering::Relaxed),
+            last_commit_ms: self.last_commit_ms.load(Ordering::Relaxed),
+            pending_commit_ms: self.pending_commit_ms.load(Ordering::Relaxed),
             transactions_applied: self.transactions_applied.load(Ordering::Relaxed),
             records_applied: self.records_applied.load(Ordering::Relaxed),
             records_dropped: self.records_dropped.load(Ordering::Relaxed),

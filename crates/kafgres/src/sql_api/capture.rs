@@ -18,6 +18,7 @@ use pgrx::prelude::*;
 use pgrx::{pg_sys, JsonB, PgSqlErrorCode};
 use serde_json::value::RawValue;
 
+use super::connect_schema::{schemas_for, with_schema, LOGICAL_NAME};
 use super::jsonb_text::JsonbText;
 use super::send::{fail, send_record, topic_info};
 
@@ -27,8 +28,9 @@ type RowImage = BTreeMap<String, Box<RawValue>>;
 /// `before`/`after` the row images as the envelope carries them,
 /// `raw_after` the row as to_jsonb wrote it (the `row` format's value);
 /// `settings` the capture's trigger arguments (topic, format, columns text,
-/// dead-letter topic, tombstones), `columns` the columns published (NULL:
-/// all), `shape` what the triggers know of the table (key columns, version).
+/// dead-letter topic, tombstones, schemas), `columns` the columns published
+/// (NULL: all), `shape` what the triggers know of the table (key columns,
+/// version, the signature of its columns).
 #[allow(clippy::too_many_arguments)]
 #[pg_extern(volatile, parallel_unsafe)]
 fn _capture_send(
@@ -46,6 +48,7 @@ fn _capture_send(
     let setting = |i: usize| settings.get(i).cloned().flatten().unwrap_or_default();
     let (topic, format, dead_letter) = (setting(0), setting(1), setting(3));
     let tombstones = setting(4) != "false";
+    let connect_schemas = setting(5) == "true";
     let columns: Option<Vec<String>> = columns.map(|c| c.into_iter().flatten().collect());
     let before = before.map(|b| row_image(&b.0));
     let after = after.map(|a| row_image(&a.0));
@@ -77,6 +80,22 @@ fn _capture_send(
         raw_after.map(|a| object_text(&row_image(&a.0), columns.as_deref()))
     } else {
         None
+    };
+    let (key, value) = if connect_schemas {
+        let key_columns: Option<Vec<String>> = shape
+            .0
+            .get("key")
+            .and_then(|k| k.as_array())
+            .map(|names| names.iter().filter_map(|n| n.as_str().map(str::to_string)).collect());
+        let signature = shape.0.get("signature").and_then(|s| s.as_str()).unwrap_or_default();
+        let schemas = schemas_for(schema_name, table_name, signature, key_columns.as_deref(), columns.as_deref());
+        let value_schema = if format == "debezium" { &schemas.envelope } else { &schemas.row };
+        (
+            key.map(|k| schemas.key.as_deref().map_or(k.clone(), |s| with_schema(s, &k))),
+            value.map(|v| with_schema(value_schema, &v)),
+        )
+    } else {
+        (key, value)
     };
 
     // Too large for the topic: to the dead-letter topic with the reason, or
@@ -193,7 +212,7 @@ fn envelope(
     let mut out = String::with_capacity(512);
     let _ = write!(
         out,
-        "{{\"before\":{},\"after\":{},\"source\":{{\"version\":{},\"connector\":\"postgresql\",\"name\":\"kafgres\",\
+        "{{\"before\":{},\"after\":{},\"source\":{{\"version\":{},\"connector\":\"postgresql\",\"name\":\"{LOGICAL_NAME}\",\
          \"ts_ms\":{now_ms},\"snapshot\":{},\"db\":{},\"sequence\":null,\"ts_us\":{now_us},\"ts_ns\":{now_ns},\
          \"schema\":{},\"table\":{},\"txId\":{xid},\"lsn\":{lsn},\"xmin\":null,\"origin\":null,\"origin_lsn\":null}},\
          \"transaction\":null,\"op\":{},\"ts_ms\":{now_ms},\"ts_us\":{now_us},\"ts_ns\":{now_ns}}}",

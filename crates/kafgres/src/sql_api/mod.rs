@@ -10,6 +10,7 @@
 pub mod admin;
 pub mod broker_link;
 mod capture;
+mod connect_schema;
 pub mod consume;
 mod jsonb_text;
 pub mod read;

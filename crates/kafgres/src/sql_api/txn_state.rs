@@ -246,6 +246,7 @@ unsafe extern "C-unwind" fn at_transaction_end(event: pg_sys::XactEvent::Type, _
             LAST_SEND_COMMIT.set(end);
         }
         if let Some(bridge) = crate::bridge::shared::shared() {
+            bridge.note_commit_waiting();
             bridge.wake_bridge();
         }
     }
