@@ -36,6 +36,7 @@ public final class KafgresProbe {
             Map.entry("quotas", QuotasScenario::run),
             Map.entry("scram-credentials", ScramCredentialsScenario::run),
             Map.entry("secure-client", SecureClientScenario::run),
+            Map.entry("share-group", ShareGroupScenario::run),
             Map.entry("failover", FailoverScenario::run));
 
     private KafgresProbe() {}
