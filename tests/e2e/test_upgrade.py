@@ -27,6 +27,7 @@ the end.
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -179,3 +180,50 @@ def test_a_broker_on_the_first_release_waits_for_the_update_then_serves_its_cata
     finally:
         consumer.close()
     assert "terminated by signal" not in cluster.log_text(), cluster.log_tail()
+
+
+DUMPED_ROWS = [
+    "SELECT cluster_id, next_producer_id, internal_secret FROM kafgres.cluster",
+    "SELECT name, partition_count FROM kafgres.topics ORDER BY name",
+    "SELECT relation::text, topic, format, columns, row_filter, tombstones, schemas FROM kafgres.captures ORDER BY 1",
+    "SELECT schema_name, topic, topic_prefix, format, schemas FROM kafgres.schema_captures",
+    "SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+    "WHERE t.tgname LIKE 'kafgres_capture%' ORDER BY 1, 2",
+]
+
+
+def test_pg_dump_and_restore_keep_topics_captures_and_schema_captures(scratch_databases, kafgres):
+    """A database dumped with pg_dump and restored into an empty one (psql) gets the extension, its cluster row (the
+    restore's copy replaces the one CREATE EXTENSION made, id and reserved producer ids), its topics, its
+    captures (a table with a column list and a row filter, a schema with Connect schemas) and their triggers back
+    as they were, and the restored schema capture captures a table created after the restore. The tables exist
+    before the catalog rows are restored, so the CREATE TABLE event trigger leaves them alone."""
+    source, target = scratch_databases
+    source.execute("CREATE EXTENSION kafgres")
+    source.execute("UPDATE kafgres.cluster SET next_producer_id = 4242")
+    target.execute("SELECT 1")  # an empty database: the dump creates the extension
+    for topic in ("orders.cdc", "dump.sales.invoice", "dump.sales.later"):
+        source.execute(f"INSERT INTO kafgres.topics (topic_id, name, partition_count) VALUES "
+                       f"(gen_random_uuid(), '{topic}', 1)")
+    source.execute("CREATE TABLE public.orders (id int PRIMARY KEY, status text, total numeric)")
+    source.execute("SELECT kafgres.capture('public.orders', 'orders.cdc', columns => ARRAY['id', 'status']::name[], "
+                   "row_filter => $$status = 'paid'$$)")
+    source.execute("CREATE SCHEMA sales")
+    source.execute("CREATE TABLE sales.invoice (id int PRIMARY KEY)")
+    source.execute("SELECT * FROM kafgres.capture_schema('sales', topic_prefix => 'dump', schemas => true)")
+    before = [rows(source, q) for q in DUMPED_ROWS]
+    assert len(before[2]) == 2 and len(before[3]) == 1 and len(before[4]) == 8, before
+
+    env = {**os.environ, **kafgres.env}
+    source_db = source.info.dbname
+    target_db = target.info.dbname
+    dumped = subprocess.run(["pg_dump", "--dbname", source_db], capture_output=True, text=True, env=env, timeout=60)
+    assert dumped.returncode == 0, dumped.stderr
+    restored = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "--dbname", target_db],
+                              input=dumped.stdout, capture_output=True, text=True, env=env, timeout=60)
+    assert restored.returncode == 0, restored.stderr
+    assert [rows(target, q) for q in DUMPED_ROWS] == before
+
+    target.execute("CREATE TABLE sales.later (id int PRIMARY KEY)")
+    assert rows(target, "SELECT topic, schemas FROM kafgres.captures WHERE relation = 'sales.later'::regclass") == [
+        ("dump.sales.later", True)]

@@ -308,6 +308,31 @@ CREATE  FUNCTION "_capture_check_row_filter"(
 STRICT IMMUTABLE PARALLEL SAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', '_capture_check_row_filter_wrapper';
+-- pg_dump keeps the cluster row (its id, the producer ids reserved, the
+-- internal secret), but CREATE EXTENSION has made one by the time a
+-- restore copies it in: the copied row replaces the one the install made,
+-- instead of failing on the singleton's key. Only a row nothing has used
+-- (no producer id reserved from it) is replaced; otherwise the table keeps
+-- its one row and the insert fails.
+CREATE FUNCTION kafgres._cluster_row_restored() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, kafgres AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM kafgres.cluster) THEN
+        IF EXISTS (SELECT 1 FROM kafgres.cluster WHERE next_producer_id > 0) THEN
+            RAISE EXCEPTION 'kafgres.cluster holds exactly one row, and this one is in use'
+                USING ERRCODE = 'unique_violation',
+                      HINT = 'a restore replaces the row of a fresh CREATE EXTENSION only: restore into an empty database';
+        END IF;
+        UPDATE kafgres.cluster
+        SET cluster_id = NEW.cluster_id, next_producer_id = NEW.next_producer_id, internal_secret = NEW.internal_secret;
+        RETURN NULL;
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER kafgres_cluster_row_restored BEFORE INSERT ON kafgres.cluster
+    FOR EACH ROW EXECUTE FUNCTION kafgres._cluster_row_restored();
+
 -- BEGIN capture.sql (scripts/sync-upgrade-capture.py copies it here)
 -- Change data capture (docs/cdc.md): a captured table's INSERT, UPDATE,
 -- DELETE and TRUNCATE become records of a topic, exactly once and in commit

@@ -10,8 +10,11 @@ WHERE e.extname = 'kafgres';
 
 -- Kafka's cluster id format: 22 characters of URL-safe base64.
 SELECT cluster_id ~ '^[A-Za-z0-9_-]{22}$' AS kafka_style_cluster_id FROM kafgres.cluster;
--- Exactly one cluster row.
+-- Exactly one cluster row: a second one replaces a fresh install's (as a
+-- restore's copy does), never one in use.
+UPDATE kafgres.cluster SET next_producer_id = 1;
 INSERT INTO kafgres.cluster (cluster_id) VALUES ('another');
+SELECT count(*) AS rows, bool_and(cluster_id <> 'another') AS kept FROM kafgres.cluster;
 
 -- Topic names follow Kafka's rules; partition counts and configs are checked.
 INSERT INTO kafgres.topics (topic_id, name, partition_count) VALUES (gen_random_uuid(), 'bad name', 1);
