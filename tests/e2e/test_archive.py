@@ -3,7 +3,7 @@ backup plus the archive (docs/operations.md, "Backups and archiving").
 
 A throwaway cluster of its own (Postgres on 127.0.0.1:5480, Kafka on
 127.0.0.1:9480) with 1 MiB segments and an archive command that copies each
-closed segment file into a directory. A `pg_basebackup` is taken once the
+closed segment file into a directory of the server's timeline (`%t`). A `pg_basebackup` is taken once the
 topic exists; records are produced after it, rolling several segments, and
 archived. Then the data directory is lost (the server killed, the directory
 removed), the base backup is put back, the archived segments are copied into
@@ -56,7 +56,7 @@ def cluster():
     try:
         c.archive.mkdir()
         shutil.chown(c.archive, "postgres", "postgres")
-        command = f'd={c.archive}/%f; mkdir -p "${{d%/*}}" && cp %p "$d"'
+        command = f'd={c.archive}/%t/%f; mkdir -p "${{d%/*}}" && cp %p "$d"'
         c.init({"kafgres.segment_bytes": str(1 << 20), "kafgres.archive_command": f"'{command}'"})
         c.start()
         c.sql("CREATE EXTENSION kafgres")
@@ -73,7 +73,7 @@ def value(partition: int, i: int) -> bytes:
 def archived_until(cluster: Cluster, partition: int) -> int:
     """The base offset of the first segment not archived: every record below it is in the archive."""
     checkpoint = cluster.log_dir / f"{TOPIC}-{partition}" / "archived-offset-checkpoint"
-    return int(checkpoint.read_text().strip())
+    return int(checkpoint.read_text().split()[0])  # `<offset> <timeline>`
 
 
 def read_partition(bootstrap: str, partition: int, count: int, timeout_s: float = 60.0) -> list[bytes]:
@@ -113,7 +113,11 @@ def test_a_base_backup_and_the_archive_bring_back_every_archived_record(cluster:
     assert failures == 0
     expected = {p: archived_until(cluster, p) for p in (0, 1)}
     assert all(0 < n < RECORDS_PER_PARTITION for n in expected.values()), expected
-    archived_logs = sorted(p.relative_to(cluster.archive).as_posix() for p in cluster.archive.rglob("*.log"))
+    # %t: the files are under the directory of the timeline the server writes WAL on.
+    (timeline,) = cluster.sql("SELECT timeline_id FROM pg_control_checkpoint()")[0]
+    timeline_dir = cluster.archive / str(timeline)
+    assert sorted(p.name for p in cluster.archive.iterdir()) == [str(timeline)]
+    archived_logs = sorted(p.relative_to(timeline_dir).as_posix() for p in timeline_dir.rglob("*.log"))
     assert len(archived_logs) == segments, archived_logs
 
     # The data directory is lost.
@@ -121,9 +125,9 @@ def test_a_base_backup_and_the_archive_bring_back_every_archived_record(cluster:
     shutil.rmtree(cluster.pgdata)
     # Restore: the base backup, then the archived segments into its log directory.
     shutil.copytree(cluster.backup, cluster.pgdata, symlinks=True)
-    for path in cluster.archive.rglob("*"):
+    for path in timeline_dir.rglob("*"):
         if path.is_file():
-            target = cluster.log_dir / path.relative_to(cluster.archive)
+            target = cluster.log_dir / path.relative_to(timeline_dir)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, target)
     subprocess.run(["chown", "-R", "postgres:postgres", str(cluster.pgdata)], check=True, timeout=60)

@@ -517,3 +517,67 @@ def test_an_asynchronous_failover_counts_what_it_lost_and_consumers_see_the_trun
     # The new leader's log at each offset is one record, and the records after the failover follow it.
     after = [v for _, v in sorted(log.items()) if v.startswith("after-")]
     assert len(after) == 150
+
+
+def archived_logs(directory) -> list[str]:
+    return sorted(p.name for p in directory.glob("*.log")) if directory.is_dir() else []
+
+
+def archive_settled(node: Node, at_least: int) -> bool:
+    (backlog, archived, failures) = node.sql(
+        "SELECT backlog_segments, segments_archived, failures FROM kafgres.archive_status")[0]
+    assert failures == 0, f"the archive command failed on {node.name}\n{node.log_tail()}"
+    return backlog == 0 and archived >= at_least
+
+
+def test_the_promoted_primary_archives_on_its_new_timeline(pair):
+    """kafgres.archive_command with %t: the primary archives its closed segments under its timeline's directory;
+    the standby archives nothing; once promoted, it archives every closed segment it holds (its copy of the old
+    primary's included, rolled where its own appends rolled) under the new timeline's directory, and the old
+    timeline's directory is left as it was."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    a, b = pair
+    archive = Path(tempfile.mkdtemp(prefix="kafgres-failover-archive-"))
+    try:
+        shutil.chown(archive, "postgres", "postgres")
+        command = f'd={archive}/%t/%f; mkdir -p "${{d%/*}}" && cp %p "$d"'
+        a.sql(f"ALTER SYSTEM SET kafgres.archive_command = '{command}'", "SELECT pg_reload_conf()")
+        admin = AdminClient({"bootstrap.servers": a.bootstrap})
+        for f in admin.create_topics([NewTopic("fo-archived", num_partitions=1, replication_factor=1,
+                                               config={"segment.bytes": str(1 << 20)})]).values():
+            f.result(30)
+        producer = Producer({"bootstrap.servers": a.bootstrap, "acks": "all", "linger.ms": 5})
+        for i in range(3000):
+            producer.produce("fo-archived", f"{i:05d}".encode() + b"x" * 1024, partition=0)
+        assert producer.flush(60) == 0
+        deadline = time.monotonic() + 30
+        while not archive_settled(a, 2):
+            assert time.monotonic() < deadline, f"{a.name} did not archive\n{a.log_tail()}"
+            time.sleep(0.2)
+        (first_timeline,) = a.sql("SELECT timeline_id FROM pg_control_checkpoint()")[0]
+        first = archived_logs(archive / str(first_timeline) / "fo-archived-0")
+        assert len(first) >= 2, first
+
+        make_standby(a, b)  # the standby's copy of the settings has the same command
+        wait_until_caught_up(a, b)
+        assert b.sql("SELECT segments_archived FROM kafgres.archive_status")[0][0] == 0, "a standby archived"
+        a.kill_everything()
+        b.promote()
+        b.wait_for_role("leader", READY_TIMEOUT_S)
+        (timeline,) = b.sql("SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int")[0]
+        assert timeline == first_timeline + 1
+        deadline = time.monotonic() + 30
+        while not archive_settled(b, 1):
+            assert time.monotonic() < deadline, (
+                f"{b.name} did not archive: {b.sql('SELECT * FROM kafgres.archive_status')} "
+                f"{b.sql('SHOW kafgres.archive_command')} "
+                f"{sorted(p.name for p in (b.pgdata / 'kafgres' / 'fo-archived-0').iterdir())}")
+            time.sleep(0.2)
+        held = sorted(p.name for p in (b.pgdata / "kafgres" / "fo-archived-0").glob("*.log"))
+        assert archived_logs(archive / str(timeline) / "fo-archived-0") == held[:-1], "every closed segment of b"
+        assert archived_logs(archive / str(first_timeline) / "fo-archived-0") == first, "the old timeline's files"
+    finally:
+        shutil.rmtree(archive, ignore_errors=True)

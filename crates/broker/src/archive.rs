@@ -4,8 +4,11 @@
 //! One broker-wide task ([`run`]) archives, partition by partition, each
 //! segment that is no longer the active one, oldest first: its `.log`, then
 //! its `.index` and `.timeindex`, each with `%p` replaced by the file's
-//! absolute path and `%f` by its path under the log directory
-//! (`<partition directory>/<file>`), run by `sh -c` in the log directory; a
+//! absolute path, `%f` by its path under the log directory
+//! (`<partition directory>/<file>`) and `%t` by the PostgreSQL timeline the
+//! primary writes its WAL on (a promotion starts a new one: a directory per
+//! timeline keeps two primaries' files apart), run by `sh -c` in the log
+//! directory; a
 //! partition's first archived segment also carries its `partition.metadata`
 //! (see `Partition::unarchived_segments`). A
 //! segment counts as archived when the command succeeded for all three; the
@@ -29,7 +32,7 @@
 //! the metrics endpoint.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -54,6 +57,8 @@ pub struct Archive {
     running: Mutex<Option<u32>>,
     /// Set at the broker's stop: no command starts after it.
     stopped: AtomicBool,
+    /// The timeline this primary writes its WAL on, for `%t`.
+    timeline: AtomicU32,
 }
 
 impl Archive {
@@ -112,6 +117,16 @@ impl Archive {
         output
     }
 
+    /// The timeline this primary writes its WAL on (set when it starts
+    /// leading; a promotion starts a new broker on a new timeline).
+    pub fn set_timeline(&self, timeline: u32) {
+        self.timeline.store(timeline, Ordering::Relaxed);
+    }
+
+    pub fn timeline(&self) -> u32 {
+        self.timeline.load(Ordering::Relaxed)
+    }
+
     pub fn command(&self) -> Option<String> {
         self.command.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
@@ -137,8 +152,8 @@ impl Archive {
 }
 
 /// `command` with `%p`, `%f` and `%%` replaced, as PostgreSQL's
-/// `archive_command` is.
-pub fn expand(command: &str, path: &Path, relative: &str) -> String {
+/// `archive_command` is, and `%t` by the timeline.
+pub fn expand(command: &str, path: &Path, relative: &str, timeline: u32) -> String {
     let mut out = String::with_capacity(command.len() + 64);
     let mut chars = command.chars().peekable();
     while let Some(c) = chars.next() {
@@ -153,6 +168,10 @@ pub fn expand(command: &str, path: &Path, relative: &str) -> String {
             }
             Some('f') => {
                 out.push_str(relative);
+                chars.next();
+            }
+            Some('t') => {
+                out.push_str(&timeline.to_string());
                 chars.next();
             }
             Some('%') => {
@@ -224,7 +243,7 @@ async fn archive_all(archive: &Arc<Archive>, command: &str, log_dir: &Path, part
                     Ok(r) => r.display().to_string(),
                     Err(_) => file.display().to_string(),
                 };
-                let shell = expand(command, file, &relative);
+                let shell = expand(command, file, &relative, archive.timeline());
                 // std's process on a blocking thread: it waits for its own
                 // child only, where tokio's would install a SIGCHLD handler
                 // in the host's process.
@@ -296,11 +315,11 @@ mod tests {
     #[test]
     fn percent_escapes_expand_as_postgres_expands_them() {
         let path = Path::new("/data/kafgres/orders-0/00000000000000000000.log");
-        let cmd = "test ! -f /arch/%f && cp %p /arch/%f && echo 100%% %x";
+        let cmd = "test ! -f /arch/%t/%f && cp %p /arch/%t/%f && echo 100%% %x";
         assert_eq!(
-            expand(cmd, path, "orders-0/00000000000000000000.log"),
-            "test ! -f /arch/orders-0/00000000000000000000.log && cp /data/kafgres/orders-0/00000000000000000000.log \
-             /arch/orders-0/00000000000000000000.log && echo 100% %x"
+            expand(cmd, path, "orders-0/00000000000000000000.log", 3),
+            "test ! -f /arch/3/orders-0/00000000000000000000.log && cp /data/kafgres/orders-0/00000000000000000000.log \
+             /arch/3/orders-0/00000000000000000000.log && echo 100% %x"
         );
     }
 

@@ -138,6 +138,9 @@ pub struct BrokerConfig {
     pub leader: Option<LeaderAddress>,
     /// `kafgres.archive_command` at start (a reload may change it).
     pub archive_command: Option<String>,
+    /// The PostgreSQL timeline a primary writes its WAL on (0 on a standby
+    /// and in tests): `%t` in the archive command.
+    pub timeline: u32,
     /// The Prometheus endpoint (`kafgres.metrics_port`), if on.
     pub metrics_endpoint: Option<crate::prometheus::MetricsEndpoint>,
     /// The reloadable settings in force: built by `Broker::start` from the
@@ -251,6 +254,7 @@ impl BrokerConfig {
             leader: None,
             metrics_endpoint: None,
             archive_command: None,
+            timeline: 0,
             live: std::sync::Arc::new(crate::settings::LiveSettings::placeholder()),
         }
     }

@@ -193,7 +193,7 @@ impl Partition {
         let replication = replica::PartitionReplication::new(replication, end.offset);
         let (high_watermark, _) = watch::channel(end);
         let (durable, _) = watch::channel(DurableState { position: end, failed: None });
-        let archived_before = archive::read_checkpoint(log.dir());
+        let archived_before = archive::read_checkpoint(log.dir(), housekeeping.archive.timeline());
         let partition = Arc::new(Partition {
             topic,
             index,

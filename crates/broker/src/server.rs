@@ -93,6 +93,8 @@ impl Broker {
         config.live = Arc::new(crate::settings::LiveSettings::new(&crate::settings::Reloadable::from(&config)));
         let mut registry = TopicRegistry::default();
         let housekeeping = crate::partition::Housekeeping::default();
+        // Before the partitions open: each reads its archive checkpoint against it.
+        housekeeping.archive.set_timeline(config.timeline);
         let now = crate::now_ms();
         std::fs::create_dir_all(&config.log_dir).map_err(|source| StartError::Log {
             topic: String::new(),

@@ -104,7 +104,9 @@ async fn closed_segments_are_archived_whole_and_the_active_one_is_not() {
     assert_eq!(status.backlog_segments, 0);
     assert!(status.last_archived.starts_with("archived-0/"), "{status:?}");
     let checkpoint = std::fs::read_to_string(partition_dir.join("archived-offset-checkpoint")).expect("checkpoint");
-    let next: i64 = checkpoint.trim().parse().expect("an offset");
+    // `<next base offset> <timeline>`.
+    let next: i64 = checkpoint.split_whitespace().next().and_then(|o| o.parse().ok()).expect("an offset");
+    assert_eq!(checkpoint.split_whitespace().nth(1), Some("0"), "the timeline (0 in tests)");
     assert_eq!(format!("{next:020}.log"), *active, "the checkpoint names the first segment not archived");
     broker.shutdown().await;
 }
@@ -219,5 +221,34 @@ async fn a_deleted_topics_files_are_closed() {
         .with_timeout_ms(10_000);
     assert_eq!(client.call(6, &delete).await.responses[0].error_code, 0);
     eventually("no file of the deleted topic is open", || open_files_under("let-go-0") == 0).await;
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_timeline_names_a_directory_of_its_own() {
+    // %t: a primary promoted from a standby writes on a new timeline, so its
+    // files (rolled where its own appends rolled) never land on the old one's.
+    let archive = tempfile::tempdir().expect("tempdir");
+    let command = format!("d=\"{}/%t/%f\"; mkdir -p \"${{d%/*}}\" && cp %p \"$d\"", archive.path().display());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = BrokerConfig {
+        segment_bytes_max: 1024,
+        archive_command: Some(command),
+        timeline: 7,
+        ..BrokerConfig::for_tests(dir.path().to_path_buf())
+    };
+    let broker = TestBroker::start_with(dir, Arc::default(), config).await;
+    let board = &broker.broker.context().config.metrics.archive;
+    let mut client = broker.client().await;
+    create_kept_topic(&mut client, "timelined").await;
+    for i in 0..6 {
+        let answer = produce(&mut client, 9, "timelined", 0, -1, batch(&records(&format!("r{i}"), 8))).await;
+        assert_eq!(answer.error_code, 0);
+    }
+    let logs = segment_logs(&broker.dir.path().join("timelined-0"));
+    assert!(logs.len() >= 2, "the segments rolled: {logs:?}");
+    eventually("the first segment is archived", || board.status().segments_archived >= 1).await;
+    assert!(archive.path().join("7/timelined-0").join(&logs[0]).is_file(), "archived under the timeline's directory");
+    assert!(!archive.path().join("timelined-0").exists());
     broker.shutdown().await;
 }

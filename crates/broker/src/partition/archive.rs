@@ -12,17 +12,30 @@ use crate::archive::ClosedSegment;
 use crate::topics::PARTITION_METADATA_FILE;
 
 /// The partition's archiving checkpoint: the base offset of the first
-/// segment not archived yet, as text. Missing: nothing archived.
+/// segment not archived yet and the timeline it was archived on, as text
+/// (`<offset> <timeline>`). Missing: nothing archived.
 pub const ARCHIVE_CHECKPOINT_FILE: &str = "archived-offset-checkpoint";
 
 /// Reads the checkpoint of the partition in `dir`; -1 when there is none (or
 /// it cannot be read: archiving then starts again from the oldest segment,
-/// which an archive command must accept, as PostgreSQL's must).
-pub(super) fn read_checkpoint(dir: &Path) -> i64 {
-    std::fs::read_to_string(dir.join(ARCHIVE_CHECKPOINT_FILE))
-        .ok()
-        .and_then(|text| text.trim().parse().ok())
-        .unwrap_or(-1)
+/// which an archive command must accept, as PostgreSQL's must), and when it
+/// was written on another timeline than `timeline`: a standby promoted (its
+/// checkpoint came from the old primary with a base backup) archives every
+/// segment it holds, so that its timeline's archive is whole on its own. A
+/// checkpoint without a timeline (written before it had one) is taken as is.
+pub(super) fn read_checkpoint(dir: &Path, timeline: u32) -> i64 {
+    let Ok(text) = std::fs::read_to_string(dir.join(ARCHIVE_CHECKPOINT_FILE)) else {
+        return -1;
+    };
+    let mut fields = text.split_whitespace();
+    let Some(Ok(offset)) = fields.next().map(str::parse::<i64>) else {
+        return -1;
+    };
+    match fields.next().map(str::parse::<u32>) {
+        None => offset,
+        Some(Ok(written_on)) if written_on == timeline => offset,
+        Some(_) => -1,
+    }
 }
 
 impl Partition {
@@ -66,7 +79,8 @@ impl Partition {
     pub fn mark_archived(&self, next_base_offset: i64) -> std::io::Result<()> {
         let dir = self.lock_log().dir().to_path_buf();
         let tmp = dir.join(format!("{ARCHIVE_CHECKPOINT_FILE}.tmp"));
-        std::fs::write(&tmp, format!("{next_base_offset}\n"))?;
+        let timeline = self.housekeeping.archive().timeline();
+        std::fs::write(&tmp, format!("{next_base_offset} {timeline}\n"))?;
         std::fs::File::open(&tmp)?.sync_data()?;
         std::fs::rename(&tmp, dir.join(ARCHIVE_CHECKPOINT_FILE))?;
         self.archived_before.fetch_max(next_base_offset, Ordering::AcqRel);
@@ -87,5 +101,23 @@ impl Partition {
     /// Lets retention look again (a segment was archived).
     pub fn wake_housekeeping(&self) {
         self.housekeeping.wake();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_checkpoint_of_another_timeline_archives_again_from_the_oldest() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert_eq!(read_checkpoint(dir.path(), 1), -1, "none yet");
+        std::fs::write(dir.path().join(ARCHIVE_CHECKPOINT_FILE), "4096 1\n").expect("write");
+        assert_eq!(read_checkpoint(dir.path(), 1), 4096);
+        assert_eq!(read_checkpoint(dir.path(), 2), -1, "promoted: a new timeline");
+        std::fs::write(dir.path().join(ARCHIVE_CHECKPOINT_FILE), "4096\n").expect("write");
+        assert_eq!(read_checkpoint(dir.path(), 2), 4096, "written before checkpoints had a timeline");
+        std::fs::write(dir.path().join(ARCHIVE_CHECKPOINT_FILE), "garbage").expect("write");
+        assert_eq!(read_checkpoint(dir.path(), 1), -1);
     }
 }

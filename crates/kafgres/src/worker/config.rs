@@ -89,6 +89,7 @@ pub fn broker_config(
         group_consumer_heartbeat_interval_ms: live.group_consumer_heartbeat_interval_ms,
         transactional_id_expiration_ms: i64::from(gucs::TRANSACTIONAL_ID_EXPIRATION_S.get()) * 1_000,
         archive_command: live.archive_command.clone(),
+        timeline: insert_timeline(),
         authentication: authentication(),
         // Set by the role's own start (`super::leader`, `super::standby`), from the catalog.
         internal_secret: None,
@@ -303,4 +304,19 @@ fn scram_authentication() -> kafgres_broker::sasl::Authentication {
     // array of that length, so the two cannot overlap.
     unsafe { std::ptr::copy_nonoverlapping(nonce.cast::<u8>(), mock_secret.as_mut_ptr(), mock_secret.len()) };
     kafgres_broker::sasl::Authentication::ScramSha256 { mock_secret }
+}
+
+/// The timeline this server writes WAL on, or 0 while it is in recovery (a
+/// standby, which does not archive).
+fn insert_timeline() -> u32 {
+    // SAFETY: RecoveryInProgress reads shared state any process may read;
+    // GetWALInsertionTimeLine is valid once recovery has ended, which the
+    // first call checked (a server never goes back into recovery).
+    unsafe {
+        if pg_sys::RecoveryInProgress() {
+            0
+        } else {
+            pg_sys::GetWALInsertionTimeLine()
+        }
+    }
 }
