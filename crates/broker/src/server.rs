@@ -89,7 +89,7 @@ impl Broker {
         catalog: Arc<dyn Catalog>,
         snapshot: impl Into<CatalogSnapshot>,
     ) -> Result<Broker, StartError> {
-        let CatalogSnapshot { topics: records, offsets, transactions, acls, client_quotas } = snapshot.into();
+        let CatalogSnapshot { topics: records, offsets, transactions, acls, client_quotas, share_states } = snapshot.into();
         config.live = Arc::new(crate::settings::LiveSettings::new(&crate::settings::Reloadable::from(&config)));
         let mut registry = TopicRegistry::default();
         let housekeeping = crate::partition::Housekeeping::default();
@@ -154,6 +154,8 @@ impl Broker {
             Arc::clone(&topics),
             Arc::clone(&groups),
         ));
+        let shares =
+            crate::share::ShareService::start(config.share.clone(), Arc::clone(&catalog), Arc::clone(&topics), share_states);
         let topic_admin = TopicAdmin::new(
             Arc::clone(&topics),
             Arc::clone(&catalog),
@@ -176,6 +178,7 @@ impl Broker {
             groups,
             producer_ids,
             txns,
+            shares,
             acls,
             acl_admin,
             quotas,

@@ -1,0 +1,322 @@
+//! The share-group coordinator hosted on the data plane: membership and
+//! share sessions behind one std mutex, each share-partition behind its own
+//! (never held across an `.await`), writes through the [`Catalog`], and one
+//! timer task for session expiry and acquisition-lock deadlines.
+//!
+//! Lock deadlines sit in a heap of (deadline, share-partition); the timer
+//! task sleeps until the earliest of it and the membership's next session
+//! deadline, and is woken early by a `Notify` when an acquisition puts an
+//! earlier deadline in. A heap entry whose partition's locks were
+//! acknowledged meanwhile is stale and only costs a look. No periodic tick.
+//!
+//! A write is handed to the catalog while the share-partition's lock is
+//! held, so Postgres applies a partition's states in the order they were
+//! made; ShareAcknowledge awaits its write before answering, ShareFetch's
+//! acquisitions are written without waiting (a crash forgets their delivery
+//! counts, as Kafka's share coordinator does).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use uuid::Uuid;
+
+use super::config::{ShareConfig, ShareGroupConfig};
+use super::membership::{DepartedMember, ShareHeartbeat, ShareHeartbeatAnswer, ShareMembership};
+use super::partition::SharePartition;
+use super::session::{SessionOutcome, SessionPartition, SessionUse, ShareSessions};
+use crate::catalog::{Catalog, CatalogFuture, ShareStateRecord};
+use crate::group::TopicLookup;
+use crate::topics::Topics;
+
+/// A share-partition's state and how many times it was stored: each record
+/// handed to the catalog carries a higher version, and the catalog keeps
+/// the highest, so writes of several partitions batched outside their locks
+/// can land in any order.
+pub struct Slot {
+    pub state: SharePartition,
+    version: i64,
+}
+
+impl Slot {
+    /// The record of the state now, to store.
+    pub(super) fn record(&mut self, key: &SharePartitionKey) -> ShareStateRecord {
+        self.version += 1;
+        ShareStateRecord {
+            group_id: key.group_id.clone(),
+            topic_id: key.topic_id,
+            partition: key.partition,
+            version: self.version,
+            start_offset: self.state.start_offset(),
+            batches: self.state.snapshot(),
+        }
+    }
+}
+
+/// A share-partition: (group id, topic id, partition).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SharePartitionKey {
+    pub group_id: String,
+    pub topic_id: Uuid,
+    pub partition: i32,
+}
+
+struct Groups {
+    membership: ShareMembership,
+    sessions: ShareSessions,
+    /// Per-group overrides of the broker's defaults.
+    configs: HashMap<String, ShareGroupConfig>,
+}
+
+pub struct ShareService {
+    pub(super) config: ShareConfig,
+    pub(super) catalog: Arc<dyn Catalog>,
+    pub(super) topics: Arc<Topics>,
+    groups: Mutex<Groups>,
+    partitions: Mutex<BTreeMap<SharePartitionKey, Arc<Mutex<Slot>>>>,
+    lock_deadlines: Mutex<BinaryHeap<Reverse<(i64, SharePartitionKey)>>>,
+    deadline_moved: Notify,
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl ShareService {
+    /// Restores the stored share-partitions and starts the timer task.
+    pub fn start(config: ShareConfig, catalog: Arc<dyn Catalog>, topics: Arc<Topics>, stored: Vec<ShareStateRecord>) -> Arc<ShareService> {
+        let service = Arc::new(ShareService::new(config, catalog, topics, stored));
+        tokio::spawn(Arc::clone(&service).run_deadlines());
+        service
+    }
+
+    fn new(config: ShareConfig, catalog: Arc<dyn Catalog>, topics: Arc<Topics>, stored: Vec<ShareStateRecord>) -> ShareService {
+        let partitions = stored
+            .into_iter()
+            .map(|s| {
+                let key = SharePartitionKey { group_id: s.group_id, topic_id: s.topic_id, partition: s.partition };
+                let state = SharePartition::restore(s.start_offset, &s.batches);
+                (key, Arc::new(Mutex::new(Slot { state, version: s.version })))
+            })
+            .collect();
+        ShareService {
+            config,
+            catalog,
+            topics,
+            groups: Mutex::new(Groups {
+                membership: ShareMembership::default(),
+                sessions: ShareSessions::default(),
+                configs: HashMap::new(),
+            }),
+            partitions: Mutex::new(partitions),
+            lock_deadlines: Mutex::new(BinaryHeap::new()),
+            deadline_moved: Notify::new(),
+        }
+    }
+
+    /// A group's configs: its overrides, else the broker's defaults.
+    pub fn group_config(&self, group_id: &str) -> ShareGroupConfig {
+        lock(&self.groups).configs.get(group_id).copied().unwrap_or(self.config.group_defaults)
+    }
+
+    /// Sets (or with `None` resets) one of a share group's configs.
+    pub fn set_group_config(&self, group_id: &str, name: &str, value: Option<&str>) -> Result<(), super::GroupConfigError> {
+        let defaults = self.config.group_defaults;
+        let mut groups = lock(&self.groups);
+        let config = groups.configs.entry(group_id.to_owned()).or_insert(defaults);
+        config.set(name, value, &defaults)
+    }
+
+    /// One ShareGroupHeartbeat; a member that left releases its records.
+    pub fn heartbeat(&self, request: ShareHeartbeat, topics: &dyn TopicLookup) -> ShareHeartbeatAnswer {
+        let (answer, departed) = {
+            let mut groups = lock(&self.groups);
+            let (answer, departed) = groups.membership.heartbeat(crate::now_ms(), request, topics, &self.config);
+            if let Some(d) = &departed {
+                groups.sessions.remove_member(&d.group_id, &d.member_id);
+            }
+            (answer, departed)
+        };
+        // A new member's session deadline may be the earliest now.
+        self.deadline_moved.notify_one();
+        if let Some(d) = departed {
+            self.release_departed(&[d]);
+        }
+        answer
+    }
+
+    /// Read access to the membership (ShareGroupDescribe).
+    pub fn read_membership<R>(&self, f: impl FnOnce(&ShareMembership) -> R) -> R {
+        f(&lock(&self.groups).membership)
+    }
+
+    pub fn is_member(&self, group_id: &str, member_id: &str) -> bool {
+        lock(&self.groups).membership.is_member(group_id, member_id)
+    }
+
+    /// Applies a ShareFetch's or ShareAcknowledge's session epoch; a session
+    /// opened anew or closed releases what the member held in the old one.
+    pub fn update_session(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        epoch: i32,
+        added: &[SessionPartition],
+        forgotten: &[SessionPartition],
+        using: SessionUse,
+    ) -> Result<SessionOutcome, i16> {
+        // Kafka opens a session for any member id: membership is the
+        // heartbeat's business, and a member's records are released when it leaves.
+        let outcome = {
+            let mut groups = lock(&self.groups);
+            let max = self.config.sessions_max;
+            groups.sessions.update(group_id, member_id, epoch, added, forgotten, using, max)?
+        };
+        if let SessionOutcome::Open { replaced_an_older_one: true, .. } = outcome {
+            self.release_departed(&[DepartedMember { group_id: group_id.into(), member_id: member_id.into() }]);
+        }
+        Ok(outcome)
+    }
+
+    /// Releases what `member` holds once its session closed (after its
+    /// final acknowledgements were applied).
+    pub fn release_member(&self, group_id: &str, member_id: &str) {
+        self.release_departed(&[DepartedMember { group_id: group_id.into(), member_id: member_id.into() }]);
+    }
+
+    /// The share-partition's state, if the group has read it yet.
+    pub fn existing(&self, key: &SharePartitionKey) -> Option<Arc<Mutex<Slot>>> {
+        lock(&self.partitions).get(key).cloned()
+    }
+
+    /// The share-partition's state, made with `init` the first time.
+    pub(super) fn get_or_init(
+        &self,
+        key: &SharePartitionKey,
+        init: impl FnOnce() -> SharePartition,
+    ) -> Arc<Mutex<Slot>> {
+        let mut partitions = lock(&self.partitions);
+        let slot = partitions.entry(key.clone()).or_insert_with(|| Arc::new(Mutex::new(Slot { state: init(), version: 0 })));
+        Arc::clone(slot)
+    }
+
+    /// Hands states to the catalog (call with the partitions' locks held).
+    pub(super) fn write(&self, records: Vec<ShareStateRecord>) -> Option<CatalogFuture<()>> {
+        (!records.is_empty()).then(|| self.catalog.write_share_states(records))
+    }
+
+    /// A write nobody waits for: its failure is logged.
+    pub(super) fn write_in_background(&self, write: Option<CatalogFuture<()>>) {
+        if let Some(write) = write {
+            tokio::spawn(async move {
+                if let Err(e) = write.await {
+                    log::warn!("storing share-partition state failed: {e}; a restart may redeliver records");
+                }
+            });
+        }
+    }
+
+    /// Remembers a lock deadline and wakes the timer task if it is the earliest.
+    pub(super) fn schedule_lock_deadline(&self, key: &SharePartitionKey, deadline_ms: i64) {
+        let mut heap = lock(&self.lock_deadlines);
+        let earliest = heap.peek().is_none_or(|Reverse((at, _))| deadline_ms < *at);
+        heap.push(Reverse((deadline_ms, key.clone())));
+        drop(heap);
+        if earliest {
+            self.deadline_moved.notify_one();
+        }
+    }
+
+    /// Records became available again: wake the fetches waiting on the log partition.
+    pub(super) fn wake_fetches(&self, key: &SharePartitionKey) {
+        if let Some(p) = self.topics.get_by_id(&key.topic_id).and_then(|t| t.partition(key.partition).cloned()) {
+            p.wake_fetch_waiters();
+        }
+    }
+
+    fn release_departed(&self, departed: &[DepartedMember]) {
+        let keys: Vec<(SharePartitionKey, Arc<Mutex<Slot>>)> = lock(&self.partitions)
+            .iter()
+            .filter(|(k, _)| departed.iter().any(|d| d.group_id == k.group_id))
+            .map(|(k, p)| (k.clone(), Arc::clone(p)))
+            .collect();
+        for (key, partition) in keys {
+            let limit = self.group_config(&key.group_id).delivery_count_limit;
+            let mut slot = lock(&partition);
+            let mut changed = false;
+            for d in departed.iter().filter(|d| d.group_id == key.group_id) {
+                changed |= slot.state.release_member(&d.member_id, limit);
+            }
+            if changed {
+                let write = self.write(vec![slot.record(&key)]);
+                drop(slot);
+                self.write_in_background(write);
+                self.wake_fetches(&key);
+            }
+        }
+    }
+
+    /// Sleeps until the earliest session or lock deadline, serves it, repeats.
+    async fn run_deadlines(self: Arc<Self>) {
+        loop {
+            let sessions = lock(&self.groups).membership.next_deadline();
+            let locks = lock(&self.lock_deadlines).peek().map(|Reverse((at, _))| *at);
+            let next = match (sessions, locks) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let Some(at_ms) = next else {
+                self.deadline_moved.notified().await;
+                continue;
+            };
+            let wait = Duration::from_millis((at_ms - crate::now_ms()).max(0) as u64);
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => self.serve_deadlines(crate::now_ms()),
+                _ = self.deadline_moved.notified() => {}
+            }
+        }
+    }
+
+    fn serve_deadlines(&self, now_ms: i64) {
+        let departed = {
+            let mut groups = lock(&self.groups);
+            let departed = groups.membership.expire_sessions(now_ms);
+            for d in &departed {
+                groups.sessions.remove_member(&d.group_id, &d.member_id);
+            }
+            departed
+        };
+        if !departed.is_empty() {
+            self.release_departed(&departed);
+        }
+        let mut due = Vec::new();
+        {
+            let mut heap = lock(&self.lock_deadlines);
+            while heap.peek().is_some_and(|Reverse((at, _))| *at <= now_ms) {
+                if let Some(Reverse((_, key))) = heap.pop() {
+                    due.push(key);
+                }
+            }
+        }
+        due.sort();
+        due.dedup();
+        for key in due {
+            let Some(partition) = self.existing(&key) else { continue };
+            let limit = self.group_config(&key.group_id).delivery_count_limit;
+            let mut slot = lock(&partition);
+            if !slot.state.expire_locks(now_ms, limit) {
+                continue;
+            }
+            let next = slot.state.next_lock_deadline();
+            let write = self.write(vec![slot.record(&key)]);
+            drop(slot);
+            self.write_in_background(write);
+            if let Some(at) = next {
+                self.schedule_lock_deadline(&key, at);
+            }
+            self.wake_fetches(&key);
+        }
+    }
+}
