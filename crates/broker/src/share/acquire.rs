@@ -18,9 +18,9 @@ use crate::partition::Partition;
 /// What one partition gave a ShareFetch.
 #[derive(Debug, Default)]
 pub struct Acquired {
-    /// The batches holding the acquired records (whole batches: the client
-    /// keeps only the acquired offsets).
-    pub records: Bytes,
+    /// The batches holding the acquired records by base offset (whole
+    /// batches: the client keeps only the acquired offsets).
+    pub batches: BTreeMap<i64, Bytes>,
     pub ranges: Vec<AcquiredRange>,
     pub error_code: i16,
 }
@@ -28,6 +28,32 @@ pub struct Acquired {
 impl Acquired {
     pub fn record_count(&self) -> i64 {
         self.ranges.iter().map(|r| r.last_offset - r.first_offset + 1).sum()
+    }
+
+    pub fn byte_count(&self) -> usize {
+        self.batches.values().map(Bytes::len).sum()
+    }
+
+    /// Takes in a later acquisition of the same fetch (a long poll's next
+    /// look); a batch already there is not sent twice.
+    pub fn merge(&mut self, later: Acquired) {
+        self.ranges.extend(later.ranges);
+        self.ranges.sort_by_key(|r| r.first_offset);
+        for (base, bytes) in later.batches {
+            self.batches.entry(base).or_insert(bytes);
+        }
+        if self.error_code == kafgres_wire::error_code::NONE {
+            self.error_code = later.error_code;
+        }
+    }
+
+    /// The record batches in offset order, as ShareFetch's records field.
+    pub fn records(&self) -> Bytes {
+        let mut records = BytesMut::with_capacity(self.byte_count());
+        for bytes in self.batches.values() {
+            records.extend_from_slice(bytes);
+        }
+        records.freeze()
     }
 }
 
@@ -64,7 +90,6 @@ impl ShareService {
         let mut slot = lock(&slot);
         let mut changed = slot.state.skip_to_log_start(partition.log_start_offset());
         let mut out = Acquired::default();
-        let mut batches: BTreeMap<i64, Bytes> = BTreeMap::new();
         let mut bytes_left = bytes_max;
         let deadline = crate::now_ms() + i64::from(config.record_lock_duration_ms);
         for position in slot.state.read_positions() {
@@ -95,9 +120,9 @@ impl ShareService {
             for (batch, bytes) in read.batches {
                 let holds_acquired =
                     ranges.iter().any(|r| r.first_offset <= batch.last_offset && batch.base_offset <= r.last_offset);
-                if holds_acquired && !batches.contains_key(&batch.base_offset) {
+                if holds_acquired && !out.batches.contains_key(&batch.base_offset) {
                     bytes_left = bytes_left.saturating_sub(bytes.len() as u64);
-                    batches.insert(batch.base_offset, bytes);
+                    out.batches.insert(batch.base_offset, bytes);
                 }
             }
             out.ranges.extend(ranges);
@@ -110,11 +135,6 @@ impl ShareService {
         }
         drop(slot);
         out.ranges.sort_by_key(|r| r.first_offset);
-        let mut records = BytesMut::with_capacity(batches.values().map(Bytes::len).sum());
-        for bytes in batches.values() {
-            records.extend_from_slice(bytes);
-        }
-        out.records = records.freeze();
         out
     }
 

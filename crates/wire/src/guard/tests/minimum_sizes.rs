@@ -59,6 +59,10 @@ use kafka_protocol::messages::{
     ListPartitionReassignmentsRequest,
 };
 use kafka_protocol::messages::{AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest};
+use kafka_protocol::messages::{share_acknowledge_request, share_fetch_request};
+use kafka_protocol::messages::{
+    ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
+};
 use kafka_protocol::messages::{
     ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, DescribeGroupsRequest,
     FetchRequest, FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
@@ -69,7 +73,7 @@ use kafka_protocol::protocol::Encodable;
 
 use crate::guard::schema::{Encoding, Kind, StructSchema};
 use crate::guard::schemas::{
-    self, acls, admin, cluster, consumer_groups, data, groups, quotas, replicas, topics, txn, users,
+    self, acls, admin, cluster, consumer_groups, data, groups, quotas, replicas, share_groups, topics, txn, users,
 };
 
 /// Checks one struct at every version of its API; returns the API and the struct's name (names
@@ -207,6 +211,17 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<ConsumerGroupHeartbeatRequest>(68, &consumer_groups::CONSUMER_GROUP_HEARTBEAT_REQUEST),
         check::<TopicPartitions>(68, &consumer_groups::TOPIC_PARTITIONS),
         check::<ConsumerGroupDescribeRequest>(69, &consumer_groups::CONSUMER_GROUP_DESCRIBE_REQUEST),
+        check::<ShareGroupHeartbeatRequest>(76, &share_groups::SHARE_GROUP_HEARTBEAT_REQUEST),
+        check::<ShareGroupDescribeRequest>(77, &share_groups::SHARE_GROUP_DESCRIBE_REQUEST),
+        check::<ShareFetchRequest>(78, &share_groups::SHARE_FETCH_REQUEST),
+        check::<share_fetch_request::FetchTopic>(78, &share_groups::SHARE_FETCH_TOPIC),
+        check::<share_fetch_request::FetchPartition>(78, &share_groups::SHARE_FETCH_PARTITION),
+        check::<share_fetch_request::AcknowledgementBatch>(78, &share_groups::ACKNOWLEDGEMENT_BATCH),
+        check::<share_fetch_request::ForgottenTopic>(78, &share_groups::SHARE_FORGOTTEN_TOPIC),
+        check::<ShareAcknowledgeRequest>(79, &share_groups::SHARE_ACKNOWLEDGE_REQUEST),
+        check::<share_acknowledge_request::AcknowledgeTopic>(79, &share_groups::ACKNOWLEDGE_TOPIC),
+        check::<share_acknowledge_request::AcknowledgePartition>(79, &share_groups::ACKNOWLEDGE_PARTITION),
+        check::<share_acknowledge_request::AcknowledgementBatch>(79, &share_groups::ACKNOWLEDGEMENT_BATCH),
         check::<AddPartitionsToTxnRequest>(24, &txn::ADD_PARTITIONS_TO_TXN_REQUEST),
         check::<AddPartitionsToTxnTransaction>(24, &txn::ADD_PARTITIONS_TO_TXN_TRANSACTION),
         check::<AddPartitionsToTxnTopic>(24, &txn::ADD_PARTITIONS_TO_TXN_TOPIC),

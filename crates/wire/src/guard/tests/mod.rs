@@ -33,6 +33,7 @@ mod requests_acls;
 mod requests_admin;
 mod requests_cluster;
 mod requests_consumer_groups;
+mod requests_share_groups;
 mod requests_data;
 mod requests_groups;
 mod requests_quotas;
