@@ -41,6 +41,11 @@ pub enum ControlRequest {
         offsets: Vec<CommittedOffset>,
         reply: oneshot::Sender<Result<(), CatalogError>>,
     },
+    /// Replaces share-partition states (one ShareFetch's or ShareAcknowledge's).
+    WriteShareStates {
+        states: Vec<kafgres_broker::catalog::ShareStateRecord>,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
     DeleteOffsets {
         group_id: String,
         partitions: Option<Vec<(String, i32)>>,
@@ -277,6 +282,10 @@ impl Catalog for ControlPlaneCatalog {
     fn alter_client_quotas(&self, changes: Vec<kafgres_broker::quota::admin::QuotaChange>) -> CatalogFuture<()> {
         self.call(move |reply| ControlRequest::AlterClientQuotas { changes, reply })
     }
+
+    fn write_share_states(&self, states: Vec<kafgres_broker::catalog::ShareStateRecord>) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::WriteShareStates { states, reply })
+    }
 }
 
 /// A standby's catalog. Its database is read-only and replays the leader's,
@@ -380,5 +389,11 @@ impl Catalog for StandbyCatalog {
 
     fn alter_client_quotas(&self, changes: Vec<kafgres_broker::quota::admin::QuotaChange>) -> CatalogFuture<()> {
         self.memory.alter_client_quotas(changes)
+    }
+
+    /// A standby's broker serves no share group (the leader's coordinator
+    /// does): nothing reaches here but a test's.
+    fn write_share_states(&self, states: Vec<kafgres_broker::catalog::ShareStateRecord>) -> CatalogFuture<()> {
+        self.memory.write_share_states(states)
     }
 }
