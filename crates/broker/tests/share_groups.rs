@@ -191,6 +191,19 @@ async fn two_members_split_the_records_of_one_partition() {
     assert_eq!(d.groups[0].members.len(), 2);
     assert_eq!(d.groups[0].assignor_name.as_str(), "simple");
     assert_eq!(d.groups[1].error_code, error_code::GROUP_ID_NOT_FOUND);
+    // ListGroups v5 lists it by its type; a consumer-type filter does not.
+    let listed = |types: &[&str]| {
+        kafka_protocol::messages::ListGroupsRequest::default()
+            .with_types_filter(types.iter().map(|t| s(t)).collect())
+    };
+    let shares = client.call(5, &listed(&["share"])).await;
+    let row: Vec<(&str, &str, &str, &str)> = shares
+        .groups
+        .iter()
+        .map(|g| (g.group_id.0.as_str(), g.protocol_type.as_str(), g.group_state.as_str(), g.group_type.as_str()))
+        .collect();
+    assert_eq!(row, vec![("g", "share", "Stable", "share")]);
+    assert!(client.call(5, &listed(&["consumer"])).await.groups.is_empty());
     broker.broker.shutdown().await;
 }
 

@@ -110,10 +110,10 @@ impl Handler for ListGroups {
     const VERSIONS: Versions = Versions::new(0, 5);
     type Request = ListGroupsRequest;
     type Response = ListGroupsResponse;
-    type Services<'a> = &'a GroupService;
+    type Services<'a> = (&'a GroupService, &'a crate::share::ShareService);
 
     async fn handle(
-        groups: Self::Services<'_>,
+        (groups, shares): Self::Services<'_>,
         cx: &RequestContext<'_>,
         req: ListGroupsRequest,
     ) -> Answer<ListGroupsResponse> {
@@ -122,7 +122,9 @@ impl Handler for ListGroups {
             if version >= 4 { req.states_filter.iter().map(|s| s.to_string()).collect() } else { vec![] };
         let types: Vec<String> =
             if version >= 5 { req.types_filter.iter().map(|s| s.to_string()).collect() } else { vec![] };
-        let listed = groups.read(|c| c.list_groups(&states, &types));
+        let mut listed = groups.read(|c| c.list_groups(&states, &types));
+        // Share groups, as Kafka lists them: protocol type and group type "share".
+        listed.extend(shares.listed_groups(&states, &types));
         // DESCRIBE on the cluster lists every group; else those the client may describe.
         let all = cx.may_on_cluster(Operation::Describe);
         let mut response = ListGroupsResponse::default();

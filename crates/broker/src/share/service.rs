@@ -28,7 +28,7 @@ use super::membership::{DepartedMember, ShareHeartbeat, ShareHeartbeatAnswer, Sh
 use super::partition::SharePartition;
 use super::session::{SessionOutcome, SessionPartition, SessionUse, ShareSessions};
 use crate::catalog::{Catalog, CatalogFuture, ShareStateRecord};
-use crate::group::TopicLookup;
+use crate::group::{GroupState, TopicLookup};
 use crate::topics::Topics;
 
 /// A share-partition's state and how many times it was stored: each record
@@ -54,6 +54,9 @@ impl Slot {
         }
     }
 }
+
+/// ListGroups' protocol and group type of a share group.
+pub const SHARE_GROUP_TYPE: &str = "share";
 
 /// A share-partition: (group id, topic id, partition).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -150,6 +153,33 @@ impl ShareService {
     /// Read access to the membership (ShareGroupDescribe).
     pub fn read_membership<R>(&self, f: impl FnOnce(&ShareMembership) -> R) -> R {
         f(&lock(&self.groups).membership)
+    }
+
+    /// ListGroups' entries for share groups (protocol and group type
+    /// "share"), filtered as ListGroups filters (case-insensitively; empty
+    /// matches all).
+    pub fn listed_groups(&self, states_filter: &[String], types_filter: &[String]) -> Vec<crate::group::ListedGroup> {
+        let wanted = |filter: &[String], value: &str| {
+            filter.is_empty() || filter.iter().any(|f| f.trim().eq_ignore_ascii_case(value))
+        };
+        if !wanted(types_filter, SHARE_GROUP_TYPE) {
+            return Vec::new();
+        }
+        let groups = lock(&self.groups);
+        let mut ids = groups.membership.group_ids();
+        ids.sort();
+        ids.into_iter()
+            .filter_map(|id| {
+                let group = groups.membership.group(&id)?;
+                let state = if group.members.is_empty() { GroupState::Empty } else { GroupState::Stable };
+                wanted(states_filter, state.as_str()).then(|| crate::group::ListedGroup {
+                    group_id: id.clone(),
+                    protocol_type: SHARE_GROUP_TYPE.to_owned(),
+                    state,
+                    group_type: SHARE_GROUP_TYPE,
+                })
+            })
+            .collect()
     }
 
     pub fn is_member(&self, group_id: &str, member_id: &str) -> bool {
