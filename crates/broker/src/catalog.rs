@@ -85,6 +85,8 @@ pub struct CatalogSnapshot {
     pub client_quotas: Vec<crate::quota::QuotaRule>,
     /// Every share-partition's stored state (`kafgres.share_partitions`).
     pub share_states: Vec<ShareStateRecord>,
+    /// Each group's configs set by IncrementalAlterConfigs (`kafgres.group_configs`).
+    pub group_configs: Vec<(String, BTreeMap<String, String>)>,
 }
 
 impl From<Vec<TopicRecord>> for CatalogSnapshot {
@@ -200,6 +202,10 @@ pub trait Catalog: Send + Sync + 'static {
     /// transaction (a ShareFetch or ShareAcknowledge that touched several
     /// partitions writes them together).
     fn write_share_states(&self, states: Vec<ShareStateRecord>) -> CatalogFuture<()>;
+
+    /// Durably replaces a group's configs (IncrementalAlterConfigs on a
+    /// GROUP resource): `configs` is the whole set, empty to remove them.
+    fn set_group_configs(&self, group_id: String, configs: BTreeMap<String, String>) -> CatalogFuture<()>;
 }
 
 /// A catalog in memory, for tests and for running the broker without Postgres.
@@ -219,6 +225,7 @@ pub struct MemoryCatalog {
     client_quotas: Mutex<BTreeMap<(crate::quota::QuotaEntity, crate::quota::QuotaKey), f64>>,
     acls: Mutex<std::collections::BTreeSet<crate::acl::AclBinding>>,
     share_states: Mutex<BTreeMap<(String, Uuid, i32), ShareStateRecord>>,
+    group_configs: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
 }
 
 impl MemoryCatalog {
@@ -300,11 +307,28 @@ impl MemoryCatalog {
             acls: self.acls(),
             client_quotas: self.client_quotas(),
             share_states: self.share_states(),
+            group_configs: self
+                .group_configs
+                .lock()
+                .map(|g| g.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                .unwrap_or_default(),
         }
     }
 }
 
 impl Catalog for MemoryCatalog {
+    fn set_group_configs(&self, group_id: String, configs: BTreeMap<String, String>) -> CatalogFuture<()> {
+        let Ok(mut stored) = self.group_configs.lock() else {
+            return ready(Err(CatalogError::Failed("group config lock poisoned".into())));
+        };
+        if configs.is_empty() {
+            stored.remove(&group_id);
+        } else {
+            stored.insert(group_id, configs);
+        }
+        ready(Ok(()))
+    }
+
     fn write_share_states(&self, states: Vec<ShareStateRecord>) -> CatalogFuture<()> {
         let Ok(mut stored) = self.share_states.lock() else {
             return ready(Err(CatalogError::Failed("share state lock poisoned".into())));

@@ -1112,5 +1112,19 @@ COMMENT ON TABLE kafgres.share_partitions IS
 SELECT pg_catalog.pg_extension_config_dump('kafgres.share_partitions', '');
 REVOKE ALL ON kafgres.share_partitions FROM PUBLIC;
 
+-- Group configs set with IncrementalAlterConfigs on a GROUP resource
+-- (`kafka-configs.sh --entity-type groups`): Kafka's share.* group configs,
+-- one JSON object of names and values per group. Written by the broker
+-- before it answers; a group without a row uses the defaults.
+CREATE TABLE kafgres.group_configs (
+    group_id   text PRIMARY KEY,
+    configs    jsonb NOT NULL CHECK (jsonb_typeof(configs) = 'object'),
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE kafgres.group_configs IS
+    'Configs of Kafka groups (share.auto.offset.reset, share.record.lock.duration.ms...), set with IncrementalAlterConfigs.';
+SELECT pg_catalog.pg_extension_config_dump('kafgres.group_configs', '');
+REVOKE ALL ON kafgres.group_configs FROM PUBLIC;
+
 -- Wake the broker and the bridge, which wait for this schema.
 SELECT kafgres._wake_broker();

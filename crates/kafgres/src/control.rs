@@ -41,6 +41,12 @@ pub enum ControlRequest {
         offsets: Vec<CommittedOffset>,
         reply: oneshot::Sender<Result<(), CatalogError>>,
     },
+    /// Replaces a group's configs (the whole set).
+    SetGroupConfigs {
+        group_id: String,
+        configs: std::collections::BTreeMap<String, String>,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
     /// Replaces share-partition states (one ShareFetch's or ShareAcknowledge's).
     WriteShareStates {
         states: Vec<kafgres_broker::catalog::ShareStateRecord>,
@@ -286,6 +292,14 @@ impl Catalog for ControlPlaneCatalog {
     fn write_share_states(&self, states: Vec<kafgres_broker::catalog::ShareStateRecord>) -> CatalogFuture<()> {
         self.call(move |reply| ControlRequest::WriteShareStates { states, reply })
     }
+
+    fn set_group_configs(
+        &self,
+        group_id: String,
+        configs: std::collections::BTreeMap<String, String>,
+    ) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::SetGroupConfigs { group_id, configs, reply })
+    }
 }
 
 /// A standby's catalog. Its database is read-only and replays the leader's,
@@ -395,5 +409,14 @@ impl Catalog for StandbyCatalog {
     /// does): nothing reaches here but a test's.
     fn write_share_states(&self, states: Vec<kafgres_broker::catalog::ShareStateRecord>) -> CatalogFuture<()> {
         self.memory.write_share_states(states)
+    }
+
+    /// A standby's database is read-only: kept in memory, as its topics are.
+    fn set_group_configs(
+        &self,
+        group_id: String,
+        configs: std::collections::BTreeMap<String, String>,
+    ) -> CatalogFuture<()> {
+        self.memory.set_group_configs(group_id, configs)
     }
 }

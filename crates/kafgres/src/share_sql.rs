@@ -1,7 +1,8 @@
 //! The SQL behind share groups (KIP-932): each share-partition's stored
 //! state in `kafgres.share_partitions`, loaded at startup and replaced by
-//! the broker in batches (Kafka's share coordinator's ShareSnapshot). Call
-//! inside `run_in_transaction`.
+//! the broker in batches (Kafka's share coordinator's ShareSnapshot), and
+//! each group's configs (`kafgres.group_configs`, IncrementalAlterConfigs on
+//! a GROUP resource). Call inside `run_in_transaction`.
 //!
 //! A row's `state_batches` is a JSON array of `[first_offset, last_offset,
 //! state, delivery_count]` (Kafka's record state ids: 0 available, 1
@@ -9,6 +10,8 @@
 //! higher `state_version` (the broker's writes of several partitions may
 //! reach Postgres in any order), and skips partitions of a topic that is gone
 //! (the topic's rows went with it: a foreign key's ON DELETE CASCADE).
+
+use std::collections::BTreeMap;
 
 use kafgres_broker::catalog::ShareStateRecord;
 use kafgres_broker::share::{RecordState, StateBatch};
@@ -25,6 +28,44 @@ const UPSERT: &str = "INSERT INTO kafgres.share_partitions AS s \
      ON CONFLICT (group_id, topic_id, partition) DO UPDATE SET state_version = excluded.state_version, \
      start_offset = excluded.start_offset, state_batches = excluded.state_batches, updated_at = now() \
      WHERE s.state_version < excluded.state_version";
+
+const LOAD_GROUP_CONFIGS: &str = "SELECT group_id, configs::text FROM kafgres.group_configs ORDER BY 1";
+// An empty set removes the row (every config back to its default).
+const SET_GROUP_CONFIGS: &str = "WITH gone AS (DELETE FROM kafgres.group_configs WHERE group_id = $1 AND $2::jsonb = '{}') \
+     INSERT INTO kafgres.group_configs AS c (group_id, configs, updated_at) SELECT $1, $2::jsonb, now() \
+     WHERE $2::jsonb <> '{}' \
+     ON CONFLICT (group_id) DO UPDATE SET configs = excluded.configs, updated_at = now()";
+
+/// Every group's configs set by IncrementalAlterConfigs; a row that is not a
+/// JSON object of strings is skipped with a warning.
+pub fn load_group_configs() -> Result<Vec<(String, BTreeMap<String, String>)>, String> {
+    Spi::connect(|client| {
+        let mut out = Vec::new();
+        for row in client.select(LOAD_GROUP_CONFIGS, None, &[])? {
+            let group_id: String = row.get(1)?.unwrap_or_default();
+            let configs: String = row.get(2)?.unwrap_or_default();
+            match serde_json::from_str::<BTreeMap<String, String>>(&configs) {
+                Ok(configs) => out.push((group_id, configs)),
+                Err(e) => pgrx::warning!(
+                    "kafgres: the configs of group {group_id} in kafgres.group_configs are not read ({e}); \
+                     the group uses the defaults"
+                ),
+            }
+        }
+        Ok::<_, pgrx::spi::Error>(out)
+    })
+    .map_err(|e| format!("loading kafgres.group_configs: {e}"))
+}
+
+/// Replaces a group's configs (the whole set; empty removes them).
+pub fn set_group_configs(group_id: &str, configs: &BTreeMap<String, String>) -> Result<(), String> {
+    let json = serde_json::to_string(configs).map_err(|e| format!("encoding the configs of group {group_id}: {e}"))?;
+    Spi::connect_mut(|client| {
+        client.update(SET_GROUP_CONFIGS, None, &[group_id.to_owned().into(), json.into()])?;
+        Ok::<_, pgrx::spi::Error>(())
+    })
+    .map_err(|e| format!("storing the configs of group {group_id}: {e}"))
+}
 
 fn batches_json(batches: &[StateBatch]) -> String {
     let rows: Vec<serde_json::Value> = batches

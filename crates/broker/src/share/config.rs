@@ -25,6 +25,10 @@ pub enum IsolationLevel {
 /// Kafka's defaults (`share.record.lock.duration.ms` and the others), each
 /// defined once here.
 pub const RECORD_LOCK_DURATION_MS_DEFAULT: i32 = 30_000;
+/// `group.share.min.record.lock.duration.ms` and `...max...`: the range a
+/// group may set (Kafka's broker defaults).
+pub const RECORD_LOCK_DURATION_MS_MIN: i32 = 15_000;
+pub const RECORD_LOCK_DURATION_MS_MAX: i32 = 60_000;
 pub const DELIVERY_COUNT_LIMIT_DEFAULT: i16 = 5;
 pub const PARTITION_MAX_RECORD_LOCKS_DEFAULT: i32 = 2000;
 pub const SESSION_TIMEOUT_MS_DEFAULT: i32 = 45_000;
@@ -94,7 +98,40 @@ pub enum GroupConfigError {
     InvalidValue { name: String, value: String },
 }
 
+/// The group configs Kafgres serves, in name order (DescribeConfigs lists them).
+pub const GROUP_CONFIG_NAMES: &[&str] =
+    &["share.auto.offset.reset", "share.delivery.count.limit", "share.isolation.level", "share.record.lock.duration.ms"];
+
 impl ShareGroupConfig {
+    /// A config's value as Kafka writes it.
+    pub fn value_of(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "share.auto.offset.reset" => match self.auto_offset_reset {
+                AutoOffsetReset::Latest => "latest".into(),
+                AutoOffsetReset::Earliest => "earliest".into(),
+            },
+            "share.delivery.count.limit" => self.delivery_count_limit.to_string(),
+            "share.isolation.level" => match self.isolation_level {
+                IsolationLevel::ReadUncommitted => "read_uncommitted".into(),
+                IsolationLevel::ReadCommitted => "read_committed".into(),
+            },
+            "share.record.lock.duration.ms" => self.record_lock_duration_ms.to_string(),
+            _ => return None,
+        })
+    }
+
+    /// The defaults with `overrides` applied (stored or requested ones).
+    pub fn with_overrides(
+        defaults: &ShareGroupConfig,
+        overrides: &std::collections::BTreeMap<String, String>,
+    ) -> Result<ShareGroupConfig, GroupConfigError> {
+        let mut config = *defaults;
+        for (name, value) in overrides {
+            config.set(name, Some(value), defaults)?;
+        }
+        Ok(config)
+    }
+
     /// Applies one `name=value` group config (IncrementalAlterConfigs on a
     /// GROUP resource); `None` restores the broker's default.
     pub fn set(&mut self, name: &str, value: Option<&str>, defaults: &ShareGroupConfig) -> Result<(), GroupConfigError> {
@@ -103,7 +140,11 @@ impl ShareGroupConfig {
             "share.record.lock.duration.ms" => {
                 self.record_lock_duration_ms = match value {
                     None => defaults.record_lock_duration_ms,
-                    Some(v) => v.parse().ok().filter(|ms| *ms >= 1000).ok_or_else(invalid)?,
+                    Some(v) => v
+                        .parse()
+                        .ok()
+                        .filter(|ms| (RECORD_LOCK_DURATION_MS_MIN..=RECORD_LOCK_DURATION_MS_MAX).contains(ms))
+                        .ok_or_else(invalid)?,
                 }
             }
             "share.delivery.count.limit" => {
@@ -144,10 +185,11 @@ mod tests {
         let mut c = defaults;
         c.set("share.auto.offset.reset", Some("earliest"), &defaults).expect("earliest");
         c.set("share.isolation.level", Some("read_committed"), &defaults).expect("read_committed");
-        c.set("share.record.lock.duration.ms", Some("1500"), &defaults).expect("lock");
+        c.set("share.record.lock.duration.ms", Some("20000"), &defaults).expect("lock");
+        assert!(c.set("share.record.lock.duration.ms", Some("1500"), &defaults).is_err(), "below Kafka's minimum");
         assert_eq!(c.auto_offset_reset, AutoOffsetReset::Earliest);
         assert_eq!(c.isolation_level, IsolationLevel::ReadCommitted);
-        assert_eq!(c.record_lock_duration_ms, 1500);
+        assert_eq!(c.record_lock_duration_ms, 20_000);
         assert!(c.set("share.auto.offset.reset", Some("sometimes"), &defaults).is_err());
         assert!(c.set("share.delivery.count.limit", Some("1"), &defaults).is_err());
         assert!(matches!(c.set("nope", Some("1"), &defaults), Err(GroupConfigError::UnknownName(_))));

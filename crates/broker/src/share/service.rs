@@ -69,7 +69,9 @@ pub struct SharePartitionKey {
 struct Groups {
     membership: ShareMembership,
     sessions: ShareSessions,
-    /// Per-group overrides of the broker's defaults.
+    /// Per-group overrides of the broker's defaults: as set (names and
+    /// values, what is stored) and applied.
+    overrides: HashMap<String, BTreeMap<String, String>>,
     configs: HashMap<String, ShareGroupConfig>,
 }
 
@@ -89,8 +91,26 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl ShareService {
     /// Restores the stored share-partitions and starts the timer task.
-    pub fn start(config: ShareConfig, catalog: Arc<dyn Catalog>, topics: Arc<Topics>, stored: Vec<ShareStateRecord>) -> Arc<ShareService> {
+    pub fn start(
+        config: ShareConfig,
+        catalog: Arc<dyn Catalog>,
+        topics: Arc<Topics>,
+        stored: Vec<ShareStateRecord>,
+        group_configs: Vec<(String, BTreeMap<String, String>)>,
+    ) -> Arc<ShareService> {
         let service = Arc::new(ShareService::new(config, catalog, topics, stored));
+        {
+            let mut groups = lock(&service.groups);
+            for (group_id, overrides) in group_configs {
+                match ShareGroupConfig::with_overrides(&service.config.group_defaults, &overrides) {
+                    Ok(applied) => {
+                        groups.configs.insert(group_id.clone(), applied);
+                        groups.overrides.insert(group_id, overrides);
+                    }
+                    Err(e) => log::warn!("the stored configs of group {group_id} are not applied: {e}"),
+                }
+            }
+        }
         tokio::spawn(Arc::clone(&service).run_deadlines());
         service
     }
@@ -111,6 +131,7 @@ impl ShareService {
             groups: Mutex::new(Groups {
                 membership: ShareMembership::default(),
                 sessions: ShareSessions::default(),
+                overrides: HashMap::new(),
                 configs: HashMap::new(),
             }),
             partitions: Mutex::new(partitions),
@@ -124,12 +145,40 @@ impl ShareService {
         lock(&self.groups).configs.get(group_id).copied().unwrap_or(self.config.group_defaults)
     }
 
-    /// Sets (or with `None` resets) one of a share group's configs.
-    pub fn set_group_config(&self, group_id: &str, name: &str, value: Option<&str>) -> Result<(), super::GroupConfigError> {
-        let defaults = self.config.group_defaults;
+    /// A group's overrides, as set (DescribeConfigs tells them from defaults).
+    pub fn group_overrides(&self, group_id: &str) -> BTreeMap<String, String> {
+        lock(&self.groups).overrides.get(group_id).cloned().unwrap_or_default()
+    }
+
+    /// IncrementalAlterConfigs on a group: each change sets a config (or with
+    /// `None` deletes it, back to the broker's default). All are checked
+    /// before any applies; the write is handed to the catalog under the
+    /// lock, so a group's configs are stored in the order they were set.
+    pub fn alter_group_configs(
+        &self,
+        group_id: &str,
+        changes: &[(String, Option<String>)],
+        validate_only: bool,
+    ) -> Result<Option<CatalogFuture<()>>, super::GroupConfigError> {
         let mut groups = lock(&self.groups);
-        let config = groups.configs.entry(group_id.to_owned()).or_insert(defaults);
-        config.set(name, value, &defaults)
+        let mut overrides = groups.overrides.get(group_id).cloned().unwrap_or_default();
+        for (name, value) in changes {
+            match value {
+                Some(v) => overrides.insert(name.clone(), v.clone()),
+                None => overrides.remove(name),
+            };
+            // A delete of an unknown name is refused too.
+            if !super::config::GROUP_CONFIG_NAMES.contains(&name.as_str()) {
+                return Err(super::GroupConfigError::UnknownName(name.clone()));
+            }
+        }
+        let applied = ShareGroupConfig::with_overrides(&self.config.group_defaults, &overrides)?;
+        if validate_only {
+            return Ok(None);
+        }
+        groups.configs.insert(group_id.to_owned(), applied);
+        groups.overrides.insert(group_id.to_owned(), overrides.clone());
+        Ok(Some(self.catalog.set_group_configs(group_id.to_owned(), overrides)))
     }
 
     /// One ShareGroupHeartbeat; a member that left releases its records.

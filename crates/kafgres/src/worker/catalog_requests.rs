@@ -60,6 +60,10 @@ fn serve_one(plans: &CatalogPlans, request: ControlRequest) {
             let _ = reply.send(result.map_err(failed));
         }
         ControlRequest::CommitOffsets { offsets, reply } => store_offset_batch(plans, vec![(offsets, reply)]),
+        ControlRequest::SetGroupConfigs { group_id, configs, reply } => {
+            let result = run_in_transaction(|| crate::share_sql::set_group_configs(&group_id, &configs));
+            let _ = reply.send(result.map_err(failed));
+        }
         ControlRequest::WriteShareStates { states, reply } => {
             let result = run_in_transaction(|| crate::share_sql::write_share_states(&states));
             let _ = reply.send(result.map_err(failed));
