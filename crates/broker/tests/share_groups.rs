@@ -479,3 +479,23 @@ async fn group_configs_are_set_described_and_kept_across_a_restart() {
     assert!(described.contains(&("share.record.lock.duration.ms".into(), "30000".into(), DEFAULT_CONFIG)));
     broker.broker.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_connection_ends_its_share_sessions_and_releases_their_records() {
+    let (broker, _) = start(|_| {}).await;
+    let (mut client, id) = topic_with_members(&broker, 2, &["a", "b"]).await;
+    let mut a = broker.client().await;
+    assert_eq!(acquired(&Fetch::new("a", 0, id).send(&mut a).await), vec![(0, 1, 1)]);
+    drop(a);
+    // b long-polls: the close releases a's records and wakes it.
+    let mut wait = Fetch::new("b", 0, id);
+    wait.wait_ms = 8_000;
+    let started = Instant::now();
+    let r = wait.send(&mut client).await;
+    assert_eq!(acquired(&r), vec![(0, 1, 2)]);
+    assert!(started.elapsed() < Duration::from_secs(5), "released only by the lock timeout");
+    // a's session is gone with its connection.
+    let mut again = broker.client().await;
+    assert_eq!(Fetch::new("a", 1, id).send(&mut again).await.error_code, error_code::SHARE_SESSION_NOT_FOUND);
+    broker.broker.shutdown().await;
+}

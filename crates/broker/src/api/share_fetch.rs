@@ -81,7 +81,7 @@ impl Handler for ShareFetch {
             req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p.partition_index))).collect();
         let forgotten: Vec<SessionPartition> =
             req.forgotten_topics_data.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p))).collect();
-        let outcome = match shares.update_session(&group_id, &member_id, epoch, &added, &forgotten, SessionUse::Fetch) {
+        let outcome = match shares.update_session(&group_id, &member_id, epoch, &added, &forgotten, SessionUse::Fetch, cx.peer) {
             Ok(outcome) => outcome,
             Err(code) => return refusal::<Self>(cx, &req, code),
         };
@@ -292,7 +292,15 @@ impl Handler for ShareAcknowledge {
             return refusal::<Self>(cx, &req, error_code::GROUP_AUTHORIZATION_FAILED);
         }
         let outcome =
-            match shares.update_session(&group_id, &member_id, req.share_session_epoch, &[], &[], SessionUse::Acknowledge) {
+            match shares.update_session(
+                &group_id,
+                &member_id,
+                req.share_session_epoch,
+                &[],
+                &[],
+                SessionUse::Acknowledge,
+                cx.peer,
+            ) {
                 Ok(outcome) => outcome,
                 Err(code) => return refusal::<Self>(cx, &req, code),
             };

@@ -122,6 +122,8 @@ impl ShareService {
                     ranges.iter().any(|r| r.first_offset <= batch.last_offset && batch.base_offset <= r.last_offset);
                 if holds_acquired && !out.batches.contains_key(&batch.base_offset) {
                     bytes_left = bytes_left.saturating_sub(bytes.len() as u64);
+                    // Counted as a Fetch's bytes are (kafka_server_brokertopicmetrics_bytesout).
+                    partition.count_bytes_out(bytes.len() as u64);
                     out.batches.insert(batch.base_offset, bytes);
                 }
             }

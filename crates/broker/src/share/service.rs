@@ -245,18 +245,32 @@ impl ShareService {
         added: &[SessionPartition],
         forgotten: &[SessionPartition],
         using: SessionUse,
+        connection: std::net::SocketAddr,
     ) -> Result<SessionOutcome, i16> {
         // Kafka opens a session for any member id: membership is the
         // heartbeat's business, and a member's records are released when it leaves.
         let outcome = {
             let mut groups = lock(&self.groups);
             let max = self.config.sessions_max;
-            groups.sessions.update(group_id, member_id, epoch, added, forgotten, using, max)?
+            groups.sessions.update(group_id, member_id, epoch, added, forgotten, using, max, Some(connection))?
         };
         if let SessionOutcome::Open { replaced_an_older_one: true, .. } = outcome {
             self.release_departed(&[DepartedMember { group_id: group_id.into(), member_id: member_id.into() }]);
         }
         Ok(outcome)
+    }
+
+    /// A client connection closed: the share sessions it opened go, and
+    /// their members' records are released (Kafka evicts them the same way).
+    /// Peer addresses identify connections: one cannot be reused before the
+    /// connection that had it is closed, which is when this runs.
+    pub fn connection_closed(&self, connection: std::net::SocketAddr) {
+        let gone = lock(&self.groups).sessions.remove_connection(connection);
+        if !gone.is_empty() {
+            let departed: Vec<DepartedMember> =
+                gone.into_iter().map(|(group_id, member_id)| DepartedMember { group_id, member_id }).collect();
+            self.release_departed(&departed);
+        }
     }
 
     /// Releases what `member` holds once its session closed (after its

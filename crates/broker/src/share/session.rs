@@ -5,6 +5,7 @@
 //! Pure: no time, no I/O.
 
 use std::collections::{BTreeSet, HashMap};
+use std::net::SocketAddr;
 
 use kafgres_wire::error_code;
 use uuid::Uuid;
@@ -20,6 +21,9 @@ pub struct ShareSession {
     /// The epoch the next request must carry.
     pub next_epoch: i32,
     pub partitions: BTreeSet<SessionPartition>,
+    /// The connection that opened it (its peer address): when that
+    /// connection closes, the session goes, as Kafka evicts it.
+    pub connection: Option<SocketAddr>,
 }
 
 /// Which API is using the session: ShareAcknowledge may not open one.
@@ -71,6 +75,7 @@ impl ShareSessions {
         forgotten: &[SessionPartition],
         using: SessionUse,
         sessions_max: usize,
+        connection: Option<SocketAddr>,
     ) -> Result<SessionOutcome, i16> {
         let key = (group_id.to_owned(), member_id.to_owned());
         match epoch {
@@ -83,7 +88,8 @@ impl ShareSessions {
                     return Err(error_code::SHARE_SESSION_LIMIT_REACHED);
                 }
                 let partitions: BTreeSet<SessionPartition> = added.iter().copied().collect();
-                self.sessions.insert(key, ShareSession { next_epoch: next(INITIAL_EPOCH), partitions: partitions.clone() });
+                let session = ShareSession { next_epoch: next(INITIAL_EPOCH), partitions: partitions.clone(), connection };
+                self.sessions.insert(key, session);
                 Ok(SessionOutcome::Open { partitions, replaced_an_older_one: replaced })
             }
             FINAL_EPOCH => {
@@ -107,6 +113,16 @@ impl ShareSessions {
         }
     }
 
+    /// Drops the sessions a closed connection opened; returns their (group, member).
+    pub fn remove_connection(&mut self, connection: SocketAddr) -> Vec<(String, String)> {
+        let gone: Vec<(String, String)> =
+            self.sessions.iter().filter(|(_, s)| s.connection == Some(connection)).map(|(k, _)| k.clone()).collect();
+        for key in &gone {
+            self.sessions.remove(key);
+        }
+        gone
+    }
+
     /// Drops every session of a member that left its group.
     pub fn remove_member(&mut self, group_id: &str, member_id: &str) -> bool {
         self.sessions.remove(&(group_id.to_owned(), member_id.to_owned())).is_some()
@@ -123,25 +139,25 @@ mod tests {
     #[test]
     fn a_session_opens_advances_and_closes() {
         let mut s = ShareSessions::default();
-        let opened = s.update("g", "m", 0, &[P], &[], SessionUse::Fetch, 10).expect("open");
+        let opened = s.update("g", "m", 0, &[P], &[], SessionUse::Fetch, 10, None).expect("open");
         assert!(matches!(opened, SessionOutcome::Open { ref partitions, .. } if partitions.len() == 1));
-        let next = s.update("g", "m", 1, &[Q], &[P], SessionUse::Fetch, 10).expect("epoch 1");
+        let next = s.update("g", "m", 1, &[Q], &[P], SessionUse::Fetch, 10, None).expect("epoch 1");
         assert!(matches!(next, SessionOutcome::Open { ref partitions, .. } if *partitions == [Q].into()));
-        assert_eq!(s.update("g", "m", 1, &[], &[], SessionUse::Fetch, 10), Err(error_code::INVALID_SHARE_SESSION_EPOCH));
-        assert_eq!(s.update("g", "m", 2, &[], &[], SessionUse::Acknowledge, 10).map(|_| ()), Ok(()));
-        assert_eq!(s.update("g", "m", -1, &[], &[], SessionUse::Fetch, 10), Ok(SessionOutcome::Closed));
-        assert_eq!(s.update("g", "m", 3, &[], &[], SessionUse::Fetch, 10), Err(error_code::SHARE_SESSION_NOT_FOUND));
-        assert_eq!(s.update("g", "m", -1, &[], &[], SessionUse::Fetch, 10), Err(error_code::SHARE_SESSION_NOT_FOUND));
+        assert_eq!(s.update("g", "m", 1, &[], &[], SessionUse::Fetch, 10, None), Err(error_code::INVALID_SHARE_SESSION_EPOCH));
+        assert_eq!(s.update("g", "m", 2, &[], &[], SessionUse::Acknowledge, 10, None).map(|_| ()), Ok(()));
+        assert_eq!(s.update("g", "m", -1, &[], &[], SessionUse::Fetch, 10, None), Ok(SessionOutcome::Closed));
+        assert_eq!(s.update("g", "m", 3, &[], &[], SessionUse::Fetch, 10, None), Err(error_code::SHARE_SESSION_NOT_FOUND));
+        assert_eq!(s.update("g", "m", -1, &[], &[], SessionUse::Fetch, 10, None), Err(error_code::SHARE_SESSION_NOT_FOUND));
     }
 
     #[test]
     fn acknowledge_cannot_open_and_the_cache_is_bounded() {
         let mut s = ShareSessions::default();
-        assert_eq!(s.update("g", "m", 0, &[], &[], SessionUse::Acknowledge, 10), Err(error_code::INVALID_SHARE_SESSION_EPOCH));
-        s.update("g", "a", 0, &[], &[], SessionUse::Fetch, 1).expect("first");
-        assert_eq!(s.update("g", "b", 0, &[], &[], SessionUse::Fetch, 1), Err(error_code::SHARE_SESSION_LIMIT_REACHED));
+        assert_eq!(s.update("g", "m", 0, &[], &[], SessionUse::Acknowledge, 10, None), Err(error_code::INVALID_SHARE_SESSION_EPOCH));
+        s.update("g", "a", 0, &[], &[], SessionUse::Fetch, 1, None).expect("first");
+        assert_eq!(s.update("g", "b", 0, &[], &[], SessionUse::Fetch, 1, None), Err(error_code::SHARE_SESSION_LIMIT_REACHED));
         // The member's own session is replaced, not counted twice.
-        let again = s.update("g", "a", 0, &[], &[], SessionUse::Fetch, 1).expect("replace");
+        let again = s.update("g", "a", 0, &[], &[], SessionUse::Fetch, 1, None).expect("replace");
         assert!(matches!(again, SessionOutcome::Open { replaced_an_older_one: true, .. }));
     }
 }
