@@ -89,8 +89,15 @@ impl Broker {
         catalog: Arc<dyn Catalog>,
         snapshot: impl Into<CatalogSnapshot>,
     ) -> Result<Broker, StartError> {
-        let CatalogSnapshot { topics: records, offsets, transactions, acls, client_quotas, share_states, group_configs } =
-            snapshot.into();
+        let CatalogSnapshot {
+            topics: records,
+            offsets,
+            transactions,
+            acls,
+            client_quotas,
+            share_states,
+            group_configs,
+        } = snapshot.into();
         config.live = Arc::new(crate::settings::LiveSettings::new(&crate::settings::Reloadable::from(&config)));
         let mut registry = TopicRegistry::default();
         let housekeeping = crate::partition::Housekeeping::default();
@@ -155,8 +162,13 @@ impl Broker {
             Arc::clone(&topics),
             Arc::clone(&groups),
         ));
-        let shares =
-            crate::share::ShareService::start(config.share.clone(), Arc::clone(&catalog), Arc::clone(&topics), share_states, group_configs);
+        let shares = crate::share::ShareService::start(
+            config.share.clone(),
+            Arc::clone(&catalog),
+            Arc::clone(&topics),
+            share_states,
+            group_configs,
+        );
         let topic_admin = TopicAdmin::new(
             Arc::clone(&topics),
             Arc::clone(&catalog),

@@ -44,7 +44,12 @@ fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_owned())
 }
 
-async fn heartbeat(client: &mut Client, member: &str, epoch: i32, topics: Option<&[&str]>) -> ShareGroupHeartbeatResponse {
+async fn heartbeat(
+    client: &mut Client,
+    member: &str,
+    epoch: i32,
+    topics: Option<&[&str]>,
+) -> ShareGroupHeartbeatResponse {
     let request = ShareGroupHeartbeatRequest::default()
         .with_group_id(GroupId(s("g")))
         .with_member_id(s(member))
@@ -82,7 +87,8 @@ impl<'a> Fetch<'a> {
     }
 
     fn request(&self) -> ShareFetchRequest {
-        let partition = FetchPartition::default().with_partition_index(0).with_acknowledgement_batches(ack_batches(&self.acks));
+        let partition =
+            FetchPartition::default().with_partition_index(0).with_acknowledgement_batches(ack_batches(&self.acks));
         ShareFetchRequest::default()
             .with_group_id(Some(GroupId(s("g"))))
             .with_member_id(Some(s(self.member)))
@@ -122,7 +128,13 @@ fn acquired_offsets(r: &ShareFetchResponse) -> Vec<i64> {
     offsets
 }
 
-async fn acknowledge(client: &mut Client, member: &str, epoch: i32, topic_id: Uuid, acks: &Acks) -> ShareAcknowledgeResponse {
+async fn acknowledge(
+    client: &mut Client,
+    member: &str,
+    epoch: i32,
+    topic_id: Uuid,
+    acks: &Acks,
+) -> ShareAcknowledgeResponse {
     let partition = AcknowledgePartition::default().with_partition_index(0).with_acknowledgement_batches(
         acks.iter()
             .map(|(first, last, types)| {
@@ -193,8 +205,7 @@ async fn two_members_split_the_records_of_one_partition() {
     assert_eq!(d.groups[1].error_code, error_code::GROUP_ID_NOT_FOUND);
     // ListGroups v5 lists it by its type; a consumer-type filter does not.
     let listed = |types: &[&str]| {
-        kafka_protocol::messages::ListGroupsRequest::default()
-            .with_types_filter(types.iter().map(|t| s(t)).collect())
+        kafka_protocol::messages::ListGroupsRequest::default().with_types_filter(types.iter().map(|t| s(t)).collect())
     };
     let shares = client.call(5, &listed(&["share"])).await;
     let row: Vec<(&str, &str, &str, &str)> = shares
@@ -314,7 +325,10 @@ async fn read_committed_never_delivers_aborted_records() {
     let (mut client, id) = topic_with_members(&broker, 0, &["a"]).await;
     let (pid, epoch, code) = txn::init(&mut client, "tx", 60_000).await;
     assert_eq!(code, 0);
-    assert_eq!(txn::produce_txn_at(&mut client, 12, "tx", "t", 0, txn::txn_batch(pid, epoch, 0, 3, "aborted")).await, 0);
+    assert_eq!(
+        txn::produce_txn_at(&mut client, 12, "tx", "t", 0, txn::txn_batch(pid, epoch, 0, 3, "aborted")).await,
+        0
+    );
     // Open transaction: nothing is stable yet.
     let open = Fetch::new("a", 0, id).send(&mut client).await;
     assert!(acquired(&open).is_empty(), "{open:?}");
@@ -459,7 +473,8 @@ async fn group_configs_are_set_described_and_kept_across_a_restart() {
     let (code, message) = alter_group_configs(&mut client, &[("share.isolation.level", Some("sometimes"))]).await;
     assert_eq!(code, error_code::INVALID_CONFIG);
     assert!(message.is_some_and(|m| m.contains("share.isolation.level")));
-    let (code, _) = alter_group_configs(&mut client, &[("share.delivery.count.limit", Some("3")), ("nope", Some("1"))]).await;
+    let (code, _) =
+        alter_group_configs(&mut client, &[("share.delivery.count.limit", Some("3")), ("nope", Some("1"))]).await;
     assert_eq!(code, error_code::INVALID_CONFIG);
     let described = describe_group_configs(&mut client).await;
     assert!(described.contains(&("share.auto.offset.reset".into(), "earliest".into(), GROUP_CONFIG)), "{described:?}");
@@ -472,7 +487,10 @@ async fn group_configs_are_set_described_and_kept_across_a_restart() {
     let broker = TestBroker::start_with(dir, catalog, config).await;
     let mut client = broker.client().await;
     let described = describe_group_configs(&mut client).await;
-    assert!(described.contains(&("share.record.lock.duration.ms".into(), "15000".into(), GROUP_CONFIG)), "{described:?}");
+    assert!(
+        described.contains(&("share.record.lock.duration.ms".into(), "15000".into(), GROUP_CONFIG)),
+        "{described:?}"
+    );
     // Deleting one goes back to the default.
     assert_eq!(alter_group_configs(&mut client, &[("share.record.lock.duration.ms", None)]).await.0, 0);
     let described = describe_group_configs(&mut client).await;

@@ -463,7 +463,10 @@ async fn exchange(
                     .with_topic_id(id)
                     .with_partitions(vec![FetchPartition::default().with_partition_index(0)])]);
             let r = client.try_call(version, &request).await?;
-            check(r.error_code == 0 && r.responses.len() == 1 && r.acquisition_lock_timeout_ms == 30_000, format!("{r:?}"))
+            check(
+                r.error_code == 0 && r.responses.len() == 1 && r.acquisition_lock_timeout_ms == 30_000,
+                format!("{r:?}"),
+            )
         }
         ApiKey::ShareAcknowledge => {
             use kafka_protocol::messages::{GroupId, ShareAcknowledgeRequest};

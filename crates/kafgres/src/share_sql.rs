@@ -31,7 +31,8 @@ const UPSERT: &str = "INSERT INTO kafgres.share_partitions AS s \
 
 const LOAD_GROUP_CONFIGS: &str = "SELECT group_id, configs::text FROM kafgres.group_configs ORDER BY 1";
 // An empty set removes the row (every config back to its default).
-const SET_GROUP_CONFIGS: &str = "WITH gone AS (DELETE FROM kafgres.group_configs WHERE group_id = $1 AND $2::jsonb = '{}') \
+const SET_GROUP_CONFIGS: &str =
+    "WITH gone AS (DELETE FROM kafgres.group_configs WHERE group_id = $1 AND $2::jsonb = '{}') \
      INSERT INTO kafgres.group_configs AS c (group_id, configs, updated_at) SELECT $1, $2::jsonb, now() \
      WHERE $2::jsonb <> '{}' \
      ON CONFLICT (group_id) DO UPDATE SET configs = excluded.configs, updated_at = now()";
@@ -100,14 +101,9 @@ pub fn load_share_states() -> Result<Vec<ShareStateRecord>, String> {
             let start_offset: i64 = row.get(5)?.unwrap_or(-1);
             let batches: String = row.get(6)?.unwrap_or_default();
             match (Uuid::parse_str(&topic_id), parse_batches(&batches)) {
-                (Ok(topic_id), Some(batches)) if partition >= 0 && start_offset >= 0 => out.push(ShareStateRecord {
-                    group_id,
-                    topic_id,
-                    partition,
-                    version,
-                    start_offset,
-                    batches,
-                }),
+                (Ok(topic_id), Some(batches)) if partition >= 0 && start_offset >= 0 => {
+                    out.push(ShareStateRecord { group_id, topic_id, partition, version, start_offset, batches })
+                }
                 _ => pgrx::warning!(
                     "kafgres: kafgres.share_partitions row ({group_id}, {topic_id}, {partition}) is not a state \
                      Kafgres understands; that share-partition starts again from share.auto.offset.reset"

@@ -276,7 +276,9 @@ async fn alter_group(
             _ => return Err((error_code::INVALID_CONFIG, format!("Can't APPEND or SUBTRACT group config {}", c.name))),
         }
     }
-    let write = shares.alter_group_configs(group_id, &set, validate_only).map_err(|e| (error_code::INVALID_CONFIG, e.to_string()))?;
+    let write = shares
+        .alter_group_configs(group_id, &set, validate_only)
+        .map_err(|e| (error_code::INVALID_CONFIG, e.to_string()))?;
     match write {
         Some(write) => write.await.map_err(|e| (error_code::UNKNOWN_SERVER_ERROR, e.to_string())),
         None => Ok(()),

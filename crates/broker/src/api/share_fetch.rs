@@ -27,7 +27,7 @@ use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
 use crate::acl::Operation;
 use crate::config::BrokerConfig;
 use crate::partition::{FetchWaiter, Partition};
-use crate::share::session::{SessionOutcome, SessionPartition, SessionUse};
+use crate::share::session::{SessionOutcome, SessionPartition, SessionRequest, SessionUse};
 use crate::share::{AckBatch, Acquired, SharePartitionKey, ShareService};
 use crate::topics::Topics;
 
@@ -68,7 +68,11 @@ impl Handler for ShareFetch {
                 let batches = p
                     .acknowledgement_batches
                     .iter()
-                    .map(|b| AckBatch { first_offset: b.first_offset, last_offset: b.last_offset, types: b.acknowledge_types.clone() })
+                    .map(|b| AckBatch {
+                        first_offset: b.first_offset,
+                        last_offset: b.last_offset,
+                        types: b.acknowledge_types.clone(),
+                    })
                     .collect();
                 ((topic_id, p.partition_index), batches)
             })
@@ -81,7 +85,16 @@ impl Handler for ShareFetch {
             req.topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p.partition_index))).collect();
         let forgotten: Vec<SessionPartition> =
             req.forgotten_topics_data.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p))).collect();
-        let outcome = match shares.update_session(&group_id, &member_id, epoch, &added, &forgotten, SessionUse::Fetch, cx.peer) {
+        let session = SessionRequest {
+            group_id: &group_id,
+            member_id: &member_id,
+            epoch,
+            added: &added,
+            forgotten: &forgotten,
+            using: SessionUse::Fetch,
+            connection: Some(cx.peer),
+        };
+        let outcome = match shares.update_session(session) {
             Ok(outcome) => outcome,
             Err(code) => return refusal::<Self>(cx, &req, code),
         };
@@ -291,19 +304,19 @@ impl Handler for ShareAcknowledge {
         if !cx.may_on_group(Operation::Read, &group_id) {
             return refusal::<Self>(cx, &req, error_code::GROUP_AUTHORIZATION_FAILED);
         }
-        let outcome =
-            match shares.update_session(
-                &group_id,
-                &member_id,
-                req.share_session_epoch,
-                &[],
-                &[],
-                SessionUse::Acknowledge,
-                cx.peer,
-            ) {
-                Ok(outcome) => outcome,
-                Err(code) => return refusal::<Self>(cx, &req, code),
-            };
+        let session = SessionRequest {
+            group_id: &group_id,
+            member_id: &member_id,
+            epoch: req.share_session_epoch,
+            added: &[],
+            forgotten: &[],
+            using: SessionUse::Acknowledge,
+            connection: Some(cx.peer),
+        };
+        let outcome = match shares.update_session(session) {
+            Ok(outcome) => outcome,
+            Err(code) => return refusal::<Self>(cx, &req, code),
+        };
         let acks: Vec<(SessionPartition, Vec<AckBatch>)> = req
             .topics
             .iter()
@@ -312,7 +325,11 @@ impl Handler for ShareAcknowledge {
                 let batches = p
                     .acknowledgement_batches
                     .iter()
-                    .map(|b| AckBatch { first_offset: b.first_offset, last_offset: b.last_offset, types: b.acknowledge_types.clone() })
+                    .map(|b| AckBatch {
+                        first_offset: b.first_offset,
+                        last_offset: b.last_offset,
+                        types: b.acknowledge_types.clone(),
+                    })
                     .collect();
                 ((topic_id, p.partition_index), batches)
             })

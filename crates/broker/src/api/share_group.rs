@@ -55,7 +55,10 @@ impl Handler for ShareGroupHeartbeat {
             member_id: req.member_id.to_string(),
             member_epoch: req.member_epoch,
             rack_id: req.rack_id.as_ref().map(|s| s.to_string()),
-            subscribed_topic_names: req.subscribed_topic_names.as_ref().map(|n| n.iter().map(|t| t.0.to_string()).collect()),
+            subscribed_topic_names: req
+                .subscribed_topic_names
+                .as_ref()
+                .map(|n| n.iter().map(|t| t.0.to_string()).collect()),
             client_id: cx.client_id.to_owned(),
             client_host: cx.client_host(),
         };
@@ -82,7 +85,11 @@ impl Handler for ShareGroupHeartbeat {
         response.into()
     }
 
-    fn refused(_: &RequestContext<'_>, _: &ShareGroupHeartbeatRequest, code: i16) -> Option<ShareGroupHeartbeatResponse> {
+    fn refused(
+        _: &RequestContext<'_>,
+        _: &ShareGroupHeartbeatRequest,
+        code: i16,
+    ) -> Option<ShareGroupHeartbeatResponse> {
         let mut response = ShareGroupHeartbeatResponse::default();
         response.error_code = code;
         Some(response)

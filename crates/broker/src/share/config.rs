@@ -99,8 +99,12 @@ pub enum GroupConfigError {
 }
 
 /// The group configs Kafgres serves, in name order (DescribeConfigs lists them).
-pub const GROUP_CONFIG_NAMES: &[&str] =
-    &["share.auto.offset.reset", "share.delivery.count.limit", "share.isolation.level", "share.record.lock.duration.ms"];
+pub const GROUP_CONFIG_NAMES: &[&str] = &[
+    "share.auto.offset.reset",
+    "share.delivery.count.limit",
+    "share.isolation.level",
+    "share.record.lock.duration.ms",
+];
 
 impl ShareGroupConfig {
     /// A config's value as Kafka writes it.
@@ -134,8 +138,14 @@ impl ShareGroupConfig {
 
     /// Applies one `name=value` group config (IncrementalAlterConfigs on a
     /// GROUP resource); `None` restores the broker's default.
-    pub fn set(&mut self, name: &str, value: Option<&str>, defaults: &ShareGroupConfig) -> Result<(), GroupConfigError> {
-        let invalid = || GroupConfigError::InvalidValue { name: name.to_owned(), value: value.unwrap_or("").to_owned() };
+    pub fn set(
+        &mut self,
+        name: &str,
+        value: Option<&str>,
+        defaults: &ShareGroupConfig,
+    ) -> Result<(), GroupConfigError> {
+        let invalid =
+            || GroupConfigError::InvalidValue { name: name.to_owned(), value: value.unwrap_or("").to_owned() };
         match name {
             "share.record.lock.duration.ms" => {
                 self.record_lock_duration_ms = match value {

@@ -129,10 +129,7 @@ impl ShareMembership {
             return (ShareHeartbeatAnswer::error(error_code::INVALID_REQUEST, "MemberId can't be empty."), None);
         }
         if request.member_epoch < -1 {
-            return (
-                ShareHeartbeatAnswer::error(error_code::INVALID_REQUEST, "MemberEpoch is invalid."),
-                None,
-            );
+            return (ShareHeartbeatAnswer::error(error_code::INVALID_REQUEST, "MemberEpoch is invalid."), None);
         }
         if request.member_epoch == 0 && request.subscribed_topic_names.as_ref().is_none_or(|t| t.is_empty()) {
             return (
@@ -154,7 +151,10 @@ impl ShareMembership {
                 return (
                     ShareHeartbeatAnswer::error(
                         error_code::GROUP_MAX_SIZE_REACHED,
-                        format!("The share group has reached its maximum capacity of {} members.", config.group_members_max),
+                        format!(
+                            "The share group has reached its maximum capacity of {} members.",
+                            config.group_members_max
+                        ),
                     ),
                     None,
                 );

@@ -330,7 +330,9 @@ impl SharePartition {
         let mut out: Vec<StateBatch> = Vec::new();
         for (offset, r) in &self.in_flight {
             match out.last_mut() {
-                Some(b) if b.last_offset + 1 == *offset && b.state == r.state && b.delivery_count == r.delivery_count => {
+                Some(b)
+                    if b.last_offset + 1 == *offset && b.state == r.state && b.delivery_count == r.delivery_count =>
+                {
                     b.last_offset = *offset;
                 }
                 _ => out.push(StateBatch {

@@ -9,11 +9,14 @@
 //! earlier deadline in. A heap entry whose partition's locks were
 //! acknowledged meanwhile is stale and only costs a look. No periodic tick.
 //!
-//! A write is handed to the catalog while the share-partition's lock is
-//! held, so Postgres applies a partition's states in the order they were
-//! made; ShareAcknowledge awaits its write before answering, ShareFetch's
-//! acquisitions are written without waiting (a crash forgets their delivery
-//! counts, as Kafka's share coordinator does).
+//! Every change of a share-partition makes a record of its whole state with
+//! a higher version ([`Slot::record`], under the partition's lock); a
+//! request's records are handed to the catalog together, and the catalog
+//! keeps the highest version of each partition, so writes that reach it out
+//! of order cannot move a partition back. ShareAcknowledge and ShareFetch
+//! await the write of their acknowledgements before answering; ShareFetch's
+//! acquisitions are written without waiting (a crash forgets those delivery
+//! counts, as Kafka's share coordinator does not store them either).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
@@ -26,7 +29,7 @@ use uuid::Uuid;
 use super::config::{ShareConfig, ShareGroupConfig};
 use super::membership::{DepartedMember, ShareHeartbeat, ShareHeartbeatAnswer, ShareMembership};
 use super::partition::SharePartition;
-use super::session::{SessionOutcome, SessionPartition, SessionUse, ShareSessions};
+use super::session::{SessionOutcome, SessionRequest, ShareSessions};
 use crate::catalog::{Catalog, CatalogFuture, ShareStateRecord};
 use crate::group::{GroupState, TopicLookup};
 use crate::topics::Topics;
@@ -115,7 +118,12 @@ impl ShareService {
         service
     }
 
-    fn new(config: ShareConfig, catalog: Arc<dyn Catalog>, topics: Arc<Topics>, stored: Vec<ShareStateRecord>) -> ShareService {
+    fn new(
+        config: ShareConfig,
+        catalog: Arc<dyn Catalog>,
+        topics: Arc<Topics>,
+        stored: Vec<ShareStateRecord>,
+    ) -> ShareService {
         let partitions = stored
             .into_iter()
             .map(|s| {
@@ -236,24 +244,14 @@ impl ShareService {
     }
 
     /// Applies a ShareFetch's or ShareAcknowledge's session epoch; a session
-    /// opened anew or closed releases what the member held in the old one.
-    pub fn update_session(
-        &self,
-        group_id: &str,
-        member_id: &str,
-        epoch: i32,
-        added: &[SessionPartition],
-        forgotten: &[SessionPartition],
-        using: SessionUse,
-        connection: std::net::SocketAddr,
-    ) -> Result<SessionOutcome, i16> {
+    /// opened anew (epoch 0 again) releases what the member held in the old
+    /// one. Closing one (epoch -1) releases nothing here: the caller first
+    /// applies the request's acknowledgements, then [`Self::release_member`].
+    pub fn update_session(&self, request: SessionRequest<'_>) -> Result<SessionOutcome, i16> {
         // Kafka opens a session for any member id: membership is the
         // heartbeat's business, and a member's records are released when it leaves.
-        let outcome = {
-            let mut groups = lock(&self.groups);
-            let max = self.config.sessions_max;
-            groups.sessions.update(group_id, member_id, epoch, added, forgotten, using, max, Some(connection))?
-        };
+        let outcome = lock(&self.groups).sessions.update(&request, self.config.sessions_max)?;
+        let (group_id, member_id) = (request.group_id, request.member_id);
         if let SessionOutcome::Open { replaced_an_older_one: true, .. } = outcome {
             self.release_departed(&[DepartedMember { group_id: group_id.into(), member_id: member_id.into() }]);
         }
@@ -291,7 +289,8 @@ impl ShareService {
         init: impl FnOnce() -> SharePartition,
     ) -> Arc<Mutex<Slot>> {
         let mut partitions = lock(&self.partitions);
-        let slot = partitions.entry(key.clone()).or_insert_with(|| Arc::new(Mutex::new(Slot { state: init(), version: 0 })));
+        let slot =
+            partitions.entry(key.clone()).or_insert_with(|| Arc::new(Mutex::new(Slot { state: init(), version: 0 })));
         Arc::clone(slot)
     }
 

@@ -33,6 +33,20 @@ pub enum SessionUse {
     Acknowledge,
 }
 
+/// What a ShareFetch or ShareAcknowledge asks of its member's session.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionRequest<'a> {
+    pub group_id: &'a str,
+    pub member_id: &'a str,
+    pub epoch: i32,
+    /// Partitions to fetch from now on (a ShareFetch's topics).
+    pub added: &'a [SessionPartition],
+    pub forgotten: &'a [SessionPartition],
+    pub using: SessionUse,
+    /// The connection the request came on.
+    pub connection: Option<SocketAddr>,
+}
+
 /// What a request did to its member's session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SessionOutcome {
@@ -66,17 +80,8 @@ impl ShareSessions {
 
     /// Applies a request's epoch and partition changes to the member's
     /// session. Errors are Kafka's top-level codes.
-    pub fn update(
-        &mut self,
-        group_id: &str,
-        member_id: &str,
-        epoch: i32,
-        added: &[SessionPartition],
-        forgotten: &[SessionPartition],
-        using: SessionUse,
-        sessions_max: usize,
-        connection: Option<SocketAddr>,
-    ) -> Result<SessionOutcome, i16> {
+    pub fn update(&mut self, r: &SessionRequest<'_>, sessions_max: usize) -> Result<SessionOutcome, i16> {
+        let SessionRequest { group_id, member_id, epoch, added, forgotten, using, connection } = *r;
         let key = (group_id.to_owned(), member_id.to_owned());
         match epoch {
             INITIAL_EPOCH => {
@@ -88,7 +93,8 @@ impl ShareSessions {
                     return Err(error_code::SHARE_SESSION_LIMIT_REACHED);
                 }
                 let partitions: BTreeSet<SessionPartition> = added.iter().copied().collect();
-                let session = ShareSession { next_epoch: next(INITIAL_EPOCH), partitions: partitions.clone(), connection };
+                let session =
+                    ShareSession { next_epoch: next(INITIAL_EPOCH), partitions: partitions.clone(), connection };
                 self.sessions.insert(key, session);
                 Ok(SessionOutcome::Open { partitions, replaced_an_older_one: replaced })
             }
@@ -133,31 +139,56 @@ impl ShareSessions {
 mod tests {
     use super::*;
 
+    fn request<'a>(
+        member: &'a str,
+        epoch: i32,
+        added: &'a [SessionPartition],
+        forgotten: &'a [SessionPartition],
+        using: SessionUse,
+    ) -> SessionRequest<'a> {
+        SessionRequest { group_id: "g", member_id: member, epoch, added, forgotten, using, connection: None }
+    }
+
     const P: SessionPartition = (Uuid::nil(), 0);
     const Q: SessionPartition = (Uuid::nil(), 1);
 
     #[test]
     fn a_session_opens_advances_and_closes() {
         let mut s = ShareSessions::default();
-        let opened = s.update("g", "m", 0, &[P], &[], SessionUse::Fetch, 10, None).expect("open");
+        let opened = s.update(&request("m", 0, &[P], &[], SessionUse::Fetch), 10).expect("open");
         assert!(matches!(opened, SessionOutcome::Open { ref partitions, .. } if partitions.len() == 1));
-        let next = s.update("g", "m", 1, &[Q], &[P], SessionUse::Fetch, 10, None).expect("epoch 1");
+        let next = s.update(&request("m", 1, &[Q], &[P], SessionUse::Fetch), 10).expect("epoch 1");
         assert!(matches!(next, SessionOutcome::Open { ref partitions, .. } if *partitions == [Q].into()));
-        assert_eq!(s.update("g", "m", 1, &[], &[], SessionUse::Fetch, 10, None), Err(error_code::INVALID_SHARE_SESSION_EPOCH));
-        assert_eq!(s.update("g", "m", 2, &[], &[], SessionUse::Acknowledge, 10, None).map(|_| ()), Ok(()));
-        assert_eq!(s.update("g", "m", -1, &[], &[], SessionUse::Fetch, 10, None), Ok(SessionOutcome::Closed));
-        assert_eq!(s.update("g", "m", 3, &[], &[], SessionUse::Fetch, 10, None), Err(error_code::SHARE_SESSION_NOT_FOUND));
-        assert_eq!(s.update("g", "m", -1, &[], &[], SessionUse::Fetch, 10, None), Err(error_code::SHARE_SESSION_NOT_FOUND));
+        assert_eq!(
+            s.update(&request("m", 1, &[], &[], SessionUse::Fetch), 10),
+            Err(error_code::INVALID_SHARE_SESSION_EPOCH)
+        );
+        assert_eq!(s.update(&request("m", 2, &[], &[], SessionUse::Acknowledge), 10).map(|_| ()), Ok(()));
+        assert_eq!(s.update(&request("m", -1, &[], &[], SessionUse::Fetch), 10), Ok(SessionOutcome::Closed));
+        assert_eq!(
+            s.update(&request("m", 3, &[], &[], SessionUse::Fetch), 10),
+            Err(error_code::SHARE_SESSION_NOT_FOUND)
+        );
+        assert_eq!(
+            s.update(&request("m", -1, &[], &[], SessionUse::Fetch), 10),
+            Err(error_code::SHARE_SESSION_NOT_FOUND)
+        );
     }
 
     #[test]
     fn acknowledge_cannot_open_and_the_cache_is_bounded() {
         let mut s = ShareSessions::default();
-        assert_eq!(s.update("g", "m", 0, &[], &[], SessionUse::Acknowledge, 10, None), Err(error_code::INVALID_SHARE_SESSION_EPOCH));
-        s.update("g", "a", 0, &[], &[], SessionUse::Fetch, 1, None).expect("first");
-        assert_eq!(s.update("g", "b", 0, &[], &[], SessionUse::Fetch, 1, None), Err(error_code::SHARE_SESSION_LIMIT_REACHED));
+        assert_eq!(
+            s.update(&request("m", 0, &[], &[], SessionUse::Acknowledge), 10),
+            Err(error_code::INVALID_SHARE_SESSION_EPOCH)
+        );
+        s.update(&request("a", 0, &[], &[], SessionUse::Fetch), 1).expect("first");
+        assert_eq!(
+            s.update(&request("b", 0, &[], &[], SessionUse::Fetch), 1),
+            Err(error_code::SHARE_SESSION_LIMIT_REACHED)
+        );
         // The member's own session is replaced, not counted twice.
-        let again = s.update("g", "a", 0, &[], &[], SessionUse::Fetch, 1, None).expect("replace");
+        let again = s.update(&request("a", 0, &[], &[], SessionUse::Fetch), 1).expect("replace");
         assert!(matches!(again, SessionOutcome::Open { replaced_an_older_one: true, .. }));
     }
 }

@@ -17,15 +17,16 @@ use kafka_protocol::messages::{
     IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
     ListConfigResourcesRequest, ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
     ListTransactionsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
-    OffsetForLeaderEpochRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest, ShareAcknowledgeRequest,
-    ShareFetchRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest, SyncGroupRequest,
-    TxnOffsetCommitRequest, UpdateFeaturesRequest, WriteTxnMarkersRequest,
+    OffsetForLeaderEpochRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
+    ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
+    SyncGroupRequest, TxnOffsetCommitRequest, UpdateFeaturesRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Decodable, Message};
 
 use super::{
     alloc, requests_acls, requests_admin, requests_cluster, requests_consumer_groups, requests_data, requests_groups,
-    requests_quotas, requests_replicas, requests_share_groups, requests_topics, requests_txn, requests_users, roundtrip,
+    requests_quotas, requests_replicas, requests_share_groups, requests_topics, requests_txn, requests_users,
+    roundtrip,
 };
 use crate::guard::schemas;
 

@@ -188,9 +188,8 @@ fn huge_counts_share_groups() {
     // ShareFetch v1: group_id, member_id, share_session_epoch, max_wait_ms, min_bytes, max_bytes,
     // max_records, batch_size, topics (topic_id, partitions (partition_index, acknowledgement
     // batches (first, last, types))), forgotten_topics_data.
-    let head = || {
-        Wire::new().compact_string("g").compact_string("m").i32(1).i32(500).i32(1).i32(1 << 20).i32(500).i32(500)
-    };
+    let head =
+        || Wire::new().compact_string("g").compact_string("m").i32(1).i32(500).i32(1).i32(1 << 20).i32(500).i32(500);
     assert_array_too_long(78, 1, &head().huge_compact_count().tail(), "ShareFetchRequest", "topics");
     let topic = || head().uvarint(2).uuid();
     assert_array_too_long(78, 1, &topic().huge_compact_count().tail(), "FetchTopic", "partitions");

@@ -53,21 +53,21 @@ use kafka_protocol::messages::{
     OffsetDeleteRequest, OffsetForLeaderEpochRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
     TxnOffsetCommitRequest, WriteTxnMarkersRequest,
 };
+use kafka_protocol::messages::{share_acknowledge_request, share_fetch_request};
 use kafka_protocol::messages::{update_features_request, ListConfigResourcesRequest, UpdateFeaturesRequest};
 use kafka_protocol::messages::{
     AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest, ElectLeadersRequest,
     ListPartitionReassignmentsRequest,
 };
 use kafka_protocol::messages::{AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest};
-use kafka_protocol::messages::{share_acknowledge_request, share_fetch_request};
-use kafka_protocol::messages::{
-    ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
-};
 use kafka_protocol::messages::{
     ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, DescribeGroupsRequest,
     FetchRequest, FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
     ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, ProduceRequest,
     SyncGroupRequest,
+};
+use kafka_protocol::messages::{
+    ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
 };
 use kafka_protocol::protocol::Encodable;
 

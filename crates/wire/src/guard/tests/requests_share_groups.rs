@@ -53,7 +53,10 @@ pub(super) fn share_fetch(_v: i16) -> impl Strategy<Value = ShareFetchRequest> {
             .with_unknown_tagged_fields(tags)
     });
     let topic = (uuid_bytes(), list(partition), unknown_tags(true)).prop_map(|(id, partitions, tags)| {
-        FetchTopic::default().with_topic_id(uuid(id).topic_id).with_partitions(partitions).with_unknown_tagged_fields(tags)
+        FetchTopic::default()
+            .with_topic_id(uuid(id).topic_id)
+            .with_partitions(partitions)
+            .with_unknown_tagged_fields(tags)
     });
     let forgotten = (uuid_bytes(), list(any::<i32>()), unknown_tags(true)).prop_map(|(id, partitions, tags)| {
         ForgottenTopic::default()
@@ -87,13 +90,14 @@ pub(super) fn share_fetch(_v: i16) -> impl Strategy<Value = ShareFetchRequest> {
 }
 
 pub(super) fn share_acknowledge(_v: i16) -> impl Strategy<Value = ShareAcknowledgeRequest> {
-    let batch = (any::<i64>(), any::<i64>(), list(any::<i8>()), unknown_tags(true)).prop_map(|(first, last, types, tags)| {
-        AckBatch::default()
-            .with_first_offset(first)
-            .with_last_offset(last)
-            .with_acknowledge_types(types)
-            .with_unknown_tagged_fields(tags)
-    });
+    let batch =
+        (any::<i64>(), any::<i64>(), list(any::<i8>()), unknown_tags(true)).prop_map(|(first, last, types, tags)| {
+            AckBatch::default()
+                .with_first_offset(first)
+                .with_last_offset(last)
+                .with_acknowledge_types(types)
+                .with_unknown_tagged_fields(tags)
+        });
     let partition = (any::<i32>(), list(batch), unknown_tags(true)).prop_map(|(index, acks, tags)| {
         AcknowledgePartition::default()
             .with_partition_index(index)
