@@ -88,7 +88,8 @@ impl ShareService {
             })
         });
         let mut slot = lock(&slot);
-        let mut changed = slot.state.skip_to_log_start(partition.log_start_offset());
+        let mut changed = slot.state.truncate_to(partition.log_end_offset());
+        changed |= slot.state.skip_to_log_start(partition.log_start_offset());
         let mut out = Acquired::default();
         let mut bytes_left = bytes_max;
         let deadline = crate::now_ms() + i64::from(config.record_lock_duration_ms);

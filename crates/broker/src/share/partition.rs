@@ -193,6 +193,20 @@ impl SharePartition {
         true
     }
 
+    /// The log ends at `log_end` though offsets past it were handed out: a
+    /// crash cut records that were never durable (`kafgres.flush_policy =
+    /// page_cache`), or a failover truncated the log. The offsets past the
+    /// end will hold new records, which must be delivered: their states go.
+    pub fn truncate_to(&mut self, log_end: i64) -> bool {
+        if self.next_offset <= log_end {
+            return false;
+        }
+        self.in_flight.split_off(&log_end);
+        self.next_offset = log_end;
+        self.start_offset = self.start_offset.min(log_end);
+        true
+    }
+
     /// Acquires for `member` the acquirable offsets of `batches` (read from
     /// the log at `read_from`), at most `limits.records_max` of them;
     /// control records, aborted ones and offsets missing from the log

@@ -197,3 +197,16 @@ fn more_members_than_partitions_share_them_and_sessions_expire() {
     assert_eq!(m.expire_sessions(100).len(), 4);
     assert_eq!(m.group("g").map(|g| g.state()), Some("Empty"));
 }
+
+#[test]
+fn a_log_cut_below_the_end_offset_forgets_the_states_past_it() {
+    let mut p = SharePartition::starting_at(0);
+    p.acquire("a", 0, &[batch(0, 5)], limits(10, 100));
+    p.acknowledge("a", 0, 5, &[ack_type::ACCEPT], 5).expect("accept");
+    assert_eq!(p.start_offset(), 6);
+    // The log lost offsets 3-5 (never durable); new records will take them.
+    assert!(p.truncate_to(3));
+    assert_eq!((p.start_offset(), p.next_offset()), (3, 3));
+    assert_eq!(p.acquire("b", 3, &[batch(3, 4)], limits(10, 100)), vec![range(3, 4, 1)]);
+    assert!(!p.truncate_to(10));
+}
