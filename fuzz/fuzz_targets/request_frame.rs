@@ -55,6 +55,7 @@ fn decode(key: ApiKey, version: i16, mut body: Bytes) {
         ApiKey::ShareGroupDescribe => d!(ShareGroupDescribeRequest),
         ApiKey::ShareFetch => d!(ShareFetchRequest),
         ApiKey::ShareAcknowledge => d!(ShareAcknowledgeRequest),
+        ApiKey::DescribeShareGroupOffsets => d!(DescribeShareGroupOffsetsRequest),
         ApiKey::AddPartitionsToTxn => d!(AddPartitionsToTxnRequest),
         ApiKey::AddOffsetsToTxn => d!(AddOffsetsToTxnRequest),
         ApiKey::EndTxn => d!(EndTxnRequest),

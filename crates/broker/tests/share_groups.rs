@@ -238,6 +238,23 @@ async fn accept_release_and_reject_decide_what_is_delivered_again() {
     let r = next.send(&mut b).await;
     assert_eq!(r.responses[0].partitions[0].acknowledge_error_code, 0, "{r:?}");
     assert!(acquired(&r).is_empty());
+    // DescribeShareGroupOffsets answers the start offset (kafka-share-groups.sh --describe).
+    let offsets = client
+        .call(
+            0,
+            &kafka_protocol::messages::DescribeShareGroupOffsetsRequest::default().with_groups(vec![
+                kafka_protocol::messages::describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup::default()
+                    .with_group_id(GroupId(s("g")))
+                    .with_topics(None),
+                kafka_protocol::messages::describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup::default()
+                    .with_group_id(GroupId(s("unknown"))),
+            ]),
+        )
+        .await;
+    let g = &offsets.groups[0];
+    assert_eq!((g.topics[0].topic_name.0.as_str(), g.topics[0].topic_id), ("t", id));
+    assert_eq!((g.topics[0].partitions[0].partition_index, g.topics[0].partitions[0].start_offset), (0, 10));
+    assert_eq!(offsets.groups[1].error_code, error_code::GROUP_ID_NOT_FOUND);
     // Everything is done: the stored start offset is past the last record.
     let stored = broker.catalog.share_states();
     assert_eq!((stored.len(), stored[0].start_offset), (1, 10), "{stored:?}");

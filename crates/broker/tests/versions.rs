@@ -477,6 +477,20 @@ async fn exchange(
             let r = client.try_call(version, &request).await?;
             check(r.error_code == 0 && r.responses.is_empty(), format!("{r:?}"))
         }
+        ApiKey::DescribeShareGroupOffsets => {
+            use kafka_protocol::messages::describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup;
+            use kafka_protocol::messages::{DescribeShareGroupOffsetsRequest, GroupId};
+            let request = DescribeShareGroupOffsetsRequest::default().with_groups(vec![
+                DescribeShareGroupOffsetsRequestGroup::default()
+                    .with_group_id(GroupId(StrBytes::from_static_str("share-v1")))
+                    .with_topics(None),
+            ]);
+            let r = client.try_call(version, &request).await?;
+            // ShareFetch read partition 0 (share.auto.offset.reset latest: at its end).
+            let g = &r.groups[0];
+            let ok = g.error_code == 0 && g.topics.len() == 1 && g.topics[0].partitions[0].start_offset >= 0;
+            check(ok, format!("{r:?}"))
+        }
         ApiKey::IncrementalAlterConfigs => {
             use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
             let value = format!("{}", 86_400_000 + i64::from(version));
@@ -856,6 +870,7 @@ async fn every_served_version_answers() {
         ShareGroupDescribe,
         ShareFetch,
         ShareAcknowledge,
+        DescribeShareGroupOffsets,
     ];
     for key in order {
         let api = SERVED_APIS.iter().find(|a| a.key == key).expect("served");

@@ -178,6 +178,15 @@ impl ErrorCounts for ShareFetchResponse {
     }
 }
 
+impl ErrorCounts for DescribeShareGroupOffsetsResponse {
+    fn error_codes(&self, count: &mut dyn FnMut(i16)) {
+        for g in &self.groups {
+            count(g.error_code);
+            g.topics.iter().flat_map(|t| &t.partitions).for_each(|p| count(p.error_code));
+        }
+    }
+}
+
 impl ErrorCounts for ShareAcknowledgeResponse {
     fn error_codes(&self, count: &mut dyn FnMut(i16)) {
         count(self.error_code);

@@ -41,6 +41,7 @@ pub mod replicas;
 pub mod sasl;
 pub mod share_fetch;
 pub mod share_group;
+pub mod share_offsets;
 pub mod throttle_time;
 pub mod transaction_admin;
 pub mod transactions;
@@ -115,6 +116,7 @@ macro_rules! served_apis {
             $crate::api::share_group::ShareGroupDescribe,
             $crate::api::share_fetch::ShareFetch,
             $crate::api::share_fetch::ShareAcknowledge,
+            $crate::api::share_offsets::DescribeShareGroupOffsets,
         }
     };
 }

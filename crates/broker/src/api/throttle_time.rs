@@ -50,6 +50,7 @@ with_throttle_time!(
     ShareGroupDescribeResponse,
     ShareFetchResponse,
     ShareAcknowledgeResponse,
+    DescribeShareGroupOffsetsResponse,
     OffsetDeleteResponse,
     InitProducerIdResponse,
     AddPartitionsToTxnResponse,

@@ -239,6 +239,23 @@ impl ShareService {
             .collect()
     }
 
+    /// Whether the share group is known: it has had members, or state.
+    pub fn group_exists(&self, group_id: &str) -> bool {
+        lock(&self.groups).membership.group(group_id).is_some()
+            || lock(&self.partitions).keys().any(|k| k.group_id == group_id)
+    }
+
+    /// Each share-partition of the group with its start offset
+    /// (DescribeShareGroupOffsets), in (topic id, partition) order.
+    pub fn start_offsets(&self, group_id: &str) -> Vec<(Uuid, i32, i64)> {
+        let partitions: Vec<(SharePartitionKey, Arc<Mutex<Slot>>)> = lock(&self.partitions)
+            .iter()
+            .filter(|(k, _)| k.group_id == group_id)
+            .map(|(k, slot)| (k.clone(), Arc::clone(slot)))
+            .collect();
+        partitions.into_iter().map(|(k, slot)| (k.topic_id, k.partition, lock(&slot).state.start_offset())).collect()
+    }
+
     pub fn is_member(&self, group_id: &str, member_id: &str) -> bool {
         lock(&self.groups).membership.is_member(group_id, member_id)
     }

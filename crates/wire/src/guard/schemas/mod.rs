@@ -88,6 +88,7 @@ pub(crate) static APIS: &[&ApiSchema] = &[
     &share_groups::SHARE_GROUP_DESCRIBE,
     &share_groups::SHARE_FETCH,
     &share_groups::SHARE_ACKNOWLEDGE,
+    &share_groups::DESCRIBE_SHARE_GROUP_OFFSETS,
 ];
 
 pub(crate) fn find(api_key: i16) -> Option<&'static ApiSchema> {

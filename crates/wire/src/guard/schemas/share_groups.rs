@@ -1,6 +1,6 @@
 //! Requests of share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch,
-//! ShareAcknowledge. Kafka 4.1 serves only version 1 of each (version 0 was the early-access
-//! protocol); all are flexible.
+//! ShareAcknowledge (Kafka 4.1 serves only version 1 of each: version 0 was the early-access
+//! protocol) and DescribeShareGroupOffsets (version 0). All are flexible.
 
 use crate::guard::schema::{between, field, ApiSchema, Kind, StructSchema, ALL};
 
@@ -108,4 +108,28 @@ pub(crate) const ACKNOWLEDGE_PARTITION: StructSchema = StructSchema::new(
         field("partition_index", Kind::Int32, ALL),
         field("acknowledgement_batches", Kind::Array(&Kind::Struct(&ACKNOWLEDGEMENT_BATCH)), ALL),
     ],
+);
+
+// ---------------------------------------------------------------------------------------------
+// DescribeShareGroupOffsets (key 90): version 0. Null topics ask for every partition.
+
+pub(crate) static DESCRIBE_SHARE_GROUP_OFFSETS: ApiSchema =
+    ApiSchema { key: 90, versions: between(0, 0), flexible_since: 0, body: &DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST };
+
+pub(crate) const DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST: StructSchema = StructSchema::new(
+    "DescribeShareGroupOffsetsRequest",
+    &[field("groups", Kind::Array(&Kind::Struct(&DESCRIBE_SHARE_GROUP_OFFSETS_GROUP)), ALL)],
+);
+
+pub(crate) const DESCRIBE_SHARE_GROUP_OFFSETS_GROUP: StructSchema = StructSchema::new(
+    "DescribeShareGroupOffsetsRequestGroup",
+    &[
+        field("group_id", Kind::String, ALL),
+        field("topics", Kind::NullableArray(&Kind::Struct(&DESCRIBE_SHARE_GROUP_OFFSETS_TOPIC)), ALL),
+    ],
+);
+
+pub(crate) const DESCRIBE_SHARE_GROUP_OFFSETS_TOPIC: StructSchema = StructSchema::new(
+    "DescribeShareGroupOffsetsRequestTopic",
+    &[field("topic_name", Kind::String, ALL), field("partitions", Kind::Array(&Kind::Int32), ALL)],
 );

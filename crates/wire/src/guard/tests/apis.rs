@@ -12,9 +12,9 @@ use kafka_protocol::messages::{
     CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
     DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest, DescribeClusterRequest,
     DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest,
-    DescribeTopicPartitionsRequest, DescribeTransactionsRequest, DescribeUserScramCredentialsRequest,
-    ElectLeadersRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
-    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
+    DescribeShareGroupOffsetsRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
+    DescribeUserScramCredentialsRequest, ElectLeadersRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest,
+    HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
     ListConfigResourcesRequest, ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
     ListTransactionsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
     OffsetForLeaderEpochRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
@@ -160,4 +160,6 @@ covered_apis! {
         requests_share_groups::share_group_describe;
     78 roundtrip_share_fetch: ShareFetchRequest, 1..=1, requests_share_groups::share_fetch;
     79 roundtrip_share_acknowledge: ShareAcknowledgeRequest, 1..=1, requests_share_groups::share_acknowledge;
+    90 roundtrip_describe_share_group_offsets: DescribeShareGroupOffsetsRequest, 0..=0,
+        requests_share_groups::describe_share_group_offsets;
 }

@@ -201,6 +201,20 @@ fn huge_counts_share_groups() {
     // ShareAcknowledge v1: group_id, member_id, share_session_epoch, topics.
     let body = Wire::new().compact_string("g").compact_string("m").i32(1).huge_compact_count().tail();
     assert_array_too_long(79, 1, &body, "ShareAcknowledgeRequest", "topics");
+
+    // DescribeShareGroupOffsets v0: groups (group_id, topics (topic_name, partitions)).
+    assert_array_too_long(
+        90,
+        0,
+        &Wire::new().huge_compact_count().tail(),
+        "DescribeShareGroupOffsetsRequest",
+        "groups",
+    );
+    let group = || Wire::new().uvarint(2).compact_string("g");
+    let body = group().huge_compact_count().tail();
+    assert_array_too_long(90, 0, &body, "DescribeShareGroupOffsetsRequestGroup", "topics");
+    let body = group().uvarint(2).compact_string("t").huge_compact_count().tail();
+    assert_array_too_long(90, 0, &body, "DescribeShareGroupOffsetsRequestTopic", "partitions");
 }
 
 /// A count is compared with what is left *after* it: exactly enough elements are fine, one more

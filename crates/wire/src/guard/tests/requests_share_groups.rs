@@ -1,13 +1,16 @@
 //! Random valid ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and ShareAcknowledge
 //! requests (version 1, flexible; see `requests_data.rs` for the conventions).
 
+use kafka_protocol::messages::describe_share_group_offsets_request::{
+    DescribeShareGroupOffsetsRequestGroup, DescribeShareGroupOffsetsRequestTopic,
+};
 use kafka_protocol::messages::share_acknowledge_request::{
     AcknowledgePartition, AcknowledgeTopic, AcknowledgementBatch as AckBatch,
 };
 use kafka_protocol::messages::share_fetch_request::{AcknowledgementBatch, FetchPartition, FetchTopic, ForgottenTopic};
 use kafka_protocol::messages::{
-    GroupId, ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
-    TopicName,
+    DescribeShareGroupOffsetsRequest, GroupId, ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest,
+    ShareGroupHeartbeatRequest, TopicName,
 };
 use proptest::prelude::*;
 
@@ -120,4 +123,22 @@ pub(super) fn share_acknowledge(_v: i16) -> impl Strategy<Value = ShareAcknowled
                 .with_unknown_tagged_fields(tags)
         },
     )
+}
+
+pub(super) fn describe_share_group_offsets(_v: i16) -> impl Strategy<Value = DescribeShareGroupOffsetsRequest> {
+    let topic = (name::<TopicName>(), list(any::<i32>()), unknown_tags(true)).prop_map(|(topic, partitions, tags)| {
+        DescribeShareGroupOffsetsRequestTopic::default()
+            .with_topic_name(topic)
+            .with_partitions(partitions)
+            .with_unknown_tagged_fields(tags)
+    });
+    let group = (name::<GroupId>(), list_or_null(topic), unknown_tags(true)).prop_map(|(group, topics, tags)| {
+        DescribeShareGroupOffsetsRequestGroup::default()
+            .with_group_id(group)
+            .with_topics(topics)
+            .with_unknown_tagged_fields(tags)
+    });
+    (list(group), unknown_tags(true)).prop_map(|(groups, tags)| {
+        DescribeShareGroupOffsetsRequest::default().with_groups(groups).with_unknown_tagged_fields(tags)
+    })
 }
