@@ -203,6 +203,9 @@ pub trait Catalog: Send + Sync + 'static {
     /// partitions writes them together).
     fn write_share_states(&self, states: Vec<ShareStateRecord>) -> CatalogFuture<()>;
 
+    /// Durably removes every share-partition state of a group (DeleteGroups).
+    fn delete_share_group(&self, group_id: String) -> CatalogFuture<()>;
+
     /// Durably replaces a group's configs (IncrementalAlterConfigs on a
     /// GROUP resource): `configs` is the whole set, empty to remove them.
     fn set_group_configs(&self, group_id: String, configs: BTreeMap<String, String>) -> CatalogFuture<()>;
@@ -317,6 +320,13 @@ impl MemoryCatalog {
 }
 
 impl Catalog for MemoryCatalog {
+    fn delete_share_group(&self, group_id: String) -> CatalogFuture<()> {
+        if let Ok(mut stored) = self.share_states.lock() {
+            stored.retain(|(group, _, _), _| *group != group_id);
+        }
+        ready(Ok(()))
+    }
+
     fn set_group_configs(&self, group_id: String, configs: BTreeMap<String, String>) -> CatalogFuture<()> {
         let Ok(mut stored) = self.group_configs.lock() else {
             return ready(Err(CatalogError::Failed("group config lock poisoned".into())));

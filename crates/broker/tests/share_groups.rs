@@ -534,3 +534,19 @@ async fn a_closed_connection_ends_its_share_sessions_and_releases_their_records(
     assert_eq!(Fetch::new("a", 1, id).send(&mut again).await.error_code, error_code::SHARE_SESSION_NOT_FOUND);
     broker.broker.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_groups_removes_an_empty_share_group_and_its_state() {
+    let (broker, _) = start(|_| {}).await;
+    let (mut client, id) = topic_with_members(&broker, 2, &["a"]).await;
+    assert_eq!(acquired(&Fetch::new("a", 0, id).send(&mut client).await), vec![(0, 1, 1)]);
+    let delete = || kafka_protocol::messages::DeleteGroupsRequest::default().with_groups_names(vec![GroupId(s("g"))]);
+    assert_eq!(client.call(2, &delete()).await.results[0].error_code, error_code::NON_EMPTY_GROUP);
+    assert_eq!(heartbeat(&mut client, "a", -1, None).await.error_code, 0);
+    assert_eq!(client.call(2, &delete()).await.results[0].error_code, 0);
+    assert!(broker.catalog.share_states().is_empty(), "the share-partitions' states went with it");
+    let d = client.call(1, &ShareGroupDescribeRequest::default().with_group_ids(vec![GroupId(s("g"))])).await;
+    assert_eq!(d.groups[0].error_code, error_code::GROUP_ID_NOT_FOUND);
+    assert_eq!(client.call(2, &delete()).await.results[0].error_code, error_code::GROUP_ID_NOT_FOUND);
+    broker.broker.shutdown().await;
+}

@@ -41,6 +41,11 @@ pub enum ControlRequest {
         offsets: Vec<CommittedOffset>,
         reply: oneshot::Sender<Result<(), CatalogError>>,
     },
+    /// Deletes a share group's share-partition states.
+    DeleteShareGroup {
+        group_id: String,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
     /// Replaces a group's configs (the whole set).
     SetGroupConfigs {
         group_id: String,
@@ -300,6 +305,10 @@ impl Catalog for ControlPlaneCatalog {
     ) -> CatalogFuture<()> {
         self.call(move |reply| ControlRequest::SetGroupConfigs { group_id, configs, reply })
     }
+
+    fn delete_share_group(&self, group_id: String) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::DeleteShareGroup { group_id, reply })
+    }
 }
 
 /// A standby's catalog. Its database is read-only and replays the leader's,
@@ -418,5 +427,9 @@ impl Catalog for StandbyCatalog {
         configs: std::collections::BTreeMap<String, String>,
     ) -> CatalogFuture<()> {
         self.memory.set_group_configs(group_id, configs)
+    }
+
+    fn delete_share_group(&self, group_id: String) -> CatalogFuture<()> {
+        self.memory.delete_share_group(group_id)
     }
 }

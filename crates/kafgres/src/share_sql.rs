@@ -115,6 +115,19 @@ pub fn load_share_states() -> Result<Vec<ShareStateRecord>, String> {
     .map_err(|e| format!("loading kafgres.share_partitions: {e}"))
 }
 
+/// Deletes every share-partition state of a group (DeleteGroups).
+pub fn delete_share_group(group_id: &str) -> Result<(), String> {
+    Spi::connect_mut(|client| {
+        client.update(
+            "DELETE FROM kafgres.share_partitions WHERE group_id = $1",
+            None,
+            &[group_id.to_owned().into()],
+        )?;
+        Ok::<_, pgrx::spi::Error>(())
+    })
+    .map_err(|e| format!("deleting the share-partitions of group {group_id}: {e}"))
+}
+
 /// Stores a batch of share-partition states with one statement.
 pub fn write_share_states(states: &[ShareStateRecord]) -> Result<(), String> {
     let groups: Vec<String> = states.iter().map(|s| s.group_id.clone()).collect();

@@ -223,17 +223,27 @@ impl Handler for DeleteGroups {
     const VERSIONS: Versions = Versions::new(0, 2);
     type Request = DeleteGroupsRequest;
     type Response = DeleteGroupsResponse;
-    type Services<'a> = &'a GroupService;
+    type Services<'a> = (&'a GroupService, &'a crate::share::ShareService);
 
     async fn handle(
-        groups: Self::Services<'_>,
+        (groups, shares): Self::Services<'_>,
         cx: &RequestContext<'_>,
         req: DeleteGroupsRequest,
     ) -> Answer<DeleteGroupsResponse> {
         let (ids, refused): (Vec<String>, Vec<String>) =
             req.groups_names.iter().map(|g| g.0.to_string()).partition(|g| cx.may_on_group(Operation::Delete, g));
         let now = crate::now_ms();
-        let (results, writes) = groups.call(|c| c.delete_groups(now, &ids));
+        let (mut results, mut writes) = groups.call(|c| c.delete_groups(now, &ids));
+        // A group the classic/consumer coordinator does not know may be a share group.
+        for (group_id, code) in results.iter_mut().filter(|(_, code)| *code == error_code::GROUP_ID_NOT_FOUND) {
+            match shares.delete_group(group_id) {
+                Ok(write) => {
+                    writes.push(write);
+                    *code = error_code::NONE;
+                }
+                Err(share_code) => *code = share_code,
+            }
+        }
         let stored = durable(writes).await;
         let mut response = DeleteGroupsResponse::default();
         response.results = results

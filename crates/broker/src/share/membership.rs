@@ -108,6 +108,17 @@ impl ShareMembership {
         self.groups.keys().cloned().collect()
     }
 
+    /// Forgets an empty group (DeleteGroups). NON_EMPTY_GROUP while it has members.
+    pub fn remove_group(&mut self, group_id: &str) -> Result<(), i16> {
+        match self.groups.get(group_id) {
+            Some(g) if !g.members.is_empty() => Err(error_code::NON_EMPTY_GROUP),
+            _ => {
+                self.groups.remove(group_id);
+                Ok(())
+            }
+        }
+    }
+
     /// Whether `member_id` is a member of `group_id` now.
     pub fn is_member(&self, group_id: &str, member_id: &str) -> bool {
         self.groups.get(group_id).is_some_and(|g| g.members.contains_key(member_id))

@@ -245,6 +245,23 @@ impl ShareService {
             || lock(&self.partitions).keys().any(|k| k.group_id == group_id)
     }
 
+    /// DeleteGroups of a share group: an empty group goes with its
+    /// share-partitions' states (its configs stay, as Kafka keeps a group
+    /// resource's configs). GROUP_ID_NOT_FOUND for a group never seen,
+    /// NON_EMPTY_GROUP while it has members. The future says when the
+    /// states are deleted from the catalog.
+    pub fn delete_group(&self, group_id: &str) -> Result<CatalogFuture<()>, i16> {
+        if !self.group_exists(group_id) {
+            return Err(kafgres_wire::error_code::GROUP_ID_NOT_FOUND);
+        }
+        let mut groups = lock(&self.groups);
+        groups.membership.remove_group(group_id)?;
+        let group = group_id.to_owned();
+        groups.sessions.remove_group(group_id);
+        lock(&self.partitions).retain(|k, _| k.group_id != group);
+        Ok(self.catalog.delete_share_group(group))
+    }
+
     /// Each share-partition of the group with its start offset
     /// (DescribeShareGroupOffsets), in (topic id, partition) order.
     pub fn start_offsets(&self, group_id: &str) -> Vec<(Uuid, i32, i64)> {

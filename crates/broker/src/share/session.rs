@@ -129,6 +129,11 @@ impl ShareSessions {
         gone
     }
 
+    /// Drops every session of a deleted group.
+    pub fn remove_group(&mut self, group_id: &str) {
+        self.sessions.retain(|(group, _), _| group != group_id);
+    }
+
     /// Drops every session of a member that left its group.
     pub fn remove_member(&mut self, group_id: &str, member_id: &str) -> bool {
         self.sessions.remove(&(group_id.to_owned(), member_id.to_owned())).is_some()

@@ -66,6 +66,10 @@ fn serve_one(plans: &CatalogPlans, request: ControlRequest) {
             let _ = reply.send(result.map_err(failed));
         }
         ControlRequest::CommitOffsets { offsets, reply } => store_offset_batch(plans, vec![(offsets, reply)]),
+        ControlRequest::DeleteShareGroup { group_id, reply } => {
+            let result = run_in_transaction(|| crate::share_sql::delete_share_group(&group_id));
+            let _ = reply.send(result.map_err(failed));
+        }
         ControlRequest::SetGroupConfigs { group_id, configs, reply } => {
             let result = run_in_transaction(|| crate::share_sql::set_group_configs(&group_id, &configs));
             let _ = reply.send(result.map_err(failed));
