@@ -274,29 +274,42 @@ impl SharePartition {
         if first_offset > last_offset || first_offset < 0 {
             return Err(error_code::INVALID_REQUEST);
         }
-        let count = last_offset - first_offset + 1;
+        // Offsets come off the wire: (0, i64::MAX) must not overflow.
+        let count = (last_offset - first_offset).saturating_add(1);
         if !(types.len() == 1 || types.len() as i64 == count) || types.iter().any(|t| !(0..=3).contains(t)) {
             return Err(error_code::INVALID_REQUEST);
         }
         let type_at = |offset: i64| if types.len() == 1 { types[0] } else { types[(offset - first_offset) as usize] };
-        for offset in first_offset..=last_offset {
-            let held = self
-                .in_flight
-                .get(&offset)
-                .is_some_and(|r| r.state == RecordState::Acquired && r.owner.as_deref() == Some(member));
+        // Offsets never handed out cannot be held. The checks below walk at
+        // most the in-flight window, or the request's own per-offset types:
+        // a range sent from far below the start offset costs no more.
+        if last_offset >= self.next_offset {
+            return Err(error_code::INVALID_RECORD_STATE);
+        }
+        // Below the start offset everything is done: only a gap may name it.
+        let below = first_offset..first_offset.max(self.start_offset).min(last_offset + 1);
+        let gaps_below = if types.len() == 1 {
+            types[0] == ack_type::GAP
+        } else {
+            below.clone().all(|o| type_at(o) == ack_type::GAP)
+        };
+        if !below.is_empty() && !gaps_below {
+            return Err(error_code::INVALID_RECORD_STATE);
+        }
+        let in_window = first_offset.max(self.start_offset)..=last_offset;
+        for (offset, r) in self.in_flight.range(in_window.clone()) {
+            let held = r.state == RecordState::Acquired && r.owner.as_deref() == Some(member);
             // A gap may name an offset the log never held (already done here).
-            let gap_done = type_at(offset) == ack_type::GAP
-                && (offset < self.start_offset || self.in_flight.get(&offset).is_some_and(|r| r.state.is_done()));
+            let gap_done = type_at(*offset) == ack_type::GAP && r.state.is_done();
             if !held && !gap_done {
                 return Err(error_code::INVALID_RECORD_STATE);
             }
         }
-        for offset in first_offset..=last_offset {
-            let Some(r) = self.in_flight.get_mut(&offset) else { continue };
+        for (offset, r) in self.in_flight.range_mut(in_window) {
             if r.state != RecordState::Acquired {
                 continue;
             }
-            match type_at(offset) {
+            match type_at(*offset) {
                 ack_type::ACCEPT => finish(r, RecordState::Acknowledged),
                 ack_type::RELEASE => release_one(r, delivery_count_limit),
                 _ => finish(r, RecordState::Archived), // REJECT, GAP

@@ -210,3 +210,17 @@ fn a_log_cut_below_the_end_offset_forgets_the_states_past_it() {
     assert_eq!(p.acquire("b", 3, &[batch(3, 4)], limits(10, 100)), vec![range(3, 4, 1)]);
     assert!(!p.truncate_to(10));
 }
+
+#[test]
+fn a_huge_acknowledgement_range_is_answered_without_walking_it() {
+    let mut p = SharePartition::starting_at(1_000_000_000_000);
+    let at = p.start_offset();
+    p.acquire("a", at, &[batch(at, at + 1)], limits(10, 100));
+    // From offset 0, all gaps below the start: only the window is walked.
+    let started = std::time::Instant::now();
+    assert_eq!(p.acknowledge("a", 0, at + 1, &[ack_type::GAP], 5), Ok(()));
+    assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    assert_eq!(p.start_offset(), at + 2);
+    assert_eq!(p.acknowledge("a", 0, i64::MAX, &[ack_type::ACCEPT], 5), Err(error_code::INVALID_RECORD_STATE));
+    assert_eq!(p.acknowledge("a", 5, at + 1, &[ack_type::ACCEPT], 5), Err(error_code::INVALID_RECORD_STATE));
+}
