@@ -11,6 +11,9 @@ use kafgres_wire::error_code;
 use uuid::Uuid;
 
 pub const INITIAL_EPOCH: i32 = 0;
+/// Partitions one share session may hold (a limit on what a client can make
+/// the broker keep; Kafka has none): past it, INVALID_REQUEST.
+pub const SESSION_PARTITIONS_MAX: usize = 20_000;
 pub const FINAL_EPOCH: i32 = -1;
 
 /// A partition of a session: (topic id, partition index).
@@ -93,6 +96,9 @@ impl ShareSessions {
                     return Err(error_code::SHARE_SESSION_LIMIT_REACHED);
                 }
                 let partitions: BTreeSet<SessionPartition> = added.iter().copied().collect();
+                if partitions.len() > SESSION_PARTITIONS_MAX {
+                    return Err(error_code::INVALID_REQUEST);
+                }
                 let session =
                     ShareSession { next_epoch: next(INITIAL_EPOCH), partitions: partitions.clone(), connection };
                 self.sessions.insert(key, session);
@@ -109,11 +115,16 @@ impl ShareSessions {
                 if session.next_epoch != epoch {
                     return Err(error_code::INVALID_SHARE_SESSION_EPOCH);
                 }
-                session.next_epoch = next(epoch);
-                session.partitions.extend(added.iter().copied());
+                let mut partitions = session.partitions.clone();
+                partitions.extend(added.iter().copied());
                 for p in forgotten {
-                    session.partitions.remove(p);
+                    partitions.remove(p);
                 }
+                if partitions.len() > SESSION_PARTITIONS_MAX {
+                    return Err(error_code::INVALID_REQUEST);
+                }
+                session.next_epoch = next(epoch);
+                session.partitions = partitions;
                 Ok(SessionOutcome::Open { partitions: session.partitions.clone(), replaced_an_older_one: false })
             }
         }
