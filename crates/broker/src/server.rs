@@ -175,6 +175,7 @@ impl Broker {
             Arc::clone(&config),
             housekeeping.clone(),
             Arc::clone(&groups),
+            Arc::clone(&shares),
         );
         let acls = Arc::new(crate::acl::Authorizer::new(config.authorizer_enabled, acls));
         let config_request_memory = config.request_memory_bytes_max;

@@ -550,3 +550,19 @@ async fn delete_groups_removes_an_empty_share_group_and_its_state() {
     assert_eq!(client.call(2, &delete()).await.results[0].error_code, error_code::GROUP_ID_NOT_FOUND);
     broker.broker.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_topic_takes_its_share_partitions_with_it() {
+    let (broker, _) = start(|_| {}).await;
+    let (mut client, id) = topic_with_members(&broker, 2, &["a"]).await;
+    assert_eq!(acquired(&Fetch::new("a", 0, id).send(&mut client).await), vec![(0, 1, 1)]);
+    assert_eq!(broker.catalog.share_states().len(), 1);
+    let delete = kafka_protocol::messages::DeleteTopicsRequest::default().with_topic_names(vec![common::name("t")]);
+    let r = client.call(4, &delete).await;
+    assert_eq!(r.responses[0].error_code, 0, "{r:?}");
+    assert!(broker.catalog.share_states().is_empty());
+    // The session still names it: answered UNKNOWN_TOPIC_ID, nothing acquired.
+    let gone = Fetch::new("a", 1, id).send(&mut client).await;
+    assert_eq!(gone.responses[0].partitions[0].error_code, error_code::UNKNOWN_TOPIC_ID, "{gone:?}");
+    broker.broker.shutdown().await;
+}

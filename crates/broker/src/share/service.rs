@@ -262,6 +262,12 @@ impl ShareService {
         Ok(self.catalog.delete_share_group(group))
     }
 
+    /// Forgets a deleted topic's share-partitions (the catalog deleted their
+    /// rows with the topic); sessions naming it answer UNKNOWN_TOPIC_ID.
+    pub fn forget_topic(&self, topic_id: Uuid) {
+        lock(&self.partitions).retain(|k, _| k.topic_id != topic_id);
+    }
+
     /// Each share-partition of the group with its start offset
     /// (DescribeShareGroupOffsets), in (topic id, partition) order.
     pub fn start_offsets(&self, group_id: &str) -> Vec<(Uuid, i32, i64)> {
