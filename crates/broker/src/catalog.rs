@@ -73,6 +73,9 @@ pub struct ShareStateRecord {
     pub batches: Vec<crate::share::StateBatch>,
 }
 
+/// A group's configs as stored: its id and the configs set on it.
+pub type GroupConfigRecord = (String, BTreeMap<String, String>);
+
 /// What the broker loads from the catalog at startup.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CatalogSnapshot {
@@ -86,7 +89,7 @@ pub struct CatalogSnapshot {
     /// Every share-partition's stored state (`kafgres.share_partitions`).
     pub share_states: Vec<ShareStateRecord>,
     /// Each group's configs set by IncrementalAlterConfigs (`kafgres.group_configs`).
-    pub group_configs: Vec<(String, BTreeMap<String, String>)>,
+    pub group_configs: Vec<GroupConfigRecord>,
 }
 
 impl From<Vec<TopicRecord>> for CatalogSnapshot {

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use kafgres_broker::catalog::ShareStateRecord;
+use kafgres_broker::catalog::{GroupConfigRecord, ShareStateRecord};
 use kafgres_broker::share::{RecordState, StateBatch};
 use pgrx::spi::Spi;
 use uuid::Uuid;
@@ -39,7 +39,7 @@ const SET_GROUP_CONFIGS: &str =
 
 /// Every group's configs set by IncrementalAlterConfigs; a row that is not a
 /// JSON object of strings is skipped with a warning.
-pub fn load_group_configs() -> Result<Vec<(String, BTreeMap<String, String>)>, String> {
+pub fn load_group_configs() -> Result<Vec<GroupConfigRecord>, String> {
     Spi::connect(|client| {
         let mut out = Vec::new();
         for row in client.select(LOAD_GROUP_CONFIGS, None, &[])? {

@@ -99,7 +99,7 @@ impl ShareService {
         catalog: Arc<dyn Catalog>,
         topics: Arc<Topics>,
         stored: Vec<ShareStateRecord>,
-        group_configs: Vec<(String, BTreeMap<String, String>)>,
+        group_configs: Vec<crate::catalog::GroupConfigRecord>,
     ) -> Arc<ShareService> {
         let service = Arc::new(ShareService::new(config, catalog, topics, stored));
         {
