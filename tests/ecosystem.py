@@ -93,12 +93,14 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "the Java client",
         KAFKA,
-        "the default producer and consumer, compression, cooperative and KIP-848 groups, transactions, quotas, "
+        "the default producer and consumer, compression, cooperative and KIP-848 groups, share groups "
+        "(KafkaShareConsumer, KIP-932), transactions, quotas, "
         "SCRAM credentials with the Admin client, TLS (PEM stores; client certificates as roles, refusals) and "
         "SASL_SSL with SCRAM and PLAIN, SASL/OAUTHBEARER with a token endpoint (OAuthBearerLoginCallbackHandler), "
         "failover",
         (
             "tests/e2e/test_java_client.py",
+            "tests/e2e/test_share_groups.py",
             "tests/e2e/test_oauthbearer.py",
             "tests/e2e/test_quotas.py",
             "tests/e2e/test_sasl.py",

@@ -41,18 +41,17 @@ DIFFERENCES: list[Difference] = [
     Difference(
         key="feature-levels",
         scenarios=("features",),
-        # Kafka lists share.version next to transaction.version; Kafgres lists
-        # transaction.version alone: both collapse to one marker.
-        kafka=r"(?:  Feature: (?:transaction\.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
-              r"FinalizedVersionLevel: 2|share\.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
-              r"FinalizedVersionLevel: 0) Epoch: <epoch>"
-              r"|kafka-python describe_features (?:transaction\.version: supported=\(0, 2\) finalized=\(2, 2\)"
-              r"|share\.version: supported=\(0, 1\) finalized=None))",
-        kafgres=r"(?:  Feature: transaction\.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
-                r"FinalizedVersionLevel: 2 Epoch: <epoch>"
-                r"|kafka-python describe_features transaction\.version: supported=\(0, 2\) finalized=\(2, 2\))",
+        # Both list share.version; the reference Kafka runs it at 0 (4.1's
+        # default: share groups off), Kafgres at 1 (they are served).
+        kafka=r"(?:  Feature: share\.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
+              r"FinalizedVersionLevel: 0 Epoch: <epoch>"
+              r"|kafka-python describe_features share\.version: supported=\(0, 1\) finalized=None)",
+        kafgres=r"(?:  Feature: share\.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
+                r"FinalizedVersionLevel: 1 Epoch: <epoch>"
+                r"|kafka-python describe_features share\.version: supported=\(0, 1\) finalized=\(1, 1\))",
         doc="**Feature levels are fixed, but transaction.version's.**",
-        reason="Share groups (KIP-932) are not served, so share.version is not listed.",
+        reason="Share groups (KIP-932) are served, so share.version is finalized at 1, as on a Kafka 4.1 "
+               "node after kafka-features.sh upgrade --feature share.version=1 (4.1's default is 0).",
     ),
     Difference(
         key="no-broker-logger-resource",
@@ -95,7 +94,7 @@ DIFFERENCES: list[Difference] = [
         kafgres=r"other apis: \[[\d, ]*\]",
         doc="ApiVersions advertises only the APIs in the table above",
         reason="Kafgres serves only the APIs of docs/conformance.md's table (no transactions, ACLs, "
-               "quotas, SASL, KIP-848, share groups, KRaft-internal APIs).",
+               "quotas, SASL, KIP-848, share group offsets and state, KRaft-internal APIs).",
     ),
     Difference(
         key="broker-configs-read-only",

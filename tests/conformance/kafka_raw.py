@@ -26,7 +26,8 @@ API_NAMES = {
     46: "ListPartitionReassignments", 50: "DescribeUserScramCredentials", 51: "AlterUserScramCredentials",
     57: "UpdateFeatures", 74: "ListConfigResources", 47: "OffsetDelete", 48: "DescribeClientQuotas", 49: "AlterClientQuotas",
     60: "DescribeCluster", 61: "DescribeProducers", 65: "DescribeTransactions", 66: "ListTransactions", 68: "ConsumerGroupHeartbeat",
-    69: "ConsumerGroupDescribe", 75: "DescribeTopicPartitions",
+    69: "ConsumerGroupDescribe", 75: "DescribeTopicPartitions", 76: "ShareGroupHeartbeat", 77: "ShareGroupDescribe",
+    78: "ShareFetch", 79: "ShareAcknowledge", 90: "DescribeShareGroupOffsets",
 }
 SERVED_API_KEYS = frozenset(API_NAMES)
 

@@ -58,6 +58,24 @@ pub struct TransactionRecord {
     pub updated_ms: i64,
 }
 
+/// One share-partition's state as stored (Kafka's share coordinator's
+/// ShareSnapshot): the start offset and every in-flight record as runs of
+/// one state and delivery count. A write replaces the partition's whole
+/// state if its `version` is higher than the stored one's (writes of
+/// several partitions are batched, so they may arrive out of order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareStateRecord {
+    pub group_id: String,
+    pub topic_id: Uuid,
+    pub partition: i32,
+    pub version: i64,
+    pub start_offset: i64,
+    pub batches: Vec<crate::share::StateBatch>,
+}
+
+/// A group's configs as stored: its id and the configs set on it.
+pub type GroupConfigRecord = (String, BTreeMap<String, String>);
+
 /// What the broker loads from the catalog at startup.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CatalogSnapshot {
@@ -68,6 +86,10 @@ pub struct CatalogSnapshot {
     pub acls: Vec<crate::acl::AclBinding>,
     /// The client quotas (`kafgres.client_quotas`).
     pub client_quotas: Vec<crate::quota::QuotaRule>,
+    /// Every share-partition's stored state (`kafgres.share_partitions`).
+    pub share_states: Vec<ShareStateRecord>,
+    /// Each group's configs set by IncrementalAlterConfigs (`kafgres.group_configs`).
+    pub group_configs: Vec<GroupConfigRecord>,
 }
 
 impl From<Vec<TopicRecord>> for CatalogSnapshot {
@@ -105,7 +127,7 @@ pub trait Catalog: Send + Sync + 'static {
     /// if a topic of that name is already recorded.
     fn create_topic(&self, topic: TopicRecord) -> CatalogFuture<()>;
 
-    /// Durably removes a topic.
+    /// Durably removes a topic, with its committed offsets and share-partition states.
     fn delete_topic(&self, topic_id: Uuid) -> CatalogFuture<()>;
 
     /// Durably raises a topic's partition count (CreatePartitions).
@@ -178,6 +200,18 @@ pub trait Catalog: Send + Sync + 'static {
 
     /// Durably sets and removes client quotas (one AlterClientQuotas), all or none.
     fn alter_client_quotas(&self, changes: Vec<crate::quota::admin::QuotaChange>) -> CatalogFuture<()>;
+
+    /// Durably replaces the state of each share-partition named, all in one
+    /// transaction (a ShareFetch or ShareAcknowledge that touched several
+    /// partitions writes them together).
+    fn write_share_states(&self, states: Vec<ShareStateRecord>) -> CatalogFuture<()>;
+
+    /// Durably removes every share-partition state of a group (DeleteGroups).
+    fn delete_share_group(&self, group_id: String) -> CatalogFuture<()>;
+
+    /// Durably replaces a group's configs (IncrementalAlterConfigs on a
+    /// GROUP resource): `configs` is the whole set, empty to remove them.
+    fn set_group_configs(&self, group_id: String, configs: BTreeMap<String, String>) -> CatalogFuture<()>;
 }
 
 /// A catalog in memory, for tests and for running the broker without Postgres.
@@ -196,6 +230,8 @@ pub struct MemoryCatalog {
     identities: Mutex<BTreeMap<String, crate::acl::Identity>>,
     client_quotas: Mutex<BTreeMap<(crate::quota::QuotaEntity, crate::quota::QuotaKey), f64>>,
     acls: Mutex<std::collections::BTreeSet<crate::acl::AclBinding>>,
+    share_states: Mutex<BTreeMap<(String, Uuid, i32), ShareStateRecord>>,
+    group_configs: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
 }
 
 impl MemoryCatalog {
@@ -264,6 +300,10 @@ impl MemoryCatalog {
         self.acls.lock().map(|a| a.iter().cloned().collect()).unwrap_or_default()
     }
 
+    pub fn share_states(&self) -> Vec<ShareStateRecord> {
+        self.share_states.lock().map(|s| s.values().cloned().collect()).unwrap_or_default()
+    }
+
     /// Everything a restarted broker would load.
     pub fn snapshot(&self) -> CatalogSnapshot {
         CatalogSnapshot {
@@ -272,11 +312,49 @@ impl MemoryCatalog {
             transactions: self.transactions(),
             acls: self.acls(),
             client_quotas: self.client_quotas(),
+            share_states: self.share_states(),
+            group_configs: self
+                .group_configs
+                .lock()
+                .map(|g| g.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                .unwrap_or_default(),
         }
     }
 }
 
 impl Catalog for MemoryCatalog {
+    fn delete_share_group(&self, group_id: String) -> CatalogFuture<()> {
+        if let Ok(mut stored) = self.share_states.lock() {
+            stored.retain(|(group, _, _), _| *group != group_id);
+        }
+        ready(Ok(()))
+    }
+
+    fn set_group_configs(&self, group_id: String, configs: BTreeMap<String, String>) -> CatalogFuture<()> {
+        let Ok(mut stored) = self.group_configs.lock() else {
+            return ready(Err(CatalogError::Failed("group config lock poisoned".into())));
+        };
+        if configs.is_empty() {
+            stored.remove(&group_id);
+        } else {
+            stored.insert(group_id, configs);
+        }
+        ready(Ok(()))
+    }
+
+    fn write_share_states(&self, states: Vec<ShareStateRecord>) -> CatalogFuture<()> {
+        let Ok(mut stored) = self.share_states.lock() else {
+            return ready(Err(CatalogError::Failed("share state lock poisoned".into())));
+        };
+        for state in states {
+            let key = (state.group_id.clone(), state.topic_id, state.partition);
+            if stored.get(&key).is_none_or(|old| old.version < state.version) {
+                stored.insert(key, state);
+            }
+        }
+        ready(Ok(()))
+    }
+
     fn create_topic(&self, topic: TopicRecord) -> CatalogFuture<()> {
         ready((|| {
             let mut topics = self.topics.lock().map_err(|_| CatalogError::Failed("poisoned".into()))?;
@@ -300,6 +378,11 @@ impl Catalog for MemoryCatalog {
             drop(topics);
             let mut offsets = self.offsets.lock().map_err(|_| CatalogError::Failed("poisoned".into()))?;
             offsets.retain(|(_, topic, _), _| *topic != name);
+            drop(offsets);
+            // A deleted topic's share-partitions go with it (in Postgres, a
+            // foreign key's ON DELETE CASCADE).
+            let mut shares = self.share_states.lock().map_err(|_| CatalogError::Failed("poisoned".into()))?;
+            shares.retain(|(_, id, _), _| *id != topic_id);
             Ok(())
         })())
     }

@@ -72,6 +72,8 @@ pub async fn serve_connection(
     ctx: Arc<BrokerContext>,
     shutdown: watch::Receiver<bool>,
 ) {
+    let peer = accepted.peer;
+    let shares = Arc::clone(&ctx.shares);
     match transport {
         Transport::Plain(stream) => {
             let (reader, writer) = stream.into_split();
@@ -82,6 +84,8 @@ pub async fn serve_connection(
             serve(reader, ResponseWriter::Tls(writer), accepted, ctx, shutdown).await
         }
     }
+    // The share sessions this connection opened end with it.
+    shares.connection_closed(peer);
 }
 
 async fn serve<R: AsyncRead + Unpin>(

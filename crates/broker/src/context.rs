@@ -31,6 +31,7 @@ pub struct BrokerContext {
     pub producer_ids: Arc<ProducerIds>,
     /// The transaction coordinator.
     pub txns: Arc<TxnService>,
+    pub shares: Arc<crate::share::ShareService>,
     /// The ACLs in force; the host replaces them when it reloads.
     pub acls: Arc<Authorizer>,
     /// CreateAcls and DeleteAcls: catalog first, then the authorizer.
@@ -77,6 +78,7 @@ services! {
     GroupService => groups,
     ProducerIds => producer_ids,
     TxnService => txns,
+    crate::share::ShareService => shares,
     Authorizer => acls,
     AclAdmin => acl_admin,
     crate::quota::admin::QuotaAdmin => quota_admin,

@@ -32,7 +32,8 @@
 //! - [`log_dir`]: which database the log directory belongs to, and the
 //!   partition directories no topic claims (removed at startup);
 //! - [`group`] (pure) and [`group_service`], [`txn`]: the group and
-//!   transaction coordinators;
+//!   transaction coordinators; [`share`]: share groups (KIP-932), their
+//!   membership, sessions and share-partition states;
 //! - [`prometheus`]: the `/metrics` endpoint, rendering what the data plane
 //!   already counts in the Prometheus text format;
 //! - [`settings`]: the settings a reload changes while the broker serves;
@@ -74,6 +75,7 @@ pub mod replication;
 pub mod sasl;
 pub mod server;
 pub mod settings;
+pub mod share;
 pub mod splice;
 pub mod tls;
 pub mod topic_admin;

@@ -89,7 +89,15 @@ impl Broker {
         catalog: Arc<dyn Catalog>,
         snapshot: impl Into<CatalogSnapshot>,
     ) -> Result<Broker, StartError> {
-        let CatalogSnapshot { topics: records, offsets, transactions, acls, client_quotas } = snapshot.into();
+        let CatalogSnapshot {
+            topics: records,
+            offsets,
+            transactions,
+            acls,
+            client_quotas,
+            share_states,
+            group_configs,
+        } = snapshot.into();
         config.live = Arc::new(crate::settings::LiveSettings::new(&crate::settings::Reloadable::from(&config)));
         let mut registry = TopicRegistry::default();
         let housekeeping = crate::partition::Housekeeping::default();
@@ -156,12 +164,20 @@ impl Broker {
             Arc::clone(&topics),
             Arc::clone(&groups),
         ));
+        let shares = crate::share::ShareService::start(
+            config.share.clone(),
+            Arc::clone(&catalog),
+            Arc::clone(&topics),
+            share_states,
+            group_configs,
+        );
         let topic_admin = TopicAdmin::new(
             Arc::clone(&topics),
             Arc::clone(&catalog),
             Arc::clone(&config),
             housekeeping.clone(),
             Arc::clone(&groups),
+            Arc::clone(&shares),
         );
         let acls = Arc::new(crate::acl::Authorizer::new(config.authorizer_enabled, acls));
         let config_request_memory = config.request_memory_bytes_max;
@@ -178,6 +194,7 @@ impl Broker {
             groups,
             producer_ids,
             txns,
+            shares,
             acls,
             acl_admin,
             quotas,

@@ -28,6 +28,7 @@ pub struct TopicAdmin {
     housekeeping: Housekeeping,
     /// Told when a topic goes, so its committed offsets go too.
     groups: Arc<GroupService>,
+    shares: Arc<crate::share::ShareService>,
     serial: tokio::sync::Mutex<()>,
 }
 
@@ -50,8 +51,9 @@ impl TopicAdmin {
         config: Arc<BrokerConfig>,
         housekeeping: Housekeeping,
         groups: Arc<GroupService>,
+        shares: Arc<crate::share::ShareService>,
     ) -> TopicAdmin {
-        TopicAdmin { topics, catalog, config, housekeeping, groups, serial: tokio::sync::Mutex::new(()) }
+        TopicAdmin { topics, catalog, config, housekeeping, groups, shares, serial: tokio::sync::Mutex::new(()) }
     }
 
     /// Waits until no other change is in progress.
@@ -145,6 +147,8 @@ impl TopicChange<'_> {
         admin.catalog.delete_topic(topic.id).await?;
         admin.topics.write().remove(&topic.name);
         admin.groups.forget_topic(&topic.name);
+        // The catalog deleted its share-partitions' states with it.
+        admin.shares.forget_topic(topic.id);
         let log_dir = admin.config.log_dir.clone();
         let name = topic.name.clone();
         let partitions = topic.partitions.clone();
@@ -193,6 +197,7 @@ impl TopicChange<'_> {
         admin.catalog.delete_topic(record.topic_id).await?;
         admin.topics.write().remove_offline(&record.name);
         admin.groups.forget_topic(&record.name);
+        admin.shares.forget_topic(record.topic_id);
         let log_dir = admin.config.log_dir.clone();
         let (name, count) = (record.name.clone(), record.partition_count);
         drop(tokio::task::spawn_blocking(move || {

@@ -140,6 +140,8 @@ pub mod source {
     pub const DYNAMIC_TOPIC_CONFIG: i8 = 1;
     pub const STATIC_BROKER_CONFIG: i8 = 4;
     pub const DEFAULT_CONFIG: i8 = 5;
+    /// A group config set on the group (Kafka's GROUP_CONFIG).
+    pub const GROUP_CONFIG: i8 = 8;
 }
 
 impl TopicConfigDef {

@@ -76,11 +76,12 @@ async fn advertises_exactly_the_served_table_and_kafkas_features() {
                 ("eligible.leader.replicas.version", 1),
                 ("group.version", 1),
                 ("metadata.version", 27),
+                ("share.version", 1),
                 ("transaction.version", 2),
             ];
             assert_eq!(finalized, expected.map(|(n, l)| (n.to_owned(), l)));
             assert_eq!(response.finalized_features_epoch, epoch);
-            assert_eq!(response.supported_features.len(), 5);
+            assert_eq!(response.supported_features.len(), 6);
         } else {
             assert_eq!(response.finalized_features_epoch, -1);
             assert!(response.supported_features.is_empty() && response.finalized_features.is_empty());

@@ -431,6 +431,66 @@ async fn exchange(
             let g = &r.groups[0];
             check(g.error_code == 0 && g.group_state.as_str() == "Stable" && g.members.len() == 1, format!("{r:?}"))
         }
+        ApiKey::ShareGroupHeartbeat => {
+            use kafka_protocol::messages::{GroupId, ShareGroupHeartbeatRequest};
+            let request = ShareGroupHeartbeatRequest::default()
+                .with_group_id(GroupId(StrBytes::from_string(format!("share-v{version}"))))
+                .with_member_id(StrBytes::from_string(format!("share-member-v{version}")))
+                .with_member_epoch(0)
+                .with_subscribed_topic_names(Some(vec![common::name("swept")]));
+            let r = client.try_call(version, &request).await?;
+            let assigned = r.assignment.as_ref().map(|a| a.topic_partitions.iter().map(|t| t.partitions.len()).sum());
+            check(r.error_code == 0 && r.member_epoch == 1 && assigned == Some(1usize), format!("{r:?}"))
+        }
+        ApiKey::ShareGroupDescribe => {
+            use kafka_protocol::messages::{GroupId, ShareGroupDescribeRequest};
+            let request = ShareGroupDescribeRequest::default()
+                .with_group_ids(vec![GroupId(StrBytes::from_string(format!("share-v{version}")))]);
+            let r = client.try_call(version, &request).await?;
+            let g = &r.groups[0];
+            check(g.error_code == 0 && g.group_state.as_str() == "Stable" && g.members.len() == 1, format!("{r:?}"))
+        }
+        ApiKey::ShareFetch => {
+            use kafka_protocol::messages::share_fetch_request::{FetchPartition, FetchTopic};
+            use kafka_protocol::messages::{GroupId, ShareFetchRequest};
+            let request = ShareFetchRequest::default()
+                .with_group_id(Some(GroupId(StrBytes::from_string(format!("share-v{version}")))))
+                .with_member_id(Some(StrBytes::from_string(format!("share-member-v{version}"))))
+                .with_share_session_epoch(0)
+                .with_max_wait_ms(0)
+                .with_max_records(10)
+                .with_topics(vec![FetchTopic::default()
+                    .with_topic_id(id)
+                    .with_partitions(vec![FetchPartition::default().with_partition_index(0)])]);
+            let r = client.try_call(version, &request).await?;
+            check(
+                r.error_code == 0 && r.responses.len() == 1 && r.acquisition_lock_timeout_ms == 30_000,
+                format!("{r:?}"),
+            )
+        }
+        ApiKey::ShareAcknowledge => {
+            use kafka_protocol::messages::{GroupId, ShareAcknowledgeRequest};
+            let request = ShareAcknowledgeRequest::default()
+                .with_group_id(Some(GroupId(StrBytes::from_string(format!("share-v{version}")))))
+                .with_member_id(Some(StrBytes::from_string(format!("share-member-v{version}"))))
+                .with_share_session_epoch(1);
+            let r = client.try_call(version, &request).await?;
+            check(r.error_code == 0 && r.responses.is_empty(), format!("{r:?}"))
+        }
+        ApiKey::DescribeShareGroupOffsets => {
+            use kafka_protocol::messages::describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup;
+            use kafka_protocol::messages::{DescribeShareGroupOffsetsRequest, GroupId};
+            let request = DescribeShareGroupOffsetsRequest::default().with_groups(vec![
+                DescribeShareGroupOffsetsRequestGroup::default()
+                    .with_group_id(GroupId(StrBytes::from_static_str("share-v1")))
+                    .with_topics(None),
+            ]);
+            let r = client.try_call(version, &request).await?;
+            // ShareFetch read partition 0 (share.auto.offset.reset latest: at its end).
+            let g = &r.groups[0];
+            let ok = g.error_code == 0 && g.topics.len() == 1 && g.topics[0].partitions[0].start_offset >= 0;
+            check(ok, format!("{r:?}"))
+        }
         ApiKey::IncrementalAlterConfigs => {
             use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
             let value = format!("{}", 86_400_000 + i64::from(version));
@@ -806,6 +866,11 @@ async fn every_served_version_answers() {
         AlterUserScramCredentials,
         UpdateFeatures,
         ListConfigResources,
+        ShareGroupHeartbeat,
+        ShareGroupDescribe,
+        ShareFetch,
+        ShareAcknowledge,
+        DescribeShareGroupOffsets,
     ];
     for key in order {
         let api = SERVED_APIS.iter().find(|a| a.key == key).expect("served");

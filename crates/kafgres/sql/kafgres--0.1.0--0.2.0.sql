@@ -1408,5 +1408,42 @@ REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA kafgres FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION kafgres._capture_snapshot_start(regclass, boolean),
                           kafgres._capture_snapshot_chunk(regclass, oid, bigint, bigint, boolean) TO PUBLIC;
 
+-- Share groups (KIP-932): each share-partition's state, one row per group,
+-- topic and partition (Kafka's share coordinator's ShareSnapshot). The broker
+-- replaces a row with a higher state_version only, storing acknowledgements
+-- before it answers them; membership is not stored (members rejoin).
+-- state_batches: [[first_offset, last_offset, state, delivery_count], ...]
+-- (states 0 available, 1 acquired, 2 acknowledged, 4 archived) for the
+-- records in flight from start_offset on.
+CREATE TABLE kafgres.share_partitions (
+    group_id      text NOT NULL,
+    topic_id      uuid NOT NULL REFERENCES kafgres.topics (topic_id) ON DELETE CASCADE,
+    partition     integer NOT NULL CHECK (partition >= 0),
+    state_version bigint NOT NULL,
+    start_offset  bigint NOT NULL CHECK (start_offset >= 0),
+    state_batches jsonb NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(state_batches) = 'array'),
+    updated_at    timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (group_id, topic_id, partition)
+);
+COMMENT ON TABLE kafgres.share_partitions IS
+    'Share groups (KIP-932): where each group is in each partition (start offset) and the state and delivery count of '
+    'its records in flight. Written by the broker; deleted with their topic.';
+SELECT pg_catalog.pg_extension_config_dump('kafgres.share_partitions', '');
+REVOKE ALL ON kafgres.share_partitions FROM PUBLIC;
+
+-- Group configs set with IncrementalAlterConfigs on a GROUP resource
+-- (`kafka-configs.sh --entity-type groups`): Kafka's share.* group configs,
+-- one JSON object of names and values per group. Written by the broker
+-- before it answers; a group without a row uses the defaults.
+CREATE TABLE kafgres.group_configs (
+    group_id   text PRIMARY KEY,
+    configs    jsonb NOT NULL CHECK (jsonb_typeof(configs) = 'object'),
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE kafgres.group_configs IS
+    'Configs of Kafka groups (share.auto.offset.reset, share.record.lock.duration.ms...), set with IncrementalAlterConfigs.';
+SELECT pg_catalog.pg_extension_config_dump('kafgres.group_configs', '');
+REVOKE ALL ON kafgres.group_configs FROM PUBLIC;
+
 -- Wake the broker and the bridge, which wait for this schema.
 SELECT kafgres._wake_broker();

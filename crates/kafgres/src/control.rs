@@ -41,6 +41,22 @@ pub enum ControlRequest {
         offsets: Vec<CommittedOffset>,
         reply: oneshot::Sender<Result<(), CatalogError>>,
     },
+    /// Deletes a share group's share-partition states.
+    DeleteShareGroup {
+        group_id: String,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
+    /// Replaces a group's configs (the whole set).
+    SetGroupConfigs {
+        group_id: String,
+        configs: std::collections::BTreeMap<String, String>,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
+    /// Replaces share-partition states (one ShareFetch's or ShareAcknowledge's).
+    WriteShareStates {
+        states: Vec<kafgres_broker::catalog::ShareStateRecord>,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
     DeleteOffsets {
         group_id: String,
         partitions: Option<Vec<(String, i32)>>,
@@ -277,6 +293,22 @@ impl Catalog for ControlPlaneCatalog {
     fn alter_client_quotas(&self, changes: Vec<kafgres_broker::quota::admin::QuotaChange>) -> CatalogFuture<()> {
         self.call(move |reply| ControlRequest::AlterClientQuotas { changes, reply })
     }
+
+    fn write_share_states(&self, states: Vec<kafgres_broker::catalog::ShareStateRecord>) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::WriteShareStates { states, reply })
+    }
+
+    fn set_group_configs(
+        &self,
+        group_id: String,
+        configs: std::collections::BTreeMap<String, String>,
+    ) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::SetGroupConfigs { group_id, configs, reply })
+    }
+
+    fn delete_share_group(&self, group_id: String) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::DeleteShareGroup { group_id, reply })
+    }
 }
 
 /// A standby's catalog. Its database is read-only and replays the leader's,
@@ -380,5 +412,24 @@ impl Catalog for StandbyCatalog {
 
     fn alter_client_quotas(&self, changes: Vec<kafgres_broker::quota::admin::QuotaChange>) -> CatalogFuture<()> {
         self.memory.alter_client_quotas(changes)
+    }
+
+    /// A standby's broker serves no share group (the leader's coordinator
+    /// does): nothing reaches here but a test's.
+    fn write_share_states(&self, states: Vec<kafgres_broker::catalog::ShareStateRecord>) -> CatalogFuture<()> {
+        self.memory.write_share_states(states)
+    }
+
+    /// A standby's database is read-only: kept in memory, as its topics are.
+    fn set_group_configs(
+        &self,
+        group_id: String,
+        configs: std::collections::BTreeMap<String, String>,
+    ) -> CatalogFuture<()> {
+        self.memory.set_group_configs(group_id, configs)
+    }
+
+    fn delete_share_group(&self, group_id: String) -> CatalogFuture<()> {
+        self.memory.delete_share_group(group_id)
     }
 }

@@ -33,6 +33,7 @@ pub mod logging;
 pub mod quota_sql;
 pub mod replication;
 pub mod scram_sql;
+pub mod share_sql;
 pub mod shared_metrics;
 pub mod sql_api;
 pub mod wake;

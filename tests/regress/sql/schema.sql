@@ -45,7 +45,8 @@ SELECT t AS table_name, has_table_privilege('kafgres_regress_nobody', t, 'SELECT
 FROM unnest(ARRAY['kafgres.topics', 'kafgres.cluster', 'kafgres.consumer_offsets', 'kafgres.transactions',
                   'kafgres.partition_status', 'kafgres.consumer_groups', 'kafgres.consumer_lag',
                   'kafgres.broker_metrics', 'kafgres.flush_latency', 'kafgres.request_latency',
-                  'kafgres.connections', 'kafgres.acls']) AS t;
+                  'kafgres.connections', 'kafgres.acls', 'kafgres.share_partitions',
+                  'kafgres.group_configs']) AS t;
 -- Every function, each SECURITY DEFINER with a pinned search_path (but the
 -- install-time helper, and the capture helpers, which run only under the
 -- capture trigger's or kafgres.capture's own), none executable by PUBLIC.

@@ -23,7 +23,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::describe_configs::{RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC};
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;
 use crate::acl::Operation;
@@ -59,7 +59,7 @@ impl Handler for IncrementalAlterConfigs {
     const VERSIONS: Versions = Versions::new(0, 1);
     type Request = IncrementalAlterConfigsRequest;
     type Response = IncrementalAlterConfigsResponse;
-    type Services<'a> = (&'a BrokerConfig, &'a TopicAdmin);
+    type Services<'a> = (&'a BrokerConfig, &'a TopicAdmin, &'a crate::share::ShareService);
 
     async fn handle(
         services: Self::Services<'_>,
@@ -107,7 +107,7 @@ impl Handler for AlterConfigs {
     const VERSIONS: Versions = Versions::new(0, 2);
     type Request = AlterConfigsRequest;
     type Response = AlterConfigsResponse;
-    type Services<'a> = (&'a BrokerConfig, &'a TopicAdmin);
+    type Services<'a> = (&'a BrokerConfig, &'a TopicAdmin, &'a crate::share::ShareService);
 
     async fn handle(
         services: Self::Services<'_>,
@@ -153,11 +153,13 @@ fn refused(cx: &RequestContext<'_>, resource_type: i8, name: &str) -> Option<Alt
     let allowed = match resource_type {
         RESOURCE_TOPIC => cx.may_on_topic(Operation::AlterConfigs, name),
         RESOURCE_BROKER => cx.may_on_cluster(Operation::AlterConfigs),
+        RESOURCE_GROUP => cx.may_on_group(Operation::AlterConfigs, name),
         _ => true,
     };
     match (allowed, resource_type) {
         (true, _) => None,
         (false, RESOURCE_TOPIC) => Some((error_code::TOPIC_AUTHORIZATION_FAILED, String::new())),
+        (false, RESOURCE_GROUP) => Some((error_code::GROUP_AUTHORIZATION_FAILED, String::new())),
         (false, _) => Some((error_code::CLUSTER_AUTHORIZATION_FAILED, String::new())),
     }
 }
@@ -190,7 +192,7 @@ fn duplicated_resources<'a>(resources: impl Iterator<Item = (i8, &'a StrBytes)>)
 /// One resource's alteration. `replace`: AlterConfigs (the changes are the
 /// whole new set), else IncrementalAlterConfigs.
 async fn alter(
-    (config, admin): (&BrokerConfig, &TopicAdmin),
+    (config, admin, shares): (&BrokerConfig, &TopicAdmin, &crate::share::ShareService),
     resource_type: i8,
     name: &str,
     changes: Vec<Change>,
@@ -210,6 +212,7 @@ async fn alter(
     match resource_type {
         RESOURCE_TOPIC => alter_topic(admin, name, &changes, replace, validate_only).await,
         RESOURCE_BROKER => alter_broker(config, name, &changes),
+        RESOURCE_GROUP if !replace => alter_group(shares, name, &changes, validate_only).await,
         other => Err((
             error_code::INVALID_REQUEST,
             format!("Kafgres has no configs to alter for resource type {other} (topics only)"),
@@ -252,6 +255,34 @@ async fn alter_topic(
         }
         other => (error_code::UNKNOWN_SERVER_ERROR, other.to_string()),
     })
+}
+
+/// IncrementalAlterConfigs on a group: its share configs (SET, DELETE),
+/// stored before the answer.
+async fn alter_group(
+    shares: &crate::share::ShareService,
+    group_id: &str,
+    changes: &[Change],
+    validate_only: bool,
+) -> Result<(), AlterError> {
+    if group_id.is_empty() {
+        return Err((error_code::INVALID_REQUEST, "Group name must not be empty".into()));
+    }
+    let mut set = Vec::with_capacity(changes.len());
+    for c in changes {
+        match c.op {
+            OP_SET => set.push((c.name.clone(), c.value.clone())),
+            OP_DELETE => set.push((c.name.clone(), None)),
+            _ => return Err((error_code::INVALID_CONFIG, format!("Can't APPEND or SUBTRACT group config {}", c.name))),
+        }
+    }
+    let write = shares
+        .alter_group_configs(group_id, &set, validate_only)
+        .map_err(|e| (error_code::INVALID_CONFIG, e.to_string()))?;
+    match write {
+        Some(write) => write.await.map_err(|e| (error_code::UNKNOWN_SERVER_ERROR, e.to_string())),
+        None => Ok(()),
+    }
 }
 
 /// AlterConfigs: the request's configs are the new override set.

@@ -17,6 +17,7 @@ use crate::topics::Topics;
 
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
+pub const RESOURCE_GROUP: i8 = 32;
 /// Config types and documentation are in the response from v3.
 const CONFIG_TYPE_VERSION_MIN: i16 = 3;
 
@@ -37,10 +38,10 @@ impl Handler for DescribeConfigs {
     const VERSIONS: Versions = Versions::new(1, 4);
     type Request = DescribeConfigsRequest;
     type Response = DescribeConfigsResponse;
-    type Services<'a> = (&'a BrokerConfig, &'a Topics);
+    type Services<'a> = (&'a BrokerConfig, &'a Topics, &'a crate::share::ShareService);
 
     async fn handle(
-        (config, topics): Self::Services<'_>,
+        (config, topics, shares): Self::Services<'_>,
         cx: &RequestContext<'_>,
         request: DescribeConfigsRequest,
     ) -> Answer<DescribeConfigsResponse> {
@@ -57,7 +58,11 @@ impl Handler for DescribeConfigs {
                 RESOURCE_BROKER if !cx.may_on_cluster(Operation::DescribeConfigs) => {
                     Err((error_code::CLUSTER_AUTHORIZATION_FAILED, Some(CLUSTER_REFUSED.to_owned())))
                 }
+                RESOURCE_GROUP if !cx.may_on_group(Operation::DescribeConfigs, &resource.resource_name) => {
+                    Err((error_code::GROUP_AUTHORIZATION_FAILED, None))
+                }
                 RESOURCE_TOPIC => topic_entries(config, topics, &resource.resource_name),
+                RESOURCE_GROUP => Ok(group_entries(shares, &resource.resource_name)),
                 RESOURCE_BROKER => broker_entries(config, &resource.resource_name),
                 other => Err((error_code::INVALID_REQUEST, Some(format!("resource type {other} has no configs here")))),
             };
@@ -96,6 +101,31 @@ fn topic_entries(config: &BrokerConfig, topics: &Topics, name: &str) -> Result<V
             Entry { name: d.name.into(), value, source, kind: d.kind, read_only: false, synonyms }
         })
         .collect())
+}
+
+/// A group's share configs (Kafka lists its consumer.* group configs too):
+/// GROUP_CONFIG when set on the group, else the default.
+fn group_entries(shares: &crate::share::ShareService, group_id: &str) -> Vec<Entry> {
+    let overrides = shares.group_overrides(group_id);
+    let config = shares.group_config(group_id);
+    crate::share::config::GROUP_CONFIG_NAMES
+        .iter()
+        .map(|name| {
+            let set = overrides.contains_key(*name);
+            let kind = match *name {
+                "share.auto.offset.reset" | "share.isolation.level" => ConfigType::String,
+                _ => ConfigType::Int,
+            };
+            Entry {
+                name: (*name).to_owned(),
+                value: config.value_of(name).unwrap_or_default(),
+                source: if set { source::GROUP_CONFIG } else { source::DEFAULT_CONFIG },
+                kind,
+                read_only: false,
+                synonyms: Vec::new(),
+            }
+        })
+        .collect()
 }
 
 /// The broker's settings under their Kafka names, all read-only (they are

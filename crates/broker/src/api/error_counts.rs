@@ -31,6 +31,7 @@ top_level_only!(
     HeartbeatResponse,
     ListGroupsResponse,
     ConsumerGroupHeartbeatResponse,
+    ShareGroupHeartbeatResponse,
     InitProducerIdResponse,
     AddOffsetsToTxnResponse,
     EndTxnResponse,
@@ -158,6 +159,38 @@ impl ErrorCounts for DeleteGroupsResponse {
 impl ErrorCounts for ConsumerGroupDescribeResponse {
     fn error_codes(&self, count: &mut dyn FnMut(i16)) {
         self.groups.iter().for_each(|g| count(g.error_code));
+    }
+}
+
+impl ErrorCounts for ShareGroupDescribeResponse {
+    fn error_codes(&self, count: &mut dyn FnMut(i16)) {
+        self.groups.iter().for_each(|g| count(g.error_code));
+    }
+}
+
+impl ErrorCounts for ShareFetchResponse {
+    fn error_codes(&self, count: &mut dyn FnMut(i16)) {
+        count(self.error_code);
+        for p in self.responses.iter().flat_map(|t| &t.partitions) {
+            count(p.error_code);
+            count(p.acknowledge_error_code);
+        }
+    }
+}
+
+impl ErrorCounts for DescribeShareGroupOffsetsResponse {
+    fn error_codes(&self, count: &mut dyn FnMut(i16)) {
+        for g in &self.groups {
+            count(g.error_code);
+            g.topics.iter().flat_map(|t| &t.partitions).for_each(|p| count(p.error_code));
+        }
+    }
+}
+
+impl ErrorCounts for ShareAcknowledgeResponse {
+    fn error_codes(&self, count: &mut dyn FnMut(i16)) {
+        count(self.error_code);
+        self.responses.iter().flat_map(|t| &t.partitions).for_each(|p| count(p.error_code));
     }
 }
 

@@ -14,8 +14,9 @@
 //! is always its leader (empty ELR lists); `metadata.version` and
 //! `kraft.version` are listed as a Kafka 4.1 node lists them so that tools
 //! reading them see a 4.1 broker, though Kafgres's metadata lives in
-//! Postgres, not in a KRaft log. Share groups are not served, so
-//! `share.version` is not listed.
+//! Postgres, not in a KRaft log. `share.version` 1: share groups (KIP-932)
+//! are served, as on a Kafka 4.1 node after `kafka-features.sh upgrade
+//! --feature share.version=1` (4.1 ships them as a preview, at level 0).
 //!
 //! UpdateFeatures answers as Kafka's controller does: an update to the level
 //! a feature is at succeeds (nothing changes), an unknown feature or a level
@@ -49,6 +50,7 @@ pub const FEATURES: &[Feature] = &[
     Feature { name: "kraft.version", min_supported: 0, max_supported: 1, finalized: None },
     // 7 is 3.3-IV3, the oldest Kafka 4 reads; 27 is 4.1-IV1.
     Feature { name: "metadata.version", min_supported: 7, max_supported: 27, finalized: Some(27) },
+    Feature { name: "share.version", min_supported: 0, max_supported: 1, finalized: Some(1) },
     Feature { name: "transaction.version", min_supported: 0, max_supported: 2, finalized: Some(2) },
 ];
 
@@ -186,7 +188,7 @@ mod tests {
         assert!(fixed.contains("cannot be changed"), "{fixed}");
         let beyond = check_update(1, "group.version", 5, 2).unwrap_err();
         assert!(beyond.ends_with("only supports versions 0-1"), "{beyond}");
-        let unknown = check_update(3, "share.version", 1, 2).unwrap_err();
+        let unknown = check_update(3, "streams.version", 1, 2).unwrap_err();
         assert!(unknown.ends_with("Local controller 3 does not support this feature."), "{unknown}");
     }
 

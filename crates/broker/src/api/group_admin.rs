@@ -110,10 +110,10 @@ impl Handler for ListGroups {
     const VERSIONS: Versions = Versions::new(0, 5);
     type Request = ListGroupsRequest;
     type Response = ListGroupsResponse;
-    type Services<'a> = &'a GroupService;
+    type Services<'a> = (&'a GroupService, &'a crate::share::ShareService);
 
     async fn handle(
-        groups: Self::Services<'_>,
+        (groups, shares): Self::Services<'_>,
         cx: &RequestContext<'_>,
         req: ListGroupsRequest,
     ) -> Answer<ListGroupsResponse> {
@@ -122,7 +122,9 @@ impl Handler for ListGroups {
             if version >= 4 { req.states_filter.iter().map(|s| s.to_string()).collect() } else { vec![] };
         let types: Vec<String> =
             if version >= 5 { req.types_filter.iter().map(|s| s.to_string()).collect() } else { vec![] };
-        let listed = groups.read(|c| c.list_groups(&states, &types));
+        let mut listed = groups.read(|c| c.list_groups(&states, &types));
+        // Share groups, as Kafka lists them: protocol type and group type "share".
+        listed.extend(shares.listed_groups(&states, &types));
         // DESCRIBE on the cluster lists every group; else those the client may describe.
         let all = cx.may_on_cluster(Operation::Describe);
         let mut response = ListGroupsResponse::default();
@@ -221,17 +223,27 @@ impl Handler for DeleteGroups {
     const VERSIONS: Versions = Versions::new(0, 2);
     type Request = DeleteGroupsRequest;
     type Response = DeleteGroupsResponse;
-    type Services<'a> = &'a GroupService;
+    type Services<'a> = (&'a GroupService, &'a crate::share::ShareService);
 
     async fn handle(
-        groups: Self::Services<'_>,
+        (groups, shares): Self::Services<'_>,
         cx: &RequestContext<'_>,
         req: DeleteGroupsRequest,
     ) -> Answer<DeleteGroupsResponse> {
         let (ids, refused): (Vec<String>, Vec<String>) =
             req.groups_names.iter().map(|g| g.0.to_string()).partition(|g| cx.may_on_group(Operation::Delete, g));
         let now = crate::now_ms();
-        let (results, writes) = groups.call(|c| c.delete_groups(now, &ids));
+        let (mut results, mut writes) = groups.call(|c| c.delete_groups(now, &ids));
+        // A group the classic/consumer coordinator does not know may be a share group.
+        for (group_id, code) in results.iter_mut().filter(|(_, code)| *code == error_code::GROUP_ID_NOT_FOUND) {
+            match shares.delete_group(group_id) {
+                Ok(write) => {
+                    writes.push(write);
+                    *code = error_code::NONE;
+                }
+                Err(share_code) => *code = share_code,
+            }
+        }
         let stored = durable(writes).await;
         let mut response = DeleteGroupsResponse::default();
         response.results = results

@@ -10,7 +10,7 @@ use kafgres_wire::error_code;
 use kafka_protocol::messages::list_config_resources_response::ConfigResource;
 use kafka_protocol::messages::{ApiKey, ListConfigResourcesRequest, ListConfigResourcesResponse};
 
-use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::describe_configs::{RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC};
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;
 use crate::acl::Operation;
@@ -19,7 +19,6 @@ use crate::topics::Topics;
 
 const RESOURCE_BROKER_LOGGER: i8 = 8;
 const RESOURCE_CLIENT_METRICS: i8 = 16;
-const RESOURCE_GROUP: i8 = 32;
 /// The types v1 may ask for; an empty list asks for all of them.
 const LISTABLE: [i8; 5] =
     [RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP];

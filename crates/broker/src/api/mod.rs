@@ -39,6 +39,9 @@ pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod replicas;
 pub mod sasl;
+pub mod share_fetch;
+pub mod share_group;
+pub mod share_offsets;
 pub mod throttle_time;
 pub mod transaction_admin;
 pub mod transactions;
@@ -109,6 +112,11 @@ macro_rules! served_apis {
             $crate::api::user_scram::AlterUserScramCredentials,
             $crate::api::features::UpdateFeatures,
             $crate::api::list_config_resources::ListConfigResources,
+            $crate::api::share_group::ShareGroupHeartbeat,
+            $crate::api::share_group::ShareGroupDescribe,
+            $crate::api::share_fetch::ShareFetch,
+            $crate::api::share_fetch::ShareAcknowledge,
+            $crate::api::share_offsets::DescribeShareGroupOffsets,
         }
     };
 }

@@ -2,7 +2,7 @@
 //! worker's main thread, each in its own transaction: an error is answered
 //! to the request that caused it, never fatal to the worker.
 
-use kafgres_broker::catalog::{CatalogError, CommittedOffset};
+use kafgres_broker::catalog::{CatalogError, CommittedOffset, ShareStateRecord};
 use pgrx::prelude::*;
 use tokio::sync::mpsc;
 
@@ -15,16 +15,22 @@ use crate::control::ControlRequest;
 /// commits gathered before it, so requests take effect in arrival order.
 pub fn serve_control_requests(plans: &CatalogPlans, requests: &mut mpsc::Receiver<ControlRequest>) {
     let mut commits: Vec<(Vec<CommittedOffset>, Reply)> = Vec::new();
+    // Share-partition states are gathered the same way (every ShareFetch
+    // writes its acquisitions: one transaction per wake-up, not per fetch).
+    let mut shares: Vec<(Vec<ShareStateRecord>, Reply)> = Vec::new();
     while let Ok(request) = requests.try_recv() {
         match request {
             ControlRequest::CommitOffsets { offsets, reply } => commits.push((offsets, reply)),
+            ControlRequest::WriteShareStates { states, reply } => shares.push((states, reply)),
             other => {
                 store_offset_batch(plans, std::mem::take(&mut commits));
+                store_share_batch(std::mem::take(&mut shares));
                 serve_one(plans, other);
             }
         }
     }
     store_offset_batch(plans, commits);
+    store_share_batch(shares);
 }
 
 type Reply = tokio::sync::oneshot::Sender<Result<(), CatalogError>>;
@@ -60,6 +66,15 @@ fn serve_one(plans: &CatalogPlans, request: ControlRequest) {
             let _ = reply.send(result.map_err(failed));
         }
         ControlRequest::CommitOffsets { offsets, reply } => store_offset_batch(plans, vec![(offsets, reply)]),
+        ControlRequest::DeleteShareGroup { group_id, reply } => {
+            let result = run_in_transaction(|| crate::share_sql::delete_share_group(&group_id));
+            let _ = reply.send(result.map_err(failed));
+        }
+        ControlRequest::SetGroupConfigs { group_id, configs, reply } => {
+            let result = run_in_transaction(|| crate::share_sql::set_group_configs(&group_id, &configs));
+            let _ = reply.send(result.map_err(failed));
+        }
+        ControlRequest::WriteShareStates { states, reply } => store_share_batch(vec![(states, reply)]),
         ControlRequest::LoadGroupOffsets { group_id, reply } => {
             let result = run_in_transaction(|| plans.load_offsets(Some(&group_id)));
             let _ = reply.send(result.map_err(failed));
@@ -140,6 +155,46 @@ fn store_offset_batch(plans: &CatalogPlans, commits: Vec<(Vec<CommittedOffset>, 
             for (offsets, reply) in commits {
                 let rows = latest_per_partition(offsets.iter());
                 let _ = reply.send(run_in_transaction(|| plans.upsert_offsets(&rows)).map_err(failed));
+            }
+        }
+    }
+}
+
+/// Stores a batch of share-partition states in one transaction, as
+/// [`store_offset_batch`] does with commits (one request at a time if the
+/// batch fails). Of several states of one share-partition only the highest
+/// version is written: the upsert may not touch a row twice, and the table
+/// keeps the highest anyway.
+fn store_share_batch(writes: Vec<(Vec<ShareStateRecord>, Reply)>) {
+    if writes.is_empty() {
+        return;
+    }
+    let write = |states: &mut dyn Iterator<Item = &ShareStateRecord>| {
+        let mut latest: std::collections::HashMap<(&str, uuid::Uuid, i32), &ShareStateRecord> =
+            std::collections::HashMap::new();
+        for s in states {
+            let key = (s.group_id.as_str(), s.topic_id, s.partition);
+            if latest.get(&key).is_none_or(|old| old.version < s.version) {
+                latest.insert(key, s);
+            }
+        }
+        let rows: Vec<ShareStateRecord> = latest.into_values().cloned().collect();
+        run_in_transaction(|| crate::share_sql::write_share_states(&rows))
+    };
+    match write(&mut writes.iter().flat_map(|(states, _)| states.iter())) {
+        Ok(()) => {
+            for (_, reply) in writes {
+                let _ = reply.send(Ok(()));
+            }
+        }
+        Err(e) if writes.len() == 1 => {
+            for (_, reply) in writes {
+                let _ = reply.send(Err(failed(e.clone())));
+            }
+        }
+        Err(_) => {
+            for (states, reply) in writes {
+                let _ = reply.send(write(&mut states.iter()).map_err(failed));
             }
         }
     }

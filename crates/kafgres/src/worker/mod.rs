@@ -251,6 +251,8 @@ fn load_catalog(wait: &WaitSet, database: &str) -> Option<(CatalogPlans, Catalog
                 transactions: plans.load_transactions()?,
                 acls: crate::acl_sql::load_acls()?,
                 client_quotas: crate::quota_sql::load_quotas()?,
+                share_states: crate::share_sql::load_share_states()?,
+                group_configs: crate::share_sql::load_group_configs()?,
             };
             let cluster = ClusterIdentity {
                 cluster_id: plans.cluster_id()?,

@@ -22,6 +22,7 @@ pub(crate) mod data;
 pub(crate) mod groups;
 pub(crate) mod quotas;
 pub(crate) mod replicas;
+pub(crate) mod share_groups;
 pub(crate) mod topics;
 pub(crate) mod txn;
 pub(crate) mod users;
@@ -83,6 +84,11 @@ pub(crate) static APIS: &[&ApiSchema] = &[
     &consumer_groups::CONSUMER_GROUP_DESCRIBE,
     &cluster::LIST_CONFIG_RESOURCES,
     &topics::DESCRIBE_TOPIC_PARTITIONS,
+    &share_groups::SHARE_GROUP_HEARTBEAT,
+    &share_groups::SHARE_GROUP_DESCRIBE,
+    &share_groups::SHARE_FETCH,
+    &share_groups::SHARE_ACKNOWLEDGE,
+    &share_groups::DESCRIBE_SHARE_GROUP_OFFSETS,
 ];
 
 pub(crate) fn find(api_key: i16) -> Option<&'static ApiSchema> {

@@ -12,19 +12,21 @@ use kafka_protocol::messages::{
     CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
     DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest, DescribeClusterRequest,
     DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest,
-    DescribeTopicPartitionsRequest, DescribeTransactionsRequest, DescribeUserScramCredentialsRequest,
-    ElectLeadersRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest, HeartbeatRequest,
-    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
+    DescribeShareGroupOffsetsRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
+    DescribeUserScramCredentialsRequest, ElectLeadersRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest,
+    HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
     ListConfigResourcesRequest, ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
     ListTransactionsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
-    OffsetForLeaderEpochRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest, SyncGroupRequest,
-    TxnOffsetCommitRequest, UpdateFeaturesRequest, WriteTxnMarkersRequest,
+    OffsetForLeaderEpochRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
+    ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
+    SyncGroupRequest, TxnOffsetCommitRequest, UpdateFeaturesRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Decodable, Message};
 
 use super::{
     alloc, requests_acls, requests_admin, requests_cluster, requests_consumer_groups, requests_data, requests_groups,
-    requests_quotas, requests_replicas, requests_topics, requests_txn, requests_users, roundtrip,
+    requests_quotas, requests_replicas, requests_share_groups, requests_topics, requests_txn, requests_users,
+    roundtrip,
 };
 use crate::guard::schemas;
 
@@ -152,4 +154,12 @@ covered_apis! {
         requests_cluster::list_config_resources;
     75 roundtrip_describe_topic_partitions: DescribeTopicPartitionsRequest, 0..=0,
         requests_topics::describe_topic_partitions;
+    76 roundtrip_share_group_heartbeat: ShareGroupHeartbeatRequest, 1..=1,
+        requests_share_groups::share_group_heartbeat;
+    77 roundtrip_share_group_describe: ShareGroupDescribeRequest, 1..=1,
+        requests_share_groups::share_group_describe;
+    78 roundtrip_share_fetch: ShareFetchRequest, 1..=1, requests_share_groups::share_fetch;
+    79 roundtrip_share_acknowledge: ShareAcknowledgeRequest, 1..=1, requests_share_groups::share_acknowledge;
+    90 roundtrip_describe_share_group_offsets: DescribeShareGroupOffsetsRequest, 0..=0,
+        requests_share_groups::describe_share_group_offsets;
 }

@@ -177,6 +177,46 @@ fn huge_counts_groups() {
     assert_array_too_long(69, 1, &body, "ConsumerGroupDescribeRequest", "group_ids");
 }
 
+#[test]
+fn huge_counts_share_groups() {
+    // ShareGroupHeartbeat v1: group_id, member_id, member_epoch, rack_id, subscribed_topic_names.
+    let body = Wire::new().compact_string("g").compact_string("m").i32(0).uvarint(0).huge_compact_count().tail();
+    assert_array_too_long(76, 1, &body, "ShareGroupHeartbeatRequest", "subscribed_topic_names");
+    let body = Wire::new().huge_compact_count().tail();
+    assert_array_too_long(77, 1, &body, "ShareGroupDescribeRequest", "group_ids");
+
+    // ShareFetch v1: group_id, member_id, share_session_epoch, max_wait_ms, min_bytes, max_bytes,
+    // max_records, batch_size, topics (topic_id, partitions (partition_index, acknowledgement
+    // batches (first, last, types))), forgotten_topics_data.
+    let head =
+        || Wire::new().compact_string("g").compact_string("m").i32(1).i32(500).i32(1).i32(1 << 20).i32(500).i32(500);
+    assert_array_too_long(78, 1, &head().huge_compact_count().tail(), "ShareFetchRequest", "topics");
+    let topic = || head().uvarint(2).uuid();
+    assert_array_too_long(78, 1, &topic().huge_compact_count().tail(), "FetchTopic", "partitions");
+    let partition = || topic().uvarint(2).i32(0);
+    assert_array_too_long(78, 1, &partition().huge_compact_count().tail(), "FetchPartition", "acknowledgement_batches");
+    let body = partition().uvarint(2).i64(0).i64(9).huge_compact_count().tail();
+    assert_array_too_long(78, 1, &body, "AcknowledgementBatch", "acknowledge_types");
+
+    // ShareAcknowledge v1: group_id, member_id, share_session_epoch, topics.
+    let body = Wire::new().compact_string("g").compact_string("m").i32(1).huge_compact_count().tail();
+    assert_array_too_long(79, 1, &body, "ShareAcknowledgeRequest", "topics");
+
+    // DescribeShareGroupOffsets v0: groups (group_id, topics (topic_name, partitions)).
+    assert_array_too_long(
+        90,
+        0,
+        &Wire::new().huge_compact_count().tail(),
+        "DescribeShareGroupOffsetsRequest",
+        "groups",
+    );
+    let group = || Wire::new().uvarint(2).compact_string("g");
+    let body = group().huge_compact_count().tail();
+    assert_array_too_long(90, 0, &body, "DescribeShareGroupOffsetsRequestGroup", "topics");
+    let body = group().uvarint(2).compact_string("t").huge_compact_count().tail();
+    assert_array_too_long(90, 0, &body, "DescribeShareGroupOffsetsRequestTopic", "partitions");
+}
+
 /// A count is compared with what is left *after* it: exactly enough elements are fine, one more
 /// is not.
 #[test]

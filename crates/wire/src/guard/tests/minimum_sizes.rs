@@ -43,6 +43,7 @@ use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
+use kafka_protocol::messages::DescribeShareGroupOffsetsRequest;
 use kafka_protocol::messages::{
     alter_configs_request, describe_producers_request, describe_topic_partitions_request, elect_leaders_request,
     incremental_alter_configs_request, write_txn_markers_request, AddOffsetsToTxnRequest, AddPartitionsToTxnRequest,
@@ -53,6 +54,7 @@ use kafka_protocol::messages::{
     OffsetDeleteRequest, OffsetForLeaderEpochRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
     TxnOffsetCommitRequest, WriteTxnMarkersRequest,
 };
+use kafka_protocol::messages::{describe_share_group_offsets_request, share_acknowledge_request, share_fetch_request};
 use kafka_protocol::messages::{update_features_request, ListConfigResourcesRequest, UpdateFeaturesRequest};
 use kafka_protocol::messages::{
     AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest, ElectLeadersRequest,
@@ -65,11 +67,14 @@ use kafka_protocol::messages::{
     ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, ProduceRequest,
     SyncGroupRequest,
 };
+use kafka_protocol::messages::{
+    ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
+};
 use kafka_protocol::protocol::Encodable;
 
 use crate::guard::schema::{Encoding, Kind, StructSchema};
 use crate::guard::schemas::{
-    self, acls, admin, cluster, consumer_groups, data, groups, quotas, replicas, topics, txn, users,
+    self, acls, admin, cluster, consumer_groups, data, groups, quotas, replicas, share_groups, topics, txn, users,
 };
 
 /// Checks one struct at every version of its API; returns the API and the struct's name (names
@@ -207,6 +212,26 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<ConsumerGroupHeartbeatRequest>(68, &consumer_groups::CONSUMER_GROUP_HEARTBEAT_REQUEST),
         check::<TopicPartitions>(68, &consumer_groups::TOPIC_PARTITIONS),
         check::<ConsumerGroupDescribeRequest>(69, &consumer_groups::CONSUMER_GROUP_DESCRIBE_REQUEST),
+        check::<ShareGroupHeartbeatRequest>(76, &share_groups::SHARE_GROUP_HEARTBEAT_REQUEST),
+        check::<ShareGroupDescribeRequest>(77, &share_groups::SHARE_GROUP_DESCRIBE_REQUEST),
+        check::<ShareFetchRequest>(78, &share_groups::SHARE_FETCH_REQUEST),
+        check::<share_fetch_request::FetchTopic>(78, &share_groups::SHARE_FETCH_TOPIC),
+        check::<share_fetch_request::FetchPartition>(78, &share_groups::SHARE_FETCH_PARTITION),
+        check::<share_fetch_request::AcknowledgementBatch>(78, &share_groups::ACKNOWLEDGEMENT_BATCH),
+        check::<share_fetch_request::ForgottenTopic>(78, &share_groups::SHARE_FORGOTTEN_TOPIC),
+        check::<ShareAcknowledgeRequest>(79, &share_groups::SHARE_ACKNOWLEDGE_REQUEST),
+        check::<share_acknowledge_request::AcknowledgeTopic>(79, &share_groups::ACKNOWLEDGE_TOPIC),
+        check::<share_acknowledge_request::AcknowledgePartition>(79, &share_groups::ACKNOWLEDGE_PARTITION),
+        check::<share_acknowledge_request::AcknowledgementBatch>(79, &share_groups::ACKNOWLEDGEMENT_BATCH),
+        check::<DescribeShareGroupOffsetsRequest>(90, &share_groups::DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST),
+        check::<describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup>(
+            90,
+            &share_groups::DESCRIBE_SHARE_GROUP_OFFSETS_GROUP,
+        ),
+        check::<describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestTopic>(
+            90,
+            &share_groups::DESCRIBE_SHARE_GROUP_OFFSETS_TOPIC,
+        ),
         check::<AddPartitionsToTxnRequest>(24, &txn::ADD_PARTITIONS_TO_TXN_REQUEST),
         check::<AddPartitionsToTxnTransaction>(24, &txn::ADD_PARTITIONS_TO_TXN_TRANSACTION),
         check::<AddPartitionsToTxnTopic>(24, &txn::ADD_PARTITIONS_TO_TXN_TOPIC),

@@ -37,6 +37,7 @@ mod requests_data;
 mod requests_groups;
 mod requests_quotas;
 mod requests_replicas;
+mod requests_share_groups;
 mod requests_topics;
 mod requests_txn;
 mod requests_users;

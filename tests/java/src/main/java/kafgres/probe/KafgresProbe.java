@@ -32,11 +32,11 @@ public final class KafgresProbe {
             Map.entry("compression", CompressionScenario::run),
             Map.entry("cooperative", CooperativeScenario::run),
             Map.entry("consumer-protocol", ConsumerProtocolScenario::run),
+            Map.entry("share-group", ShareGroupScenario::run),
             Map.entry("transactions", TransactionsScenario::run),
             Map.entry("quotas", QuotasScenario::run),
             Map.entry("scram-credentials", ScramCredentialsScenario::run),
             Map.entry("secure-client", SecureClientScenario::run),
-            Map.entry("share-group", ShareGroupScenario::run),
             Map.entry("failover", FailoverScenario::run));
 
     private KafgresProbe() {}

@@ -33,7 +33,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * in implicit acknowledgement mode split RECORDS records of a two-partition topic: every record is
  * delivered once, to one of them. Then a consumer in explicit mode acknowledges three new records
  * differently: the accepted one is done, the released one comes back with delivery count 2 and is
- * accepted, the rejected one is never delivered again. The Admin client describes the group.
+ * accepted, the rejected one is never delivered again. The Admin client describes the group, and once
+ * every consumer closed, finds it Empty.
  */
 final class ShareGroupScenario {
     private static final int PARTITIONS = 2;
@@ -52,7 +53,9 @@ final class ShareGroupScenario {
             ConfigResource groupResource = new ConfigResource(ConfigResource.Type.GROUP, group);
             await(admin.incrementalAlterConfigs(Map.of(groupResource, List.of(new AlterConfigOp(
                     new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET)))).all());
-            line("group config share.auto.offset.reset=earliest set");
+            ConfigEntry entry = await(admin.describeConfigs(List.of(groupResource)).all()).get(groupResource)
+                    .get("share.auto.offset.reset");
+            line("group config share.auto.offset.reset=%s (%s)", entry.value(), entry.source());
             produce(bootstrap, topic, "r", RECORDS);
 
             List<String> seen = new ArrayList<>();
@@ -115,6 +118,10 @@ final class ShareGroupScenario {
                 line("explicit: after accept, release then accept, and reject: %d more delivered %s", after.size(),
                         after);
             }
+            ShareGroupDescription closed = Probe.settle(
+                    () -> await(admin.describeShareGroups(List.of(group)).describedGroups().get(group)),
+                    d -> d.members().isEmpty());
+            line("after close: state=%s members=%d", closed.groupState(), closed.members().size());
         }
     }
 
