@@ -47,6 +47,7 @@ import statistics
 import subprocess
 import sys
 import time
+import traceback
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -416,15 +417,31 @@ class Cluster:
         return int(self.value("SELECT coalesce(sum(lag), 0) FROM kafgres.consumer_lag WHERE group_id = %s",
                               (group,)) or 0)
 
-    def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> None:
-        self.value("SELECT kafgres.create_topic(%s, %s, %s::jsonb)", (name, partitions, json.dumps(configs)))
-
-    def delete_topic(self, name: str) -> None:
-        if self.value("SELECT count(*) FROM kafgres.topics WHERE name = %s", (name,)):
-            self.value("SELECT kafgres.delete_topic(%s)", (name,))
-
     def close(self) -> None:
         self.conn.close()
+
+
+def create_topic(admin: Any, name: str, partitions: int, configs: dict[str, str]) -> None:
+    """CreateTopics through the broker (not SQL, so a cleanup needs only the broker)."""
+    from confluent_kafka.admin import NewTopic
+
+    futures = admin.create_topics(
+        [NewTopic(name, num_partitions=partitions, replication_factor=1, config=configs)],
+        operation_timeout=TOPIC_TIMEOUT_S, request_timeout=TOPIC_TIMEOUT_S)
+    futures[name].result(timeout=TOPIC_TIMEOUT_S + 5)
+
+
+def delete_topic(admin: Any, name: str) -> None:
+    """DeleteTopics; a topic that is not there is fine."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    futures = admin.delete_topics([name], operation_timeout=TOPIC_TIMEOUT_S,
+                                                    request_timeout=TOPIC_TIMEOUT_S)
+    try:
+        futures[name].result(timeout=TOPIC_TIMEOUT_S + 5)
+    except KafkaException as err:
+        if err.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+            raise
 
 
 def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
@@ -493,6 +510,9 @@ class Endurance:
         self.processes: list[Any] = []
         self.topics: list[str] = []
         self.cluster = Cluster(dsn)
+        from confluent_kafka.admin import AdminClient
+
+        self.admin = AdminClient({"bootstrap.servers": self.settings.bootstrap})
         self.results: dict[str, Any] = {"command": sys.argv, "settings": asdict(self.settings),
                                         "arguments": {k: str(v) for k, v in vars(args).items()}, "samples": []}
         self.finals: dict[str, dict[int, dict]] = {"producer_done": {}, "consumer_done": {}, "sql_done": {}}
@@ -604,13 +624,13 @@ class Endurance:
 
     def create_topic(self, name: str, partitions: int | None = None) -> None:
         self.topics.append(name)
-        self.cluster.create_topic(name, partitions or self.args.partitions, TOPIC_CONFIGS)
+        create_topic(self.admin, name, partitions or self.args.partitions, TOPIC_CONFIGS)
 
     def delete_topic(self, name: str) -> None:
         try:
-            self.cluster.delete_topic(name)
+            delete_topic(self.admin, name)
         except Exception as err:  # noqa: BLE001 - reported; the other topics still go
-            say(f"could not delete topic {name}: {err}")
+            say(f"could not delete topic {name} (delete it by hand): {err}")
         if name in self.topics:
             self.topics.remove(name)
 
@@ -808,6 +828,10 @@ def main() -> int:
     except RunFailed as err:
         endurance.results["failure"] = str(err)
         say(f"FAILED: {err}")
+    except Exception as err:  # noqa: BLE001 - a client or broker error: recorded, cleaned up, traced
+        endurance.results["failure"] = f"{type(err).__name__}: {err}"
+        say(f"FAILED: {type(err).__name__}: {err}")
+        traceback.print_exc()
     finally:
         endurance.tear_down()
     if not args.no_chart and endurance.results["samples"]:
