@@ -49,7 +49,7 @@ import sys
 import time
 import traceback
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -590,36 +590,46 @@ class Endurance:
     # -- phases
 
     def calibrate(self) -> float:
-        """Records/s the producers get acknowledged unpaced, alone, into a topic of their own."""
-        topic = f"{self.settings.topic}-max"
-        self.create_topic(topic)
+        """The records/s the whole mix sustains: the producers unpaced while the group reads, into a
+        topic and group of their own; the lower of the rates acknowledged and read."""
+        settings = replace(self.settings, topic=f"{self.settings.topic}-max", group=f"{self.settings.group}-max")
+        self.create_topic(settings.topic)
         seconds = self.args.calibrate_s
-        say(f"the maximum: {self.args.producers} producers unpaced for {seconds} s into {topic}")
-        stop = self.context.Event()
+        say(f"the maximum: {self.args.producers} producers unpaced for {seconds} s into {settings.topic} "
+            f"while a group of {self.args.consumers} reads it")
+        stop_consumers, stop_producers = self.context.Event(), self.context.Event()
+        self.start_group(settings, stop_consumers)
+        window = Minute(0)
         started = time.monotonic()
         for i in range(self.args.producers):
-            self.spawn(producer_main, i, self.settings, topic, None, seconds, stop, self.out)
-        acked, done = 0, 0
+            self.spawn(producer_main, i, settings, settings.topic, None, seconds, stop_producers, self.out)
         deadline = started + seconds + 120
-        while done < self.args.producers:
+        while len(self.finals["producer_done"]) < self.args.producers:
             if time.monotonic() > deadline:
-                stop.set()
                 raise RunFailed("the producers of the maximum's run did not finish in time")
-            try:
-                kind, _index, body = self.out.get(timeout=1)
-            except queue.Empty:
-                continue
-            acked += body["acked"]
-            if body["failed"]:
-                raise RunFailed(f"the maximum's run had failed deliveries: {body['first_error']}")
-            done += kind == "producer_done"
-        for process in self.processes:
-            process.join(PROCESS_STOP_TIMEOUT_S)
+            self.receive(1.0, window)
+            if self.errors:
+                raise RunFailed(f"errors in the maximum's run: {self.errors[:3]}")
+        elapsed = time.monotonic() - started
+        stop_consumers.set()
+        deadline = time.monotonic() + PROCESS_STOP_TIMEOUT_S
+        while len(self.finals["consumer_done"]) < self.args.consumers and time.monotonic() < deadline:
+            self.receive(1.0, None)  # the members' last reports (a process exits once its queue is read)
+        self.stop_all()
+        acked_per_s, read_per_s = window.acked / elapsed, window.read / elapsed
+        rate = min(acked_per_s, read_per_s)
+        self.results["maximum"] = {"records_per_s": round(rate, 1), "acked_per_s": round(acked_per_s, 1),
+                                   "read_per_s": round(read_per_s, 1), "seconds": round(elapsed, 1)}
+        self.delete_topic(settings.topic)
+        # The run proper starts from nothing.
         self.processes.clear()
-        rate = acked / seconds
-        self.results["maximum"] = {"records_per_s": round(rate, 1), "seconds": seconds, "records": acked}
-        self.delete_topic(topic)
-        say(f"maximum: {rate:,.0f} records/s ({acked:,} records)")
+        self.finals = {kind: {} for kind in self.finals}
+        self.assigned = {}
+        for key in ("acked_total", "read_total"):
+            self.results.pop(key, None)
+        for event in (self.stop_producers, self.stop_consumers, self.stop_sql):
+            event.clear()
+        say(f"maximum: {rate:,.0f} records/s ({acked_per_s:,.0f} acknowledged/s, {read_per_s:,.0f} read/s)")
         return rate
 
     def create_topic(self, name: str, partitions: int | None = None) -> None:
@@ -634,9 +644,10 @@ class Endurance:
         if name in self.topics:
             self.topics.remove(name)
 
-    def start_group(self) -> None:
+    def start_group(self, settings: Settings, stop: Any) -> None:
+        self.assigned = {}
         for i in range(self.args.consumers):
-            self.spawn(consumer_main, i, self.settings, self.stop_consumers, self.out)
+            self.spawn(consumer_main, i, settings, stop, self.out)
         deadline = time.monotonic() + GROUP_JOIN_TIMEOUT_S
         # Every partition assigned, and every member has some (when there are enough partitions).
         members_needed = min(self.args.consumers, self.args.partitions)
@@ -646,7 +657,7 @@ class Endurance:
                 raise RunFailed(f"the group had {sum(self.assigned.values())} of {self.args.partitions} "
                                 f"partitions assigned after {GROUP_JOIN_TIMEOUT_S:.0f} s")
             self.receive(0.5, None)
-        say(f"group {self.settings.group}: {self.args.consumers} members, every partition assigned")
+        say(f"group {settings.group}: {self.args.consumers} members, every partition assigned")
 
     def run(self) -> int:
         rate = self.args.rate or self.args.load * self.calibrate()
@@ -654,7 +665,7 @@ class Endurance:
         self.results["rate"] = round(rate, 1)
         self.create_topic(self.settings.topic)
         self.create_topic(self.settings.sql_topic, 1)
-        self.start_group()
+        self.start_group(self.settings, self.stop_consumers)
         broker_pid = self.cluster.broker_pid()
         self.results["broker_pid"] = broker_pid
         say(f"{self.args.minutes:g} min at {rate:,.0f} records/s ({self.args.producers} producers, "
