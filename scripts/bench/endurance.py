@@ -701,6 +701,8 @@ class Endurance:
             if time.monotonic() > deadline:
                 raise RunFailed("the producers did not finish within 90 s of the end")
             self.receive(1.0, None)
+        self.results["producers"] = {i: {"sent": f["sent"], "behind_max_s": round(f["behind_max_s"], 3)}
+                                     for i, f in sorted(self.finals["producer_done"].items())}
         self.drain_sql.set()
         marks = high_watermarks(self.settings.bootstrap, self.settings.topic, self.args.partitions)
         held = sum(high for _low, high in marks.values())

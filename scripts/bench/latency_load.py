@@ -73,6 +73,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--kafka-home", type=Path, default=Path("/tmp/kafgres-latency-load-kafka"))
     parser.add_argument("--chart", type=Path, default=ROOT / "docs/bench-latency-load.svg")
     parser.add_argument("--no-chart", action="store_true")
+    parser.add_argument("--report", type=Path, metavar="RESULTS_JSON",
+                        help="run nothing: print the table and draw the chart of an earlier run's results.json")
     parser.add_argument("--bench-bin", default=os.environ.get("KAFGRES_BENCH_BIN",
                                                               str(ROOT / "target/release/kafgres-bench")))
     args = parser.parse_args()
@@ -290,6 +292,11 @@ def render_chart(medians: dict, path: Path) -> None:
             points = [(x, y) for x, y in points if y is not None]
             if points:
                 ax.plot(*zip(*points), styles[q], marker="o", color=colours[broker], label=f"{name} {q}")
+            for level in LEVELS:
+                m = workloads.get(f"load-{int(level * 100)}", {})
+                if q in m and m.get("achieved_rate", 0) < BEHIND_SHARE * m.get("rate", 0):
+                    ax.plot([int(level * 100)], [m[q]], "x", color="red", markersize=10,
+                            label="sender behind its schedule" if q == "p50" else None)
         mixed = workloads.get("mixed", {})
         for i, q in enumerate(QUANTILES):
             if q in mixed:
@@ -313,8 +320,20 @@ def render_chart(medians: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def report_only(args: argparse.Namespace) -> int:
+    bench = LatencyLoad.__new__(LatencyLoad)
+    bench.results = json.loads(args.report.read_text())
+    print(bench.report())
+    if not args.no_chart:
+        render_chart(bench.results["medians"], args.chart)
+        say(f"chart: {args.chart}")
+    return 0
+
+
 def main() -> int:
     args = parse_args()
+    if args.report:
+        return report_only(args)
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, lambda number, _frame: sys.exit(128 + number))
     bench = LatencyLoad(args)
