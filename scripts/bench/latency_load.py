@@ -285,6 +285,7 @@ def render_chart(medians: dict, path: Path) -> None:
     colours = {"kafka": "#5b6770", "kafgres": "#1f77b4"}
     styles = {"p50": ":", "p99": "-", "p999": "--"}
     fig, (ax, mixed_ax) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [3, 1]})
+    behind_label = "sender behind its schedule"
     for broker, workloads in medians.items():
         name = "Kafka" if broker == "kafka" else "Kafgres"
         for q in QUANTILES:
@@ -295,8 +296,8 @@ def render_chart(medians: dict, path: Path) -> None:
             for level in LEVELS:
                 m = workloads.get(f"load-{int(level * 100)}", {})
                 if q in m and m.get("achieved_rate", 0) < BEHIND_SHARE * m.get("rate", 0):
-                    ax.plot([int(level * 100)], [m[q]], "x", color="red", markersize=10,
-                            label="sender behind its schedule" if q == "p50" else None)
+                    ax.plot([int(level * 100)], [m[q]], "x", color="red", markersize=10, label=behind_label)
+                    behind_label = None  # one legend entry for all
         mixed = workloads.get("mixed", {})
         for i, q in enumerate(QUANTILES):
             if q in mixed:
