@@ -212,6 +212,32 @@ pub struct E2eArgs {
     /// seconds since the measured phase began).
     #[arg(long, value_name = "PATH")]
     pub samples_file: Option<std::path::PathBuf>,
+
+    /// Where each record's latency starts: `send`, the moment it was handed
+    /// to the producer (a producer behind schedule hides the wait for its
+    /// turn: coordinated omission), or `scheduled`, its due time on the
+    /// fixed schedule, whether or not it went out then (an open-loop
+    /// measurement: the time a record waited for the sender counts).
+    #[arg(long, value_enum, default_value_t = LatencyFrom::Send)]
+    pub latency_from: LatencyFrom,
+}
+
+/// Where an `e2e` record's latency is measured from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LatencyFrom {
+    /// The actual send: when the record was handed to the producer.
+    Send,
+    /// The scheduled send time (start of the phase + n / rate).
+    Scheduled,
+}
+
+impl LatencyFrom {
+    pub fn name(self) -> &'static str {
+        match self {
+            LatencyFrom::Send => "send",
+            LatencyFrom::Scheduled => "scheduled",
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -361,6 +387,17 @@ mod tests {
         );
         assert!(Cli::try_parse_from(["kafgres-bench", "bare", "--size", "15"]).is_err());
         assert!(Cli::try_parse_from(["kafgres-bench", "bare", "--pattern", "fast"]).is_err());
+    }
+
+    #[test]
+    fn e2e_measures_from_the_send_unless_told() {
+        let cli = Cli::parse_from(["kafgres-bench", "e2e"]);
+        let Workload::E2e(args) = cli.workload else { panic!("not e2e") };
+        assert_eq!(args.latency_from, LatencyFrom::Send);
+        let cli = Cli::parse_from(["kafgres-bench", "e2e", "--latency-from", "scheduled"]);
+        let Workload::E2e(args) = cli.workload else { panic!("not e2e") };
+        assert_eq!(args.latency_from.name(), "scheduled");
+        assert!(Cli::try_parse_from(["kafgres-bench", "e2e", "--latency-from", "ack"]).is_err());
     }
 
     #[test]

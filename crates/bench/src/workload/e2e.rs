@@ -16,8 +16,13 @@
 //! process (no clock synchronisation involved). The consumer thread records
 //! receive time minus send time for every measured record. A sender that
 //! falls behind the schedule catches up by sending at once, stamped with the
-//! actual send time; `achieved_rate` shows how close it stayed. Every
-//! acknowledged measured record not read before the deadline is an error.
+//! actual send time; `achieved_rate` shows how close it stayed. That hides
+//! the time a late record waited for its turn (coordinated omission), so
+//! `--latency-from scheduled` stamps each record with its due time instead:
+//! the latency of an open-loop load, where records arrive on their schedule
+//! whether or not the system kept up. `send_lag_max` is how far behind its
+//! schedule the sender fell. Every acknowledged measured record not read
+//! before the deadline is an error.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,11 +35,12 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaErrorCode;
 
-use crate::cli::E2eArgs;
+use crate::cli::{E2eArgs, LatencyFrom};
 use crate::client::{self, Deadline, REQUEST_TIMEOUT};
 use crate::error::BenchError;
 use crate::events::{DeliveryQueue, Served};
 use crate::payload;
+use crate::summary::Millis;
 use crate::workload::{latency_report, Outcome};
 
 const QUANTILES: [(&str, f64); 3] = [("p50", 0.50), ("p99", 0.99), ("p999", 0.999)];
@@ -126,6 +132,8 @@ pub fn run(args: &E2eArgs) -> Result<Outcome, BenchError> {
         origin,
         deadline,
         interval_ns: 1e9 / args.rate as f64,
+        latency_from: args.latency_from,
+        send_lag_max: Duration::ZERO,
     };
     let warmup_min = Duration::from_secs(args.warmup_s);
 
@@ -180,8 +188,16 @@ pub fn run(args: &E2eArgs) -> Result<Outcome, BenchError> {
     let latency = latency_report(&rows, &QUANTILES, args.samples_file.as_deref())?;
     let line = format!(
         "workload=e2e rate={} seconds={} size={} sent={} received={received_count} errors={error_count} \
-         achieved_rate={achieved_rate:.1} {latency} warmup_records={} client_errors={}",
-        args.rate, args.seconds, args.size, sent.sent_count, sent.warmup_sent_count, consumed.client_error_count
+         achieved_rate={achieved_rate:.1} {latency} warmup_records={} client_errors={} latency_from={} \
+         send_lag_max={}",
+        args.rate,
+        args.seconds,
+        args.size,
+        sent.sent_count,
+        sent.warmup_sent_count,
+        consumed.client_error_count,
+        args.latency_from.name(),
+        Millis(sent.send_lag_max)
     );
     Ok(Outcome { line, clean: error_count == 0 })
 }
@@ -195,6 +211,8 @@ struct SendOutcome {
     measured_reports: Served,
     /// Duration of the measured send phase.
     send_phase: Duration,
+    /// How far behind its schedule the measured phase's sender fell at most.
+    send_lag_max: Duration,
 }
 
 fn warm_up_then_measure(
@@ -236,6 +254,7 @@ fn warm_up_then_measure(
     );
 
     progress.measured_start_ns.store(sender.origin.elapsed().as_nanos() as u64, Ordering::Release);
+    sender.send_lag_max = Duration::ZERO;
     let (sent_count, send_phase) = sender.phase(ids.measured, |sent| sent >= total);
     sender.drain(sent_count);
     let measured_reports = std::mem::take(&mut sender.reports);
@@ -249,6 +268,7 @@ fn warm_up_then_measure(
         sent_count,
         measured_reports,
         send_phase,
+        send_lag_max: sender.send_lag_max,
     })
 }
 
@@ -263,6 +283,10 @@ struct PacedSender<'a> {
     origin: Instant,
     deadline: Deadline,
     interval_ns: f64,
+    /// Which time each record is stamped with: its send or its due time.
+    latency_from: LatencyFrom,
+    /// Largest (send time - due time) since it was last reset.
+    send_lag_max: Duration,
 }
 
 impl PacedSender<'_> {
@@ -294,7 +318,13 @@ impl PacedSender<'_> {
                 }
             }
             loop {
-                let sent_ns = self.origin.elapsed().as_nanos() as u64;
+                let now = Instant::now();
+                self.send_lag_max = self.send_lag_max.max(now.saturating_duration_since(due));
+                let stamp = match self.latency_from {
+                    LatencyFrom::Send => now,
+                    LatencyFrom::Scheduled => due,
+                };
+                let sent_ns = stamp.saturating_duration_since(self.origin).as_nanos() as u64;
                 payload::write_stamp(&mut self.value, stamp_id, sent_ns);
                 match self.producer.send(BaseRecord::<(), [u8]>::to(self.topic).payload(&self.value)) {
                     Ok(()) => break,
