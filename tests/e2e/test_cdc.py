@@ -548,3 +548,23 @@ def test_a_whole_schema_is_captured_with_the_tables_created_later(pg_connect, co
                         (schema,)).fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM kafgres.captures WHERE relation::oid = ANY(%s)",
                         (captured_oids,)).fetchone()[0] == 0
+
+
+def test_connect_schema_defaults_never_run_the_databases_own_functions(pg_connect, table):
+    """A column default goes into the Connect schema only when it is built of built-in immutable functions: it is
+    evaluated with the extension owner's rights inside the capture trigger, so a user's function (even one declared
+    IMMUTABLE) or a domain's CHECK is left out, never called."""
+    conn = pg_connect(autocommit=True)
+    suffix = uuid.uuid4().hex[:8]
+    conn.execute(f"CREATE FUNCTION public.cdc_mine_{suffix}() RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT 42'")
+    conn.execute(f"CREATE DOMAIN public.cdc_positive_{suffix} AS int CHECK (VALUE > 0)")
+    try:
+        name = table(f"id serial PRIMARY KEY, mine int DEFAULT public.cdc_mine_{suffix}(), seven int DEFAULT 3 + 4, "
+                     f"checked public.cdc_positive_{suffix} DEFAULT 3, label text NOT NULL DEFAULT 'x'")
+        defaults = dict(conn.execute("SELECT field, default_value FROM kafgres._capture_connect_fields(%s)",
+                                     (f"public.{name}",)).fetchall())
+        assert defaults == {"id": 0, "mine": None, "seven": 7, "checked": None, "label": "x"}
+        conn.execute(f"DROP TABLE public.{name}")
+    finally:
+        conn.execute(f"DROP FUNCTION IF EXISTS public.cdc_mine_{suffix}()")
+        conn.execute(f"DROP DOMAIN IF EXISTS public.cdc_positive_{suffix}")

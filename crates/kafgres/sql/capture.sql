@@ -243,8 +243,10 @@ END
 $$;
 
 -- A column's default in its Connect schema, as Debezium gives it: a default
--- made only of immutable functions and operators (a constant, a cast) is
--- evaluated and mapped as values are; a sequence's nextval() on a NOT NULL
+-- made only of built-in immutable functions and operators (a constant, a
+-- cast) is evaluated and mapped as values are (this runs as the extension's
+-- owner inside the capture trigger, so nothing the database's users defined
+-- is ever called: their functions, or a domain's CHECK, are left out); a sequence's nextval() on a NOT NULL
 -- column is 0; anything else (now(), CURRENT_TIMESTAMP, a volatile
 -- function, a generated column) has none.
 CREATE FUNCTION kafgres._capture_connect_default(relation oid, attnum smallint) RETURNS jsonb
@@ -266,7 +268,9 @@ BEGIN
             SELECT 1 FROM regexp_matches(tree, ':(funcid|opno) (\d+)', 'g') f(m)
             LEFT JOIN pg_catalog.pg_operator o ON f.m[1] = 'opno' AND o.oid = f.m[2]::oid
             JOIN pg_catalog.pg_proc p ON p.oid = CASE WHEN f.m[1] = 'opno' THEN o.oprcode::oid ELSE f.m[2]::oid END
-            WHERE p.provolatile <> 'i') THEN
+            WHERE p.provolatile <> 'i' OR p.oid >= 16384)
+       -- A cast to a type of the database's own (a domain's CHECK) could run its functions.
+       OR (a.atttypid >= 16384 AND (SELECT t.typtype FROM pg_catalog.pg_type t WHERE t.oid = a.atttypid) <> 'e') THEN
         IF a.attnotnull AND a.atttypid IN (20, 21, 23) AND tree ~ ':funcid 1574 ' THEN  -- nextval(): serial columns
             RETURN '0';
         END IF;
