@@ -50,14 +50,14 @@ impl Handler for ShareFetch {
         cx: &RequestContext<'_>,
         req: ShareFetchRequest,
     ) -> Answer<ShareFetchResponse> {
-        let group_id = req.group_id.as_ref().map(|g| g.0.to_string()).unwrap_or_default();
-        let member_id = req.member_id.as_ref().map(|m| m.to_string()).unwrap_or_default();
-        if group_id.is_empty() || member_id.is_empty() {
-            return refusal::<Self>(cx, &req, error_code::INVALID_REQUEST);
-        }
-        if !cx.may_on_group(Operation::Read, &group_id) {
-            return refusal::<Self>(cx, &req, error_code::GROUP_AUTHORIZATION_FAILED);
-        }
+        let (group_id, member_id) = match member_reading(
+            cx,
+            req.group_id.as_ref().map(|g| g.0.as_str()),
+            req.member_id.as_ref().map(|m| m.as_str()),
+        ) {
+            Ok(ids) => ids,
+            Err(code) => return refusal::<Self>(cx, &req, code),
+        };
         let epoch = req.share_session_epoch;
         let acks: Vec<(SessionPartition, Vec<AckBatch>)> = req
             .topics
@@ -153,6 +153,19 @@ struct Wanted {
     index: i32,
     partition: Option<Arc<Partition>>,
     missing_code: i16,
+}
+
+/// The group and member a ShareFetch or ShareAcknowledge names, both
+/// required, and the member's right to read the group; else the error code.
+fn member_reading(cx: &RequestContext<'_>, group: Option<&str>, member: Option<&str>) -> Result<(String, String), i16> {
+    let (group_id, member_id) = (group.unwrap_or_default().to_string(), member.unwrap_or_default().to_string());
+    if group_id.is_empty() || member_id.is_empty() {
+        return Err(error_code::INVALID_REQUEST);
+    }
+    if !cx.may_on_group(Operation::Read, &group_id) {
+        return Err(error_code::GROUP_AUTHORIZATION_FAILED);
+    }
+    Ok((group_id, member_id))
 }
 
 fn resolve(topics: &Topics, cx: &RequestContext<'_>, partitions: &BTreeSet<SessionPartition>) -> Vec<Wanted> {
@@ -296,14 +309,14 @@ impl Handler for ShareAcknowledge {
         cx: &RequestContext<'_>,
         req: ShareAcknowledgeRequest,
     ) -> Answer<ShareAcknowledgeResponse> {
-        let group_id = req.group_id.as_ref().map(|g| g.0.to_string()).unwrap_or_default();
-        let member_id = req.member_id.as_ref().map(|m| m.to_string()).unwrap_or_default();
-        if group_id.is_empty() || member_id.is_empty() {
-            return refusal::<Self>(cx, &req, error_code::INVALID_REQUEST);
-        }
-        if !cx.may_on_group(Operation::Read, &group_id) {
-            return refusal::<Self>(cx, &req, error_code::GROUP_AUTHORIZATION_FAILED);
-        }
+        let (group_id, member_id) = match member_reading(
+            cx,
+            req.group_id.as_ref().map(|g| g.0.as_str()),
+            req.member_id.as_ref().map(|m| m.as_str()),
+        ) {
+            Ok(ids) => ids,
+            Err(code) => return refusal::<Self>(cx, &req, code),
+        };
         let session = SessionRequest {
             group_id: &group_id,
             member_id: &member_id,
