@@ -73,6 +73,10 @@ def port_open(host: str, port: int) -> bool:
 
 
 class KafkaBroker:
+    # Where Maven wrote the broker's runtime classpath, under the repository root; the reference diff's
+    # broker (tests/conformance/reference.py) resolves another Kafka version into its own file.
+    classpath_file = ".kafgres/bench/kafka-lib/classpath.txt"
+
     def __init__(self, root: Path, home: Path, port: int, controller_port: int, die_with_parent: bool = False):
         self.root = root
         self.die_with_parent = die_with_parent
@@ -95,7 +99,7 @@ class KafkaBroker:
         return self.process.pid if self.process and self.process.poll() is None else None
 
     def classpath(self) -> str:
-        path = self.root / ".kafgres/bench/kafka-lib/classpath.txt"
+        path = self.root / self.classpath_file
         text = path.read_text().strip()
         jars = text.split(":")
         server = next((j for j in jars if "/kafka_2.13-" in j), "")

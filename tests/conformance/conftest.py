@@ -15,7 +15,7 @@ import signal
 import pytest
 
 import kafka_raw
-from framework import java_tools_ready
+from framework import ensure_java_tools
 from run import kafgres_bootstrap
 from reference import ReferenceKafka
 from secured import SecuredPair
@@ -32,9 +32,7 @@ def kafgres() -> str:
     bootstrap = kafgres_bootstrap()
     if not kafka_raw.kafka_wire.wait_until_broker_answers(bootstrap, BROKER_READY_TIMEOUT_S):
         pytest.exit(f"Kafgres does not answer on {bootstrap}: run `./kafgres start` (or set KAFGRES_BOOTSTRAP)", 2)
-    missing = java_tools_ready()
-    if missing:
-        pytest.exit(missing, 2)
+    ensure_java_tools()
     return bootstrap
 
 

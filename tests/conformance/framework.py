@@ -11,8 +11,9 @@ closes the clients and deletes the scenario's groups and topics.
 
 Clients: confluent-kafka (librdkafka) for most things, kafka-python where its
 view adds something, and Kafka's Java command-line tools (kafka-topics,
-kafka-consumer-groups and kafka-get-offsets from the tests/java build,
-kafka-configs from the broker classpath of scripts/bench) through `ctx.cli`;
+kafka-consumer-groups and kafka-get-offsets from the tests/java build at the
+reference Kafka's version, kafka-configs from the reference broker's classpath)
+through `ctx.cli`;
 independent runs of a tool at once through `ctx.run_tools`, written with
 `ctx.write_tool` as `cli` writes them. kafka-configs loads its classes from a
 class data sharing archive next to that classpath, written by its first run.
@@ -39,10 +40,16 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from normalize import Normalizer
 from reference import CLASSPATH_FILE as KAFKA_CLASSPATH_FILE
-from reference import REPO_ROOT, ensure_classpath
+from reference import REFERENCE_KAFKA_VERSION, REPO_ROOT, ensure_classpath
 
-JAVA_BIN = REPO_ROOT / "tests" / "java" / "bin"
-JAVA_BUILD = Path(os.environ.get("KAFGRES_JAVA_BUILD", REPO_ROOT / ".kafgres" / "java"))
+JAVA_DIR = REPO_ROOT / "tests" / "java"
+JAVA_BIN = JAVA_DIR / "bin"
+# The tools and the Java client at the reference broker's version, apart from the e2e suite's build
+# (.kafgres/java, the 4.1.1 client that the e2e tests keep covering).
+JAVA_BUILD = Path(os.environ.get("KAFGRES_REFERENCE_JAVA_BUILD",
+                                 REPO_ROOT / ".kafgres" / f"java-{REFERENCE_KAFKA_VERSION}"))
+# A first build downloads kafka-clients, kafka-tools and Maven's plugins.
+JAVA_BUILD_TIMEOUT_S = 900.0
 # For topics that get records with fixed timestamps from 2023 or earlier (fixed, so transcripts can show
 # them): without it the broker's retention check (Kafka's runs every 5 minutes) may delete them in the
 # middle of a scenario, 7 days (retention.ms) being long past, and the consumers find an empty log.
@@ -121,11 +128,15 @@ def secured_config() -> dict:
     return librdkafka_config()
 
 
-def java_tools_ready() -> str | None:
-    """None if the Java tools can run, else what is missing."""
-    if not ((JAVA_BUILD / "kafgres-probe.jar").is_file() and (JAVA_BUILD / "classpath.txt").is_file()):
-        return f"no tests/java build in {JAVA_BUILD}: run `mvn -B -f tests/java/pom.xml package` (or the e2e suite)"
-    return None
+def ensure_java_tools() -> None:
+    """Builds tests/java at the reference Kafka's version unless that build is current (fails the test if it
+    cannot)."""
+    import kafka_raw  # noqa: F401  (puts tests/e2e on the path)
+    from support import ensure_maven_build
+
+    ensure_maven_build(JAVA_DIR, [f"-Dkafka.version={REFERENCE_KAFKA_VERSION}", f"-Dkafgres.java.build.dir={JAVA_BUILD}"],
+                       JAVA_BUILD / "build.stamp", [JAVA_BUILD / "kafgres-probe.jar"], JAVA_BUILD / "classpath.txt",
+                       JAVA_BUILD_TIMEOUT_S)
 
 
 # Writing kafka-configs' class data sharing archive (Context.run_tool) happens once.

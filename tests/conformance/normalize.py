@@ -15,6 +15,7 @@ else is. What is replaced, and by what:
 | UUIDs anywhere (KIP-394 member ids `<client.id>-<uuid>`) | random per member | `<uuid>` (the client id prefix stays; the all-zero UUID stays visible) |
 | timestamps the broker or client takes from its clock (via `clock_ms`) | wall-clock time | `<now>` when within the run's window, else the value itself |
 | producer ids (via `producer_id`) | allocated by the broker | `<pid>` when ≥ 0 (-1 stays visible) |
+| absolute log directory paths in kafka-reassign-partitions' JSON (`"log_dirs":["/…"]`, Kafka 4.4) | each broker's data directory | `<log-dir>` (`"any"` stays visible) |
 
 Values that are the same on every correct broker are never normalized:
 offsets, partition counts, keys, values, headers, explicit record
@@ -35,6 +36,8 @@ import time
 import uuid
 
 UUID_RE = re.compile(r"(?!00000000-0000-0000-0000-000000000000)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+# A log directory path inside a JSON string: kafka-reassign-partitions (4.4) prints each replica's.
+LOG_DIR_IN_JSON_RE = re.compile(r'(?<="log_dirs":\[)[^\]]*')
 CLI_TOPIC_ID_RE = re.compile(r"(TopicId: )(?!AAAAAAAAAAAAAAAAAAAAAA\b)[A-Za-z0-9_-]{22}")
 ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 # A timestamp the broker or a client takes from its clock counts as "now" within this margin of the run.
@@ -93,4 +96,10 @@ class Normalizer:
             text = re.sub(rf"\b(Leader|Replicas|Isr): {self.node_id}\b", r"\1: <node>", text)
             text = text.replace(f"<broker> ({self.node_id})", "<broker> (<node>)")
         text = CLI_TOPIC_ID_RE.sub(r"\1<topic-id>", text)
+        text = LOG_DIR_IN_JSON_RE.sub(_log_dirs, text)
         return UUID_RE.sub("<uuid>", text)
+
+
+def _log_dirs(match: re.Match) -> str:
+    """Each absolute path of a JSON `log_dirs` list as `"<log-dir>"`; other entries (`"any"`) as they are."""
+    return ",".join('"<log-dir>"' if item.startswith('"/') else item for item in match.group(0).split(","))

@@ -1,4 +1,4 @@
-"""The reference broker: Apache Kafka 4.x, one node, KRaft, from Maven Central's jars.
+"""The reference broker: Apache Kafka 4.4.0, one node, KRaft, from Maven Central's jars.
 
 It is scripts/bench's `KafkaBroker` (apache_kafka.py: the same classpath,
 settings and JVM flags as the benchmark's Kafka, but for the benchmark's
@@ -12,9 +12,12 @@ temporary directory removed. The JVM also gets SIGTERM from the kernel if the
 Python process that started it dies (`die_with_parent`), so a killed test run
 leaves no broker behind.
 
-The classpath (.kafgres/bench/kafka-lib/classpath.txt) is resolved with Maven
-from scripts/bench/pom.xml when it is missing or older than the pom, as
-scripts/bench-compare.sh does.
+The version is `REFERENCE_KAFKA_VERSION` (KAFGRES_REFERENCE_KAFKA_VERSION
+overrides it): the newest Kafka, while the e2e suite keeps testing the 4.1.1
+clients and the benchmarks compare with the Kafka their page names. Its
+classpath (.kafgres/conformance/kafka-<version>/classpath.txt) is resolved with
+Maven from scripts/bench/pom.xml at that version when it is missing or older
+than the pom.
 
 KAFGRES_REFERENCE_BOOTSTRAP=host:port uses an Apache Kafka that is already
 running instead (nothing is started or stopped): handy while writing a
@@ -34,7 +37,10 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STATE_DIR = REPO_ROOT / ".kafgres" / "conformance"
 BENCH_DIR = REPO_ROOT / "scripts" / "bench"
-CLASSPATH_FILE = REPO_ROOT / ".kafgres" / "bench" / "kafka-lib" / "classpath.txt"
+REFERENCE_KAFKA_VERSION = os.environ.get("KAFGRES_REFERENCE_KAFKA_VERSION", "4.4.0")
+# Relative to the repository root, as KafkaBroker.classpath_file is.
+CLASSPATH_PATH = f".kafgres/conformance/kafka-{REFERENCE_KAFKA_VERSION}/classpath.txt"
+CLASSPATH_FILE = REPO_ROOT / CLASSPATH_PATH
 DEFAULT_PORT = 19092
 MAVEN_TIMEOUT_S = 900
 SERVE_S = 3600
@@ -47,6 +53,7 @@ class ConformanceKafkaBroker(KafkaBroker):
     """The benchmark's broker with Kafka's defaults for everything clients can observe."""
 
     BENCHMARK_ONLY = ("log.segment.delete.delay.ms=",)
+    classpath_file = CLASSPATH_PATH
 
     def server_properties(self, data_dir: Path) -> str:
         lines = super().server_properties(data_dir).splitlines()
@@ -55,7 +62,7 @@ class ConformanceKafkaBroker(KafkaBroker):
 
 
 def ensure_classpath() -> None:
-    """Resolves Apache Kafka's runtime classpath from Maven Central unless it is current."""
+    """Resolves the reference Kafka's runtime classpath from Maven Central unless it is current."""
     pom = BENCH_DIR / "pom.xml"
     if CLASSPATH_FILE.is_file() and CLASSPATH_FILE.stat().st_mtime >= pom.stat().st_mtime:
         jars = CLASSPATH_FILE.read_text().strip().split(":")
@@ -63,7 +70,8 @@ def ensure_classpath() -> None:
             return
     if shutil.which("mvn") is None or shutil.which("java") is None:
         raise RuntimeError("the reference run needs Java 17+ and Maven (Debian: openjdk-17-jdk-headless maven)")
-    subprocess.run(["mvn", "-B", "-q", "-f", str(pom), "dependency:build-classpath"], check=True,
+    subprocess.run(["mvn", "-B", "-q", "-f", str(pom), f"-Dkafka.version={REFERENCE_KAFKA_VERSION}",
+                    f"-Dkafgres.bench.dir={CLASSPATH_FILE.parent}", "dependency:build-classpath"], check=True,
                    stdout=subprocess.DEVNULL, timeout=MAVEN_TIMEOUT_S)
 
 

@@ -29,7 +29,7 @@ import scenarios_acls  # noqa: F401  (registers its scenarios)
 import scenarios_admin_tools  # noqa: F401  (registers its scenarios)
 import scenarios_groups  # noqa: F401  (registers its scenarios)
 import scenarios_protocol  # noqa: F401  (registers its scenarios)
-from framework import SCENARIOS, Context
+from framework import SCENARIOS, Context, ensure_java_tools
 from reference import STATE_DIR, ReferenceKafka
 from secured import SecuredPair
 
@@ -97,6 +97,7 @@ def main() -> int:
     secured = [n for n in names if SCENARIOS[n].secured]
     failed = 0
     started = time.monotonic()
+    ensure_java_tools()
     with ExitStack() as stack:
         kafka = kafgres = secured_kafka = secured_kafgres = ""
         if plain and args.only != "kafgres":

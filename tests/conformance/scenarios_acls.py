@@ -1,6 +1,6 @@
 """The ACL matrix (issue 20): every API a client can call, as principals with different ACLs.
 
-Runs against the secured pair (secured.py): Apache Kafka 4.1.1 with
+Runs against the secured pair (secured.py): Apache Kafka 4.4.0 with
 StandardAuthorizer and Kafgres with `kafgres.authorizer = 'acl'`, both with
 SASL/SCRAM-SHA-256 and `allow.everyone.if.no.acl.found=false`. Each
 principal of `GRANTS` gets resources of its own (a topic `<p-t>` with two

@@ -259,7 +259,7 @@ def scenario_features(ctx: Context) -> None:
             ctx.out(f"kafka-python describe_features {name}: supported={levels.get('supported')} "
                     f"finalized={levels.get('finalized')}")
         updates = [
-            ("the current levels", {"group.version": 1, "metadata.version": 27}),
+            ("the current levels", {"group.version": 1, "metadata.version": 33}),
             ("past the supported range", {"group.version": 5}),
             ("an unknown feature", {"no.such.version": 1}),
         ]

@@ -3,7 +3,7 @@
 Scenarios registered with `@scenario(secured=True)` (scenarios_acls.py) run
 against these two instead of the plain reference Kafka and the dev cluster:
 
-- `SecuredKafka`: Apache Kafka 4.1.1 (reference.py's broker and classpath) on
+- `SecuredKafka`: Apache Kafka 4.4.0 (reference.py's broker and classpath) on
   127.0.0.1:19475 (controller 19476) with one SASL_PLAINTEXT listener
   (SCRAM-SHA-256, also the inter-broker listener, as `acl_admin`),
   `authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer`,

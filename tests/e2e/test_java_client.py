@@ -1,8 +1,8 @@
-"""The Java client (kafka-clients 4.1) and Kafka's command-line tools against Kafgres.
+"""The Java client (kafka-clients 4.4) and Kafka's command-line tools against Kafgres.
 
 tests/java is a Maven project that builds kafgres-probe.jar and the runtime
-classpath of kafka-clients and kafka-tools (from Maven Central), under
-.kafgres/java. The session builds it once, and not at all when the build is
+classpath of kafka-clients and kafka-tools 4.4.0 (from Maven Central), under
+.kafgres/java (test_java_client_4_1.py builds it again with the 4.1.1 client). The session builds it once, and not at all when the build is
 newer than pom.xml and src/ (offline when ~/.m2 has everything). Java 17+ and
 Maven must be installed: without them every test here fails and says so.
 
@@ -85,15 +85,17 @@ def java_build() -> Path:
     return BUILD_DIR
 
 
-def _tool_env() -> dict[str, str]:
-    return {**os.environ, "KAFGRES_JAVA_BUILD": str(BUILD_DIR)}
+def _tool_env(build_dir: Path = BUILD_DIR) -> dict[str, str]:
+    return {**os.environ, "KAFGRES_JAVA_BUILD": str(build_dir)}
 
 
-def run_java(script: str, *args: str, timeout_s: float = TOOL_TIMEOUT_S) -> subprocess.CompletedProcess:
-    """Runs tests/java/bin/SCRIPT ARGS; fails the test on a timeout (never on the exit status)."""
+def run_java(script: str, *args: str, timeout_s: float = TOOL_TIMEOUT_S,
+             build_dir: Path = BUILD_DIR) -> subprocess.CompletedProcess:
+    """Runs tests/java/bin/SCRIPT ARGS (from the build in `build_dir`); fails the test on a timeout (never on
+    the exit status)."""
     cmd = [str(JAVA_BIN / script), *args]
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=_tool_env())
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=_tool_env(build_dir))
     except subprocess.TimeoutExpired as e:
         pytest.fail(
             f"`{shlex.join(cmd)}` did not finish within {timeout_s:.0f}s\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}"

@@ -147,20 +147,25 @@ def test_a_second_producer_with_the_same_id_fences_the_first(bootstrap, create_t
     assert read_all(bootstrap, topic, 1, "read_committed") == [(0, "live")]
 
 
+# What the probe's `transactions` scenario prints, with the Java client 4.4 here and 4.1 in
+# test_java_client_4_1.py.
+EXACTLY_ONCE_LINES = [
+    "input: 20 records",
+    "aborted a transaction of 5 records",
+    "processed 20 records, each poll's output and offsets in one committed transaction",
+    # Version 2 sends no AddPartitionsToTxn: the fenced producer learns it
+    # from its Produce, as InvalidProducerEpochException (Kafka 4.1.1 too).
+    "the old producer after a new one with its id: InvalidProducerEpochException",
+    "read_committed: 20 records, 20 distinct, 0 poison, 0 zombie",
+    "read_uncommitted: 5 poison",
+    "group offsets on the input: 20 in total",
+]
+
+
 def test_java_exactly_once(java_build, psql, bootstrap, topic_name):  # noqa: F811
     name = topic_name("java")
-    assert probe("transactions", bootstrap, name) == [
-        "input: 20 records",
-        "aborted a transaction of 5 records",
-        "processed 20 records, each poll's output and offsets in one committed transaction",
-        # Version 2 sends no AddPartitionsToTxn: the fenced producer learns it
-        # from its Produce, as InvalidProducerEpochException (Kafka 4.1.1 too).
-        "the old producer after a new one with its id: InvalidProducerEpochException",
-        "read_committed: 20 records, 20 distinct, 0 poison, 0 zombie",
-        "read_uncommitted: 5 poison",
-        "group offsets on the input: 20 in total",
-    ]
-    # kafka-clients 4.1 speaks transaction version 2 to a broker that
+    assert probe("transactions", bootstrap, name) == EXACTLY_ONCE_LINES
+    # kafka-clients 4.x speaks transaction version 2 to a broker that
     # finalizes it: every end bumped the epoch (the abort, each commit), and
     # the zombie killer's InitProducerId once more. Version 1 would leave 1.
     [[epoch, state]] = psql.rows(

@@ -84,6 +84,8 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
     def("compression.type", "producer", ConfigType::String, "compression.type"),
     def("compression.zstd.level", "3", ConfigType::Int, "compression.zstd.level"),
     def("delete.retention.ms", "86400000", ConfigType::Long, "log.cleaner.delete.retention.ms"),
+    // Kafka 4.4: a topic that may take the records groups give up on (dead-letter queues).
+    def_topic_only("errors.deadletterqueue.group.enable", "false", ConfigType::Boolean),
     def("file.delete.delay.ms", "60000", ConfigType::Long, "log.segment.delete.delay.ms"),
     def("flush.messages", "9223372036854775807", ConfigType::Long, "log.flush.interval.messages"),
     def_unset("flush.ms", "9223372036854775807", ConfigType::Long, "log.flush.interval.ms"),
@@ -93,6 +95,8 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
     def("local.retention.bytes", "-2", ConfigType::Long, "log.local.retention.bytes"),
     def("local.retention.ms", "-2", ConfigType::Long, "log.local.retention.ms"),
     def("max.compaction.lag.ms", "9223372036854775807", ConfigType::Long, "log.cleaner.max.compaction.lag.ms"),
+    // Kafka 4.4: a bound on a batch's decompressed size.
+    def("max.decompressed.message.bytes", "2147483639", ConfigType::Int, "max.decompressed.message.bytes"),
     def("max.message.bytes", "1048588", ConfigType::Int, "message.max.bytes"),
     def("message.timestamp.after.max.ms", "3600000", ConfigType::Long, "log.message.timestamp.after.max.ms"),
     def(
@@ -106,6 +110,9 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
     def("min.compaction.lag.ms", "0", ConfigType::Long, "log.cleaner.min.compaction.lag.ms"),
     def("min.insync.replicas", "1", ConfigType::Int, "min.insync.replicas"),
     def("preallocate", "false", ConfigType::Boolean, "log.preallocate"),
+    // Kafka 4.4: tiered storage's upload lag (Kafgres has no tiered storage).
+    def("remote.copy.lag.bytes", "-1", ConfigType::Long, "log.remote.copy.lag.bytes"),
+    def("remote.copy.lag.ms", "0", ConfigType::Long, "log.remote.copy.lag.ms"),
     def_topic_only("remote.log.copy.disable", "false", ConfigType::Boolean),
     def_topic_only("remote.log.delete.on.disable", "false", ConfigType::Boolean),
     def_topic_only("remote.storage.enable", "false", ConfigType::Boolean),
@@ -351,6 +358,8 @@ fn value_range(name: &str) -> Option<(f64, f64)> {
         | "message.timestamp.after.max.ms" => (0.0, MAX),
         "min.insync.replicas" | "max.compaction.lag.ms" => (1.0, MAX),
         "min.cleanable.dirty.ratio" => (0.0, 1.0),
+        "max.decompressed.message.bytes" => (1.0, 2_147_483_639.0),
+        "remote.copy.lag.bytes" | "remote.copy.lag.ms" => (-1.0, MAX),
         _ => return None,
     })
 }

@@ -75,7 +75,7 @@ async fn advertises_exactly_the_served_table_and_kafkas_features() {
             let expected = [
                 ("eligible.leader.replicas.version", 1),
                 ("group.version", 1),
-                ("metadata.version", 27),
+                ("metadata.version", 33),
                 ("share.version", 1),
                 ("transaction.version", 2),
             ];

@@ -180,7 +180,7 @@ async fn create_checked(
     if replication_factor != -1 && replication_factor != 1 {
         return Err((
             error_code::INVALID_REPLICATION_FACTOR,
-            format!("Unable to replicate the partition {replication_factor} time(s): The target replication factor of {replication_factor} cannot be reached because only 1 broker(s) are registered."),
+            format!("Unable to replicate the partition {replication_factor} time(s): The target replication factor of {replication_factor} cannot be reached because only 1 broker(s) are registered or some brokers have all their log directories cordoned."),
         ));
     }
     crate::topic_config::validate_topic_config_names(configs.keys().map(String::as_str))

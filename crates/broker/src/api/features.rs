@@ -12,8 +12,8 @@
 //! `group.version` 1 is the KIP-848 consumer protocol;
 //! `eligible.leader.replicas.version` 1 because every partition's one replica
 //! is always its leader (empty ELR lists); `metadata.version` and
-//! `kraft.version` are listed as a Kafka 4.1 node lists them so that tools
-//! reading them see a 4.1 broker, though Kafgres's metadata lives in
+//! `kraft.version` are listed as a Kafka 4.4 node lists them so that tools
+//! reading them see a 4.4 broker, though Kafgres's metadata lives in
 //! Postgres, not in a KRaft log. `share.version` 1: share groups (KIP-932)
 //! are served, as on a Kafka 4.1 node after `kafka-features.sh upgrade
 //! --feature share.version=1` (4.1 ships them as a preview, at level 0).
@@ -48,8 +48,8 @@ pub const FEATURES: &[Feature] = &[
     Feature { name: "eligible.leader.replicas.version", min_supported: 0, max_supported: 1, finalized: Some(1) },
     Feature { name: "group.version", min_supported: 0, max_supported: 1, finalized: Some(1) },
     Feature { name: "kraft.version", min_supported: 0, max_supported: 1, finalized: None },
-    // 7 is 3.3-IV3, the oldest Kafka 4 reads; 27 is 4.1-IV1.
-    Feature { name: "metadata.version", min_supported: 7, max_supported: 27, finalized: Some(27) },
+    // 7 is 3.3-IV3, the oldest Kafka 4 reads; 33 is 4.4-IV2, what a new Kafka 4.4.0 node finalizes.
+    Feature { name: "metadata.version", min_supported: 7, max_supported: 33, finalized: Some(33) },
     Feature { name: "share.version", min_supported: 0, max_supported: 1, finalized: Some(1) },
     Feature { name: "transaction.version", min_supported: 0, max_supported: 2, finalized: Some(2) },
 ];
