@@ -7,8 +7,8 @@ use kafka_protocol::protocol::buf::{ByteBuf, ByteBufMut};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message, VersionRange};
 
 use super::kit::{
-    get_array, get_array_with, get_bool, get_str, known, put_array, put_array_with, put_bool, put_str, read_tags, request,
-    same_layout, size_by_encoding, unsupported, write_tags, Tags,
+    get_array, get_array_with, get_bool, get_str, known, put_array, put_array_with, put_bool, put_str, read_tags,
+    request, same_layout, size_by_encoding, unsupported, write_tags, Tags,
 };
 
 const CORDONED_VERSION: i16 = 5;

@@ -25,20 +25,19 @@ pub(crate) fn put_uvarint<B: BufMut>(buf: &mut B, mut value: u32) {
     buf.put_u8(value as u8);
 }
 
-/// An unsigned varint of at most 5 bytes (Kafka's limit for 32 bits).
+/// An unsigned varint, read as kafka-protocol reads it (at most 5 bytes, the
+/// bits past 32 dropped), so that its messages and these agree on every body
+/// the guard lets through.
 pub(crate) fn get_uvarint<B: Buf>(buf: &mut B) -> Result<u32> {
     let mut value: u32 = 0;
     for i in 0..5 {
-        let byte = buf.try_get_u8()?;
-        if i == 4 && byte > 0x0f {
-            bail!("unsigned varint longer than 32 bits");
-        }
-        value |= u32::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Ok(value);
+        let byte = u32::from(buf.try_get_u8()?);
+        value |= (byte & 0x7f).wrapping_shl(7 * i);
+        if byte < 0x80 {
+            break;
         }
     }
-    bail!("unsigned varint longer than 5 bytes")
+    Ok(value)
 }
 
 /// A compact length or count: `None` for null.
@@ -102,7 +101,12 @@ pub(crate) fn get_bool<B: Buf>(buf: &mut B) -> Result<bool> {
 }
 
 /// An array of kafka-protocol structs, each encoded at `version`.
-pub(crate) fn put_array<B: ByteBufMut, T: Encodable>(buf: &mut B, items: &[T], version: i16, flexible: bool) -> Result<()> {
+pub(crate) fn put_array<B: ByteBufMut, T: Encodable>(
+    buf: &mut B,
+    items: &[T],
+    version: i16,
+    flexible: bool,
+) -> Result<()> {
     if flexible {
         put_compact_len(buf, Some(items.len()))?;
     } else {
@@ -147,11 +151,7 @@ pub(crate) fn get_nullable_array_with<B: ByteBuf, T>(
     flexible: bool,
     mut get: impl FnMut(&mut B) -> Result<T>,
 ) -> Result<Option<Vec<T>>> {
-    let count = if flexible {
-        get_compact_len(buf)?
-    } else {
-        usize::try_from(buf.try_get_i32()?).ok()
-    };
+    let count = if flexible { get_compact_len(buf)? } else { usize::try_from(buf.try_get_i32()?).ok() };
     let Some(count) = count else { return Ok(None) };
     let mut items = Vec::new();
     for _ in 0..count {
@@ -184,8 +184,9 @@ pub(crate) fn read_tags<B: ByteBuf>(buf: &mut B) -> Result<Tags> {
     for _ in 0..count {
         let tag = get_uvarint(buf)?;
         let size = get_uvarint(buf)?;
-        let Ok(tag) = i32::try_from(tag) else { bail!("tagged field number {tag} out of range") };
-        tags.insert(tag, buf.try_get_bytes(size as usize)?);
+        // As kafka-protocol keeps them (and the guard accepts them): a tag
+        // past i32::MAX wraps.
+        tags.insert(tag as i32, buf.try_get_bytes(size as usize)?);
     }
     Ok(tags)
 }

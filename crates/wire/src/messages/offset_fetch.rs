@@ -10,9 +10,9 @@ use kafka_protocol::protocol::buf::{ByteBuf, ByteBufMut};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message, VersionRange};
 
 use super::kit::{
-    deref_to, get_array_with, get_bool, get_nullable_array_with, get_nullable_str, get_str, get_uuid, known, put_array_with,
-    put_bool, put_nullable_array_with, put_nullable_str, put_str, put_uuid, read_tags, request, size_by_encoding,
-    unsupported, write_tags,
+    deref_to, get_array_with, get_bool, get_nullable_array_with, get_nullable_str, get_str, get_uuid, known,
+    put_array_with, put_bool, put_nullable_array_with, put_nullable_str, put_str, put_uuid, read_tags, request,
+    size_by_encoding, unsupported, write_tags,
 };
 
 /// The first version naming topics by id.

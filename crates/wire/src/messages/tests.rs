@@ -105,10 +105,8 @@ fn api_versions_v5_answers_as_v4() {
 
 #[test]
 fn delete_groups_v3_has_error_messages() {
-    let r: DeleteGroupsResponse = roundtrip(
-        "0000000003026700451d5468652067726f757020696420646f6573206e6f742065786973742e0002680000000000",
-        3,
-    );
+    let r: DeleteGroupsResponse =
+        roundtrip("0000000003026700451d5468652067726f757020696420646f6573206e6f742065786973742e0002680000000000", 3);
     let (g, h) = (&r.results[0], &r.results[1]);
     assert_eq!((g.result.group_id.as_str(), g.result.error_code), ("g", 69));
     assert_eq!(g.error_message.as_deref(), Some("The group id does not exist."));
