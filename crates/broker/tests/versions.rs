@@ -69,7 +69,8 @@ async fn exchange(
             check((p.error_code, p.high_watermark, fetched) == (0, *produced, *produced), format!("{p:?}"))
         }
         ApiKey::ListOffsets => {
-            let r = client.try_call(version, &messages::ListOffsetsRequest(list_offset_request("swept", 0, -1))).await?;
+            let r =
+                client.try_call(version, &messages::ListOffsetsRequest(list_offset_request("swept", 0, -1))).await?;
             let p = &r.topics[0].partitions[0];
             check((p.error_code, p.offset) == (0, *produced), format!("{p:?}"))
         }

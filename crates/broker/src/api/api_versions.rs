@@ -13,8 +13,8 @@
 //! `getErrorResponse` builds them.
 
 use kafgres_wire::error_code;
-use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafgres_wire::messages::{ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::ApiKey;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
@@ -43,12 +43,12 @@ impl Handler for ApiVersions {
     ) -> Answer<ApiVersionsResponse> {
         if cx.api_version >= TARGET_VERSION {
             if let Some(code) = wrong_target(config, &request) {
-                let mut response = ApiVersionsResponse::default();
+                let mut response = ApiVersionsResponse::from(kafka_protocol::messages::ApiVersionsResponse::default());
                 response.error_code = code;
                 return response.into();
             }
         }
-        let mut response = ApiVersionsResponse::default();
+        let mut response = ApiVersionsResponse::from(kafka_protocol::messages::ApiVersionsResponse::default());
         response.api_keys = served_versions();
         if cx.api_version >= FEATURES_VERSION_MIN {
             // Tagged fields 0-2, as Kafka sends them (librdkafka 2.0.2 reads them; it is
@@ -97,7 +97,7 @@ fn served_versions() -> Vec<ApiVersion> {
 /// v0 layout, UNSUPPORTED_VERSION, and the served table so the client can
 /// retry at a version both sides support.
 pub fn unsupported_version_answer() -> ApiVersionsResponse {
-    let mut response = ApiVersionsResponse::default();
+    let mut response = ApiVersionsResponse::from(kafka_protocol::messages::ApiVersionsResponse::default());
     response.error_code = error_code::UNSUPPORTED_VERSION;
     response.api_keys = served_versions();
     response

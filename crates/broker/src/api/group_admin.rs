@@ -8,8 +8,8 @@ use kafka_protocol::messages::describe_groups_response::{DescribedGroup, Describ
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, DescribeGroupsRequest, DescribeGroupsResponse,
-    FindCoordinatorRequest, FindCoordinatorResponse, GroupId, ListGroupsRequest, ListGroupsResponse,
+    ApiKey, BrokerId, DescribeGroupsRequest, DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
+    GroupId, ListGroupsRequest, ListGroupsResponse,
 };
 
 use super::authorized_operations::{GROUP_REFUSED, TRANSACTIONAL_ID_REFUSED};
@@ -256,14 +256,16 @@ impl Handler for DeleteGroups {
             r.error_code = code;
             messages::DeletableGroupResult { result: r, error_message: None }
         };
-        let mut response = messages::DeleteGroupsResponse::default();
-        response.results = results
-            .into_iter()
-            .map(|(group_id, code)| match (&stored, code) {
-                (Err(_), error_code::NONE) => result(&group_id, error_code::COORDINATOR_NOT_AVAILABLE),
-                (_, code) => result(&group_id, code),
-            })
-            .collect();
+        let mut response = messages::DeleteGroupsResponse {
+            results: results
+                .into_iter()
+                .map(|(group_id, code)| match (&stored, code) {
+                    (Err(_), error_code::NONE) => result(&group_id, error_code::COORDINATOR_NOT_AVAILABLE),
+                    (_, code) => result(&group_id, code),
+                })
+                .collect(),
+            ..messages::DeleteGroupsResponse::default()
+        };
         response
             .results
             .extend(refused.iter().map(|group_id| result(group_id, error_code::GROUP_AUTHORIZATION_FAILED)));

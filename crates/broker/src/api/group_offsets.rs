@@ -8,13 +8,15 @@
 //! answer names topics by id again.
 
 use kafgres_wire::error_code;
+use kafgres_wire::messages::{
+    offset_commit, offset_fetch, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
+};
 use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
 use kafka_protocol::messages::offset_delete_response::{OffsetDeleteResponsePartition, OffsetDeleteResponseTopic};
 use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions, OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 };
-use kafgres_wire::messages::{offset_commit, offset_fetch, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest};
 use kafka_protocol::messages::{ApiKey, OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchResponse};
 
 use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
@@ -148,7 +150,8 @@ fn answered_in_request_order(
     req: &OffsetCommitRequest,
     code_of: impl Fn(&str, i32) -> i16,
 ) -> OffsetCommitResponse {
-    let mut response = OffsetCommitResponse::default();
+    // Built as kafka-protocol's message, which v10 wraps.
+    let mut response = kafka_protocol::messages::OffsetCommitResponse::default();
     response.topics = req
         .topics
         .iter()
@@ -172,7 +175,7 @@ fn answered_in_request_order(
             out
         })
         .collect();
-    response
+    response.into()
 }
 
 pub struct OffsetFetch;

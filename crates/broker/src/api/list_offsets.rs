@@ -3,8 +3,8 @@
 //! timestamp the first record at or after it (offset -1 when none is).
 
 use kafgres_wire::error_code;
-use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use kafgres_wire::messages::{ListOffsetsRequest, ListOffsetsResponse};
+use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use kafka_protocol::messages::ApiKey;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};

@@ -20,10 +20,10 @@ use std::time::Duration;
 
 use kafgres_log::{SequenceCheck, TxnEnd};
 use kafgres_wire::error_code;
+use kafgres_wire::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 use kafka_protocol::messages::write_txn_markers_response::{
     WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
 };
-use kafgres_wire::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 use kafka_protocol::messages::ApiKey;
 
 use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
@@ -119,7 +119,8 @@ impl Handler for WriteTxnMarkers {
 
 /// The response's shape: every partition of every marker, in request order.
 fn answer_every_partition(req: &WriteTxnMarkersRequest, code: i16) -> WriteTxnMarkersResponse {
-    let mut response = WriteTxnMarkersResponse::default();
+    // Built as kafka-protocol's message, which v2 wraps.
+    let mut response = kafka_protocol::messages::WriteTxnMarkersResponse::default();
     response.markers = req
         .markers
         .iter()
@@ -149,5 +150,5 @@ fn answer_every_partition(req: &WriteTxnMarkersRequest, code: i16) -> WriteTxnMa
             result
         })
         .collect();
-    response
+    response.into()
 }

@@ -91,8 +91,7 @@ fn api_versions_v5_carries_the_cluster_and_node() {
     let r: ApiVersionsRequest = roundtrip("026304312e3000ffffffff00", 5);
     assert_eq!((r.cluster_id, r.node_id), (None, -1));
     // Below v5 the fields do not exist.
-    let mut with_node = ApiVersionsRequest::default();
-    with_node.node_id = 1;
+    let with_node = ApiVersionsRequest { node_id: 1, ..ApiVersionsRequest::default() };
     assert!(with_node.encode(&mut BytesMut::new(), 4).is_err());
 }
 
@@ -170,8 +169,7 @@ fn write_txn_markers_v2_has_the_transaction_version() {
 
 #[test]
 fn list_offsets_v11_is_laid_out_as_v10() {
-    let mut r = ListOffsetsRequest::default();
-    r.isolation_level = 1;
+    let r = ListOffsetsRequest(kp::ListOffsetsRequest::default().with_isolation_level(1));
     assert_eq!(encoded(&r, 11), encoded(&r.0, 10));
     assert!(r.encode(&mut BytesMut::new(), 12).is_err());
 }

@@ -72,9 +72,8 @@ pub(super) fn offset_fetch(v: i16) -> impl Strategy<Value = messages::OffsetFetc
         });
     let group_topics = (name::<TopicName>(), uuid_bytes(), list(any::<i32>()), unknown_tags(flexible)).prop_map(
         move |(topic, id, partitions, tags)| {
-            let t = OffsetFetchRequestTopics::default()
-                .with_partition_indexes(partitions)
-                .with_unknown_tagged_fields(tags);
+            let t =
+                OffsetFetchRequestTopics::default().with_partition_indexes(partitions).with_unknown_tagged_fields(tags);
             // v10 names topics by id only.
             if v >= 10 {
                 t.with_topic_id(uuid::Uuid::from_bytes(id))
