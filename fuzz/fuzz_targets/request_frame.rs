@@ -1,5 +1,6 @@
 //! The request path up to the handlers, as dispatch runs it: fixed header,
-//! full header, the pre-decode guard, then the kafka-protocol decoder.
+//! full header, the pre-decode guard, then the kafka-protocol decoder (or
+//! `kafgres_wire::messages`' where Kafka 4.4's versions go further).
 //! Nothing may panic or abort (an allocation from a wire count would abort
 //! the process, which libFuzzer reports as a crash). Dispatch also checks the
 //! served versions (the broker's handler list) before the guard; here the
@@ -23,9 +24,9 @@ fn decode(key: ApiKey, version: i16, mut body: Bytes) {
     match key {
         ApiKey::Produce => d!(ProduceRequest),
         ApiKey::Fetch => d!(FetchRequest),
-        ApiKey::ListOffsets => d!(ListOffsetsRequest),
+        ApiKey::ListOffsets => d!(kafgres_wire::messages::ListOffsetsRequest),
         ApiKey::Metadata => d!(MetadataRequest),
-        ApiKey::ApiVersions => d!(ApiVersionsRequest),
+        ApiKey::ApiVersions => d!(kafgres_wire::messages::ApiVersionsRequest),
         ApiKey::CreateTopics => d!(CreateTopicsRequest),
         ApiKey::DeleteTopics => d!(DeleteTopicsRequest),
         ApiKey::DescribeConfigs => d!(DescribeConfigsRequest),
@@ -38,15 +39,15 @@ fn decode(key: ApiKey, version: i16, mut body: Bytes) {
         ApiKey::SyncGroup => d!(SyncGroupRequest),
         ApiKey::Heartbeat => d!(HeartbeatRequest),
         ApiKey::LeaveGroup => d!(LeaveGroupRequest),
-        ApiKey::OffsetCommit => d!(OffsetCommitRequest),
-        ApiKey::OffsetFetch => d!(OffsetFetchRequest),
+        ApiKey::OffsetCommit => d!(kafgres_wire::messages::OffsetCommitRequest),
+        ApiKey::OffsetFetch => d!(kafgres_wire::messages::OffsetFetchRequest),
         ApiKey::ListGroups => d!(ListGroupsRequest),
         ApiKey::DescribeGroups => d!(DescribeGroupsRequest),
-        ApiKey::DeleteGroups => d!(DeleteGroupsRequest),
+        ApiKey::DeleteGroups => d!(kafgres_wire::messages::DeleteGroupsRequest),
         ApiKey::OffsetDelete => d!(OffsetDeleteRequest),
         ApiKey::IncrementalAlterConfigs => d!(IncrementalAlterConfigsRequest),
         ApiKey::AlterConfigs => d!(AlterConfigsRequest),
-        ApiKey::DescribeLogDirs => d!(DescribeLogDirsRequest),
+        ApiKey::DescribeLogDirs => d!(kafgres_wire::messages::DescribeLogDirsRequest),
         ApiKey::OffsetForLeaderEpoch => d!(OffsetForLeaderEpochRequest),
         ApiKey::DescribeTopicPartitions => d!(DescribeTopicPartitionsRequest),
         ApiKey::ConsumerGroupHeartbeat => d!(ConsumerGroupHeartbeatRequest),
@@ -60,6 +61,7 @@ fn decode(key: ApiKey, version: i16, mut body: Bytes) {
         ApiKey::AddOffsetsToTxn => d!(AddOffsetsToTxnRequest),
         ApiKey::EndTxn => d!(EndTxnRequest),
         ApiKey::TxnOffsetCommit => d!(TxnOffsetCommitRequest),
+        ApiKey::WriteTxnMarkers => d!(kafgres_wire::messages::WriteTxnMarkersRequest),
         ApiKey::SaslHandshake => d!(SaslHandshakeRequest),
         ApiKey::SaslAuthenticate => d!(SaslAuthenticateRequest),
         ApiKey::DescribeAcls => d!(DescribeAclsRequest),

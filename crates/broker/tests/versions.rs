@@ -10,7 +10,7 @@ use common::{
     Client, TestBroker, TopicRef,
 };
 use kafgres_broker::api::SERVED_APIS;
-use kafgres_wire::error_code;
+use kafgres_wire::{error_code, messages};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, CreateAclsRequest, CreateTopicsRequest, DeleteAclsRequest, DescribeAclsRequest,
 };
@@ -30,9 +30,11 @@ async fn exchange(
             let r = client
                 .try_call(
                     version,
-                    &ApiVersionsRequest::default()
-                        .with_client_software_name(StrBytes::from_static_str("sweep"))
-                        .with_client_software_version(StrBytes::from_static_str("1")),
+                    &messages::ApiVersionsRequest::from(
+                        ApiVersionsRequest::default()
+                            .with_client_software_name(StrBytes::from_static_str("sweep"))
+                            .with_client_software_version(StrBytes::from_static_str("1")),
+                    ),
                 )
                 .await?;
             check(r.error_code == 0, format!("error {}", r.error_code))
@@ -67,7 +69,8 @@ async fn exchange(
             check((p.error_code, p.high_watermark, fetched) == (0, *produced, *produced), format!("{p:?}"))
         }
         ApiKey::ListOffsets => {
-            let r = client.try_call(version, &list_offset_request("swept", 0, -1)).await?;
+            let r =
+                client.try_call(version, &messages::ListOffsetsRequest(list_offset_request("swept", 0, -1))).await?;
             let p = &r.topics[0].partitions[0];
             check((p.error_code, p.offset) == (0, *produced), format!("{p:?}"))
         }
@@ -223,16 +226,21 @@ async fn exchange(
             use kafka_protocol::messages::offset_commit_request::{
                 OffsetCommitRequestPartition, OffsetCommitRequestTopic,
             };
+            // v10 names topics by id only.
+            let topic = if version >= 10 {
+                OffsetCommitRequestTopic::default().with_topic_id(id)
+            } else {
+                OffsetCommitRequestTopic::default().with_name(common::name("swept"))
+            };
             let request = kafka_protocol::messages::OffsetCommitRequest::default()
                 .with_group_id(kafka_protocol::messages::GroupId(StrBytes::from_static_str("committing")))
                 .with_generation_id_or_member_epoch(-1)
-                .with_topics(vec![OffsetCommitRequestTopic::default()
-                    .with_name(common::name("swept"))
-                    .with_partitions(vec![OffsetCommitRequestPartition::default()
-                        .with_partition_index(0)
-                        .with_committed_offset(i64::from(version))])]);
-            let r = client.try_call(version, &request).await?;
-            check(r.topics[0].partitions[0].error_code == 0, format!("{r:?}"))
+                .with_topics(vec![topic.with_partitions(vec![OffsetCommitRequestPartition::default()
+                    .with_partition_index(0)
+                    .with_committed_offset(i64::from(version))])]);
+            let r = client.try_call(version, &messages::OffsetCommitRequest(request)).await?;
+            let topic_ok = version < 10 || r.topics[0].topic_id == id;
+            check(topic_ok && r.topics[0].partitions[0].error_code == 0, format!("{r:?}"))
         }
         ApiKey::OffsetFetch => {
             use kafka_protocol::messages::offset_fetch_request::{
@@ -241,25 +249,28 @@ async fn exchange(
             let group = kafka_protocol::messages::GroupId(StrBytes::from_static_str("committing"));
             let request = if version >= 8 {
                 kafka_protocol::messages::OffsetFetchRequest::default().with_groups(vec![
-                    OffsetFetchRequestGroup::default().with_group_id(group).with_topics(Some(vec![
+                    OffsetFetchRequestGroup::default().with_group_id(group).with_topics(Some(vec![if version >= 10 {
+                        OffsetFetchRequestTopics::default().with_topic_id(id).with_partition_indexes(vec![0])
+                    } else {
                         OffsetFetchRequestTopics::default()
                             .with_name(common::name("swept"))
-                            .with_partition_indexes(vec![0]),
-                    ])),
+                            .with_partition_indexes(vec![0])
+                    }])),
                 ])
             } else {
                 kafka_protocol::messages::OffsetFetchRequest::default().with_group_id(group).with_topics(Some(vec![
                     OffsetFetchRequestTopic::default().with_name(common::name("swept")).with_partition_indexes(vec![0]),
                 ]))
             };
-            let r = client.try_call(version, &request).await?;
+            let r = client.try_call(version, &messages::OffsetFetchRequest(request)).await?;
             let offset = if version >= 8 {
                 r.groups[0].topics[0].partitions[0].committed_offset
             } else {
                 r.topics[0].partitions[0].committed_offset
             };
             // The OffsetCommit sweep committed its last version's number.
-            check(offset == 9, format!("{r:?}"))
+            let topic_ok = version < 10 || r.groups[0].topics[0].topic_id == id;
+            check(topic_ok && offset == 10, format!("{r:?}"))
         }
         ApiKey::ListGroups => {
             let r = client.try_call(version, &kafka_protocol::messages::ListGroupsRequest::default()).await?;
@@ -310,8 +321,8 @@ async fn exchange(
             let request = kafka_protocol::messages::DeleteGroupsRequest::default().with_groups_names(vec![
                 kafka_protocol::messages::GroupId(StrBytes::from_string(format!("leaving-v{version}"))),
             ]);
-            let r = client.try_call(version, &request).await?;
-            check(r.results[0].error_code == 0, format!("{r:?}"))
+            let r = client.try_call(version, &messages::DeleteGroupsRequest(request)).await?;
+            check(r.results[0].result.error_code == 0 && r.results[0].error_message.is_none(), format!("{r:?}"))
         }
         ApiKey::AddPartitionsToTxn => {
             let (pid, epoch) = txn_init(client, &format!("apt-v{version}")).await?;
@@ -396,16 +407,20 @@ async fn exchange(
             // A topic of its own: a marker in "swept" would move Produce's offsets.
             let topic = format!("marked-v{version}");
             create_topic(client, &topic, 1).await;
-            let request = kafka_protocol::messages::WriteTxnMarkersRequest::default().with_markers(vec![
-                WritableTxnMarker::default()
-                    .with_producer_id(kafka_protocol::messages::ProducerId(4_242))
-                    .with_producer_epoch(0)
-                    .with_transaction_result(false)
-                    .with_coordinator_epoch(0)
-                    .with_topics(vec![WritableTxnMarkerTopic::default()
-                        .with_name(common::name(&topic))
-                        .with_partition_indexes(vec![0])]),
-            ]);
+            let marker = WritableTxnMarker::default()
+                .with_producer_id(kafka_protocol::messages::ProducerId(4_242))
+                .with_producer_epoch(0)
+                .with_transaction_result(false)
+                .with_coordinator_epoch(0)
+                .with_topics(vec![WritableTxnMarkerTopic::default()
+                    .with_name(common::name(&topic))
+                    .with_partition_indexes(vec![0])]);
+            // v2 says which transaction version wrote the transaction.
+            let transaction_version = if version >= 2 { 2 } else { 0 };
+            let request = messages::WriteTxnMarkersRequest {
+                markers: vec![messages::WritableTxnMarker { marker, transaction_version }],
+                ..Default::default()
+            };
             let r = client.try_call(version, &request).await?;
             check(r.markers[0].topics[0].partitions[0].error_code == 0, format!("{r:?}"))
         }
@@ -711,12 +726,13 @@ async fn exchange(
         }
         ApiKey::DescribeLogDirs => {
             let request = kafka_protocol::messages::DescribeLogDirsRequest::default().with_topics(None);
-            let r = client.try_call(version, &request).await?;
-            let dir = &r.results[0];
+            let r = client.try_call(version, &messages::DescribeLogDirsRequest(request)).await?;
+            let cordoned = r.results[0].is_cordoned;
+            let dir = &r.results[0].result;
             let swept = dir.topics.iter().find(|t| t.name.0.as_str() == "swept");
             let size = swept.map_or(0, |t| t.partitions[0].partition_size);
             let space_ok = if version >= 4 { dir.total_bytes > 0 && dir.usable_bytes >= 0 } else { true };
-            check(r.results.len() == 1 && dir.error_code == 0 && size > 0 && space_ok, format!("{r:?}"))
+            check(r.results.len() == 1 && dir.error_code == 0 && size > 0 && space_ok && !cordoned, format!("{r:?}"))
         }
         ApiKey::OffsetForLeaderEpoch => {
             use kafka_protocol::messages::offset_for_leader_epoch_request::{

@@ -9,10 +9,13 @@
 //!   `kafka-protocol`'s `ResponseError`, for every crate to import;
 //! - [`guard`]: a schema walk of each request body that rejects impossible array
 //!   counts and truncated fields *before* `kafka-protocol` decodes it (its array
-//!   decoders reserve capacity straight from wire lengths).
+//!   decoders reserve capacity straight from wire lengths);
+//! - [`messages`]: Kafka 4.4's versions of served messages beyond what
+//!   `kafka-protocol` 0.18 encodes, on top of the crate's own types.
 //!
 //! It must not do I/O, spawn threads, or know about Postgres; the message body
-//! types themselves come from the `kafka-protocol` crate. Record batches are
+//! types themselves come from the `kafka-protocol` crate (wrapped by
+//! [`messages`] where Kafka 4.4 goes further). Record batches are
 //! opaque bytes here (the guard checks only their length prefix): their
 //! format is the `kafgres-record` crate's, which the broker applies to them.
 
@@ -20,3 +23,4 @@ pub mod error_code;
 pub mod frame;
 pub mod guard;
 pub mod header;
+pub mod messages;

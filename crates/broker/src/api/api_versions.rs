@@ -4,24 +4,34 @@
 //! finalized features (tagged fields 0-2, [`super::features`]); never
 //! ZkMigrationReady, which Kafka omits while false and `kafka-protocol` omits
 //! at its default.
+//!
+//! v5 (KIP-1242) names the cluster and node the client means to reach. As
+//! Kafka 4.4's `KafkaApis`: giving one without the other is INVALID_REQUEST;
+//! a cluster id that is not this cluster's, or a node id that is not this
+//! broker's, is REBOOTSTRAP_REQUIRED (the client starts again from its
+//! bootstrap servers). Both answers carry only the error code, as Kafka's
+//! `getErrorResponse` builds them.
 
 use kafgres_wire::error_code;
+use kafgres_wire::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
-use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::messages::ApiKey;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::{features, SERVED_APIS};
 
 /// Features are in the response from v3 (KIP-584, tagged fields).
 const FEATURES_VERSION_MIN: i16 = 3;
+/// The request names the cluster and node it is for from v5 (KIP-1242).
+const TARGET_VERSION: i16 = 5;
 
 pub struct ApiVersions;
 
 impl Handler for ApiVersions {
     const KEY: ApiKey = ApiKey::ApiVersions;
-    /// v0-v4; a version above is answered per KIP-511 (see
+    /// v0-v5, Kafka 4.4's range; a version above is answered per KIP-511 (see
     /// [`unsupported_version_answer`]) rather than by closing the connection.
-    const VERSIONS: Versions = Versions::new(0, 4);
+    const VERSIONS: Versions = Versions::new(0, TARGET_VERSION);
     type Request = ApiVersionsRequest;
     type Response = ApiVersionsResponse;
     type Services<'a> = &'a crate::config::BrokerConfig;
@@ -31,7 +41,14 @@ impl Handler for ApiVersions {
         cx: &RequestContext<'_>,
         request: ApiVersionsRequest,
     ) -> Answer<ApiVersionsResponse> {
-        let mut response = ApiVersionsResponse::default();
+        if cx.api_version >= TARGET_VERSION {
+            if let Some(code) = wrong_target(config, &request) {
+                let mut response = ApiVersionsResponse::from(kafka_protocol::messages::ApiVersionsResponse::default());
+                response.error_code = code;
+                return response.into();
+            }
+        }
+        let mut response = ApiVersionsResponse::from(kafka_protocol::messages::ApiVersionsResponse::default());
         response.api_keys = served_versions();
         if cx.api_version >= FEATURES_VERSION_MIN {
             // Tagged fields 0-2, as Kafka sends them (librdkafka 2.0.2 reads them; it is
@@ -47,6 +64,19 @@ impl Handler for ApiVersions {
             response.error_code = error_code::INVALID_REQUEST;
         }
         response.into()
+    }
+}
+
+/// Kafka 4.4's checks of v5's ClusterId and NodeId (`ApiVersionsRequest.isValid`,
+/// then `KafkaApis`): both or neither, and if given, this broker's.
+fn wrong_target(config: &crate::config::BrokerConfig, request: &ApiVersionsRequest) -> Option<i16> {
+    match (&request.cluster_id, request.node_id) {
+        (None, -1) => None,
+        (None, _) | (Some(_), -1) => Some(error_code::INVALID_REQUEST),
+        (Some(cluster_id), node_id) if cluster_id.as_str() != config.cluster_id || node_id != config.node_id => {
+            Some(error_code::REBOOTSTRAP_REQUIRED)
+        }
+        (Some(_), _) => None,
     }
 }
 
@@ -67,7 +97,7 @@ fn served_versions() -> Vec<ApiVersion> {
 /// v0 layout, UNSUPPORTED_VERSION, and the served table so the client can
 /// retry at a version both sides support.
 pub fn unsupported_version_answer() -> ApiVersionsResponse {
-    let mut response = ApiVersionsResponse::default();
+    let mut response = ApiVersionsResponse::from(kafka_protocol::messages::ApiVersionsResponse::default());
     response.error_code = error_code::UNSUPPORTED_VERSION;
     response.api_keys = served_versions();
     response

@@ -5,11 +5,11 @@
 
 use std::path::Path;
 
-use kafgres_wire::error_code;
+use kafgres_wire::{error_code, messages};
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
-use kafka_protocol::messages::{ApiKey, DescribeLogDirsRequest, DescribeLogDirsResponse};
+use kafka_protocol::messages::ApiKey;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::{str_bytes, topic_name};
@@ -24,22 +24,24 @@ pub struct DescribeLogDirs;
 
 impl Handler for DescribeLogDirs {
     const KEY: ApiKey = ApiKey::DescribeLogDirs;
-    /// v1-v4: Kafka 4.1's range (KIP-896 removed v0); v4 adds the
-    /// directory's total and usable bytes (KIP-827).
-    const VERSIONS: Versions = Versions::new(1, 4);
-    type Request = DescribeLogDirsRequest;
-    type Response = DescribeLogDirsResponse;
+    /// v1-v5: Kafka 4.4's range (KIP-896 removed v0); v4 adds the
+    /// directory's total and usable bytes (KIP-827), v5 whether it is
+    /// cordoned (never: Kafgres has one log directory and no cordoning).
+    const VERSIONS: Versions = Versions::new(1, 5);
+    type Request = messages::DescribeLogDirsRequest;
+    type Response = messages::DescribeLogDirsResponse;
     type Services<'a> = (&'a BrokerConfig, &'a Topics);
 
     async fn handle(
         (config, topics): Self::Services<'_>,
         cx: &RequestContext<'_>,
-        request: DescribeLogDirsRequest,
-    ) -> Answer<DescribeLogDirsResponse> {
+        request: messages::DescribeLogDirsRequest,
+    ) -> Answer<messages::DescribeLogDirsResponse> {
+        let request = request.0;
         let version = cx.api_version;
         if !cx.may_on_cluster(Operation::Describe) {
             // Kafka answers no directory, and from v3 says why.
-            let mut response = DescribeLogDirsResponse::default();
+            let mut response = messages::DescribeLogDirsResponse::default();
             if version >= 3 {
                 response.error_code = error_code::CLUSTER_AUTHORIZATION_FAILED;
             }
@@ -75,7 +77,7 @@ impl Handler for DescribeLogDirs {
             (sizes, disk_space(&log_dir))
         })
         .await;
-        let mut response = DescribeLogDirsResponse::default();
+        let mut response = messages::DescribeLogDirsResponse::default();
         let mut result = DescribeLogDirsResult::default();
         result.log_dir = str_bytes(&config.log_dir.display().to_string());
         match measured {
@@ -112,7 +114,7 @@ impl Handler for DescribeLogDirs {
                 result.error_code = error_code::KAFKA_STORAGE_ERROR;
             }
         }
-        response.results.push(result);
+        response.results.push(messages::DescribeLogDirsResult { result, is_cordoned: false });
         response.into()
     }
 }

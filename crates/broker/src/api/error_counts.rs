@@ -5,6 +5,7 @@
 //! (docs/operations.md). Every served response implements [`ErrorCounts`]:
 //! routing will not compile without it.
 
+use kafgres_wire::messages;
 use kafka_protocol::messages::*;
 
 /// Calls `count` once for each error code in the response.
@@ -150,9 +151,9 @@ impl ErrorCounts for DescribeGroupsResponse {
     }
 }
 
-impl ErrorCounts for DeleteGroupsResponse {
+impl ErrorCounts for messages::DeleteGroupsResponse {
     fn error_codes(&self, count: &mut dyn FnMut(i16)) {
-        self.results.iter().for_each(|g| count(g.error_code));
+        self.results.iter().for_each(|g| count(g.result.error_code));
     }
 }
 
@@ -235,12 +236,31 @@ impl ErrorCounts for AlterConfigsResponse {
     }
 }
 
-impl ErrorCounts for DescribeLogDirsResponse {
+impl ErrorCounts for messages::DescribeLogDirsResponse {
     fn error_codes(&self, count: &mut dyn FnMut(i16)) {
         count(self.error_code);
-        self.results.iter().for_each(|r| count(r.error_code));
+        self.results.iter().for_each(|r| count(r.result.error_code));
     }
 }
+
+/// Kafka 4.4's versions of responses whose layout is kafka-protocol's up to a
+/// field (`kafgres_wire::messages`): counted as the response they wrap.
+macro_rules! as_wrapped {
+    ($($response:ty),* $(,)?) => {
+        $(impl ErrorCounts for $response {
+            fn error_codes(&self, count: &mut dyn FnMut(i16)) {
+                self.0.error_codes(count);
+            }
+        })*
+    };
+}
+
+as_wrapped!(
+    messages::ListOffsetsResponse,
+    messages::ApiVersionsResponse,
+    messages::OffsetCommitResponse,
+    messages::WriteTxnMarkersResponse,
+);
 
 impl ErrorCounts for DescribeUserScramCredentialsResponse {
     fn error_codes(&self, count: &mut dyn FnMut(i16)) {

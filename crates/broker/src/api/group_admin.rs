@@ -2,14 +2,14 @@
 //! id), ListGroups,
 //! DescribeGroups and DeleteGroups.
 
-use kafgres_wire::error_code;
+use kafgres_wire::{error_code, messages};
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
-    FindCoordinatorRequest, FindCoordinatorResponse, GroupId, ListGroupsRequest, ListGroupsResponse,
+    ApiKey, BrokerId, DescribeGroupsRequest, DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
+    GroupId, ListGroupsRequest, ListGroupsResponse,
 };
 
 use super::authorized_operations::{GROUP_REFUSED, TRANSACTIONAL_ID_REFUSED};
@@ -220,16 +220,21 @@ pub struct DeleteGroups;
 
 impl Handler for DeleteGroups {
     const KEY: ApiKey = ApiKey::DeleteGroups;
-    const VERSIONS: Versions = Versions::new(0, 2);
-    type Request = DeleteGroupsRequest;
-    type Response = DeleteGroupsResponse;
+    /// v0-v3, Kafka 4.4's range: v2 is flexible, v3 adds an error message per
+    /// group, which Kafka 4.4 leaves null for the errors Kafgres gives
+    /// (its group shard sets only the code of GROUP_ID_NOT_FOUND and
+    /// NON_EMPTY_GROUP, KafkaApis only that of GROUP_AUTHORIZATION_FAILED), and
+    /// so does Kafgres.
+    const VERSIONS: Versions = Versions::new(0, 3);
+    type Request = messages::DeleteGroupsRequest;
+    type Response = messages::DeleteGroupsResponse;
     type Services<'a> = (&'a GroupService, &'a crate::share::ShareService);
 
     async fn handle(
         (groups, shares): Self::Services<'_>,
         cx: &RequestContext<'_>,
-        req: DeleteGroupsRequest,
-    ) -> Answer<DeleteGroupsResponse> {
+        req: messages::DeleteGroupsRequest,
+    ) -> Answer<messages::DeleteGroupsResponse> {
         let (ids, refused): (Vec<String>, Vec<String>) =
             req.groups_names.iter().map(|g| g.0.to_string()).partition(|g| cx.may_on_group(Operation::Delete, g));
         let now = crate::now_ms();
@@ -245,25 +250,25 @@ impl Handler for DeleteGroups {
             }
         }
         let stored = durable(writes).await;
-        let mut response = DeleteGroupsResponse::default();
-        response.results = results
-            .into_iter()
-            .map(|(group_id, code)| {
-                let mut r = DeletableGroupResult::default();
-                r.group_id = GroupId(str_bytes(&group_id));
-                r.error_code = match (&stored, code) {
-                    (Err(_), error_code::NONE) => error_code::COORDINATOR_NOT_AVAILABLE,
-                    (_, code) => code,
-                };
-                r
-            })
-            .collect();
-        response.results.extend(refused.into_iter().map(|group_id| {
+        let result = |group_id: &str, code| {
             let mut r = DeletableGroupResult::default();
-            r.group_id = GroupId(str_bytes(&group_id));
-            r.error_code = error_code::GROUP_AUTHORIZATION_FAILED;
-            r
-        }));
+            r.group_id = GroupId(str_bytes(group_id));
+            r.error_code = code;
+            messages::DeletableGroupResult { result: r, error_message: None }
+        };
+        let mut response = messages::DeleteGroupsResponse {
+            results: results
+                .into_iter()
+                .map(|(group_id, code)| match (&stored, code) {
+                    (Err(_), error_code::NONE) => result(&group_id, error_code::COORDINATOR_NOT_AVAILABLE),
+                    (_, code) => result(&group_id, code),
+                })
+                .collect(),
+            ..messages::DeleteGroupsResponse::default()
+        };
+        response
+            .results
+            .extend(refused.iter().map(|group_id| result(group_id, error_code::GROUP_AUTHORIZATION_FAILED)));
         response.into()
     }
 }

@@ -1,18 +1,23 @@
 //! OffsetCommit, OffsetFetch and OffsetDelete. A commit is answered only once
 //! Postgres has it durably: the coordinator validates and applies it, the
 //! catalog stores it (batched with concurrent commits in one transaction).
+//!
+//! From OffsetCommit and OffsetFetch v10 (KIP-848, Kafka 4.4) topics are named
+//! by id: the ids are turned into names first (an unknown id is
+//! UNKNOWN_TOPIC_ID for its partitions), the rest works by name, and the
+//! answer names topics by id again.
 
 use kafgres_wire::error_code;
+use kafgres_wire::messages::{
+    offset_commit, offset_fetch, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
+};
 use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
 use kafka_protocol::messages::offset_delete_response::{OffsetDeleteResponsePartition, OffsetDeleteResponseTopic};
 use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions, OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 };
-use kafka_protocol::messages::{
-    ApiKey, OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchRequest,
-    OffsetFetchResponse,
-};
+use kafka_protocol::messages::{ApiKey, OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchResponse};
 
 use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
 use super::{str_bytes, topic_name};
@@ -25,7 +30,9 @@ pub struct OffsetCommit;
 
 impl Handler for OffsetCommit {
     const KEY: ApiKey = ApiKey::OffsetCommit;
-    const VERSIONS: Versions = Versions::new(2, 9);
+    /// v2-v10, Kafka 4.4's range: v6 adds leader epochs, v7 static members,
+    /// v8 is flexible, v9 takes KIP-848 member epochs, v10 names topics by id.
+    const VERSIONS: Versions = Versions::new(2, offset_commit::TOPIC_ID_VERSION);
     type Request = OffsetCommitRequest;
     type Response = OffsetCommitResponse;
     type Services<'a> = (&'a Topics, &'a GroupService);
@@ -36,6 +43,11 @@ impl Handler for OffsetCommit {
         req: OffsetCommitRequest,
     ) -> Answer<OffsetCommitResponse> {
         let version = cx.api_version;
+        let by_id = version >= offset_commit::TOPIC_ID_VERSION;
+        let mut req = req;
+        if by_id {
+            name_topics_by_id(topics, &mut req);
+        }
         let group_id = req.group_id.0.to_string();
         if !cx.may_on_group(Operation::Read, &group_id) {
             return refusal::<Self>(cx, &req, error_code::GROUP_AUTHORIZATION_FAILED);
@@ -46,6 +58,11 @@ impl Handler for OffsetCommit {
         let mut known = Vec::new();
         for t in &req.topics {
             let name = t.name.0.to_string();
+            if by_id && name.is_empty() {
+                let partitions = t.partitions.iter().map(|p| p.partition_index).collect();
+                unknown.push((name, partitions, error_code::UNKNOWN_TOPIC_ID));
+                continue;
+            }
             if !cx.may_on_topic(Operation::Read, &name) {
                 let partitions = t.partitions.iter().map(|p| p.partition_index).collect();
                 unknown.push((name, partitions, error_code::TOPIC_AUTHORIZATION_FAILED));
@@ -100,7 +117,7 @@ impl Handler for OffsetCommit {
         for (name, partitions, code) in unknown {
             codes_by_topic.push((name, partitions.into_iter().map(|p| (p, code)).collect()));
         }
-        answered_in_request_order(&req, |name, index| {
+        answered_in_request_order(version, &req, |name, index| {
             codes_by_topic
                 .iter()
                 .filter(|(n, _)| n == name)
@@ -111,21 +128,40 @@ impl Handler for OffsetCommit {
         .into()
     }
 
-    fn refused(_: &RequestContext<'_>, req: &OffsetCommitRequest, code: i16) -> Option<OffsetCommitResponse> {
-        Some(answered_in_request_order(req, |_, _| code))
+    fn refused(cx: &RequestContext<'_>, req: &OffsetCommitRequest, code: i16) -> Option<OffsetCommitResponse> {
+        Some(answered_in_request_order(cx.api_version, req, |_, _| code))
+    }
+}
+
+/// Sets the name of each topic whose id this broker knows (the others keep
+/// an empty name: no topic has one).
+fn name_topics_by_id(topics: &Topics, req: &mut OffsetCommitRequest) {
+    for t in &mut req.topics {
+        if let Some(topic) = topics.get_by_id(&t.topic_id) {
+            t.name = topic_name(&topic.name);
+        }
     }
 }
 
 /// OffsetCommit's answer: each partition asked for, in request order, with
-/// `code_of(topic, partition)`.
-fn answered_in_request_order(req: &OffsetCommitRequest, code_of: impl Fn(&str, i32) -> i16) -> OffsetCommitResponse {
-    let mut response = OffsetCommitResponse::default();
+/// `code_of(topic, partition)`; from v10 each topic by its id, as asked.
+fn answered_in_request_order(
+    version: i16,
+    req: &OffsetCommitRequest,
+    code_of: impl Fn(&str, i32) -> i16,
+) -> OffsetCommitResponse {
+    // Built as kafka-protocol's message, which v10 wraps.
+    let mut response = kafka_protocol::messages::OffsetCommitResponse::default();
     response.topics = req
         .topics
         .iter()
         .map(|t| {
             let mut out = OffsetCommitResponseTopic::default();
-            out.name = t.name.clone();
+            if version >= offset_commit::TOPIC_ID_VERSION {
+                out.topic_id = t.topic_id;
+            } else {
+                out.name = t.name.clone();
+            }
             out.partitions = t
                 .partitions
                 .iter()
@@ -139,39 +175,66 @@ fn answered_in_request_order(req: &OffsetCommitRequest, code_of: impl Fn(&str, i
             out
         })
         .collect();
-    response
+    response.into()
 }
 
 pub struct OffsetFetch;
 
 impl Handler for OffsetFetch {
     const KEY: ApiKey = ApiKey::OffsetFetch;
-    const VERSIONS: Versions = Versions::new(1, 9);
+    /// v1-v10, Kafka 4.4's range: v8 batches groups, v9 takes KIP-848 member
+    /// epochs, v10 names topics by id.
+    const VERSIONS: Versions = Versions::new(1, offset_fetch::TOPIC_ID_VERSION);
     type Request = OffsetFetchRequest;
     type Response = OffsetFetchResponse;
-    type Services<'a> = &'a GroupService;
+    type Services<'a> = (&'a Topics, &'a GroupService);
 
     async fn handle(
-        groups: Self::Services<'_>,
+        (topic_table, groups): Self::Services<'_>,
         cx: &RequestContext<'_>,
         req: OffsetFetchRequest,
     ) -> Answer<OffsetFetchResponse> {
         let version = cx.api_version;
+        let by_id = version >= offset_fetch::TOPIC_ID_VERSION;
+        let req = req.0;
         let mut response = OffsetFetchResponse::default();
         if version >= 8 {
             for g in req.groups {
-                let topics =
-                    g.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
+                // From v10, topics by id: those this broker does not know are
+                // answered UNKNOWN_TOPIC_ID, after the group's own checks.
+                let mut unknown_ids = Vec::new();
+                let topics = g.topics.map(|ts| {
+                    ts.into_iter()
+                        .filter_map(|t| {
+                            if !by_id {
+                                return Some((t.name.0.to_string(), t.partition_indexes));
+                            }
+                            match topic_table.get_by_id(&t.topic_id) {
+                                Some(topic) => Some((topic.name.clone(), t.partition_indexes)),
+                                None => {
+                                    unknown_ids.push((t.topic_id, t.partition_indexes));
+                                    None
+                                }
+                            }
+                        })
+                        .collect()
+                });
                 let answer = fetch_one(cx, groups, g.group_id.0.to_string(), topics);
                 let mut out = OffsetFetchResponseGroup::default();
                 out.group_id = g.group_id;
                 out.error_code = answer.error_code;
-                out.topics = answer
-                    .topics
-                    .into_iter()
-                    .map(|(name, partitions)| {
+                let named = answer.topics.into_iter().filter_map(|(name, partitions)| {
+                    if !by_id {
+                        return Some((topic_name(&name), Default::default(), partitions));
+                    }
+                    // A topic that no longer exists has no id to name it by.
+                    topic_table.get(&name).map(|t| (Default::default(), t.id, partitions))
+                });
+                out.topics = named
+                    .map(|(name, topic_id, partitions)| {
                         let mut t = OffsetFetchResponseTopics::default();
-                        t.name = topic_name(&name);
+                        t.name = name;
+                        t.topic_id = topic_id;
                         t.partitions = partitions
                             .into_iter()
                             .map(|p| {
@@ -187,12 +250,31 @@ impl Handler for OffsetFetch {
                         t
                     })
                     .collect();
+                if answer.error_code == error_code::NONE {
+                    out.topics.extend(unknown_ids.into_iter().map(|(topic_id, partitions)| {
+                        let mut t = OffsetFetchResponseTopics::default();
+                        t.topic_id = topic_id;
+                        t.partitions = partitions
+                            .into_iter()
+                            .map(|index| {
+                                let mut r = OffsetFetchResponsePartitions::default();
+                                r.partition_index = index;
+                                r.committed_offset = -1;
+                                r.committed_leader_epoch = -1;
+                                r.metadata = Some(str_bytes(""));
+                                r.error_code = error_code::UNKNOWN_TOPIC_ID;
+                                r
+                            })
+                            .collect();
+                        t
+                    }));
+                }
                 response.groups.push(out);
             }
             return response.into();
         }
         if !cx.may_on_group(Operation::Describe, &req.group_id.0) {
-            return refusal::<Self>(cx, &req, error_code::GROUP_AUTHORIZATION_FAILED);
+            return refusal::<Self>(cx, &OffsetFetchRequest(req), error_code::GROUP_AUTHORIZATION_FAILED);
         }
         let topics = req.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
         let answer = fetch_one(cx, groups, req.group_id.0.to_string(), topics);

@@ -3,8 +3,9 @@
 //! timestamp the first record at or after it (offset -1 when none is).
 
 use kafgres_wire::error_code;
+use kafgres_wire::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
-use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
+use kafka_protocol::messages::ApiKey;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use crate::acl::Operation;
@@ -22,6 +23,10 @@ pub const MAX_TIMESTAMP: i64 = -3;
 pub const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
 /// KIP-1005: the latest offset in tiered storage; none here (offset -1).
 pub const LATEST_TIERED_TIMESTAMP: i64 = -5;
+/// KIP-1023 (v11): the earliest offset not yet uploaded to tiered storage.
+/// Without tiered storage Kafka 4.4 answers no offset (-1, leader epoch -1,
+/// no error), and so does Kafgres.
+pub const EARLIEST_PENDING_UPLOAD_TIMESTAMP: i64 = -6;
 /// Leader epochs appear in the response from v4.
 const LEADER_EPOCH_VERSION_MIN: i16 = 4;
 
@@ -29,8 +34,9 @@ pub struct ListOffsets;
 
 impl Handler for ListOffsets {
     const KEY: ApiKey = ApiKey::ListOffsets;
-    /// v1-v10; leader epochs are in the response from v4.
-    const VERSIONS: Versions = Versions::new(1, 10);
+    /// v1-v11, Kafka 4.4's range; leader epochs are in the response from v4,
+    /// v11 lets a client ask for -6 (laid out as v10).
+    const VERSIONS: Versions = Versions::new(1, 11);
     type Request = ListOffsetsRequest;
     type Response = ListOffsetsResponse;
     type Services<'a> = (&'a Topics, &'a BrokerConfig);
@@ -44,7 +50,7 @@ impl Handler for ListOffsets {
         let current = config.replication.leader_epoch();
         let committed_only = request.isolation_level == 1;
         let mut response = ListOffsetsResponse::default();
-        for topic in request.topics {
+        for topic in request.0.topics {
             let found = topics.get(&topic.name.0);
             let refused = !cx.may_on_topic(Operation::Describe, &topic.name.0);
             let mut out = ListOffsetsTopicResponse::default();
@@ -95,7 +101,7 @@ fn lookup(partition: &Partition, timestamp: i64, committed_only: bool) -> Result
         LATEST_TIMESTAMP if committed_only => Ok(Some((partition.last_stable_offset(), -1))),
         LATEST_TIMESTAMP => Ok(Some((partition.high_watermark().offset, -1))),
         EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => Ok(Some((partition.log_start_offset(), -1))),
-        LATEST_TIERED_TIMESTAMP => Ok(None),
+        LATEST_TIERED_TIMESTAMP | EARLIEST_PENDING_UPLOAD_TIMESTAMP => Ok(None),
         MAX_TIMESTAMP => partition.offset_of_max_timestamp().map_err(storage_error),
         t if t >= 0 => partition.offset_for_timestamp(t).map_err(storage_error),
         _ => Err(error_code::INVALID_REQUEST),

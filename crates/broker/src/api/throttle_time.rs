@@ -5,6 +5,7 @@
 //! request quota exempts them, as Kafka does). Every served response
 //! implements [`ThrottleTime`]: routing will not compile without it.
 
+use kafgres_wire::messages;
 use kafka_protocol::messages::*;
 
 pub trait ThrottleTime {
@@ -25,9 +26,9 @@ macro_rules! with_throttle_time {
 with_throttle_time!(
     ProduceResponse,
     FetchResponse,
-    ListOffsetsResponse,
+    messages::ListOffsetsResponse,
     MetadataResponse,
-    ApiVersionsResponse,
+    messages::ApiVersionsResponse,
     CreateTopicsResponse,
     DeleteTopicsResponse,
     DescribeConfigsResponse,
@@ -39,11 +40,11 @@ with_throttle_time!(
     SyncGroupResponse,
     HeartbeatResponse,
     LeaveGroupResponse,
-    OffsetCommitResponse,
+    messages::OffsetCommitResponse,
     OffsetFetchResponse,
     ListGroupsResponse,
     DescribeGroupsResponse,
-    DeleteGroupsResponse,
+    messages::DeleteGroupsResponse,
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupDescribeResponse,
     ShareGroupHeartbeatResponse,
@@ -59,7 +60,7 @@ with_throttle_time!(
     TxnOffsetCommitResponse,
     IncrementalAlterConfigsResponse,
     AlterConfigsResponse,
-    DescribeLogDirsResponse,
+    messages::DescribeLogDirsResponse,
     AlterReplicaLogDirsResponse,
     ElectLeadersResponse,
     AlterPartitionReassignmentsResponse,
@@ -90,4 +91,4 @@ macro_rules! without_throttle_time {
     };
 }
 
-without_throttle_time!(SaslHandshakeResponse, SaslAuthenticateResponse, WriteTxnMarkersResponse);
+without_throttle_time!(SaslHandshakeResponse, SaslAuthenticateResponse, messages::WriteTxnMarkersResponse);

@@ -11,17 +11,20 @@
 //! marker older than the producer's epoch in the partition
 //! INVALID_PRODUCER_EPOCH. The coordinator epoch is written into the marker
 //! but not checked: this node's one coordinator never moves, and
-//! DescribeProducers, where the tool reads it, shows none (-1).
+//! DescribeProducers, where the tool reads it, shows none (-1). v2's
+//! transaction version (KIP-1228) is read and not used: the partition checks
+//! the producer epoch of a marker the same way for every version.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kafgres_log::{SequenceCheck, TxnEnd};
 use kafgres_wire::error_code;
+use kafgres_wire::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 use kafka_protocol::messages::write_txn_markers_response::{
     WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
 };
-use kafka_protocol::messages::{ApiKey, WriteTxnMarkersRequest, WriteTxnMarkersResponse};
+use kafka_protocol::messages::ApiKey;
 
 use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
 use crate::acl::Operation;
@@ -37,8 +40,9 @@ pub struct WriteTxnMarkers;
 
 impl Handler for WriteTxnMarkers {
     const KEY: ApiKey = ApiKey::WriteTxnMarkers;
-    /// v1: Kafka 4.1's range (4.0 removed v0).
-    const VERSIONS: Versions = Versions::new(1, 1);
+    /// v1-v2: Kafka 4.4's range (4.0 removed v0); v2 adds each marker's
+    /// transaction version.
+    const VERSIONS: Versions = Versions::new(1, 2);
     type Request = WriteTxnMarkersRequest;
     type Response = WriteTxnMarkersResponse;
     type Services<'a> = (&'a BrokerConfig, &'a Topics);
@@ -56,7 +60,7 @@ impl Handler for WriteTxnMarkers {
         // log end to wait for.
         let mut waits: Vec<(usize, usize, usize, Arc<Partition>, i64)> = Vec::new();
         let mut response = answer_every_partition(&req, error_code::NONE);
-        for (m, marker) in req.markers.iter().enumerate() {
+        for (m, marker) in req.markers.iter().map(|w| &w.marker).enumerate() {
             let end = if marker.transaction_result { TxnEnd::Commit } else { TxnEnd::Abort };
             for (t, topic) in marker.topics.iter().enumerate() {
                 let found = topics.get(&topic.name.0);
@@ -115,10 +119,12 @@ impl Handler for WriteTxnMarkers {
 
 /// The response's shape: every partition of every marker, in request order.
 fn answer_every_partition(req: &WriteTxnMarkersRequest, code: i16) -> WriteTxnMarkersResponse {
-    let mut response = WriteTxnMarkersResponse::default();
+    // Built as kafka-protocol's message, which v2 wraps.
+    let mut response = kafka_protocol::messages::WriteTxnMarkersResponse::default();
     response.markers = req
         .markers
         .iter()
+        .map(|w| &w.marker)
         .map(|marker| {
             let mut result = WritableTxnMarkerResult::default();
             result.producer_id = marker.producer_id;
@@ -144,5 +150,5 @@ fn answer_every_partition(req: &WriteTxnMarkersRequest, code: i16) -> WriteTxnMa
             result
         })
         .collect();
-    response
+    response.into()
 }

@@ -4,15 +4,21 @@
 use crate::guard::schema::{between, field, since, until, ApiSchema, Kind, StructSchema, ALL};
 
 // ---------------------------------------------------------------------------------------------
-// ApiVersions (key 18): versions 0-4, flexible from 3. Note: a client sends ApiVersions before it
+// ApiVersions (key 18): versions 0-5, flexible from 3; v5 (Kafka 4.4, `crate::messages`) adds the
+// cluster and node the client means to reach. Note: a client sends ApiVersions before it
 // knows our versions; the caller answers unknown versions in v0 format (KIP-511) without decoding.
 
 pub(crate) static API_VERSIONS: ApiSchema =
-    ApiSchema { key: 18, versions: between(0, 4), flexible_since: 3, body: &API_VERSIONS_REQUEST };
+    ApiSchema { key: 18, versions: between(0, 5), flexible_since: 3, body: &API_VERSIONS_REQUEST };
 
 pub(crate) const API_VERSIONS_REQUEST: StructSchema = StructSchema::new(
     "ApiVersionsRequest",
-    &[field("client_software_name", Kind::String, since(3)), field("client_software_version", Kind::String, since(3))],
+    &[
+        field("client_software_name", Kind::String, since(3)),
+        field("client_software_version", Kind::String, since(3)),
+        field("cluster_id", Kind::NullableString, since(5)),
+        field("node_id", Kind::Int32, since(5)),
+    ],
 );
 
 // ---------------------------------------------------------------------------------------------

@@ -68,11 +68,11 @@ pub(crate) const INCREMENTAL_ALTERABLE_CONFIG: StructSchema = StructSchema::new(
 );
 
 // ---------------------------------------------------------------------------------------------
-// DescribeLogDirs (key 35): versions 1-4, flexible from 2. (v0 is not in kafka-protocol 0.18.0's
+// DescribeLogDirs (key 35): versions 1-5 (v5, Kafka 4.4, is laid out as v4), flexible from 2. (v0 is not in kafka-protocol 0.18.0's
 // decoder.) `topics` null means "all".
 
 pub(crate) static DESCRIBE_LOG_DIRS: ApiSchema =
-    ApiSchema { key: 35, versions: between(1, 4), flexible_since: 2, body: &DESCRIBE_LOG_DIRS_REQUEST };
+    ApiSchema { key: 35, versions: between(1, 5), flexible_since: 2, body: &DESCRIBE_LOG_DIRS_REQUEST };
 
 pub(crate) const DESCRIBE_LOG_DIRS_REQUEST: StructSchema = StructSchema::new(
     "DescribeLogDirsRequest",

@@ -96,10 +96,10 @@ pub(crate) const FORGOTTEN_TOPIC: StructSchema = StructSchema::new(
 );
 
 // ---------------------------------------------------------------------------------------------
-// ListOffsets (key 2): versions 1-10, flexible from 6.
+// ListOffsets (key 2): versions 1-11 (v11, Kafka 4.4, is laid out as v10), flexible from 6.
 
 pub(crate) static LIST_OFFSETS: ApiSchema =
-    ApiSchema { key: 2, versions: between(1, 10), flexible_since: 6, body: &LIST_OFFSETS_REQUEST };
+    ApiSchema { key: 2, versions: between(1, 11), flexible_since: 6, body: &LIST_OFFSETS_REQUEST };
 
 pub(crate) const LIST_OFFSETS_REQUEST: StructSchema = StructSchema::new(
     "ListOffsetsRequest",

@@ -5,11 +5,10 @@
 use crate::guard::schema::{between, field, since, until, ApiSchema, Kind, StructSchema, ALL};
 
 // ---------------------------------------------------------------------------------------------
-// OffsetCommit (key 8): versions 2-9, flexible from 8. (v10 topic ids are not in kafka-protocol
-// 0.18.0's decoder.)
+// OffsetCommit (key 8): versions 2-10, flexible from 8; v10 (`crate::messages`) names topics by id.
 
 pub(crate) static OFFSET_COMMIT: ApiSchema =
-    ApiSchema { key: 8, versions: between(2, 9), flexible_since: 8, body: &OFFSET_COMMIT_REQUEST };
+    ApiSchema { key: 8, versions: between(2, 10), flexible_since: 8, body: &OFFSET_COMMIT_REQUEST };
 
 pub(crate) const OFFSET_COMMIT_REQUEST: StructSchema = StructSchema::new(
     "OffsetCommitRequest",
@@ -26,7 +25,8 @@ pub(crate) const OFFSET_COMMIT_REQUEST: StructSchema = StructSchema::new(
 pub(crate) const OFFSET_COMMIT_REQUEST_TOPIC: StructSchema = StructSchema::new(
     "OffsetCommitRequestTopic",
     &[
-        field("name", Kind::String, ALL),
+        field("name", Kind::String, until(9)),
+        field("topic_id", Kind::Uuid, since(10)),
         field("partitions", Kind::Array(&Kind::Struct(&OFFSET_COMMIT_REQUEST_PARTITION)), ALL),
     ],
 );
@@ -43,10 +43,11 @@ pub(crate) const OFFSET_COMMIT_REQUEST_PARTITION: StructSchema = StructSchema::n
 );
 
 // ---------------------------------------------------------------------------------------------
-// OffsetFetch (key 9): versions 1-9, flexible from 6. v8 batches groups.
+// OffsetFetch (key 9): versions 1-10, flexible from 6. v8 batches groups; v10 (`crate::messages`)
+// names topics by id.
 
 pub(crate) static OFFSET_FETCH: ApiSchema =
-    ApiSchema { key: 9, versions: between(1, 9), flexible_since: 6, body: &OFFSET_FETCH_REQUEST };
+    ApiSchema { key: 9, versions: between(1, 10), flexible_since: 6, body: &OFFSET_FETCH_REQUEST };
 
 pub(crate) const OFFSET_FETCH_REQUEST: StructSchema = StructSchema::new(
     "OffsetFetchRequest",
@@ -75,7 +76,11 @@ pub(crate) const OFFSET_FETCH_REQUEST_GROUP: StructSchema = StructSchema::new(
 
 pub(crate) const OFFSET_FETCH_REQUEST_TOPICS: StructSchema = StructSchema::new(
     "OffsetFetchRequestTopics",
-    &[field("name", Kind::String, since(8)), field("partition_indexes", Kind::Array(&Kind::Int32), since(8))],
+    &[
+        field("name", Kind::String, between(8, 9)),
+        field("topic_id", Kind::Uuid, since(10)),
+        field("partition_indexes", Kind::Array(&Kind::Int32), since(8)),
+    ],
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -193,10 +198,10 @@ pub(crate) const DESCRIBE_GROUPS_REQUEST: StructSchema = StructSchema::new(
 );
 
 // ---------------------------------------------------------------------------------------------
-// DeleteGroups (key 42): versions 0-2, flexible from 2.
+// DeleteGroups (key 42): versions 0-3 (v3, Kafka 4.4, is laid out as v2), flexible from 2.
 
 pub(crate) static DELETE_GROUPS: ApiSchema =
-    ApiSchema { key: 42, versions: between(0, 2), flexible_since: 2, body: &DELETE_GROUPS_REQUEST };
+    ApiSchema { key: 42, versions: between(0, 3), flexible_since: 2, body: &DELETE_GROUPS_REQUEST };
 
 pub(crate) const DELETE_GROUPS_REQUEST: StructSchema =
     StructSchema::new("DeleteGroupsRequest", &[field("groups_names", Kind::Array(&Kind::String), ALL)]);

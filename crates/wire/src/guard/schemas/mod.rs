@@ -1,7 +1,8 @@
 //! The request schemas, one table per API, written by hand from the `kafka-protocol` 0.18.0
 //! decoders (`src/messages/*_request.rs`) and Kafka's message JSON. Each table keeps Kafka's field
 //! names and says in which versions each field is on the wire; `versions` is exactly what
-//! `kafka-protocol` 0.18.0 can decode for that API.
+//! `kafka-protocol` 0.18.0 can decode for that API, or, where Kafka 4.4 goes further, what
+//! `crate::messages` decodes.
 //!
 //! Adding an API: write its structs in the file for its family and add it to [`APIS`]; then, in
 //! the tests, a request generator (`tests/requests_*.rs`), a line in the list of `tests/apis.rs`

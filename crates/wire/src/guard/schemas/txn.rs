@@ -109,10 +109,11 @@ pub(crate) const TXN_OFFSET_COMMIT_REQUEST_PARTITION: StructSchema = StructSchem
 );
 
 // ---------------------------------------------------------------------------------------------
-// WriteTxnMarkers (key 27): version 1, flexible (Kafka 4 removed v0).
+// WriteTxnMarkers (key 27): versions 1-2, flexible (Kafka 4 removed v0); v2 (Kafka 4.4,
+// `crate::messages`) adds each marker's transaction version.
 
 pub(crate) static WRITE_TXN_MARKERS: ApiSchema =
-    ApiSchema { key: 27, versions: between(1, 1), flexible_since: 1, body: &WRITE_TXN_MARKERS_REQUEST };
+    ApiSchema { key: 27, versions: between(1, 2), flexible_since: 1, body: &WRITE_TXN_MARKERS_REQUEST };
 
 pub(crate) const WRITE_TXN_MARKERS_REQUEST: StructSchema = StructSchema::new(
     "WriteTxnMarkersRequest",
@@ -127,6 +128,7 @@ pub(crate) const WRITABLE_TXN_MARKER: StructSchema = StructSchema::new(
         field("transaction_result", Kind::Bool, ALL),
         field("topics", Kind::Array(&Kind::Struct(&WRITABLE_TXN_MARKER_TOPIC)), ALL),
         field("coordinator_epoch", Kind::Int32, ALL),
+        field("transaction_version", Kind::Int8, since(2)),
     ],
 );
 

@@ -1,4 +1,5 @@
-//! The tests' one list of covered APIs: for each, its kafka-protocol request type, the versions
+//! The tests' one list of covered APIs: for each, its request type (kafka-protocol's, or
+//! `crate::messages`' where Kafka 4.4 goes further), the versions
 //! the guard must cover (written out again here, and checked against the crate's own
 //! `Message::VERSIONS`), and its random-request generator. The list makes the decoder used by
 //! every probe, one `roundtrip_*` test per API, and a test that the list and the guard's table
@@ -8,18 +9,17 @@ use bytes::Bytes;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterClientQuotasRequest, AlterConfigsRequest,
     AlterPartitionReassignmentsRequest, AlterReplicaLogDirsRequest, AlterUserScramCredentialsRequest,
-    ApiVersionsRequest, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest,
-    CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest,
-    DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest, DescribeClusterRequest,
-    DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest, DescribeProducersRequest,
-    DescribeShareGroupOffsetsRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
-    DescribeUserScramCredentialsRequest, ElectLeadersRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest,
-    HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
-    ListConfigResourcesRequest, ListGroupsRequest, ListOffsetsRequest, ListPartitionReassignmentsRequest,
-    ListTransactionsRequest, MetadataRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
-    OffsetForLeaderEpochRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
-    ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
-    SyncGroupRequest, TxnOffsetCommitRequest, UpdateFeaturesRequest, WriteTxnMarkersRequest,
+    ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest, CreatePartitionsRequest,
+    CreateTopicsRequest, DeleteAclsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest,
+    DescribeClientQuotasRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
+    DescribeProducersRequest, DescribeShareGroupOffsetsRequest, DescribeTopicPartitionsRequest,
+    DescribeTransactionsRequest, DescribeUserScramCredentialsRequest, ElectLeadersRequest, EndTxnRequest, FetchRequest,
+    FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest,
+    LeaveGroupRequest, ListConfigResourcesRequest, ListGroupsRequest, ListPartitionReassignmentsRequest,
+    ListTransactionsRequest, MetadataRequest, OffsetDeleteRequest, OffsetForLeaderEpochRequest, ProduceRequest,
+    SaslAuthenticateRequest, SaslHandshakeRequest, ShareAcknowledgeRequest, ShareFetchRequest,
+    ShareGroupDescribeRequest, ShareGroupHeartbeatRequest, SyncGroupRequest, TxnOffsetCommitRequest,
+    UpdateFeaturesRequest,
 };
 use kafka_protocol::protocol::{Decodable, Message};
 
@@ -29,6 +29,7 @@ use super::{
     roundtrip,
 };
 use crate::guard::schemas;
+use crate::messages;
 
 fn decode_measured_as<R: Decodable>(version: i16, body: &[u8]) -> (Result<(), String>, alloc::Allocations) {
     let mut input = Bytes::copy_from_slice(body);
@@ -74,10 +75,10 @@ macro_rules! covered_apis {
 covered_apis! {
     0 roundtrip_produce: ProduceRequest, 3..=13, requests_data::produce;
     1 roundtrip_fetch: FetchRequest, 4..=18, requests_data::fetch;
-    2 roundtrip_list_offsets: ListOffsetsRequest, 1..=10, requests_data::list_offsets;
+    2 roundtrip_list_offsets: messages::ListOffsetsRequest, 1..=11, requests_data::list_offsets;
     3 roundtrip_metadata: MetadataRequest, 0..=13, requests_data::metadata;
-    8 roundtrip_offset_commit: OffsetCommitRequest, 2..=9, requests_groups::offset_commit;
-    9 roundtrip_offset_fetch: OffsetFetchRequest, 1..=9, requests_groups::offset_fetch;
+    8 roundtrip_offset_commit: messages::OffsetCommitRequest, 2..=10, requests_groups::offset_commit;
+    9 roundtrip_offset_fetch: messages::OffsetFetchRequest, 1..=10, requests_groups::offset_fetch;
     10 roundtrip_find_coordinator: FindCoordinatorRequest, 0..=6,
         requests_admin::find_coordinator;
     11 roundtrip_join_group: JoinGroupRequest, 0..=9, requests_groups::join_group;
@@ -87,7 +88,7 @@ covered_apis! {
     15 roundtrip_describe_groups: DescribeGroupsRequest, 0..=6, requests_groups::describe_groups;
     16 roundtrip_list_groups: ListGroupsRequest, 0..=5, requests_groups::list_groups;
     17 roundtrip_sasl_handshake: SaslHandshakeRequest, 0..=1, requests_admin::sasl_handshake;
-    18 roundtrip_api_versions: ApiVersionsRequest, 0..=4, requests_admin::api_versions;
+    18 roundtrip_api_versions: messages::ApiVersionsRequest, 0..=5, requests_admin::api_versions;
     19 roundtrip_create_topics: CreateTopicsRequest, 2..=7, requests_admin::create_topics;
     20 roundtrip_delete_topics: DeleteTopicsRequest, 1..=6, requests_admin::delete_topics;
     21 roundtrip_delete_records: DeleteRecordsRequest, 0..=2, requests_topics::delete_records;
@@ -110,13 +111,13 @@ covered_apis! {
     33 roundtrip_alter_configs: AlterConfigsRequest, 0..=2, requests_cluster::alter_configs;
     34 roundtrip_alter_replica_log_dirs: AlterReplicaLogDirsRequest, 1..=2,
         requests_replicas::alter_replica_log_dirs;
-    35 roundtrip_describe_log_dirs: DescribeLogDirsRequest, 1..=4,
+    35 roundtrip_describe_log_dirs: messages::DescribeLogDirsRequest, 1..=5,
         requests_cluster::describe_log_dirs;
     36 roundtrip_sasl_authenticate: SaslAuthenticateRequest, 0..=2,
         requests_admin::sasl_authenticate;
     37 roundtrip_create_partitions: CreatePartitionsRequest, 0..=3,
         requests_topics::create_partitions;
-    42 roundtrip_delete_groups: DeleteGroupsRequest, 0..=2,
+    42 roundtrip_delete_groups: messages::DeleteGroupsRequest, 0..=3,
         requests_consumer_groups::delete_groups;
     43 roundtrip_elect_leaders: ElectLeadersRequest, 0..=2, requests_replicas::elect_leaders;
     44 roundtrip_incremental_alter_configs: IncrementalAlterConfigsRequest, 0..=1,
@@ -138,7 +139,7 @@ covered_apis! {
     57 roundtrip_update_features: UpdateFeaturesRequest, 0..=2, requests_cluster::update_features;
     60 roundtrip_describe_cluster: DescribeClusterRequest, 0..=2,
         requests_cluster::describe_cluster;
-    27 roundtrip_write_txn_markers: WriteTxnMarkersRequest, 1..=1,
+    27 roundtrip_write_txn_markers: messages::WriteTxnMarkersRequest, 1..=2,
         requests_txn::write_txn_markers;
     61 roundtrip_describe_producers: DescribeProducersRequest, 0..=0,
         requests_txn::describe_producers;

@@ -48,11 +48,10 @@ use kafka_protocol::messages::{
     alter_configs_request, describe_producers_request, describe_topic_partitions_request, elect_leaders_request,
     incremental_alter_configs_request, write_txn_markers_request, AddOffsetsToTxnRequest, AddPartitionsToTxnRequest,
     AlterConfigsRequest, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest,
-    CreatePartitionsRequest, DeleteAclsRequest, DeleteGroupsRequest, DeleteRecordsRequest, DescribeAclsRequest,
-    DescribeClusterRequest, DescribeLogDirsRequest, DescribeProducersRequest, DescribeTopicPartitionsRequest,
-    DescribeTransactionsRequest, EndTxnRequest, IncrementalAlterConfigsRequest, ListTransactionsRequest,
-    OffsetDeleteRequest, OffsetForLeaderEpochRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
-    TxnOffsetCommitRequest, WriteTxnMarkersRequest,
+    CreatePartitionsRequest, DeleteAclsRequest, DeleteRecordsRequest, DescribeAclsRequest, DescribeClusterRequest,
+    DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest, EndTxnRequest,
+    IncrementalAlterConfigsRequest, ListTransactionsRequest, OffsetDeleteRequest, OffsetForLeaderEpochRequest,
+    SaslAuthenticateRequest, SaslHandshakeRequest, TxnOffsetCommitRequest,
 };
 use kafka_protocol::messages::{describe_share_group_offsets_request, share_acknowledge_request, share_fetch_request};
 use kafka_protocol::messages::{update_features_request, ListConfigResourcesRequest, UpdateFeaturesRequest};
@@ -62,26 +61,30 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::messages::{AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest};
 use kafka_protocol::messages::{
-    ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, DescribeGroupsRequest,
-    FetchRequest, FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
-    ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, ProduceRequest,
-    SyncGroupRequest,
+    CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, DescribeGroupsRequest, FetchRequest,
+    FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
+    ListGroupsRequest, MetadataRequest, ProduceRequest, SyncGroupRequest,
 };
 use kafka_protocol::messages::{
     ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
 };
-use kafka_protocol::protocol::Encodable;
+use kafka_protocol::protocol::{Encodable, Message};
 
 use crate::guard::schema::{Encoding, Kind, StructSchema};
 use crate::guard::schemas::{
     self, acls, admin, cluster, consumer_groups, data, groups, quotas, replicas, share_groups, topics, txn, users,
 };
+use crate::messages;
 
 /// Checks one struct at every version of its API; returns the API and the struct's name (names
 /// repeat across APIs: AlterConfigsResource, TopicRequest).
-fn check<R: Encodable + Default>(api_key: i16, schema: &StructSchema) -> (i16, &'static str) {
+///
+/// A kafka-protocol struct is checked up to the crate's last version; the versions beyond, which
+/// `crate::messages` writes, are checked through its top-level types here and, for structs whose
+/// layout changed, in [`minimum_sizes_of_kafka_4_4_elements`].
+fn check<R: Encodable + Default + Message>(api_key: i16, schema: &StructSchema) -> (i16, &'static str) {
     let api = schemas::find(api_key).expect("covered API");
-    for version in api.versions.min..=api.versions.max {
+    for version in api.versions.min..=api.versions.max.min(R::VERSIONS.max) {
         let mut buf = BytesMut::new();
         R::default().encode(&mut buf, version).unwrap_or_else(|e| panic!("{} v{version}: {e:#}", schema.name));
         let assumed = schema.wire_bytes_min(crate::guard::encoding(api, version));
@@ -101,12 +104,12 @@ fn minimum_sizes_match_default_encodings() {
         check::<FetchTopic>(1, &data::FETCH_TOPIC),
         check::<FetchPartition>(1, &data::FETCH_PARTITION),
         check::<ForgottenTopic>(1, &data::FORGOTTEN_TOPIC),
-        check::<ListOffsetsRequest>(2, &data::LIST_OFFSETS_REQUEST),
+        check::<messages::ListOffsetsRequest>(2, &data::LIST_OFFSETS_REQUEST),
         check::<ListOffsetsTopic>(2, &data::LIST_OFFSETS_TOPIC),
         check::<ListOffsetsPartition>(2, &data::LIST_OFFSETS_PARTITION),
         check::<MetadataRequest>(3, &data::METADATA_REQUEST),
         check::<MetadataRequestTopic>(3, &data::METADATA_REQUEST_TOPIC),
-        check::<ApiVersionsRequest>(18, &admin::API_VERSIONS_REQUEST),
+        check::<messages::ApiVersionsRequest>(18, &admin::API_VERSIONS_REQUEST),
         check::<FindCoordinatorRequest>(10, &admin::FIND_COORDINATOR_REQUEST),
         check::<CreateTopicsRequest>(19, &admin::CREATE_TOPICS_REQUEST),
         check::<CreatableTopic>(19, &admin::CREATABLE_TOPIC),
@@ -117,10 +120,10 @@ fn minimum_sizes_match_default_encodings() {
         check::<InitProducerIdRequest>(22, &admin::INIT_PRODUCER_ID_REQUEST),
         check::<DescribeConfigsRequest>(32, &admin::DESCRIBE_CONFIGS_REQUEST),
         check::<DescribeConfigsResource>(32, &admin::DESCRIBE_CONFIGS_RESOURCE),
-        check::<OffsetCommitRequest>(8, &groups::OFFSET_COMMIT_REQUEST),
+        check::<messages::OffsetCommitRequest>(8, &groups::OFFSET_COMMIT_REQUEST),
         check::<OffsetCommitRequestTopic>(8, &groups::OFFSET_COMMIT_REQUEST_TOPIC),
         check::<OffsetCommitRequestPartition>(8, &groups::OFFSET_COMMIT_REQUEST_PARTITION),
-        check::<OffsetFetchRequest>(9, &groups::OFFSET_FETCH_REQUEST),
+        check::<messages::OffsetFetchRequest>(9, &groups::OFFSET_FETCH_REQUEST),
         check::<OffsetFetchRequestTopic>(9, &groups::OFFSET_FETCH_REQUEST_TOPIC),
         check::<OffsetFetchRequestGroup>(9, &groups::OFFSET_FETCH_REQUEST_GROUP),
         check::<OffsetFetchRequestTopics>(9, &groups::OFFSET_FETCH_REQUEST_TOPICS),
@@ -179,7 +182,7 @@ fn checked_later() -> Vec<(i16, &'static str)> {
             &cluster::INCREMENTAL_ALTER_CONFIGS_RESOURCE,
         ),
         check::<incremental_alter_configs_request::AlterableConfig>(44, &cluster::INCREMENTAL_ALTERABLE_CONFIG),
-        check::<DescribeLogDirsRequest>(35, &cluster::DESCRIBE_LOG_DIRS_REQUEST),
+        check::<messages::DescribeLogDirsRequest>(35, &cluster::DESCRIBE_LOG_DIRS_REQUEST),
         check::<DescribableLogDirTopic>(35, &cluster::DESCRIBABLE_LOG_DIR_TOPIC),
         check::<DescribeClusterRequest>(60, &cluster::DESCRIBE_CLUSTER_REQUEST),
         check::<UpdateFeaturesRequest>(57, &cluster::UPDATE_FEATURES_REQUEST),
@@ -205,7 +208,7 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<AclCreation>(30, &acls::ACL_CREATION),
         check::<DeleteAclsRequest>(31, &acls::DELETE_ACLS_REQUEST),
         check::<DeleteAclsFilter>(31, &acls::DELETE_ACLS_FILTER),
-        check::<DeleteGroupsRequest>(42, &groups::DELETE_GROUPS_REQUEST),
+        check::<messages::DeleteGroupsRequest>(42, &groups::DELETE_GROUPS_REQUEST),
         check::<OffsetDeleteRequest>(47, &groups::OFFSET_DELETE_REQUEST),
         check::<OffsetDeleteRequestTopic>(47, &groups::OFFSET_DELETE_REQUEST_TOPIC),
         check::<OffsetDeleteRequestPartition>(47, &groups::OFFSET_DELETE_REQUEST_PARTITION),
@@ -240,7 +243,7 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<TxnOffsetCommitRequest>(28, &txn::TXN_OFFSET_COMMIT_REQUEST),
         check::<TxnOffsetCommitRequestTopic>(28, &txn::TXN_OFFSET_COMMIT_REQUEST_TOPIC),
         check::<TxnOffsetCommitRequestPartition>(28, &txn::TXN_OFFSET_COMMIT_REQUEST_PARTITION),
-        check::<WriteTxnMarkersRequest>(27, &txn::WRITE_TXN_MARKERS_REQUEST),
+        check::<messages::WriteTxnMarkersRequest>(27, &txn::WRITE_TXN_MARKERS_REQUEST),
         check::<write_txn_markers_request::WritableTxnMarker>(27, &txn::WRITABLE_TXN_MARKER),
         check::<write_txn_markers_request::WritableTxnMarkerTopic>(27, &txn::WRITABLE_TXN_MARKER_TOPIC),
         check::<DescribeProducersRequest>(61, &txn::DESCRIBE_PRODUCERS_REQUEST),
@@ -325,6 +328,50 @@ fn smallest(kind: &Kind, encoding: Encoding, target: &mut Option<usize>, out: &m
         }
     }
     false
+}
+
+fn encoded_len<R: Encodable>(message: &R, version: i16) -> usize {
+    let mut buf = BytesMut::new();
+    message.encode(&mut buf, version).expect("encodes");
+    buf.len()
+}
+
+/// The structs whose layout Kafka 4.4 changed: the smallest encoding of one is what one default
+/// element adds to an otherwise default request (a count of 0 or 1 is one byte either way).
+#[test]
+fn minimum_sizes_of_kafka_4_4_elements() {
+    let assumed = |api_key: i16, version: i16, schema: &StructSchema| {
+        let api = schemas::find(api_key).expect("covered API");
+        schema.wire_bytes_min(crate::guard::encoding(api, version))
+    };
+    let empty = messages::OffsetCommitRequest::default();
+    let mut one = empty.clone();
+    one.topics.push(OffsetCommitRequestTopic::default());
+    let topic = encoded_len(&one, 10) - encoded_len(&empty, 10);
+    assert_eq!(assumed(8, 10, &groups::OFFSET_COMMIT_REQUEST_TOPIC), topic);
+    let mut two = one.clone();
+    two.topics[0].partitions.push(OffsetCommitRequestPartition::default());
+    assert_eq!(assumed(8, 10, &groups::OFFSET_COMMIT_REQUEST_PARTITION), encoded_len(&two, 10) - encoded_len(&one, 10));
+
+    let mut empty = messages::OffsetFetchRequest::default();
+    empty.groups.push(OffsetFetchRequestGroup::default().with_topics(Some(Vec::new())));
+    let mut one = empty.clone();
+    if let Some(topics) = one.groups[0].topics.as_mut() {
+        topics.push(OffsetFetchRequestTopics::default());
+    }
+    assert_eq!(assumed(9, 10, &groups::OFFSET_FETCH_REQUEST_TOPICS), encoded_len(&one, 10) - encoded_len(&empty, 10));
+    let none = messages::OffsetFetchRequest::default();
+    let mut group = none.clone();
+    group.groups.push(OffsetFetchRequestGroup::default());
+    assert_eq!(assumed(9, 10, &groups::OFFSET_FETCH_REQUEST_GROUP), encoded_len(&group, 10) - encoded_len(&none, 10));
+
+    let empty = messages::WriteTxnMarkersRequest::default();
+    let mut one = empty.clone();
+    one.markers.push(messages::WritableTxnMarker::default());
+    assert_eq!(assumed(27, 2, &txn::WRITABLE_TXN_MARKER), encoded_len(&one, 2) - encoded_len(&empty, 2));
+    let mut two = one.clone();
+    two.markers[0].marker.topics.push(write_txn_markers_request::WritableTxnMarkerTopic::default());
+    assert_eq!(assumed(27, 2, &txn::WRITABLE_TXN_MARKER_TOPIC), encoded_len(&two, 2) - encoded_len(&one, 2));
 }
 
 /// Every array instance of every request, at every version, filled with many elements of the

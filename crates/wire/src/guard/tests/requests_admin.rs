@@ -16,15 +16,21 @@ use proptest::prelude::*;
 
 use super::gen::{blob, list, list_or_null, name, name_or_null, text, text_or_null, unknown_tags, uuid, uuid_bytes};
 
-pub(super) fn api_versions(v: i16) -> impl Strategy<Value = ApiVersionsRequest> {
+pub(super) fn api_versions(v: i16) -> impl Strategy<Value = crate::messages::ApiVersionsRequest> {
     let flexible = v >= 3;
-    (text(), text(), unknown_tags(flexible)).prop_map(move |(software, software_version, tags)| {
-        let mut r = ApiVersionsRequest::default().with_unknown_tagged_fields(tags);
-        if v >= 3 {
-            r = r.with_client_software_name(software).with_client_software_version(software_version);
-        }
-        r
-    })
+    (text(), text(), text_or_null(), any::<i32>(), unknown_tags(flexible)).prop_map(
+        move |(software, software_version, cluster_id, node_id, tags)| {
+            let mut r = ApiVersionsRequest::default().with_unknown_tagged_fields(tags);
+            if v >= 3 {
+                r = r.with_client_software_name(software).with_client_software_version(software_version);
+            }
+            let mut r = crate::messages::ApiVersionsRequest::from(r);
+            if v >= 5 {
+                (r.cluster_id, r.node_id) = (cluster_id, node_id);
+            }
+            r
+        },
+    )
 }
 
 pub(super) fn find_coordinator(v: i16) -> impl Strategy<Value = FindCoordinatorRequest> {

@@ -62,7 +62,7 @@ pub(super) fn incremental_alter_configs(v: i16) -> impl Strategy<Value = Increme
     })
 }
 
-pub(super) fn describe_log_dirs(v: i16) -> impl Strategy<Value = DescribeLogDirsRequest> {
+pub(super) fn describe_log_dirs(v: i16) -> impl Strategy<Value = crate::messages::DescribeLogDirsRequest> {
     let flexible = v >= 2;
     let topic =
         (name::<TopicName>(), list(any::<i32>()), unknown_tags(flexible)).prop_map(|(topic, partitions, tags)| {
@@ -72,7 +72,9 @@ pub(super) fn describe_log_dirs(v: i16) -> impl Strategy<Value = DescribeLogDirs
                 .with_unknown_tagged_fields(tags)
         });
     (list_or_null(topic), unknown_tags(flexible)).prop_map(|(topics, tags)| {
-        DescribeLogDirsRequest::default().with_topics(topics).with_unknown_tagged_fields(tags)
+        crate::messages::DescribeLogDirsRequest(
+            DescribeLogDirsRequest::default().with_topics(topics).with_unknown_tagged_fields(tags),
+        )
     })
 }
 

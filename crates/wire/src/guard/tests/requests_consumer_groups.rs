@@ -11,10 +11,12 @@ use proptest::prelude::*;
 
 use super::gen::{list, list_or_null, name, text, text_or_null, unknown_tags, uuid, uuid_bytes};
 
-pub(super) fn delete_groups(v: i16) -> impl Strategy<Value = DeleteGroupsRequest> {
+pub(super) fn delete_groups(v: i16) -> impl Strategy<Value = crate::messages::DeleteGroupsRequest> {
     let flexible = v >= 2;
     (list(name::<GroupId>()), unknown_tags(flexible)).prop_map(|(groups, tags)| {
-        DeleteGroupsRequest::default().with_groups_names(groups).with_unknown_tagged_fields(tags)
+        crate::messages::DeleteGroupsRequest(
+            DeleteGroupsRequest::default().with_groups_names(groups).with_unknown_tagged_fields(tags),
+        )
     })
 }
 

@@ -162,7 +162,7 @@ fn forgotten_topic(v: i16) -> impl Strategy<Value = ForgottenTopic> {
     )
 }
 
-pub(super) fn list_offsets(v: i16) -> impl Strategy<Value = ListOffsetsRequest> {
+pub(super) fn list_offsets(v: i16) -> impl Strategy<Value = crate::messages::ListOffsetsRequest> {
     let flexible = v >= 6;
     let partition = (any::<i32>(), any::<i32>(), any::<i64>(), unknown_tags(flexible)).prop_map(
         move |(index, epoch, timestamp, tags)| {
@@ -191,7 +191,7 @@ pub(super) fn list_offsets(v: i16) -> impl Strategy<Value = ListOffsetsRequest> 
             if v >= 10 {
                 r = r.with_timeout_ms(timeout_ms);
             }
-            r
+            crate::messages::ListOffsetsRequest(r)
         },
     )
 }

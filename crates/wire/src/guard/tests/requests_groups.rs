@@ -14,9 +14,10 @@ use kafka_protocol::messages::{
 };
 use proptest::prelude::*;
 
-use super::gen::{blob, list, list_or_null, name, text, text_or_null, unknown_tags};
+use super::gen::{blob, list, list_or_null, name, text, text_or_null, unknown_tags, uuid_bytes};
+use crate::messages;
 
-pub(super) fn offset_commit(v: i16) -> impl Strategy<Value = OffsetCommitRequest> {
+pub(super) fn offset_commit(v: i16) -> impl Strategy<Value = messages::OffsetCommitRequest> {
     let flexible = v >= 8;
     let partition = (any::<i32>(), any::<i64>(), any::<i32>(), text_or_null(), unknown_tags(flexible)).prop_map(
         move |(index, offset, epoch, metadata, tags)| {
@@ -31,12 +32,17 @@ pub(super) fn offset_commit(v: i16) -> impl Strategy<Value = OffsetCommitRequest
             p
         },
     );
-    let topic = (name::<TopicName>(), list(partition), unknown_tags(flexible)).prop_map(|(topic, partitions, tags)| {
-        OffsetCommitRequestTopic::default()
-            .with_name(topic)
-            .with_partitions(partitions)
-            .with_unknown_tagged_fields(tags)
-    });
+    let topic = (name::<TopicName>(), uuid_bytes(), list(partition), unknown_tags(flexible)).prop_map(
+        move |(topic, id, partitions, tags)| {
+            let t = OffsetCommitRequestTopic::default().with_partitions(partitions).with_unknown_tagged_fields(tags);
+            // v10 names topics by id only.
+            if v >= 10 {
+                t.with_topic_id(uuid::Uuid::from_bytes(id))
+            } else {
+                t.with_name(topic)
+            }
+        },
+    );
     ((name::<GroupId>(), any::<i32>(), text(), text_or_null()), any::<i64>(), list(topic), unknown_tags(flexible))
         .prop_map(move |((group, generation, member, instance), retention, topics, tags)| {
             let mut r = OffsetCommitRequest::default()
@@ -51,11 +57,11 @@ pub(super) fn offset_commit(v: i16) -> impl Strategy<Value = OffsetCommitRequest
             if v <= 4 {
                 r = r.with_retention_time_ms(retention);
             }
-            r
+            messages::OffsetCommitRequest(r)
         })
 }
 
-pub(super) fn offset_fetch(v: i16) -> impl Strategy<Value = OffsetFetchRequest> {
+pub(super) fn offset_fetch(v: i16) -> impl Strategy<Value = messages::OffsetFetchRequest> {
     let flexible = v >= 6;
     let topic =
         (name::<TopicName>(), list(any::<i32>()), unknown_tags(flexible)).prop_map(|(topic, partitions, tags)| {
@@ -64,13 +70,18 @@ pub(super) fn offset_fetch(v: i16) -> impl Strategy<Value = OffsetFetchRequest> 
                 .with_partition_indexes(partitions)
                 .with_unknown_tagged_fields(tags)
         });
-    let group_topics =
-        (name::<TopicName>(), list(any::<i32>()), unknown_tags(flexible)).prop_map(|(topic, partitions, tags)| {
-            OffsetFetchRequestTopics::default()
-                .with_name(topic)
-                .with_partition_indexes(partitions)
-                .with_unknown_tagged_fields(tags)
-        });
+    let group_topics = (name::<TopicName>(), uuid_bytes(), list(any::<i32>()), unknown_tags(flexible)).prop_map(
+        move |(topic, id, partitions, tags)| {
+            let t =
+                OffsetFetchRequestTopics::default().with_partition_indexes(partitions).with_unknown_tagged_fields(tags);
+            // v10 names topics by id only.
+            if v >= 10 {
+                t.with_topic_id(uuid::Uuid::from_bytes(id))
+            } else {
+                t.with_name(topic)
+            }
+        },
+    );
     let group = (name::<GroupId>(), text_or_null(), any::<i32>(), list_or_null(group_topics), unknown_tags(flexible))
         .prop_map(move |(group, member, epoch, topics, tags)| {
             let mut g = OffsetFetchRequestGroup::default()
@@ -93,7 +104,7 @@ pub(super) fn offset_fetch(v: i16) -> impl Strategy<Value = OffsetFetchRequest> 
             if v >= 7 {
                 r = r.with_require_stable(require_stable);
             }
-            r
+            messages::OffsetFetchRequest(r)
         },
     )
 }

@@ -11,7 +11,6 @@ use kafka_protocol::messages::write_txn_markers_request::{WritableTxnMarker, Wri
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, DescribeProducersRequest, DescribeTransactionsRequest,
     EndTxnRequest, GroupId, ListTransactionsRequest, ProducerId, TopicName, TransactionalId, TxnOffsetCommitRequest,
-    WriteTxnMarkersRequest,
 };
 use proptest::prelude::*;
 
@@ -130,27 +129,29 @@ pub(super) fn txn_offset_commit(v: i16) -> impl Strategy<Value = TxnOffsetCommit
         })
 }
 
-pub(super) fn write_txn_markers(_v: i16) -> impl Strategy<Value = WriteTxnMarkersRequest> {
+pub(super) fn write_txn_markers(v: i16) -> impl Strategy<Value = crate::messages::WriteTxnMarkersRequest> {
     let topic = (name::<TopicName>(), list(any::<i32>()), unknown_tags(true)).prop_map(|(topic, partitions, tags)| {
         WritableTxnMarkerTopic::default()
             .with_name(topic)
             .with_partition_indexes(partitions)
             .with_unknown_tagged_fields(tags)
     });
-    let marker = (any::<i64>(), any::<i16>(), any::<bool>(), list(topic), any::<i32>(), unknown_tags(true)).prop_map(
-        |(producer_id, epoch, commit, topics, coordinator_epoch, tags)| {
-            WritableTxnMarker::default()
-                .with_producer_id(ProducerId(producer_id))
-                .with_producer_epoch(epoch)
-                .with_transaction_result(commit)
-                .with_topics(topics)
-                .with_coordinator_epoch(coordinator_epoch)
-                .with_unknown_tagged_fields(tags)
-        },
-    );
-    (list(marker), unknown_tags(true)).prop_map(|(markers, tags)| {
-        WriteTxnMarkersRequest::default().with_markers(markers).with_unknown_tagged_fields(tags)
-    })
+    let marker =
+        (any::<i64>(), any::<i16>(), any::<bool>(), list(topic), any::<i32>(), any::<i8>(), unknown_tags(true))
+            .prop_map(move |(producer_id, epoch, commit, topics, coordinator_epoch, transaction_version, tags)| {
+                let marker = WritableTxnMarker::default()
+                    .with_producer_id(ProducerId(producer_id))
+                    .with_producer_epoch(epoch)
+                    .with_transaction_result(commit)
+                    .with_topics(topics)
+                    .with_coordinator_epoch(coordinator_epoch)
+                    .with_unknown_tagged_fields(tags);
+                // v2 adds the transaction version.
+                let transaction_version = if v >= 2 { transaction_version } else { 0 };
+                crate::messages::WritableTxnMarker { marker, transaction_version }
+            });
+    (list(marker), unknown_tags(true))
+        .prop_map(|(markers, tags)| crate::messages::WriteTxnMarkersRequest { markers, unknown_tagged_fields: tags })
 }
 
 pub(super) fn describe_producers(_v: i16) -> impl Strategy<Value = DescribeProducersRequest> {
