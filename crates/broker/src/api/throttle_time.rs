@@ -51,6 +51,8 @@ with_throttle_time!(
     ShareFetchResponse,
     ShareAcknowledgeResponse,
     DescribeShareGroupOffsetsResponse,
+    AlterShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsResponse,
     OffsetDeleteResponse,
     InitProducerIdResponse,
     AddPartitionsToTxnResponse,
