@@ -63,6 +63,9 @@ pub struct TransactionRecord {
 /// one state and delivery count. A write replaces the partition's whole
 /// state if its `version` is higher than the stored one's (writes of
 /// several partitions are batched, so they may arrive out of order).
+/// A `start_offset` of [`UNSET_START_OFFSET`] (no batches) is a tombstone:
+/// the group's offsets for the partition were deleted (DeleteShareGroupOffsets),
+/// and the version it carries keeps an older write from bringing them back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShareStateRecord {
     pub group_id: String,
@@ -72,6 +75,11 @@ pub struct ShareStateRecord {
     pub start_offset: i64,
     pub batches: Vec<crate::share::StateBatch>,
 }
+
+/// The start offset of a share-partition with no state: the group reads it
+/// from `share.auto.offset.reset` next time (Kafka's share coordinator's
+/// `UNINITIALIZED_START_OFFSET`).
+pub const UNSET_START_OFFSET: i64 = -1;
 
 /// A group's configs as stored: its id and the configs set on it.
 pub type GroupConfigRecord = (String, BTreeMap<String, String>);

@@ -506,6 +506,33 @@ async fn exchange(
             let ok = g.error_code == 0 && g.topics.len() == 1 && g.topics[0].partitions[0].start_offset >= 0;
             check(ok, format!("{r:?}"))
         }
+        ApiKey::AlterShareGroupOffsets => {
+            use kafka_protocol::messages::alter_share_group_offsets_request::{
+                AlterShareGroupOffsetsRequestPartition, AlterShareGroupOffsetsRequestTopic,
+            };
+            use kafka_protocol::messages::{AlterShareGroupOffsetsRequest, GroupId};
+            let request = AlterShareGroupOffsetsRequest::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("share-v1")))
+                .with_topics(vec![AlterShareGroupOffsetsRequestTopic::default()
+                    .with_topic_name(common::name("swept"))
+                    .with_partitions(vec![AlterShareGroupOffsetsRequestPartition::default()
+                        .with_partition_index(0)
+                        .with_start_offset(0)])]);
+            let r = client.try_call(version, &request).await?;
+            // The group's member is still in it: Kafka refuses a non-empty group.
+            check(r.error_code == error_code::NON_EMPTY_GROUP && r.responses.is_empty(), format!("{r:?}"))
+        }
+        ApiKey::DeleteShareGroupOffsets => {
+            use kafka_protocol::messages::delete_share_group_offsets_request::DeleteShareGroupOffsetsRequestTopic;
+            use kafka_protocol::messages::{DeleteShareGroupOffsetsRequest, GroupId};
+            let request = DeleteShareGroupOffsetsRequest::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("share-v1")))
+                .with_topics(vec![
+                    DeleteShareGroupOffsetsRequestTopic::default().with_topic_name(common::name("swept"))
+                ]);
+            let r = client.try_call(version, &request).await?;
+            check(r.error_code == error_code::NON_EMPTY_GROUP && r.responses.is_empty(), format!("{r:?}"))
+        }
         ApiKey::IncrementalAlterConfigs => {
             use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
             let value = format!("{}", 86_400_000 + i64::from(version));
@@ -887,6 +914,8 @@ async fn every_served_version_answers() {
         ShareFetch,
         ShareAcknowledge,
         DescribeShareGroupOffsets,
+        AlterShareGroupOffsets,
+        DeleteShareGroupOffsets,
     ];
     for key in order {
         let api = SERVED_APIS.iter().find(|a| a.key == key).expect("served");

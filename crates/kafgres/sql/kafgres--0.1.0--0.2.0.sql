@@ -1418,13 +1418,16 @@ GRANT EXECUTE ON FUNCTION kafgres._capture_snapshot_start(regclass, boolean),
 -- before it answers them; membership is not stored (members rejoin).
 -- state_batches: [[first_offset, last_offset, state, delivery_count], ...]
 -- (states 0 available, 1 acquired, 2 acknowledged, 4 archived) for the
--- records in flight from start_offset on.
+-- records in flight from start_offset on. A start_offset of -1 (no batches)
+-- is a tombstone: the group's offsets there were deleted
+-- (DeleteShareGroupOffsets), it reads from share.auto.offset.reset again,
+-- and the row's version keeps an older write from bringing them back.
 CREATE TABLE kafgres.share_partitions (
     group_id      text NOT NULL,
     topic_id      uuid NOT NULL REFERENCES kafgres.topics (topic_id) ON DELETE CASCADE,
     partition     integer NOT NULL CHECK (partition >= 0),
     state_version bigint NOT NULL,
-    start_offset  bigint NOT NULL CHECK (start_offset >= 0),
+    start_offset  bigint NOT NULL CHECK (start_offset >= -1),
     state_batches jsonb NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(state_batches) = 'array'),
     updated_at    timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (group_id, topic_id, partition)
@@ -1448,6 +1451,32 @@ COMMENT ON TABLE kafgres.group_configs IS
     'Configs of Kafka groups (share.auto.offset.reset, share.record.lock.duration.ms...), set with IncrementalAlterConfigs.';
 SELECT pg_catalog.pg_extension_config_dump('kafgres.group_configs', '');
 REVOKE ALL ON kafgres.group_configs FROM PUBLIC;
+
+-- Share groups in SQL: each share-partition's stored state counted, with its
+-- lag against the log end (kafgres.partition_status asks the broker).
+CREATE VIEW kafgres.share_group_partitions AS
+SELECT p.group_id, t.name AS topic, p.partition, p.start_offset, s.log_end_offset,
+       c.available + c.acquired AS in_flight, c.available, c.acquired, c.acknowledged, c.archived,
+       greatest(s.log_end_offset - p.start_offset - c.acknowledged - c.archived, 0) AS lag,
+       p.updated_at
+FROM kafgres.share_partitions p
+JOIN kafgres.topics t ON t.topic_id = p.topic_id
+LEFT JOIN kafgres.partition_status s ON s.topic = t.name AND s.partition = p.partition
+CROSS JOIN LATERAL (
+    SELECT coalesce(sum(b.n) FILTER (WHERE b.state = 0), 0)::bigint AS available,
+           coalesce(sum(b.n) FILTER (WHERE b.state = 1), 0)::bigint AS acquired,
+           coalesce(sum(b.n) FILTER (WHERE b.state = 2), 0)::bigint AS acknowledged,
+           coalesce(sum(b.n) FILTER (WHERE b.state = 4), 0)::bigint AS archived
+    FROM (SELECT (e ->> 2)::int AS state, (e ->> 1)::bigint - (e ->> 0)::bigint + 1 AS n
+          FROM jsonb_array_elements(p.state_batches) AS e) b
+) c
+WHERE p.start_offset >= 0;
+COMMENT ON VIEW kafgres.share_group_partitions IS
+    'Share groups (KIP-932), per group and partition, as last stored: the start offset, the records in flight after '
+    'it (available or acquired) and those already acknowledged or archived, and lag as Kafka 4.2 defines it: the '
+    'records below the log end not delivered completely yet (log end - start offset - acknowledged - archived). '
+    'Members are not stored: kafka-share-groups.sh --describe --members lists them.';
+REVOKE ALL ON kafgres.share_group_partitions FROM PUBLIC;
 
 -- Wake the broker and the bridge, which wait for this schema.
 SELECT kafgres._wake_broker();

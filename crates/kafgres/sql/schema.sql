@@ -108,13 +108,16 @@ REVOKE ALL ON kafgres.transactions FROM PUBLIC;
 -- before it answers them; membership is not stored (members rejoin).
 -- state_batches: [[first_offset, last_offset, state, delivery_count], ...]
 -- (states 0 available, 1 acquired, 2 acknowledged, 4 archived) for the
--- records in flight from start_offset on.
+-- records in flight from start_offset on. A start_offset of -1 (no batches)
+-- is a tombstone: the group's offsets there were deleted
+-- (DeleteShareGroupOffsets), it reads from share.auto.offset.reset again,
+-- and the row's version keeps an older write from bringing them back.
 CREATE TABLE kafgres.share_partitions (
     group_id      text NOT NULL,
     topic_id      uuid NOT NULL REFERENCES kafgres.topics (topic_id) ON DELETE CASCADE,
     partition     integer NOT NULL CHECK (partition >= 0),
     state_version bigint NOT NULL,
-    start_offset  bigint NOT NULL CHECK (start_offset >= 0),
+    start_offset  bigint NOT NULL CHECK (start_offset >= -1),
     state_batches jsonb NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(state_batches) = 'array'),
     updated_at    timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (group_id, topic_id, partition)

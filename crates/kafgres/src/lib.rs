@@ -138,6 +138,29 @@ COMMENT ON VIEW kafgres.capture_status IS
     'and send share one stream in commit order); bridge_lag_bytes of WAL are written after applied_lsn (all of the '
     'server''s WAL, not only changes).';
 
+CREATE VIEW kafgres.share_group_partitions AS
+SELECT p.group_id, t.name AS topic, p.partition, p.start_offset, s.log_end_offset,
+       c.available + c.acquired AS in_flight, c.available, c.acquired, c.acknowledged, c.archived,
+       greatest(s.log_end_offset - p.start_offset - c.acknowledged - c.archived, 0) AS lag,
+       p.updated_at
+FROM kafgres.share_partitions p
+JOIN kafgres.topics t ON t.topic_id = p.topic_id
+LEFT JOIN kafgres.partition_status s ON s.topic = t.name AND s.partition = p.partition
+CROSS JOIN LATERAL (
+    SELECT coalesce(sum(b.n) FILTER (WHERE b.state = 0), 0)::bigint AS available,
+           coalesce(sum(b.n) FILTER (WHERE b.state = 1), 0)::bigint AS acquired,
+           coalesce(sum(b.n) FILTER (WHERE b.state = 2), 0)::bigint AS acknowledged,
+           coalesce(sum(b.n) FILTER (WHERE b.state = 4), 0)::bigint AS archived
+    FROM (SELECT (e ->> 2)::int AS state, (e ->> 1)::bigint - (e ->> 0)::bigint + 1 AS n
+          FROM jsonb_array_elements(p.state_batches) AS e) b
+) c
+WHERE p.start_offset >= 0;
+COMMENT ON VIEW kafgres.share_group_partitions IS
+    'Share groups (KIP-932), per group and partition, as last stored: the start offset, the records in flight after '
+    'it (available or acquired) and those already acknowledged or archived, and lag as Kafka 4.2 defines it: the '
+    'records below the log end not delivered completely yet (log end - start offset - acknowledged - archived). '
+    'Members are not stored: kafka-share-groups.sh --describe --members lists them.';
+
 -- Nothing is open to PUBLIC: grant EXECUTE / SELECT to the roles that
 -- produce, consume or watch (docs/sql.md lists what each needs).
 REVOKE ALL ON ALL TABLES IN SCHEMA kafgres FROM PUBLIC;

@@ -9,11 +9,14 @@
 //! acquired, 2 acknowledged, 4 archived). A write replaces a row only with a
 //! higher `state_version` (the broker's writes of several partitions may
 //! reach Postgres in any order), and skips partitions of a topic that is gone
-//! (the topic's rows went with it: a foreign key's ON DELETE CASCADE).
+//! (the topic's rows went with it: a foreign key's ON DELETE CASCADE). A row
+//! with `start_offset` -1 and no batches is a tombstone: the group's offsets
+//! there were deleted (DeleteShareGroupOffsets), and its version stays so
+//! that no older write brings them back.
 
 use std::collections::BTreeMap;
 
-use kafgres_broker::catalog::{GroupConfigRecord, ShareStateRecord};
+use kafgres_broker::catalog::{GroupConfigRecord, ShareStateRecord, UNSET_START_OFFSET};
 use kafgres_broker::share::{RecordState, StateBatch};
 use pgrx::spi::Spi;
 use uuid::Uuid;
@@ -100,8 +103,13 @@ pub fn load_share_states() -> Result<Vec<ShareStateRecord>, String> {
             let version: i64 = row.get(4)?.unwrap_or(0);
             let start_offset: i64 = row.get(5)?.unwrap_or(-1);
             let batches: String = row.get(6)?.unwrap_or_default();
+            // A start offset of -1 without batches is the tombstone of deleted
+            // offsets (DeleteShareGroupOffsets): loaded, so its version stays.
+            let tombstone = start_offset == UNSET_START_OFFSET;
             match (Uuid::parse_str(&topic_id), parse_batches(&batches)) {
-                (Ok(topic_id), Some(batches)) if partition >= 0 && start_offset >= 0 => {
+                (Ok(topic_id), Some(batches))
+                    if partition >= 0 && (start_offset >= 0 || (tombstone && batches.is_empty())) =>
+                {
                     out.push(ShareStateRecord { group_id, topic_id, partition, version, start_offset, batches })
                 }
                 _ => pgrx::warning!(

@@ -188,6 +188,20 @@ impl ErrorCounts for DescribeShareGroupOffsetsResponse {
     }
 }
 
+impl ErrorCounts for AlterShareGroupOffsetsResponse {
+    fn error_codes(&self, count: &mut dyn FnMut(i16)) {
+        count(self.error_code);
+        self.responses.iter().flat_map(|t| &t.partitions).for_each(|p| count(p.error_code));
+    }
+}
+
+impl ErrorCounts for DeleteShareGroupOffsetsResponse {
+    fn error_codes(&self, count: &mut dyn FnMut(i16)) {
+        count(self.error_code);
+        self.responses.iter().for_each(|t| count(t.error_code));
+    }
+}
+
 impl ErrorCounts for ShareAcknowledgeResponse {
     fn error_codes(&self, count: &mut dyn FnMut(i16)) {
         count(self.error_code);

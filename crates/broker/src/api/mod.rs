@@ -42,6 +42,7 @@ pub mod sasl;
 pub mod share_fetch;
 pub mod share_group;
 pub mod share_offsets;
+pub mod share_offsets_admin;
 pub mod throttle_time;
 pub mod transaction_admin;
 pub mod transactions;
@@ -117,6 +118,8 @@ macro_rules! served_apis {
             $crate::api::share_fetch::ShareFetch,
             $crate::api::share_fetch::ShareAcknowledge,
             $crate::api::share_offsets::DescribeShareGroupOffsets,
+            $crate::api::share_offsets_admin::AlterShareGroupOffsets,
+            $crate::api::share_offsets_admin::DeleteShareGroupOffsets,
         }
     };
 }

@@ -52,6 +52,8 @@ with_throttle_time!(
     ShareFetchResponse,
     ShareAcknowledgeResponse,
     DescribeShareGroupOffsetsResponse,
+    AlterShareGroupOffsetsResponse,
+    DeleteShareGroupOffsetsResponse,
     OffsetDeleteResponse,
     InitProducerIdResponse,
     AddPartitionsToTxnResponse,

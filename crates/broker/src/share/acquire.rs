@@ -80,14 +80,15 @@ impl ShareService {
         let config = self.group_config(&key.group_id);
         let isolation = config.isolation_level;
         let end = fetchable_end(partition, isolation);
-        let slot = self.get_or_init(key, || {
+        let slot = self.slot(key);
+        let mut slot = lock(&slot);
+        slot.start_if_unset(|| {
             // share.auto.offset.reset: where the group starts reading.
             SharePartition::starting_at(match config.auto_offset_reset {
                 AutoOffsetReset::Latest => end,
                 AutoOffsetReset::Earliest => partition.log_start_offset(),
             })
         });
-        let mut slot = lock(&slot);
         let mut changed = slot.state.truncate_to(partition.log_end_offset());
         changed |= slot.state.skip_to_log_start(partition.log_start_offset());
         let mut out = Acquired::default();

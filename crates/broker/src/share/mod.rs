@@ -11,7 +11,8 @@
 //!   for session and lock deadlines, writes through the catalog);
 //!   [`acquire`]: ShareFetch's acquisitions from the log and
 //!   acknowledgements; [`log_read`]: the log reads they need;
-//! - [`config`]: the broker's share settings and each group's configs.
+//! - [`config`]: the broker's share settings and each group's configs;
+//! - [`offsets_admin`]: Alter/DeleteShareGroupOffsets on an empty group.
 //!
 //! The state of each share-partition is stored through the catalog
 //! (`kafgres.share_partitions`), batched per request and versioned, and
@@ -23,6 +24,7 @@ pub mod acquire;
 pub mod config;
 pub mod log_read;
 pub mod membership;
+pub mod offsets_admin;
 pub mod partition;
 pub mod service;
 pub mod session;
@@ -33,5 +35,6 @@ mod tests;
 pub use acquire::{AckBatch, Acquired};
 pub use config::{AutoOffsetReset, GroupConfigError, IsolationLevel, ShareConfig, ShareGroupConfig};
 pub use membership::{ShareHeartbeat, ShareHeartbeatAnswer};
+pub use offsets_admin::StartOffsetChange;
 pub use partition::{RecordState, StateBatch};
 pub use service::{SharePartitionKey, ShareService};

@@ -38,24 +38,76 @@ use crate::topics::Topics;
 /// handed to the catalog carries a higher version, and the catalog keeps
 /// the highest, so writes of several partitions batched outside their locks
 /// can land in any order.
+///
+/// A slot may be *unset*: the group has no state there (its offsets were
+/// deleted, or altered to -1), and the next acquisition starts it from
+/// `share.auto.offset.reset` ([`Slot::start_if_unset`]). An unset slot keeps
+/// its version, and is stored as a tombstone, so that no older write in
+/// flight can bring the deleted state back.
 pub struct Slot {
     pub state: SharePartition,
     version: i64,
+    unset: bool,
 }
 
 impl Slot {
+    fn unset(version: i64) -> Slot {
+        Slot { state: SharePartition::starting_at(0), version, unset: true }
+    }
+
+    /// Whether the group has state here (an unset slot has none).
+    pub fn is_set(&self) -> bool {
+        !self.unset
+    }
+
+    /// Starts an unset slot's state with `init` (share.auto.offset.reset).
+    pub(super) fn start_if_unset(&mut self, init: impl FnOnce() -> SharePartition) {
+        if self.unset {
+            self.state = init();
+            self.unset = false;
+        }
+    }
+
+    /// AlterShareGroupOffsets: the share-partition starts at `start_offset`
+    /// with nothing in flight (what was before it is done); a negative one
+    /// unsets it, as Kafka's share partition reads -1 as "not initialized".
+    pub(super) fn reset_to(&mut self, start_offset: i64) {
+        if start_offset < 0 {
+            self.clear();
+        } else {
+            self.state = SharePartition::starting_at(start_offset);
+            self.unset = false;
+        }
+    }
+
+    /// DeleteShareGroupOffsets: forgets the state (the version stays).
+    pub(super) fn clear(&mut self) {
+        self.state = SharePartition::starting_at(0);
+        self.unset = true;
+    }
+
     /// The record of the state now, to store.
     pub(super) fn record(&mut self, key: &SharePartitionKey) -> ShareStateRecord {
         self.version += 1;
+        let (start_offset, batches) = if self.unset {
+            (crate::catalog::UNSET_START_OFFSET, Vec::new())
+        } else {
+            (self.state.start_offset(), self.state.snapshot())
+        };
         ShareStateRecord {
             group_id: key.group_id.clone(),
             topic_id: key.topic_id,
             partition: key.partition,
             version: self.version,
-            start_offset: self.state.start_offset(),
-            batches: self.state.snapshot(),
+            start_offset,
+            batches,
         }
     }
+}
+
+/// A slot never stored: unset, version 0.
+pub(super) fn new_slot() -> Arc<Mutex<Slot>> {
+    Arc::new(Mutex::new(Slot::unset(0)))
 }
 
 /// ListGroups' protocol and group type of a share group.
@@ -128,8 +180,13 @@ impl ShareService {
             .into_iter()
             .map(|s| {
                 let key = SharePartitionKey { group_id: s.group_id, topic_id: s.topic_id, partition: s.partition };
-                let state = SharePartition::restore(s.start_offset, &s.batches);
-                (key, Arc::new(Mutex::new(Slot { state, version: s.version })))
+                let slot = if s.start_offset < 0 {
+                    Slot::unset(s.version) // a tombstone: offsets deleted
+                } else {
+                    let state = SharePartition::restore(s.start_offset, &s.batches);
+                    Slot { state, version: s.version, unset: false }
+                };
+                (key, Arc::new(Mutex::new(slot)))
             })
             .collect();
         ShareService {
@@ -276,7 +333,13 @@ impl ShareService {
             .filter(|(k, _)| k.group_id == group_id)
             .map(|(k, slot)| (k.clone(), Arc::clone(slot)))
             .collect();
-        partitions.into_iter().map(|(k, slot)| (k.topic_id, k.partition, lock(&slot).state.start_offset())).collect()
+        partitions
+            .into_iter()
+            .filter_map(|(k, slot)| {
+                let slot = lock(&slot);
+                slot.is_set().then(|| (k.topic_id, k.partition, slot.state.start_offset()))
+            })
+            .collect()
     }
 
     pub fn is_member(&self, group_id: &str, member_id: &str) -> bool {
@@ -322,16 +385,34 @@ impl ShareService {
         lock(&self.partitions).get(key).cloned()
     }
 
-    /// The share-partition's state, made with `init` the first time.
-    pub(super) fn get_or_init(
-        &self,
-        key: &SharePartitionKey,
-        init: impl FnOnce() -> SharePartition,
-    ) -> Arc<Mutex<Slot>> {
+    /// The share-partition's slot, unset the first time: the caller starts
+    /// it under the slot's lock ([`Slot::start_if_unset`]), where no
+    /// DeleteShareGroupOffsets can unset it again before it is used.
+    pub(super) fn slot(&self, key: &SharePartitionKey) -> Arc<Mutex<Slot>> {
         let mut partitions = lock(&self.partitions);
-        let slot =
-            partitions.entry(key.clone()).or_insert_with(|| Arc::new(Mutex::new(Slot { state: init(), version: 0 })));
-        Arc::clone(slot)
+        Arc::clone(partitions.entry(key.clone()).or_insert_with(new_slot))
+    }
+
+    /// Runs `change` on the share-partitions of an empty group, with the
+    /// group's membership locked so that no member joins meanwhile
+    /// (Alter/DeleteShareGroupOffsets, which Kafka allows only on an empty
+    /// group). GROUP_ID_NOT_FOUND for a group never seen, NON_EMPTY_GROUP
+    /// while it has members. Locks are taken groups, partitions, then each
+    /// slot: the order every other path keeps.
+    pub(super) fn change_empty_group<R>(
+        &self,
+        group_id: &str,
+        change: impl FnOnce(&mut BTreeMap<SharePartitionKey, Arc<Mutex<Slot>>>) -> R,
+    ) -> Result<R, i16> {
+        let groups = lock(&self.groups);
+        let mut partitions = lock(&self.partitions);
+        match groups.membership.group(group_id) {
+            Some(g) if !g.members.is_empty() => return Err(kafgres_wire::error_code::NON_EMPTY_GROUP),
+            Some(_) => {}
+            None if partitions.keys().any(|k| k.group_id == group_id) => {}
+            None => return Err(kafgres_wire::error_code::GROUP_ID_NOT_FOUND),
+        }
+        Ok(change(&mut partitions))
     }
 
     /// Hands states to the catalog (call with the partitions' locks held).

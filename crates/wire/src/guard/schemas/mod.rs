@@ -90,6 +90,8 @@ pub(crate) static APIS: &[&ApiSchema] = &[
     &share_groups::SHARE_FETCH,
     &share_groups::SHARE_ACKNOWLEDGE,
     &share_groups::DESCRIBE_SHARE_GROUP_OFFSETS,
+    &share_groups::ALTER_SHARE_GROUP_OFFSETS,
+    &share_groups::DELETE_SHARE_GROUP_OFFSETS,
 ];
 
 pub(crate) fn find(api_key: i16) -> Option<&'static ApiSchema> {

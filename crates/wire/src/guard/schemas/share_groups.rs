@@ -1,6 +1,7 @@
 //! Requests of share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch,
 //! ShareAcknowledge (Kafka 4.1 serves only version 1 of each: version 0 was the early-access
-//! protocol) and DescribeShareGroupOffsets (version 0). All are flexible.
+//! protocol), and the admin APIs DescribeShareGroupOffsets, AlterShareGroupOffsets and
+//! DeleteShareGroupOffsets (version 0 each). All are flexible.
 
 use crate::guard::schema::{between, field, ApiSchema, Kind, StructSchema, ALL};
 
@@ -133,3 +134,48 @@ pub(crate) const DESCRIBE_SHARE_GROUP_OFFSETS_TOPIC: StructSchema = StructSchema
     "DescribeShareGroupOffsetsRequestTopic",
     &[field("topic_name", Kind::String, ALL), field("partitions", Kind::Array(&Kind::Int32), ALL)],
 );
+
+// ---------------------------------------------------------------------------------------------
+// AlterShareGroupOffsets (key 91): version 0, what Kafka 4.1 serves. Each partition's new
+// share-partition start offset.
+
+pub(crate) static ALTER_SHARE_GROUP_OFFSETS: ApiSchema =
+    ApiSchema { key: 91, versions: between(0, 0), flexible_since: 0, body: &ALTER_SHARE_GROUP_OFFSETS_REQUEST };
+
+pub(crate) const ALTER_SHARE_GROUP_OFFSETS_REQUEST: StructSchema = StructSchema::new(
+    "AlterShareGroupOffsetsRequest",
+    &[
+        field("group_id", Kind::String, ALL),
+        field("topics", Kind::Array(&Kind::Struct(&ALTER_SHARE_GROUP_OFFSETS_TOPIC)), ALL),
+    ],
+);
+
+pub(crate) const ALTER_SHARE_GROUP_OFFSETS_TOPIC: StructSchema = StructSchema::new(
+    "AlterShareGroupOffsetsRequestTopic",
+    &[
+        field("topic_name", Kind::String, ALL),
+        field("partitions", Kind::Array(&Kind::Struct(&ALTER_SHARE_GROUP_OFFSETS_PARTITION)), ALL),
+    ],
+);
+
+pub(crate) const ALTER_SHARE_GROUP_OFFSETS_PARTITION: StructSchema = StructSchema::new(
+    "AlterShareGroupOffsetsRequestPartition",
+    &[field("partition_index", Kind::Int32, ALL), field("start_offset", Kind::Int64, ALL)],
+);
+
+// ---------------------------------------------------------------------------------------------
+// DeleteShareGroupOffsets (key 92): version 0. Topics by name; a topic's every partition goes.
+
+pub(crate) static DELETE_SHARE_GROUP_OFFSETS: ApiSchema =
+    ApiSchema { key: 92, versions: between(0, 0), flexible_since: 0, body: &DELETE_SHARE_GROUP_OFFSETS_REQUEST };
+
+pub(crate) const DELETE_SHARE_GROUP_OFFSETS_REQUEST: StructSchema = StructSchema::new(
+    "DeleteShareGroupOffsetsRequest",
+    &[
+        field("group_id", Kind::String, ALL),
+        field("topics", Kind::Array(&Kind::Struct(&DELETE_SHARE_GROUP_OFFSETS_TOPIC)), ALL),
+    ],
+);
+
+pub(crate) const DELETE_SHARE_GROUP_OFFSETS_TOPIC: StructSchema =
+    StructSchema::new("DeleteShareGroupOffsetsRequestTopic", &[field("topic_name", Kind::String, ALL)]);

@@ -21,6 +21,7 @@ use kafka_protocol::messages::{
     ShareGroupDescribeRequest, ShareGroupHeartbeatRequest, SyncGroupRequest, TxnOffsetCommitRequest,
     UpdateFeaturesRequest,
 };
+use kafka_protocol::messages::{AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest};
 use kafka_protocol::protocol::{Decodable, Message};
 
 use super::{
@@ -163,4 +164,8 @@ covered_apis! {
     79 roundtrip_share_acknowledge: ShareAcknowledgeRequest, 1..=1, requests_share_groups::share_acknowledge;
     90 roundtrip_describe_share_group_offsets: DescribeShareGroupOffsetsRequest, 0..=0,
         requests_share_groups::describe_share_group_offsets;
+    91 roundtrip_alter_share_group_offsets: AlterShareGroupOffsetsRequest, 0..=0,
+        requests_share_groups::alter_share_group_offsets;
+    92 roundtrip_delete_share_group_offsets: DeleteShareGroupOffsetsRequest, 0..=0,
+        requests_share_groups::delete_share_group_offsets;
 }

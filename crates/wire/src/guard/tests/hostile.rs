@@ -215,6 +215,15 @@ fn huge_counts_share_groups() {
     assert_array_too_long(90, 0, &body, "DescribeShareGroupOffsetsRequestGroup", "topics");
     let body = group().uvarint(2).compact_string("t").huge_compact_count().tail();
     assert_array_too_long(90, 0, &body, "DescribeShareGroupOffsetsRequestTopic", "partitions");
+
+    // AlterShareGroupOffsets v0: group_id, topics (topic_name, partitions (index, start offset)).
+    let body = Wire::new().compact_string("g").huge_compact_count().tail();
+    assert_array_too_long(91, 0, &body, "AlterShareGroupOffsetsRequest", "topics");
+    let body = Wire::new().compact_string("g").uvarint(2).compact_string("t").huge_compact_count().tail();
+    assert_array_too_long(91, 0, &body, "AlterShareGroupOffsetsRequestTopic", "partitions");
+    // DeleteShareGroupOffsets v0: group_id, topics (topic_name).
+    let body = Wire::new().compact_string("g").huge_compact_count().tail();
+    assert_array_too_long(92, 0, &body, "DeleteShareGroupOffsetsRequest", "topics");
 }
 
 /// A count is compared with what is left *after* it: exactly enough elements are fine, one more

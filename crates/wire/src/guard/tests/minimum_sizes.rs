@@ -53,6 +53,10 @@ use kafka_protocol::messages::{
     IncrementalAlterConfigsRequest, ListTransactionsRequest, OffsetDeleteRequest, OffsetForLeaderEpochRequest,
     SaslAuthenticateRequest, SaslHandshakeRequest, TxnOffsetCommitRequest,
 };
+use kafka_protocol::messages::{
+    alter_share_group_offsets_request, delete_share_group_offsets_request, AlterShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequest,
+};
 use kafka_protocol::messages::{describe_share_group_offsets_request, share_acknowledge_request, share_fetch_request};
 use kafka_protocol::messages::{update_features_request, ListConfigResourcesRequest, UpdateFeaturesRequest};
 use kafka_protocol::messages::{
@@ -234,6 +238,20 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestTopic>(
             90,
             &share_groups::DESCRIBE_SHARE_GROUP_OFFSETS_TOPIC,
+        ),
+        check::<AlterShareGroupOffsetsRequest>(91, &share_groups::ALTER_SHARE_GROUP_OFFSETS_REQUEST),
+        check::<alter_share_group_offsets_request::AlterShareGroupOffsetsRequestTopic>(
+            91,
+            &share_groups::ALTER_SHARE_GROUP_OFFSETS_TOPIC,
+        ),
+        check::<alter_share_group_offsets_request::AlterShareGroupOffsetsRequestPartition>(
+            91,
+            &share_groups::ALTER_SHARE_GROUP_OFFSETS_PARTITION,
+        ),
+        check::<DeleteShareGroupOffsetsRequest>(92, &share_groups::DELETE_SHARE_GROUP_OFFSETS_REQUEST),
+        check::<delete_share_group_offsets_request::DeleteShareGroupOffsetsRequestTopic>(
+            92,
+            &share_groups::DELETE_SHARE_GROUP_OFFSETS_TOPIC,
         ),
         check::<AddPartitionsToTxnRequest>(24, &txn::ADD_PARTITIONS_TO_TXN_REQUEST),
         check::<AddPartitionsToTxnTransaction>(24, &txn::ADD_PARTITIONS_TO_TXN_TRANSACTION),

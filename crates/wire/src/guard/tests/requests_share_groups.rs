@@ -1,6 +1,11 @@
 //! Random valid ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and ShareAcknowledge
-//! requests (version 1, flexible; see `requests_data.rs` for the conventions).
+//! requests (version 1, flexible; see `requests_data.rs` for the conventions), and the
+//! Describe/Alter/DeleteShareGroupOffsets admin requests (version 0).
 
+use kafka_protocol::messages::alter_share_group_offsets_request::{
+    AlterShareGroupOffsetsRequestPartition, AlterShareGroupOffsetsRequestTopic,
+};
+use kafka_protocol::messages::delete_share_group_offsets_request::DeleteShareGroupOffsetsRequestTopic;
 use kafka_protocol::messages::describe_share_group_offsets_request::{
     DescribeShareGroupOffsetsRequestGroup, DescribeShareGroupOffsetsRequestTopic,
 };
@@ -8,6 +13,7 @@ use kafka_protocol::messages::share_acknowledge_request::{
     AcknowledgePartition, AcknowledgeTopic, AcknowledgementBatch as AckBatch,
 };
 use kafka_protocol::messages::share_fetch_request::{AcknowledgementBatch, FetchPartition, FetchTopic, ForgottenTopic};
+use kafka_protocol::messages::{AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest};
 use kafka_protocol::messages::{
     DescribeShareGroupOffsetsRequest, GroupId, ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest,
     ShareGroupHeartbeatRequest, TopicName,
@@ -140,5 +146,38 @@ pub(super) fn describe_share_group_offsets(_v: i16) -> impl Strategy<Value = Des
     });
     (list(group), unknown_tags(true)).prop_map(|(groups, tags)| {
         DescribeShareGroupOffsetsRequest::default().with_groups(groups).with_unknown_tagged_fields(tags)
+    })
+}
+
+pub(super) fn alter_share_group_offsets(_v: i16) -> impl Strategy<Value = AlterShareGroupOffsetsRequest> {
+    let partition = (any::<i32>(), any::<i64>(), unknown_tags(true)).prop_map(|(index, start, tags)| {
+        AlterShareGroupOffsetsRequestPartition::default()
+            .with_partition_index(index)
+            .with_start_offset(start)
+            .with_unknown_tagged_fields(tags)
+    });
+    let topic = (name::<TopicName>(), list(partition), unknown_tags(true)).prop_map(|(topic, partitions, tags)| {
+        AlterShareGroupOffsetsRequestTopic::default()
+            .with_topic_name(topic)
+            .with_partitions(partitions)
+            .with_unknown_tagged_fields(tags)
+    });
+    (name::<GroupId>(), list(topic), unknown_tags(true)).prop_map(|(group, topics, tags)| {
+        AlterShareGroupOffsetsRequest::default()
+            .with_group_id(group)
+            .with_topics(topics)
+            .with_unknown_tagged_fields(tags)
+    })
+}
+
+pub(super) fn delete_share_group_offsets(_v: i16) -> impl Strategy<Value = DeleteShareGroupOffsetsRequest> {
+    let topic = (name::<TopicName>(), unknown_tags(true)).prop_map(|(topic, tags)| {
+        DeleteShareGroupOffsetsRequestTopic::default().with_topic_name(topic).with_unknown_tagged_fields(tags)
+    });
+    (name::<GroupId>(), list(topic), unknown_tags(true)).prop_map(|(group, topics, tags)| {
+        DeleteShareGroupOffsetsRequest::default()
+            .with_group_id(group)
+            .with_topics(topics)
+            .with_unknown_tagged_fields(tags)
     })
 }
