@@ -455,7 +455,10 @@ mod tests {
             ["log.segment.bytes=2000000/4", "log.segment.bytes=1073741824/5"]
         );
         // Dynamic values: this broker's, then the cluster default, before the default.
-        assert_eq!(def("segment.bytes").effective(&overrides, dynamic), ("3000000".into(), source::DYNAMIC_BROKER_CONFIG));
+        assert_eq!(
+            def("segment.bytes").effective(&overrides, dynamic),
+            ("3000000".into(), source::DYNAMIC_BROKER_CONFIG)
+        );
         assert_eq!(
             names(def("segment.bytes").synonyms(&overrides, dynamic)),
             ["log.segment.bytes=3000000/2", "log.segment.bytes=4000000/3", "log.segment.bytes=1073741824/5"]

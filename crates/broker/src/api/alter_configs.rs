@@ -219,10 +219,8 @@ async fn alter(
     match resource_type {
         RESOURCE_TOPIC => alter_topic(admin, name, &changes, replace, validate_only).await,
         RESOURCE_BROKER => {
-            let changes: Vec<ConfigChange<'_>> = changes
-                .iter()
-                .map(|c| ConfigChange { name: &c.name, op: c.op, value: c.value.as_deref() })
-                .collect();
+            let changes: Vec<ConfigChange<'_>> =
+                changes.iter().map(|c| ConfigChange { name: &c.name, op: c.op, value: c.value.as_deref() }).collect();
             broker_configs.alter(admin, name, &changes, replace, validate_only).await
         }
         RESOURCE_GROUP if !replace => alter_group(shares, name, &changes, validate_only).await,

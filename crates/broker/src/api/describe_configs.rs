@@ -218,7 +218,8 @@ fn broker_entries(c: &BrokerConfig, name: &str) -> Result<Vec<Entry>, (i16, Opti
         if let Some(d) = def.default {
             synonyms.push((def.name.to_owned(), d.to_owned(), source::DEFAULT_CONFIG));
         }
-        let (value, source) = synonyms.first().map_or((None, source::DEFAULT_CONFIG), |(_, v, s)| (Some(v.clone()), *s));
+        let (value, source) =
+            synonyms.first().map_or((None, source::DEFAULT_CONFIG), |(_, v, s)| (Some(v.clone()), *s));
         entries.push(Entry { name: def.name.to_owned(), value, source, kind: def.kind, read_only: false, synonyms });
     }
     entries.sort_by(|a, b| a.name.cmp(&b.name));
@@ -232,9 +233,7 @@ fn static_value(c: &BrokerConfig, def: &DynamicDef) -> Option<String> {
     match def.target {
         Target::ConnectionsMax => Some(statics.connections_max.to_string()),
         // The GUC's 0 is "no limit", Kafka's default.
-        Target::ConnectionsPerIp => {
-            Some(statics.connections_per_address_max).filter(|n| *n > 0).map(|n| n.to_string())
-        }
+        Target::ConnectionsPerIp => Some(statics.connections_per_address_max).filter(|n| *n > 0).map(|n| n.to_string()),
         Target::ConnectionsPerIpOverrides => None,
         Target::TopicDefault(_) => match def.name {
             "log.segment.bytes" => Some(c.segment_bytes_max.to_string()),

@@ -59,7 +59,10 @@ impl BrokerConfigAdmin {
             return Ok(DEFAULT_NODE_ID);
         }
         let Ok(id) = resource_name.parse::<i32>() else {
-            return Err((error_code::INVALID_REQUEST, format!("Node id must be an integer, but it is: {resource_name}")));
+            return Err((
+                error_code::INVALID_REQUEST,
+                format!("Node id must be an integer, but it is: {resource_name}"),
+            ));
         };
         if id != self.config.node_id {
             return Err((
@@ -112,7 +115,8 @@ impl BrokerConfigAdmin {
             }
         }
         let shown: Vec<String> = configs.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let whose = if node_id == DEFAULT_NODE_ID { "the cluster default".to_owned() } else { format!("broker {node_id}") };
+        let whose =
+            if node_id == DEFAULT_NODE_ID { "the cluster default".to_owned() } else { format!("broker {node_id}") };
         log::info!("dynamic broker configs of {whose} are now {{{}}}", shown.join(", "));
         Ok(())
     }
@@ -138,7 +142,10 @@ fn replaced(changes: &[ConfigChange<'_>]) -> BTreeMap<String, String> {
 /// IncrementalAlterConfigs: the current set with each change applied, as
 /// Kafka's `prepareIncrementalConfigs` does (APPEND and SUBTRACT only on
 /// list configs, starting from the default when the config is not set).
-fn incremented(current: &BTreeMap<String, String>, changes: &[ConfigChange<'_>]) -> Result<BTreeMap<String, String>, AlterError> {
+fn incremented(
+    current: &BTreeMap<String, String>,
+    changes: &[ConfigChange<'_>],
+) -> Result<BTreeMap<String, String>, AlterError> {
     let mut configs = current.clone();
     for c in changes {
         let value = c.value.unwrap_or_default();
@@ -179,11 +186,8 @@ fn incremented(current: &BTreeMap<String, String>, changes: &[ConfigChange<'_>])
 /// cannot change at runtime first (in the order the request named them),
 /// then each value.
 fn check(configs: &BTreeMap<String, String>, changes: &[ConfigChange<'_>]) -> Result<(), AlterError> {
-    let mut fixed: Vec<&str> = changes
-        .iter()
-        .map(|c| c.name)
-        .filter(|n| configs.contains_key(*n) && defs::dynamic_def(n).is_none())
-        .collect();
+    let mut fixed: Vec<&str> =
+        changes.iter().map(|c| c.name).filter(|n| configs.contains_key(*n) && defs::dynamic_def(n).is_none()).collect();
     // Set before and kept by an AlterConfigs' or IncrementalAlterConfigs' new set.
     for name in configs.keys().map(String::as_str) {
         if defs::dynamic_def(name).is_none() && !fixed.contains(&name) {
@@ -250,7 +254,10 @@ mod tests {
         let configs = incremented(&configs, &[change("log.cleanup.policy", OP_SUBTRACT, Some("delete"))]).expect("ok");
         assert_eq!(configs["log.cleanup.policy"], "compact");
         let e = incremented(&none, &[change("max.connections", OP_APPEND, Some("1"))]).unwrap_err();
-        assert_eq!(e, (error_code::INVALID_CONFIG, "Config value append is not allowed for config key: max.connections".into()));
+        assert_eq!(
+            e,
+            (error_code::INVALID_CONFIG, "Config value append is not allowed for config key: max.connections".into())
+        );
     }
 
     #[test]
@@ -260,7 +267,10 @@ mod tests {
         };
         let changes = [change("num.partitions", OP_SET, Some("3")), change("max.connections", OP_SET, Some("x"))];
         let e = check(&set(&[("num.partitions", "3"), ("max.connections", "x")]), &changes).unwrap_err();
-        assert_eq!(e, (error_code::INVALID_REQUEST, "Cannot update these configs dynamically: Set(num.partitions)".into()));
+        assert_eq!(
+            e,
+            (error_code::INVALID_REQUEST, "Cannot update these configs dynamically: Set(num.partitions)".into())
+        );
         let e = check(&set(&[("max.connections", "x")]), &changes[1..]).unwrap_err();
         assert_eq!(e.0, error_code::INVALID_REQUEST);
         assert!(check(&set(&[("log.retention.ms", "1000")]), &[]).is_ok());

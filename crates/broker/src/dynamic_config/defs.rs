@@ -114,8 +114,9 @@ pub fn broker_name_of_topic_config(topic: &str) -> Option<&'static str> {
 pub fn validate_value(def: &DynamicDef, value: &str) -> Result<(), String> {
     match def.target {
         // The topic config's type, range and allowed values, named as the broker config.
-        Target::TopicDefault(topic) => validate_topic_config_value(topic, value)
-            .map_err(|m| m.replacen(&format!("for configuration {topic}:"), &format!("for configuration {}:", def.name), 1)),
+        Target::TopicDefault(topic) => validate_topic_config_value(topic, value).map_err(|m| {
+            m.replacen(&format!("for configuration {topic}:"), &format!("for configuration {}:", def.name), 1)
+        }),
         Target::ConnectionsMax | Target::ConnectionsPerIp => {
             let invalid = |why: &str| Err(format!("Invalid value {value} for configuration {}: {why}", def.name));
             match value.trim().parse::<i32>() {

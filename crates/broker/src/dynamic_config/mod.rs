@@ -79,7 +79,10 @@ impl DynamicLayers {
     /// its own overrides, over the dynamic defaults of the topic configs
     /// (`log.retention.ms` for `retention.ms`...). Borrowed when no such
     /// default is set (the common case: no copy per produce).
-    pub fn effective_topic_configs<'a>(&self, overrides: &'a BTreeMap<String, String>) -> Cow<'a, BTreeMap<String, String>> {
+    pub fn effective_topic_configs<'a>(
+        &self,
+        overrides: &'a BTreeMap<String, String>,
+    ) -> Cow<'a, BTreeMap<String, String>> {
         let defaults: Vec<(&'static str, &str)> = defs::dynamic_defs()
             .into_iter()
             .filter_map(|d| match d.target {
@@ -142,7 +145,10 @@ mod tests {
         assert_eq!(layers.value("log.retention.ms"), Some("1000"));
         assert_eq!(
             layers.layers_of("log.retention.ms"),
-            vec![("1000".into(), source::DYNAMIC_BROKER_CONFIG), ("2000".into(), source::DYNAMIC_DEFAULT_BROKER_CONFIG)]
+            vec![
+                ("1000".into(), source::DYNAMIC_BROKER_CONFIG),
+                ("2000".into(), source::DYNAMIC_DEFAULT_BROKER_CONFIG)
+            ]
         );
         let topic = map(&[("retention.bytes", "7")]);
         let effective = layers.effective_topic_configs(&topic);
@@ -166,6 +172,9 @@ mod tests {
         let (default, overrides) = layers.per_address_limits(&statics);
         assert_eq!(default, Some(0), "Kafka's 0: only the overridden addresses");
         assert_eq!(overrides.get(&"10.0.0.1".parse::<IpAddr>().expect("ip")), Some(&3));
-        assert_eq!(DynamicLayers::from_records(1, &[(1, map(&[("a", "1")])), (2, map(&[("b", "2")]))]).per_broker.len(), 1);
+        assert_eq!(
+            DynamicLayers::from_records(1, &[(1, map(&[("a", "1")])), (2, map(&[("b", "2")]))]).per_broker.len(),
+            1
+        );
     }
 }
