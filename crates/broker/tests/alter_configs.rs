@@ -477,7 +477,7 @@ async fn dynamic_broker_configs_are_set_deleted_appended_described_and_survive_a
             ]
         )
     );
-    assert_eq!(configs["num.partitions"].2, true, "a config Kafka cannot change dynamically stays read-only");
+    assert!(configs["num.partitions"].2, "a config Kafka cannot change dynamically stays read-only");
     // The cluster default lists only what is set there, as Kafka answers it.
     let defaults = describe(&mut client, BROKER, "").await.expect("described");
     assert_eq!(defaults.keys().collect::<Vec<_>>(), ["log.cleanup.policy", "max.connections"]);
