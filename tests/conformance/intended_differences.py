@@ -101,24 +101,6 @@ DIFFERENCES: list[Difference] = [
                "quotas, SASL, KIP-848, share group offsets and state, KRaft-internal APIs).",
     ),
     Difference(
-        key="broker-configs-read-only",
-        scenarios=("broker_configs",),
-        kafka=r"(broker config (?:log\.segment\.bytes|message\.max\.bytes)): read_only=False",
-        kafgres=r"(broker config (?:log\.segment\.bytes|message\.max\.bytes)): read_only=True",
-        doc="**DescribeConfigs for the broker**",
-        reason="Kafgres's broker settings are PostgreSQL settings (GUCs), all read-only over the Kafka protocol.",
-    ),
-    Difference(
-        key="dynamic-broker-configs-refused",
-        scenarios=("broker_configs",),
-        kafka=r"(alter broker log\.retention\.ms <node>): ok",
-        kafgres=r"(alter broker log\.retention\.ms <node>): INVALID_REQUEST\(42\) .*Cannot update these configs "
-                r"dynamically: Set\(log\.retention\.ms\).*",
-        doc="**Broker resources** are refused",
-        reason="Kafgres has no dynamic broker configs: IncrementalAlterConfigs on the broker is INVALID_REQUEST "
-               "for any config, where Kafka accepts its dynamic ones.",
-    ),
-    Difference(
         key="cluster-min-insync-replicas",
         scenarios=("topic_configs", "alter_configs", "topics_cli"),
         kafka=r"config min\.insync\.replicas=1 source=DYNAMIC_DEFAULT_BROKER_CONFIG read_only=False default=False "
@@ -131,8 +113,9 @@ DIFFERENCES: list[Difference] = [
                 r"Configs: (retention\.ms=3600000)",
         doc="**No cluster-wide min.insync.replicas.**",
         reason="A new Kafka 4.1 cluster stores min.insync.replicas=1 as a cluster-wide dynamic default "
-               "(DYNAMIC_DEFAULT_BROKER_CONFIG, listed by kafka-topics --describe); Kafgres has no dynamic "
-               "broker configs, so the same value is the DEFAULT_CONFIG.",
+               "(DYNAMIC_DEFAULT_BROKER_CONFIG, listed by kafka-topics --describe); min.insync.replicas is "
+               "not among Kafgres's dynamic broker configs (it has no replicas), so the same value is the "
+               "DEFAULT_CONFIG.",
     ),
     Difference(
         key="controller-mutation-rate-refused",

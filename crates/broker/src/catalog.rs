@@ -84,6 +84,11 @@ pub const UNSET_START_OFFSET: i64 = -1;
 /// A group's configs as stored: its id and the configs set on it.
 pub type GroupConfigRecord = (String, BTreeMap<String, String>);
 
+/// One resource's dynamic broker configs as stored: the node id
+/// (`crate::dynamic_config::DEFAULT_NODE_ID` for the cluster-wide default)
+/// and the configs set on it.
+pub type BrokerConfigRecord = (i32, BTreeMap<String, String>);
+
 /// What the broker loads from the catalog at startup.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CatalogSnapshot {
@@ -98,6 +103,9 @@ pub struct CatalogSnapshot {
     pub share_states: Vec<ShareStateRecord>,
     /// Each group's configs set by IncrementalAlterConfigs (`kafgres.group_configs`).
     pub group_configs: Vec<GroupConfigRecord>,
+    /// Dynamic broker configs, every node's and the default
+    /// (`kafgres.broker_configs`); the broker keeps its own and the default.
+    pub broker_configs: Vec<BrokerConfigRecord>,
 }
 
 impl From<Vec<TopicRecord>> for CatalogSnapshot {
@@ -220,6 +228,12 @@ pub trait Catalog: Send + Sync + 'static {
     /// Durably replaces a group's configs (IncrementalAlterConfigs on a
     /// GROUP resource): `configs` is the whole set, empty to remove them.
     fn set_group_configs(&self, group_id: String, configs: BTreeMap<String, String>) -> CatalogFuture<()>;
+
+    /// Durably replaces the dynamic broker configs of one resource
+    /// (IncrementalAlterConfigs, AlterConfigs on a BROKER resource): a node's,
+    /// or with `crate::dynamic_config::DEFAULT_NODE_ID` the cluster-wide
+    /// default; `configs` is the whole set, empty to remove them.
+    fn set_broker_configs(&self, node_id: i32, configs: BTreeMap<String, String>) -> CatalogFuture<()>;
 }
 
 /// A catalog in memory, for tests and for running the broker without Postgres.
@@ -240,6 +254,7 @@ pub struct MemoryCatalog {
     acls: Mutex<std::collections::BTreeSet<crate::acl::AclBinding>>,
     share_states: Mutex<BTreeMap<(String, Uuid, i32), ShareStateRecord>>,
     group_configs: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
+    broker_configs: Mutex<BTreeMap<i32, BTreeMap<String, String>>>,
 }
 
 impl MemoryCatalog {
@@ -312,6 +327,11 @@ impl MemoryCatalog {
         self.share_states.lock().map(|s| s.values().cloned().collect()).unwrap_or_default()
     }
 
+    /// The dynamic broker configs stored, by node id (-1: the default).
+    pub fn broker_configs(&self) -> Vec<BrokerConfigRecord> {
+        self.broker_configs.lock().map(|b| b.iter().map(|(k, v)| (*k, v.clone())).collect()).unwrap_or_default()
+    }
+
     /// Everything a restarted broker would load.
     pub fn snapshot(&self) -> CatalogSnapshot {
         CatalogSnapshot {
@@ -326,11 +346,24 @@ impl MemoryCatalog {
                 .lock()
                 .map(|g| g.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
                 .unwrap_or_default(),
+            broker_configs: self.broker_configs(),
         }
     }
 }
 
 impl Catalog for MemoryCatalog {
+    fn set_broker_configs(&self, node_id: i32, configs: BTreeMap<String, String>) -> CatalogFuture<()> {
+        let Ok(mut stored) = self.broker_configs.lock() else {
+            return ready(Err(CatalogError::Failed("broker config lock poisoned".into())));
+        };
+        if configs.is_empty() {
+            stored.remove(&node_id);
+        } else {
+            stored.insert(node_id, configs);
+        }
+        ready(Ok(()))
+    }
+
     fn delete_share_group(&self, group_id: String) -> CatalogFuture<()> {
         if let Ok(mut stored) = self.share_states.lock() {
             stored.retain(|(group, _, _), _| *group != group_id);

@@ -49,6 +49,9 @@ pub struct BrokerContext {
     pub identities: crate::ident::SharedIdentityRules,
     /// Failed logins by address and role: how long to hold each answer.
     pub failed_logins: crate::limits::FailedLogins,
+    /// Dynamic broker configs (AlterConfigs on a BROKER resource): catalog
+    /// first, then the settings in force.
+    pub broker_configs: crate::dynamic_config::admin::BrokerConfigAdmin,
 }
 
 /// What a handler can be given: one service by reference, `()` for none, or
@@ -83,6 +86,7 @@ services! {
     AclAdmin => acl_admin,
     crate::quota::admin::QuotaAdmin => quota_admin,
     Arc<dyn Catalog> => catalog,
+    crate::dynamic_config::admin::BrokerConfigAdmin => broker_configs,
 }
 
 impl<'a, A: Pick<'a>, B: Pick<'a>> Pick<'a> for (A, B) {
@@ -94,5 +98,11 @@ impl<'a, A: Pick<'a>, B: Pick<'a>> Pick<'a> for (A, B) {
 impl<'a, A: Pick<'a>, B: Pick<'a>, C: Pick<'a>> Pick<'a> for (A, B, C) {
     fn pick(ctx: &'a BrokerContext) -> Self {
         (A::pick(ctx), B::pick(ctx), C::pick(ctx))
+    }
+}
+
+impl<'a, A: Pick<'a>, B: Pick<'a>, C: Pick<'a>, D: Pick<'a>> Pick<'a> for (A, B, C, D) {
+    fn pick(ctx: &'a BrokerContext) -> Self {
+        (A::pick(ctx), B::pick(ctx), C::pick(ctx), D::pick(ctx))
     }
 }

@@ -59,6 +59,7 @@ pub mod config;
 pub mod connection;
 pub mod context;
 pub mod dispatch;
+pub mod dynamic_config;
 pub mod group;
 pub mod group_service;
 pub mod ident;

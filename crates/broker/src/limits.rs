@@ -149,7 +149,11 @@ impl ConnectionRates {
 /// Open connections by client address, against a limit per address.
 #[derive(Debug, Clone)]
 pub struct ConnectionsPerAddress {
+    /// The limit for an address without an override; `usize::MAX`: none.
     limit: Arc<AtomicUsize>,
+    /// Kafka's `max.connections.per.ip.overrides`: addresses with a limit of
+    /// their own (set dynamically, `crate::dynamic_config`).
+    overrides: Arc<std::sync::RwLock<HashMap<IpAddr, usize>>>,
     open: Arc<Mutex<HashMap<IpAddr, usize>>>,
 }
 
@@ -160,29 +164,66 @@ pub struct AddressSlot {
     open: Arc<Mutex<HashMap<IpAddr, usize>>>,
 }
 
+/// `kafgres.max_connections_per_ip`'s meaning: 0 is no limit.
+fn guc_limit(limit: usize) -> usize {
+    if limit == 0 {
+        usize::MAX
+    } else {
+        limit
+    }
+}
+
 impl ConnectionsPerAddress {
     /// `limit` 0: no limit.
     pub fn new(limit: usize) -> ConnectionsPerAddress {
-        ConnectionsPerAddress { limit: Arc::new(AtomicUsize::new(limit)), open: Arc::default() }
+        ConnectionsPerAddress {
+            limit: Arc::new(AtomicUsize::new(guc_limit(limit))),
+            overrides: Arc::default(),
+            open: Arc::default(),
+        }
     }
 
+    /// The limit of an address without an override, as the GUC says it (0:
+    /// no limit), for log lines; [`Self::limit_of`] is the one that applies.
     pub fn limit(&self) -> usize {
-        self.limit.load(Ordering::Relaxed)
+        match self.limit.load(Ordering::Relaxed) {
+            usize::MAX => 0,
+            n => n,
+        }
     }
 
-    /// A reload's new limit: connections already open stay, new ones count
-    /// against it.
+    /// The limit that applies to `address`; `None`: no limit.
+    pub fn limit_of(&self, address: IpAddr) -> Option<usize> {
+        let overridden = self.overrides.read().unwrap_or_else(|poisoned| poisoned.into_inner()).get(&address).copied();
+        match overridden.unwrap_or_else(|| self.limit.load(Ordering::Relaxed)) {
+            usize::MAX => None,
+            n => Some(n),
+        }
+    }
+
+    /// A reload's new limit (0: none): connections already open stay, new
+    /// ones count against it.
     pub fn set_limit(&self, limit: usize) {
-        self.limit.store(limit, Ordering::Relaxed);
+        self.limit.store(guc_limit(limit), Ordering::Relaxed);
+    }
+
+    /// Kafka's meaning, for dynamic configs: `default` (`None`: no limit;
+    /// `Some(0)`: only the overridden addresses) and the overrides.
+    pub fn set_limits(&self, default: Option<usize>, overrides: HashMap<IpAddr, usize>) {
+        self.limit.store(default.unwrap_or(usize::MAX), Ordering::Relaxed);
+        *self.overrides.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = overrides;
     }
 
     /// A slot for a new connection from `address`; `None` when it already
-    /// holds `limit` connections.
+    /// holds as many connections as its limit.
     pub fn admit(&self, address: IpAddr) -> Option<AddressSlot> {
+        let limit = self.limit_of(address);
         let mut open = self.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let count = open.entry(address).or_insert(0);
-        let limit = self.limit();
-        if limit != 0 && *count >= limit {
+        if limit.is_some_and(|limit| *count >= limit) {
+            if *count == 0 {
+                open.remove(&address);
+            }
             return None;
         }
         *count += 1;

@@ -51,8 +51,8 @@ pub struct Broker {
     follower: Arc<crate::replication::follower::FollowerState>,
     /// The Prometheus endpoint's bound address, when it is open.
     metrics_addr: Option<SocketAddr>,
-    /// The connection limits the accept loops share (a reload changes them).
-    per_address: crate::limits::ConnectionsPerAddress,
+    /// The connection rate limit the accept loops share (a reload changes
+    /// it; the per-address counts are the dynamic configs' admin's).
     rates: Arc<crate::limits::ConnectionRates>,
     /// The runtime the broker runs on (a reload may start a task on it).
     runtime: tokio::runtime::Handle,
@@ -97,8 +97,16 @@ impl Broker {
             client_quotas,
             share_states,
             group_configs,
+            broker_configs,
         } = snapshot.into();
-        config.live = Arc::new(crate::settings::LiveSettings::new(&crate::settings::Reloadable::from(&config)));
+        let statics = crate::settings::Reloadable::from(&config);
+        // The dynamic broker configs before anything reads the settings in
+        // force: the topics opened below take their dynamic defaults.
+        let layers = crate::dynamic_config::admin::initial_layers(config.node_id, &broker_configs);
+        let live = crate::settings::LiveSettings::new(&layers.over_statics(&statics));
+        live.set_statics(&statics);
+        live.set_dynamic(layers);
+        config.live = Arc::new(live);
         let mut registry = TopicRegistry::default();
         let housekeeping = crate::partition::Housekeeping::default();
         // Before the partitions open: each reads its archive checkpoint against it.
@@ -186,6 +194,15 @@ impl Broker {
         let acl_admin = crate::acl::AclAdmin::new(Arc::clone(&acls), Arc::clone(&catalog));
         let quotas = Arc::new(crate::quota::ClientQuotas::new(client_quotas));
         let quota_admin = crate::quota::admin::QuotaAdmin::new(Arc::clone(&quotas), Arc::clone(&catalog));
+        let per_address = crate::limits::ConnectionsPerAddress::new(config.connections_per_address_max);
+        let broker_configs = crate::dynamic_config::admin::BrokerConfigAdmin::new(
+            Arc::clone(&catalog),
+            Arc::clone(&config),
+            per_address.clone(),
+            Arc::clone(&topics),
+        );
+        // The dynamic per-address limits over the static one.
+        broker_configs.apply();
         let ctx = Arc::new(BrokerContext {
             config,
             catalog,
@@ -202,6 +219,7 @@ impl Broker {
             identities: crate::ident::SharedIdentityRules::new(std::sync::Arc::clone(&config_identities)),
             request_memory: crate::limits::RequestMemory::new(config_request_memory),
             failed_logins: crate::limits::FailedLogins::new(failed_login_delay),
+            broker_configs,
         });
         tokio::spawn(crate::partition::run_cleaner(partitions_of(&ctx.topics), housekeeping.clone()));
         housekeeping.archive.attach_board(&ctx.config.metrics.archive);
@@ -242,7 +260,6 @@ impl Broker {
                 tokio::spawn(async move { txns.recover().await });
             }
         }
-        let per_address = crate::limits::ConnectionsPerAddress::new(ctx.config.connections_per_address_max);
         let rates = Arc::new(crate::limits::ConnectionRates::new(ctx.config.connection_rate_per_address_max));
         let listener_addrs: Vec<(SecurityProtocol, SocketAddr)> =
             listeners.iter().map(|(l, addr)| (l.endpoint.security, *addr)).collect();
@@ -281,24 +298,27 @@ impl Broker {
             connections,
             follower,
             metrics_addr,
-            per_address,
             rates,
             runtime: tokio::runtime::Handle::current(),
             archive,
         })
     }
 
-    /// Applies a reload's settings to a running broker: what requests read
+    /// Applies a reload's settings to a running broker, under the dynamic
+    /// broker configs (which a reload keeps): what requests read
     /// (frame limit, idle timeout, topic auto-creation), the connection
     /// limits, the request memory budget, the failed-login delay, the group
     /// timings and the flush policy of every partition. Established
     /// connections stay; a limit lowered below what is open refuses new
     /// connections until enough have closed. Callable from any thread.
-    pub fn reload(&self, settings: &crate::settings::Reloadable) {
+    pub fn reload(&self, statics: &crate::settings::Reloadable) {
         let _runtime = self.runtime.enter();
         let live = &self.ctx.config.live;
+        // The GUCs are the static layer: dynamic broker configs stay over them.
+        live.set_statics(statics);
+        let settings = &live.dynamic().over_statics(statics);
         let policy_changed = live.store(settings);
-        self.per_address.set_limit(settings.connections_per_address_max);
+        self.ctx.broker_configs.apply();
         self.rates.set_limit(settings.connection_rate_per_address_max);
         self.ctx.request_memory.resize(settings.request_memory_bytes_max);
         self.ctx
@@ -586,8 +606,8 @@ async fn accept_loop(
             refusals.note(|repeated| {
                 log::warn!(
                     "refusing connection from {peer}: {} connections open from {} \
-                     (kafgres.max_connections_per_ip){repeated}",
-                    per_address.limit(),
+                     (max.connections.per.ip, or kafgres.max_connections_per_ip){repeated}",
+                    per_address.limit_of(peer.ip()).unwrap_or(0),
                     peer.ip()
                 )
             });

@@ -108,6 +108,12 @@ pub struct LiveSettings {
     group_initial_rebalance_delay_ms: AtomicI32,
     group_consumer_session_timeout_ms: AtomicI32,
     group_consumer_heartbeat_interval_ms: AtomicI32,
+    /// The dynamic broker configs in force (`crate::dynamic_config`),
+    /// replaced whole by an alteration; read without holding the lock.
+    dynamic: std::sync::RwLock<Arc<crate::dynamic_config::DynamicLayers>>,
+    /// The static settings (the host's, at start or at the last reload), so
+    /// that removing a dynamic value brings the static one back.
+    statics: std::sync::Mutex<Option<Reloadable>>,
 }
 
 impl LiveSettings {
@@ -127,6 +133,8 @@ impl LiveSettings {
             group_initial_rebalance_delay_ms: AtomicI32::new(0),
             group_consumer_session_timeout_ms: AtomicI32::new(0),
             group_consumer_heartbeat_interval_ms: AtomicI32::new(0),
+            dynamic: std::sync::RwLock::default(),
+            statics: std::sync::Mutex::new(None),
         }
     }
 
@@ -156,6 +164,25 @@ impl LiveSettings {
         self.group_consumer_session_timeout_ms.store(s.group_consumer_session_timeout_ms, relaxed);
         self.group_consumer_heartbeat_interval_ms.store(s.group_consumer_heartbeat_interval_ms, relaxed);
         self.flush_policy.get() != s.flush_policy
+    }
+
+    /// The dynamic broker configs in force.
+    pub fn dynamic(&self) -> Arc<crate::dynamic_config::DynamicLayers> {
+        Arc::clone(&self.dynamic.read().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    }
+
+    pub(crate) fn set_dynamic(&self, layers: crate::dynamic_config::DynamicLayers) {
+        *self.dynamic.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(layers);
+    }
+
+    /// The static settings last given (at start or by a reload); `None`
+    /// before the broker started.
+    pub fn statics(&self) -> Option<Reloadable> {
+        self.statics.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
+    pub(crate) fn set_statics(&self, settings: &Reloadable) {
+        *self.statics.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(settings.clone());
     }
 
     /// Kafka's `socket.request.max.bytes`: the largest request frame read.

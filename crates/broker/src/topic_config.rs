@@ -145,6 +145,10 @@ pub fn broker_config_default(broker_name: &str) -> Option<&'static str> {
 /// Kafka's `ConfigSource` values, as DescribeConfigs and CreateTopics report them.
 pub mod source {
     pub const DYNAMIC_TOPIC_CONFIG: i8 = 1;
+    /// A dynamic broker config set on this broker (`crate::dynamic_config`).
+    pub const DYNAMIC_BROKER_CONFIG: i8 = 2;
+    /// A dynamic broker config set as the cluster-wide default.
+    pub const DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
     pub const STATIC_BROKER_CONFIG: i8 = 4;
     pub const DEFAULT_CONFIG: i8 = 5;
     /// A group config set on the group (Kafka's GROUP_CONFIG).
@@ -153,48 +157,38 @@ pub mod source {
 
 impl TopicConfigDef {
     /// The value a topic with `overrides` has for this config, and its source:
-    /// the override, else the broker's setting of the synonym when it differs
-    /// from Kafka's default (`broker_value`, e.g. `log.segment.bytes` from
-    /// `kafgres.segment_bytes`), else the default.
+    /// the override, else the first of the broker's values of the synonym
+    /// (`broker_layers`: dynamic for this broker, dynamic default, static
+    /// when it differs from Kafka's default, as [`broker_topic_default`]
+    /// gives them), else the default.
     pub fn effective(
         &self,
         overrides: &std::collections::BTreeMap<String, String>,
-        broker_value: impl Fn(&str) -> Option<String>,
+        broker_layers: impl Fn(&str) -> Vec<(String, i8)>,
     ) -> (String, i8) {
         if let Some(v) = overrides.get(self.name) {
             return (v.clone(), source::DYNAMIC_TOPIC_CONFIG);
         }
-        match self.static_broker_value(broker_value) {
-            Some(v) => (v, source::STATIC_BROKER_CONFIG),
+        match self.broker_synonym.name().and_then(|b| broker_layers(b).into_iter().next()) {
+            Some(layer) => layer,
             None => (self.default.to_owned(), source::DEFAULT_CONFIG),
         }
     }
 
-    /// The broker's value of this config's synonym, when the broker sets one
-    /// that differs from Kafka's default (a value equal to the default reads
-    /// as the default: the broker cannot tell whether a GUC was set to it).
-    fn static_broker_value(&self, broker_value: impl Fn(&str) -> Option<String>) -> Option<String> {
-        let name = self.broker_synonym.name()?;
-        broker_value(name).filter(|v| !matches!(self.broker_synonym, BrokerSynonym::Default(_)) || v != self.default)
-    }
-
     /// The synonyms DescribeConfigs lists for this config, as Kafka does:
-    /// the topic's override, then the broker's setting of the synonym (when
-    /// it is not Kafka's default), then the synonym's default; `(name, value,
-    /// source)`.
+    /// the topic's override, then the broker's values of the synonym in
+    /// precedence order, then the synonym's default; `(name, value, source)`.
     pub fn synonyms(
         &self,
         overrides: &std::collections::BTreeMap<String, String>,
-        broker_value: impl Fn(&str) -> Option<String>,
+        broker_layers: impl Fn(&str) -> Vec<(String, i8)>,
     ) -> Vec<(String, String, i8)> {
         let mut synonyms = Vec::new();
         if let Some(v) = overrides.get(self.name) {
             synonyms.push((self.name.to_owned(), v.clone(), source::DYNAMIC_TOPIC_CONFIG));
         }
         if let Some(broker) = self.broker_synonym.name() {
-            if let Some(v) = self.static_broker_value(broker_value) {
-                synonyms.push((broker.to_owned(), v, source::STATIC_BROKER_CONFIG));
-            }
+            synonyms.extend(broker_layers(broker).into_iter().map(|(v, s)| (broker.to_owned(), v, s)));
             if let BrokerSynonym::Default(_) = self.broker_synonym {
                 synonyms.push((broker.to_owned(), self.default.to_owned(), source::DEFAULT_CONFIG));
             }
@@ -203,16 +197,24 @@ impl TopicConfigDef {
     }
 }
 
-/// The broker settings topic configs default from, under their Kafka names
-/// (`log.segment.bytes` is `kafgres.segment_bytes`; `message.max.bytes` is
-/// fixed at Kafka's default), for [`TopicConfigDef::effective`] and
-/// [`TopicConfigDef::synonyms`].
-pub fn broker_topic_default(config: &crate::BrokerConfig, broker_name: &str) -> Option<String> {
-    match broker_name {
+/// The broker's values of a broker config that topic configs default from,
+/// in precedence order with their sources: the dynamic ones
+/// (`crate::dynamic_config`), then the static setting when it differs from
+/// Kafka's default (`log.segment.bytes` is `kafgres.segment_bytes`;
+/// `message.max.bytes` is fixed at Kafka's default; a value equal to the
+/// default reads as the default: the broker cannot tell whether a GUC was
+/// set to it). For [`TopicConfigDef::effective`] and [`TopicConfigDef::synonyms`].
+pub fn broker_topic_default(config: &crate::BrokerConfig, broker_name: &str) -> Vec<(String, i8)> {
+    let mut layers = config.live.dynamic().layers_of(broker_name);
+    let fixed = match broker_name {
         "log.segment.bytes" => Some(config.segment_bytes_max.to_string()),
         "message.max.bytes" => Some(config.message_bytes_max.to_string()),
         _ => None,
+    };
+    if let Some(v) = fixed.filter(|v| broker_config_default(broker_name) != Some(v.as_str())) {
+        layers.push((v, source::STATIC_BROKER_CONFIG));
     }
+    layers
 }
 
 /// How a topic's produce path treats record batches: Kafka's
@@ -440,27 +442,39 @@ mod tests {
     fn synonyms_and_sources_follow_kafka() {
         let def = |name| topic_config(name).expect("a topic config");
         let mut overrides = std::collections::BTreeMap::new();
-        let at_default = |_: &str| Some("1073741824".to_owned());
-        let set = |_: &str| Some("2000000".to_owned());
+        let none = |_: &str| Vec::new();
+        let set = |_: &str| vec![("2000000".to_owned(), source::STATIC_BROKER_CONFIG)];
+        let dynamic = |_: &str| {
+            vec![
+                ("3000000".to_owned(), source::DYNAMIC_BROKER_CONFIG),
+                ("4000000".to_owned(), source::DYNAMIC_DEFAULT_BROKER_CONFIG),
+            ]
+        };
         let names =
             |s: Vec<(String, String, i8)>| s.into_iter().map(|(n, v, s)| format!("{n}={v}/{s}")).collect::<Vec<_>>();
         // A broker config without a default of its own is not listed; one at its default is.
-        assert!(def("retention.ms").synonyms(&overrides, |_| None).is_empty());
-        assert!(def("remote.storage.enable").synonyms(&overrides, |_| None).is_empty());
-        assert_eq!(names(def("segment.bytes").synonyms(&overrides, at_default)), ["log.segment.bytes=1073741824/5"]);
-        assert_eq!(
-            def("segment.bytes").effective(&overrides, at_default),
-            ("1073741824".into(), source::DEFAULT_CONFIG)
-        );
+        assert!(def("retention.ms").synonyms(&overrides, none).is_empty());
+        assert!(def("remote.storage.enable").synonyms(&overrides, none).is_empty());
+        assert_eq!(names(def("segment.bytes").synonyms(&overrides, none)), ["log.segment.bytes=1073741824/5"]);
+        assert_eq!(def("segment.bytes").effective(&overrides, none), ("1073741824".into(), source::DEFAULT_CONFIG));
         // A broker setting that differs from Kafka's default is static, listed before the default.
         assert_eq!(def("segment.bytes").effective(&overrides, set), ("2000000".into(), source::STATIC_BROKER_CONFIG));
         assert_eq!(
             names(def("segment.bytes").synonyms(&overrides, set)),
             ["log.segment.bytes=2000000/4", "log.segment.bytes=1073741824/5"]
         );
+        // Dynamic values: this broker's, then the cluster default, before the default.
+        assert_eq!(
+            def("segment.bytes").effective(&overrides, dynamic),
+            ("3000000".into(), source::DYNAMIC_BROKER_CONFIG)
+        );
+        assert_eq!(
+            names(def("segment.bytes").synonyms(&overrides, dynamic)),
+            ["log.segment.bytes=3000000/2", "log.segment.bytes=4000000/3", "log.segment.bytes=1073741824/5"]
+        );
         // An override comes first.
         overrides.insert("retention.ms".to_owned(), "1000".to_owned());
-        assert_eq!(names(def("retention.ms").synonyms(&overrides, |_| None)), ["retention.ms=1000/1"]);
+        assert_eq!(names(def("retention.ms").synonyms(&overrides, none)), ["retention.ms=1000/1"]);
     }
 
     #[test]

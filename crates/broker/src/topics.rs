@@ -57,11 +57,20 @@ impl Topic {
     /// This topic with new config overrides (AlterConfigs): the partitions are
     /// shared and told the settings they act on.
     pub fn with_configs(&self, configs: BTreeMap<String, String>, config: &BrokerConfig) -> Topic {
+        let altered = Topic { id: self.id, name: self.name.clone(), partitions: self.partitions.clone(), configs };
+        altered.reconfigure_partitions(config);
+        altered
+    }
+
+    /// Tells every partition the settings it acts on: the topic's overrides
+    /// over the dynamic broker defaults in force (after either changed).
+    pub fn reconfigure_partitions(&self, config: &BrokerConfig) {
+        let dynamic = config.live.dynamic();
+        let configs = dynamic.effective_topic_configs(&self.configs);
         let log_config = log_config(&configs, config);
         for p in &self.partitions {
             p.reconfigure(&configs, log_config);
         }
-        Topic { id: self.id, name: self.name.clone(), partitions: self.partitions.clone(), configs }
     }
 
     pub fn partition(&self, index: i32) -> Option<&Arc<Partition>> {
@@ -76,7 +85,10 @@ fn open_partitions(
     housekeeping: &Housekeeping,
     now_ms: i64,
 ) -> Result<Vec<Arc<Partition>>, LogError> {
-    let log_config = log_config(&record.configs, config);
+    // The overrides over the dynamic broker defaults (`log.retention.ms`...).
+    let dynamic = config.live.dynamic();
+    let configs = dynamic.effective_topic_configs(&record.configs);
+    let log_config = log_config(&configs, config);
     let mut partitions = Vec::with_capacity((record.partition_count - first).max(0) as usize);
     for index in first..record.partition_count {
         let dir = partition_dir(&config.log_dir, &record.name, index);
@@ -96,7 +108,7 @@ fn open_partitions(
             index,
             log,
             housekeeping,
-            &record.configs,
+            &configs,
             crate::partition::PartitionSettings::from(config),
         ));
     }
@@ -104,7 +116,8 @@ fn open_partitions(
 }
 
 /// The log settings a topic's configs give its partitions: its
-/// `segment.bytes`, else the broker's `kafgres.segment_bytes`.
+/// `segment.bytes` (or a dynamic `log.segment.bytes`, already in `configs`),
+/// else the broker's `kafgres.segment_bytes`.
 pub fn log_config(configs: &BTreeMap<String, String>, config: &BrokerConfig) -> LogConfig {
     let segment_bytes_max = configs
         .get("segment.bytes")

@@ -1478,5 +1478,36 @@ COMMENT ON VIEW kafgres.share_group_partitions IS
     'Members are not stored: kafka-share-groups.sh --describe --members lists them.';
 REVOKE ALL ON kafgres.share_group_partitions FROM PUBLIC;
 
+-- Dynamic broker configs (`kafka-configs.sh --entity-type brokers`): Kafka
+-- broker configs set with IncrementalAlterConfigs or AlterConfigs on a BROKER
+-- resource, one row per node and name; node_id -1 is the cluster-wide default
+-- (`--entity-default`). Written by the broker before it answers; they apply
+-- over the kafgres.* settings (a node's own row, else the default, else the
+-- setting) and a reload does not undo them (docs/configuration.md, "Dynamic
+-- broker configs").
+CREATE TABLE kafgres.broker_configs (
+    node_id    integer NOT NULL CHECK (node_id >= -1),
+    name       text NOT NULL,
+    value      text NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (node_id, name)
+);
+COMMENT ON TABLE kafgres.broker_configs IS
+    'Dynamic Kafka broker configs (max.connections, log.retention.ms...), per node, node_id -1 the cluster-wide default; '
+    'set with IncrementalAlterConfigs or AlterConfigs on a BROKER resource.';
+SELECT pg_catalog.pg_extension_config_dump('kafgres.broker_configs', '');
+REVOKE ALL ON kafgres.broker_configs FROM PUBLIC;
+CREATE VIEW kafgres.dynamic_broker_configs AS
+SELECT CASE WHEN c.node_id = -1 THEN 'cluster default' ELSE 'broker' END AS scope, c.node_id, c.name, c.value,
+       (c.node_id = n.node_id OR c.node_id = -1 AND NOT EXISTS (
+            SELECT 1 FROM kafgres.broker_configs o WHERE o.node_id = n.node_id AND o.name = c.name)) AS in_force,
+       c.updated_at
+FROM kafgres.broker_configs c
+CROSS JOIN (SELECT coalesce(current_setting('kafgres.node_id', true), '1')::integer AS node_id) n;
+COMMENT ON VIEW kafgres.dynamic_broker_configs IS
+    'The dynamic broker configs stored, with in_force: whether this server''s broker applies the row (its own node''s '
+    'row, or the cluster default where its node sets none).';
+REVOKE ALL ON kafgres.dynamic_broker_configs FROM PUBLIC;
+
 -- Wake the broker and the bridge, which wait for this schema.
 SELECT kafgres._wake_broker();

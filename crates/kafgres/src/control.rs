@@ -46,6 +46,12 @@ pub enum ControlRequest {
         group_id: String,
         reply: oneshot::Sender<Result<(), CatalogError>>,
     },
+    /// Replaces one BROKER resource's dynamic configs (the whole set).
+    SetBrokerConfigs {
+        node_id: i32,
+        configs: std::collections::BTreeMap<String, String>,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
     /// Replaces a group's configs (the whole set).
     SetGroupConfigs {
         group_id: String,
@@ -309,6 +315,14 @@ impl Catalog for ControlPlaneCatalog {
     fn delete_share_group(&self, group_id: String) -> CatalogFuture<()> {
         self.call(move |reply| ControlRequest::DeleteShareGroup { group_id, reply })
     }
+
+    fn set_broker_configs(
+        &self,
+        node_id: i32,
+        configs: std::collections::BTreeMap<String, String>,
+    ) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::SetBrokerConfigs { node_id, configs, reply })
+    }
 }
 
 /// A standby's catalog. Its database is read-only and replays the leader's,
@@ -431,5 +445,16 @@ impl Catalog for StandbyCatalog {
 
     fn delete_share_group(&self, group_id: String) -> CatalogFuture<()> {
         self.memory.delete_share_group(group_id)
+    }
+
+    /// A standby's database is read-only (its broker closes admin
+    /// connections before this is reached): kept in memory, as its topics
+    /// are; the primary's rows reach it with the WAL and apply at its next start.
+    fn set_broker_configs(
+        &self,
+        node_id: i32,
+        configs: std::collections::BTreeMap<String, String>,
+    ) -> CatalogFuture<()> {
+        self.memory.set_broker_configs(node_id, configs)
     }
 }

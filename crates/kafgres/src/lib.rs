@@ -24,6 +24,7 @@ use pgrx::prelude::*;
 
 pub mod acl_sql;
 pub mod bridge;
+pub mod broker_config_sql;
 pub mod catalog_sql;
 pub mod control;
 pub mod gucs;

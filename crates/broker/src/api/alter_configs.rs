@@ -7,10 +7,11 @@
 //! (Produce reads `max.message.bytes` and the timestamp policy from them per
 //! request, DescribeConfigs reports them) and each partition its retention
 //! and segment settings (the retention task is woken). `validate_only` checks
-//! and writes nothing. The broker's own settings are PostgreSQL settings
-//! (GUCs), none of them dynamic: setting a config of a BROKER resource is
-//! refused as Kafka refuses a static broker config, while deleting one is
-//! the no-op it is (no broker config has a dynamic value to remove), so
+//! and writes nothing. A BROKER resource (this node's id, or "" for the
+//! cluster-wide default) holds the dynamic broker configs
+//! (`crate::dynamic_config`): those Kafgres can apply live are checked,
+//! stored and applied; any other is refused as Kafka refuses a static broker
+//! config. Deleting a config that is not set is the no-op it is in Kafka, so
 //! tools that clear dynamic configs they may have set, such as
 //! `kafka-reassign-partitions.sh --verify` clearing replication throttles,
 //! succeed.
@@ -29,6 +30,7 @@ use super::str_bytes;
 use crate::acl::Operation;
 use crate::catalog::CatalogError;
 use crate::config::BrokerConfig;
+use crate::dynamic_config::admin::{BrokerConfigAdmin, ConfigChange};
 use crate::topic_admin::TopicAdmin;
 use crate::topic_config::{
     list_items, topic_config, validate_topic_config_names, validate_topic_config_value, ConfigType,
@@ -59,7 +61,7 @@ impl Handler for IncrementalAlterConfigs {
     const VERSIONS: Versions = Versions::new(0, 1);
     type Request = IncrementalAlterConfigsRequest;
     type Response = IncrementalAlterConfigsResponse;
-    type Services<'a> = (&'a BrokerConfig, &'a TopicAdmin, &'a crate::share::ShareService);
+    type Services<'a> = (&'a BrokerConfig, &'a TopicAdmin, &'a crate::share::ShareService, &'a BrokerConfigAdmin);
 
     async fn handle(
         services: Self::Services<'_>,
@@ -107,7 +109,7 @@ impl Handler for AlterConfigs {
     const VERSIONS: Versions = Versions::new(0, 2);
     type Request = AlterConfigsRequest;
     type Response = AlterConfigsResponse;
-    type Services<'a> = (&'a BrokerConfig, &'a TopicAdmin, &'a crate::share::ShareService);
+    type Services<'a> = (&'a BrokerConfig, &'a TopicAdmin, &'a crate::share::ShareService, &'a BrokerConfigAdmin);
 
     async fn handle(
         services: Self::Services<'_>,
@@ -192,7 +194,12 @@ fn duplicated_resources<'a>(resources: impl Iterator<Item = (i8, &'a StrBytes)>)
 /// One resource's alteration. `replace`: AlterConfigs (the changes are the
 /// whole new set), else IncrementalAlterConfigs.
 async fn alter(
-    (config, admin, shares): (&BrokerConfig, &TopicAdmin, &crate::share::ShareService),
+    (_config, admin, shares, broker_configs): (
+        &BrokerConfig,
+        &TopicAdmin,
+        &crate::share::ShareService,
+        &BrokerConfigAdmin,
+    ),
     resource_type: i8,
     name: &str,
     changes: Vec<Change>,
@@ -211,7 +218,11 @@ async fn alter(
     }
     match resource_type {
         RESOURCE_TOPIC => alter_topic(admin, name, &changes, replace, validate_only).await,
-        RESOURCE_BROKER => alter_broker(config, name, &changes),
+        RESOURCE_BROKER => {
+            let changes: Vec<ConfigChange<'_>> =
+                changes.iter().map(|c| ConfigChange { name: &c.name, op: c.op, value: c.value.as_deref() }).collect();
+            broker_configs.alter(admin, name, &changes, replace, validate_only).await
+        }
         RESOURCE_GROUP if !replace => alter_group(shares, name, &changes, validate_only).await,
         other => Err((
             error_code::INVALID_REQUEST,
@@ -326,24 +337,6 @@ fn incremented(current: &BTreeMap<String, String>, changes: &[Change]) -> Result
         }
     }
     Ok(configs)
-}
-
-/// The broker's settings are GUCs, read at start: none can be set at
-/// runtime, and none has a dynamic value a DELETE would remove.
-fn alter_broker(config: &BrokerConfig, name: &str, changes: &[Change]) -> Result<(), AlterError> {
-    let node_id = config.node_id.to_string();
-    if !name.is_empty() && name != node_id {
-        return Err((
-            error_code::INVALID_REQUEST,
-            format!("Unexpected broker id, expected {node_id} or empty string, but received {name}"),
-        ));
-    }
-    let names: Vec<&str> = changes.iter().filter(|c| c.op != OP_DELETE).map(|c| c.name.as_str()).collect();
-    if names.is_empty() {
-        return Ok(());
-    }
-    // Kafka's answer for its static broker configs (a Scala `Set`).
-    Err((error_code::INVALID_REQUEST, format!("Cannot update these configs dynamically: Set({})", names.join(", "))))
 }
 
 #[cfg(test)]

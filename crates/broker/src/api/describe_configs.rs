@@ -1,5 +1,7 @@
 //! DescribeConfigs for topics (every topic config with its value and source)
-//! and for this broker (the settings that correspond to Kafka broker configs).
+//! and for this broker (the settings that correspond to Kafka broker configs,
+//! with the dynamic ones of `crate::dynamic_config` over them), or for the
+//! cluster-wide default of the dynamic broker configs.
 
 use kafgres_wire::error_code;
 use kafka_protocol::messages::describe_configs_response::{
@@ -12,7 +14,8 @@ use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;
 use crate::acl::Operation;
 use crate::config::BrokerConfig;
-use crate::topic_config::{broker_config_default, broker_topic_default, source, ConfigType, TOPIC_CONFIGS};
+use crate::dynamic_config::defs::{dynamic_def, dynamic_defs, DynamicDef, Target};
+use crate::topic_config::{broker_topic_default, source, ConfigType, TOPIC_CONFIGS};
 use crate::topics::Topics;
 
 pub const RESOURCE_TOPIC: i8 = 2;
@@ -23,7 +26,9 @@ const CONFIG_TYPE_VERSION_MIN: i16 = 3;
 
 struct Entry {
     name: String,
-    value: String,
+    /// Null for a config without a value (`log.retention.ms` when unset:
+    /// Kafka's default comes from `log.retention.hours`).
+    value: Option<String>,
     source: i8,
     kind: ConfigType,
     read_only: bool,
@@ -98,7 +103,7 @@ fn topic_entries(config: &BrokerConfig, topics: &Topics, name: &str) -> Result<V
         .map(|d| {
             let (value, source) = d.effective(&topic.configs, broker_value);
             let synonyms = d.synonyms(&topic.configs, broker_value);
-            Entry { name: d.name.into(), value, source, kind: d.kind, read_only: false, synonyms }
+            Entry { name: d.name.into(), value: Some(value), source, kind: d.kind, read_only: false, synonyms }
         })
         .collect())
 }
@@ -118,7 +123,7 @@ fn group_entries(shares: &crate::share::ShareService, group_id: &str) -> Vec<Ent
             };
             Entry {
                 name: (*name).to_owned(),
-                value: config.value_of(name).unwrap_or_default(),
+                value: Some(config.value_of(name).unwrap_or_default()),
                 source: if set { source::GROUP_CONFIG } else { source::DEFAULT_CONFIG },
                 kind,
                 read_only: false,
@@ -128,14 +133,36 @@ fn group_entries(shares: &crate::share::ShareService, group_id: &str) -> Vec<Ent
         .collect()
 }
 
-/// The broker's settings under their Kafka names, all read-only (they are
-/// GUCs). As in Kafka, a setting at Kafka's default is a DEFAULT_CONFIG and
-/// one that differs a STATIC_BROKER_CONFIG (listed before the default among
-/// its synonyms); the broker cannot tell a GUC set to the default from one
-/// left alone, so both read as the default.
+/// The broker's settings under their Kafka names. Those Kafka can change
+/// dynamically and Kafgres applies (`crate::dynamic_config::defs`) are
+/// writable and sourced as Kafka sources them: this broker's dynamic value,
+/// else the cluster default's, else the static setting (a GUC) when it
+/// differs from Kafka's default, else the default; their synonyms list those
+/// in that order. The others are read-only GUCs: at Kafka's default a
+/// DEFAULT_CONFIG, else a STATIC_BROKER_CONFIG (the broker cannot tell a GUC
+/// set to the default from one left alone). The resource named "" is the
+/// cluster default: only the configs set there, as Kafka answers it.
 fn broker_entries(c: &BrokerConfig, name: &str) -> Result<Vec<Entry>, (i16, Option<String>)> {
-    if !name.is_empty() && name != c.node_id.to_string() {
-        return Err((error_code::INVALID_REQUEST, Some(format!("this is broker {}, not {name}", c.node_id))));
+    let layers = c.live.dynamic();
+    if name.is_empty() {
+        return Ok(layers
+            .default
+            .iter()
+            .map(|(name, value)| Entry {
+                name: name.clone(),
+                value: Some(value.clone()),
+                source: source::DYNAMIC_DEFAULT_BROKER_CONFIG,
+                kind: dynamic_def(name).map_or(ConfigType::String, |d| d.kind),
+                read_only: false,
+                synonyms: vec![(name.clone(), value.clone(), source::DYNAMIC_DEFAULT_BROKER_CONFIG)],
+            })
+            .collect());
+    }
+    if name != c.node_id.to_string() {
+        return Err((
+            error_code::INVALID_REQUEST,
+            Some(format!("Unexpected broker id, expected {} or empty string, but received {name}", c.node_id)),
+        ));
     }
     let listener = c.advertised_listeners();
     // (name, value, type, Kafka 4.x's default)
@@ -162,24 +189,11 @@ fn broker_entries(c: &BrokerConfig, name: &str) -> Result<Vec<Entry>, (i16, Opti
             Some("3000"),
         ),
         ("log.dirs", c.log_dir.display().to_string(), ConfigType::List, None),
-        (
-            "log.segment.bytes",
-            c.segment_bytes_max.to_string(),
-            ConfigType::Int,
-            broker_config_default("log.segment.bytes"),
-        ),
-        ("max.connections", c.live.connections_max().to_string(), ConfigType::Int, Some("2147483647")),
-        (
-            "message.max.bytes",
-            c.message_bytes_max.to_string(),
-            ConfigType::Int,
-            broker_config_default("message.max.bytes"),
-        ),
         ("node.id", c.node_id.to_string(), ConfigType::Int, None),
         ("num.partitions", c.live.default_partitions().to_string(), ConfigType::Int, Some("1")),
         ("socket.request.max.bytes", c.live.frame_bytes_max().to_string(), ConfigType::Int, Some("104857600")),
     ];
-    Ok(values
+    let mut entries: Vec<Entry> = values
         .into_iter()
         .map(|(name, value, kind, default)| {
             let (source, synonyms) = match default {
@@ -192,15 +206,47 @@ fn broker_entries(c: &BrokerConfig, name: &str) -> Result<Vec<Entry>, (i16, Opti
                     (source::STATIC_BROKER_CONFIG, synonyms)
                 }
             };
-            Entry { name: name.into(), value, source, kind, read_only: true, synonyms }
+            Entry { name: name.into(), value: Some(value), source, kind, read_only: true, synonyms }
         })
-        .collect())
+        .collect();
+    for def in dynamic_defs() {
+        let mut synonyms: Vec<(String, String, i8)> =
+            layers.layers_of(def.name).into_iter().map(|(v, s)| (def.name.to_owned(), v, s)).collect();
+        if let Some(v) = static_value(c, &def).filter(|v| def.default != Some(v.as_str())) {
+            synonyms.push((def.name.to_owned(), v, source::STATIC_BROKER_CONFIG));
+        }
+        if let Some(d) = def.default {
+            synonyms.push((def.name.to_owned(), d.to_owned(), source::DEFAULT_CONFIG));
+        }
+        let (value, source) =
+            synonyms.first().map_or((None, source::DEFAULT_CONFIG), |(_, v, s)| (Some(v.clone()), *s));
+        entries.push(Entry { name: def.name.to_owned(), value, source, kind: def.kind, read_only: false, synonyms });
+    }
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(entries)
+}
+
+/// The static setting (a GUC, as last loaded) behind a dynamic broker config,
+/// when there is one.
+fn static_value(c: &BrokerConfig, def: &DynamicDef) -> Option<String> {
+    let statics = c.live.statics().unwrap_or_else(|| crate::settings::Reloadable::from(c));
+    match def.target {
+        Target::ConnectionsMax => Some(statics.connections_max.to_string()),
+        // The GUC's 0 is "no limit", Kafka's default.
+        Target::ConnectionsPerIp => Some(statics.connections_per_address_max).filter(|n| *n > 0).map(|n| n.to_string()),
+        Target::ConnectionsPerIpOverrides => None,
+        Target::TopicDefault(_) => match def.name {
+            "log.segment.bytes" => Some(c.segment_bytes_max.to_string()),
+            "message.max.bytes" => Some(c.message_bytes_max.to_string()),
+            _ => None,
+        },
+    }
 }
 
 fn encode(e: Entry, version: i16, include_synonyms: bool) -> DescribeConfigsResourceResult {
     let mut r = DescribeConfigsResourceResult::default();
     r.name = str_bytes(&e.name);
-    r.value = Some(str_bytes(&e.value));
+    r.value = e.value.as_deref().map(str_bytes);
     r.read_only = e.read_only;
     r.config_source = e.source;
     if include_synonyms {

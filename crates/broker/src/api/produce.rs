@@ -107,10 +107,12 @@ impl Handler for Produce {
             } else {
                 None
             };
-            let policy = topic.as_ref().map_or_else(
-                || RecordPolicy::from_configs(&Default::default(), config.message_bytes_max),
-                |t| RecordPolicy::from_configs(&t.configs, config.message_bytes_max),
-            );
+            // The topic's overrides over the dynamic broker defaults
+            // (`message.max.bytes`, `log.message.timestamp.*`).
+            let dynamic = config.live.dynamic();
+            let none = Default::default();
+            let configs = dynamic.effective_topic_configs(topic.as_ref().map_or(&none, |t| &t.configs));
+            let policy = RecordPolicy::from_configs(&configs, config.message_bytes_max);
             let mut pending = Vec::with_capacity(topic_data.partition_data.len());
             for data in topic_data.partition_data {
                 let mut response = PartitionProduceResponse::default();

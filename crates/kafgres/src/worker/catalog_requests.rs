@@ -70,6 +70,10 @@ fn serve_one(plans: &CatalogPlans, request: ControlRequest) {
             let result = run_in_transaction(|| crate::share_sql::delete_share_group(&group_id));
             let _ = reply.send(result.map_err(failed));
         }
+        ControlRequest::SetBrokerConfigs { node_id, configs, reply } => {
+            let result = run_in_transaction(|| crate::broker_config_sql::set_broker_configs(node_id, &configs));
+            let _ = reply.send(result.map_err(failed));
+        }
         ControlRequest::SetGroupConfigs { group_id, configs, reply } => {
             let result = run_in_transaction(|| crate::share_sql::set_group_configs(&group_id, &configs));
             let _ = reply.send(result.map_err(failed));

@@ -253,6 +253,7 @@ fn load_catalog(wait: &WaitSet, database: &str) -> Option<(CatalogPlans, Catalog
                 client_quotas: crate::quota_sql::load_quotas()?,
                 share_states: crate::share_sql::load_share_states()?,
                 group_configs: crate::share_sql::load_group_configs()?,
+                broker_configs: crate::broker_config_sql::load_broker_configs()?,
             };
             let cluster = ClusterIdentity {
                 cluster_id: plans.cluster_id()?,
