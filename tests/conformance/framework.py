@@ -11,9 +11,8 @@ closes the clients and deletes the scenario's groups and topics.
 
 Clients: confluent-kafka (librdkafka) for most things, kafka-python where its
 view adds something, and Kafka's Java command-line tools (kafka-topics,
-kafka-consumer-groups and kafka-get-offsets from the tests/java build at the
-reference Kafka's version, kafka-configs from the reference broker's classpath)
-through `ctx.cli`;
+kafka-consumer-groups, kafka-get-offsets and kafka-configs from the tests/java
+build at the reference Kafka's version) through `ctx.cli`;
 independent runs of a tool at once through `ctx.run_tools`, written with
 `ctx.write_tool` as `cli` writes them. kafka-configs loads its classes from a
 class data sharing archive next to that classpath, written by its first run.
@@ -39,8 +38,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from normalize import Normalizer
-from reference import CLASSPATH_FILE as KAFKA_CLASSPATH_FILE
-from reference import REFERENCE_KAFKA_VERSION, REPO_ROOT, ensure_classpath
+from reference import REFERENCE_KAFKA_VERSION, REPO_ROOT
 
 JAVA_DIR = REPO_ROOT / "tests" / "java"
 JAVA_BIN = JAVA_DIR / "bin"
@@ -59,12 +57,17 @@ CLI_TIMEOUT_S = 60.0
 TOOL_WORKERS = 3
 ADMIN_TIMEOUT_S = 15.0
 WAIT_TIMEOUT_S = 30.0
-# The tools whose classes are in the tests/java build (kafka-tools); kafka-configs is in Kafka's core.
+# The tools run through tests/java/bin (kafka-configs runs from the same build, with a class data sharing
+# archive: see Context.java_command).
 JAVA_TOOLS = {"kafka-topics", "kafka-consumer-groups", "kafka-get-offsets", "kafka-console-producer",
               "kafka-transactions", "kafka-leader-election", "kafka-reassign-partitions", "kafka-features",
               "kafka-metadata-quorum",
               "kafka-console-consumer"}
-CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+# Kafka 4.4's kafka-configs.sh (in kafka-tools; it was core's Scala kafka.admin.ConfigCommand up to 4.1).
+CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"
+# What the JVM says when a tool's class is not on its classpath: a broken setup, never a transcript line
+# (both brokers' transcripts would agree on it).
+MISSING_CLASS = "Could not find or load main class"
 # slf4j-simple's log lines (tests/java) and Java stack frames: not part of a tool's answer.
 TOOL_NOISE_RE = re.compile(r"^(\d\d:\d\d:\d\d\.\d{3} |\s+at |\s+\.\.\. \d+ more|SLF4J|WARNING: )")
 
@@ -139,6 +142,11 @@ def ensure_java_tools() -> None:
                        JAVA_BUILD_TIMEOUT_S)
 
 
+def config_command_classpath() -> str:
+    """kafka-configs' classpath: tests/java's build, whose kafka-tools holds ConfigCommand from Kafka 4.4 on."""
+    return (JAVA_BUILD / "classpath.txt").read_text().strip()
+
+
 # Writing kafka-configs' class data sharing archive (Context.run_tool) happens once.
 CDS_LOCK = threading.Lock()
 
@@ -147,7 +155,7 @@ def config_command_archive(classpath: str) -> Path:
     """Where kafka-configs' classes are archived (JDK 13+ dynamic CDS): one file per classpath and JVM."""
     java = os.path.realpath(shutil.which("java") or "java")
     key = hashlib.sha256(f"{classpath}\n{java}".encode()).hexdigest()[:16]
-    return KAFKA_CLASSPATH_FILE.parent / f"config-command-{key}.jsa"
+    return JAVA_BUILD / f"config-command-{key}.jsa"
 
 
 class Context:
@@ -305,8 +313,7 @@ class Context:
         if tool in JAVA_TOOLS:
             return [str(JAVA_BIN / tool), *args]
         if tool == "kafka-configs":
-            ensure_classpath()
-            classpath = KAFKA_CLASSPATH_FILE.read_text().strip()
+            classpath = config_command_classpath()
             archive = config_command_archive(classpath)
             # The classes it loads, from the archive (about half its start-up time; Context.run_tool writes it
             # once); -Xlog:disable keeps the JVM quiet about it (an unusable archive is ignored).
@@ -333,8 +340,7 @@ class Context:
         try:
             done = None
             if tool == "kafka-configs":
-                ensure_classpath()
-                archive = config_command_archive(KAFKA_CLASSPATH_FILE.read_text().strip())
+                archive = config_command_archive(config_command_classpath())
                 with CDS_LOCK:  # the first run writes the archive; the others wait for it
                     if not archive.is_file():
                         partial = archive.with_name(f"{archive.name}.{os.getpid()}")
@@ -345,6 +351,8 @@ class Context:
                 done = run()
         except subprocess.TimeoutExpired:
             return ToolRun(tool, args, [], [], None, timeout_s)
+        if MISSING_CLASS in done.stderr:
+            raise RuntimeError(f"{tool} cannot run: {done.stderr.strip()}")
 
         def clean(text: str) -> list[str]:
             kept = [re.sub(r"\s+", " ", line).strip() for line in text.splitlines()

@@ -1,8 +1,7 @@
 """Dynamic broker configs with Kafka's kafka-configs tool (docs/configuration.md, "Dynamic broker configs").
 
-On the suite's cluster, with `kafka.admin.ConfigCommand` from Apache Kafka's jars (the classpath
-tests/conformance/reference.py resolves from scripts/bench/pom.xml with Maven, as the conformance suite's
-kafka-configs runs; Java 17+ and Maven needed):
+On the suite's cluster, with kafka-configs (Kafka 4.4's `org.apache.kafka.tools.ConfigCommand`, from
+tests/java's build, tests/java/bin/kafka-configs; Java 17+ and Maven needed):
 
 - `--entity-type brokers --entity-name <node> --alter --add-config max.connections.per.ip.overrides=127.0.0.3:1`
   is stored in kafgres.broker_configs (and shown in force by kafgres.dynamic_broker_configs), `--describe`
@@ -28,7 +27,6 @@ import os
 import shlex
 import socket
 import subprocess
-import sys
 import time
 
 import pytest
@@ -36,12 +34,8 @@ from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
 
 import kafka_wire
-from support import REPO_ROOT, need_tool
+from test_java_client import JAVA_BIN, java_build  # noqa: F401 (java_build is a fixture)
 
-sys.path.insert(0, str(REPO_ROOT / "tests" / "conformance"))
-import reference  # noqa: E402  (tests/conformance is not a package)
-
-CONFIG_COMMAND = "kafka.admin.ConfigCommand"
 TOOL_TIMEOUT_S = 120.0
 ADMIN_TIMEOUT_S = 15.0
 # A loopback address no other test or client connects from.
@@ -52,14 +46,9 @@ AHEAD_MS = 90 * 60 * 1000
 
 
 @pytest.fixture(scope="module")
-def config_command() -> list[str]:
-    """The java command line that runs kafka-configs (ConfigCommand) from Kafka's jars."""
-    need_tool("java", "kafka-configs needs a JDK 17 or newer")
-    need_tool("mvn", "the classpath of Kafka's jars is resolved with Maven")
-    reference.ensure_classpath()
-    classpath = reference.CLASSPATH_FILE.read_text().strip()
-    return ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlog4j2.rootLogger.level=off",
-            "-Dlog4j2.level=off", "-cp", classpath, CONFIG_COMMAND]
+def config_command(java_build) -> list[str]:  # noqa: F811
+    """The command line of kafka-configs (ConfigCommand, in kafka-tools 4.4) from the tests/java build."""
+    return [str(JAVA_BIN / "kafka-configs")]
 
 
 def kafka_configs(command: list[str], bootstrap: str, *args: str) -> subprocess.CompletedProcess:
@@ -140,13 +129,15 @@ def topic_source(admin, topic: str, name: str) -> tuple[str, ConfigSource]:
     return entry.value, ConfigSource(entry.source)
 
 
-def delete_quietly(admin, node: str) -> None:
-    """Removes what this test sets, whatever state it left (a DELETE of what is not set is a no-op)."""
-    for name, config in ((node, "max.connections.per.ip.overrides"), ("", "log.message.timestamp.after.max.ms")):
-        resource = ConfigResource(ConfigResource.Type.BROKER, name, incremental_configs=[
-            ConfigEntry(config, None, incremental_operation=AlterConfigOpType.DELETE)])
-        admin.incremental_alter_configs([resource], request_timeout=ADMIN_TIMEOUT_S)[resource].result(
-            timeout=ADMIN_TIMEOUT_S + 5)
+def delete_quietly(admin, config_command: list[str], bootstrap: str, node: str) -> None:
+    """Removes what this test sets, whatever state it left (a DELETE of what is not set is a no-op). The
+    cluster default goes through the tool: librdkafka refuses a broker resource with an empty name."""
+    resource = ConfigResource(ConfigResource.Type.BROKER, node, incremental_configs=[
+        ConfigEntry("max.connections.per.ip.overrides", None, incremental_operation=AlterConfigOpType.DELETE)])
+    admin.incremental_alter_configs([resource], request_timeout=ADMIN_TIMEOUT_S)[resource].result(
+        timeout=ADMIN_TIMEOUT_S + 5)
+    ok(kafka_configs(config_command, bootstrap, "--entity-type", "brokers", "--entity-default", "--alter",
+                     "--delete-config", "log.message.timestamp.after.max.ms"))
 
 
 def test_kafka_configs_sets_describes_and_deletes_dynamic_broker_configs(
@@ -214,4 +205,4 @@ def test_kafka_configs_sets_describes_and_deletes_dynamic_broker_configs(
         error = produce_ahead(bootstrap, topic)
         assert error is not None and error.code() == KafkaError.INVALID_TIMESTAMP, error
     finally:
-        delete_quietly(admin, node)
+        delete_quietly(admin, config_command, bootstrap, node)

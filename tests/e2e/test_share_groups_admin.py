@@ -1,4 +1,4 @@
-"""Share-group administration (KIP-932) with Kafka 4.1.1's kafka-share-groups.sh
+"""Share-group administration (KIP-932) with Kafka 4.4.0's kafka-share-groups.sh
 (ShareGroupCommand, from tests/java's build) and the Java Admin client, around
 share consumers of tests/java's `share-admin-*` steps (ShareAdminScenario):
 
@@ -7,15 +7,15 @@ share consumers of tests/java's `share-admin-*` steps (ShareAdminScenario):
   (Empty, no members); kafgres.share_group_partitions shows the same, no lag;
 - while a consumer is in the group the tool describes it (--members, --state
   Stable) and --delete-offsets is refused: the group is not empty;
-- Admin.alterShareGroupOffsets to the earliest offset (what 4.2's
-  --reset-offsets --to-earliest sends; 4.1.1's tool says it is not
-  implemented) makes the group read the 10 records again, as first
+- --reset-offsets --to-earliest --execute (AlterShareGroupOffsets; 4.1's
+  tool did not implement it), and then Admin.alterShareGroupOffsets to the
+  earliest offset, each make the group read the 10 records again, as first
   deliveries;
 - --delete-offsets --topic removes the group's state of the topic: no offsets
   described, and the group reads from share.auto.offset.reset (earliest) again;
 - --delete removes the empty group.
 
-Expected lines follow ShareGroupCommand's output format in Kafka 4.1.1 (the
+Expected lines follow ShareGroupCommand's output format (Kafka 4.1.1's and 4.4.0's: the
 tables' headers, "Successful", "Deletion of requested share groups (...) was
 successful."); not yet run against Apache Kafka by the reference diff.
 """
@@ -55,8 +55,12 @@ def next_line(proc: subprocess.Popen, timeout_s: float) -> str:
 
 
 def offsets(tool: tuple[str, ...], group: str) -> list[tuple[str, str, str]]:
-    """(topic, partition, start offset) of each row of `--describe --offsets`."""
-    rows = table(ok(run_java(*tool, "--describe", "--group", group, "--offsets")))
+    """(topic, partition, start offset) of each row of `--describe --offsets` (none: Kafka 4.4's tool says
+    the group "has no offset information" instead of a table)."""
+    out = ok(run_java(*tool, "--describe", "--group", group, "--offsets"))
+    if out.strip() == f"Share group '{group}' has no offset information.":
+        return []
+    rows = table(out)
     assert all(r["GROUP"] == group for r in rows), rows
     return [(r["TOPIC"], r["PARTITION"], r["START-OFFSET"]) for r in rows]
 
@@ -106,9 +110,12 @@ def test_kafka_share_groups_cli_lists_describes_resets_and_deletes(
             out, err = member.communicate()
     assert member.returncode == 0 and out.strip().splitlines()[-1:] == ["left"], out + err
 
-    # Reset to earliest: 4.1.1's tool does not do it yet; the Admin client does.
-    unimplemented = run_java(*tool, "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
-    assert "--reset-offsets option is not yet implemented" in unimplemented.stdout + unimplemented.stderr
+    # Reset to earliest with the tool (Kafka 4.2+ implements --reset-offsets: AlterShareGroupOffsets), and
+    # every record comes again; then the same through the Admin client.
+    reset = ok(run_java(*tool, "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute"))
+    assert [line.split() for line in reset.splitlines() if line.split()[:1] == [group]] == [[group, topic, "0", "0"]], reset
+    assert probe("share-admin-reread", bootstrap, topic) == [f"read again: {ALL_READ}"]
+    assert offsets(tool, group) == [(topic, "0", "10")]
     assert probe("share-admin-reset", bootstrap, topic) == ["reset to earliest: 0", f"after reset: {ALL_READ}"]
     assert offsets(tool, group) == [(topic, "0", "10")]
 
@@ -120,7 +127,7 @@ def test_kafka_share_groups_cli_lists_describes_resets_and_deletes(
     with pg_connect(autocommit=True) as conn:
         left = conn.execute("SELECT count(*) FROM kafgres.share_group_partitions WHERE group_id = %s", (group,))
         assert left.fetchone() == (0,)
-    assert probe("share-admin-reread", bootstrap, topic) == [f"after delete-offsets: {ALL_READ}"]
+    assert probe("share-admin-reread", bootstrap, topic) == [f"read again: {ALL_READ}"]
 
     # Delete the (empty) group.
     gone = ok(run_java(*tool, "--delete", "--group", group))

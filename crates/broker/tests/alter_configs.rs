@@ -177,7 +177,7 @@ async fn bad_alterations_get_kafkas_error_codes() {
     assert_eq!(codes, vec![42, 0, 42, 42]);
     assert_eq!(
         answers[0].1.as_deref(),
-        Some("Cannot update these configs dynamically: Set(auto.create.topics.enable)")
+        Some("Cannot update these configs dynamically: [auto.create.topics.enable]")
     );
     assert_eq!(answers[2].1.as_deref(), Some("Unexpected broker id, expected 1, but received 7"));
     // Clearing what is not set (as the reassignment tool does) is a no-op; a SET of a static config with it is
@@ -616,7 +616,7 @@ async fn bad_dynamic_broker_configs_get_kafkas_errors_and_validate_only_stores_n
             "1",
             vec![("connections.max.idle.ms", SET, Some("1000")), ("socket.request.max.bytes", SET, Some("1000"))],
             42,
-            "Cannot update these configs dynamically: Set(connections.max.idle.ms, socket.request.max.bytes)",
+            "Cannot update these configs dynamically: [connections.max.idle.ms, socket.request.max.bytes]",
         ),
         ("abc", vec![("max.connections", SET, Some("1"))], 42, "Node id must be an integer, but it is: abc"),
         ("1", vec![("max.connections", 9, Some("1"))], 42, "Unknown operations type 9"),
@@ -658,7 +658,7 @@ async fn bad_dynamic_broker_configs_get_kafkas_errors_and_validate_only_stores_n
     let r = client.call(2, &call(vec![resource("1", &[("num.partitions", "3")])], false)).await;
     assert_eq!(
         (r.responses[0].error_code, r.responses[0].error_message.as_ref().map(|m| m.to_string())),
-        (42, Some("Cannot update these configs dynamically: Set(num.partitions)".into()))
+        (42, Some("Cannot update these configs dynamically: [num.partitions]".into()))
     );
     let r = client.call(2, &call(vec![resource("1", &[])], false)).await;
     assert_eq!(r.responses[0].error_code, 0);

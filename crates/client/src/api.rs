@@ -6,7 +6,8 @@
 use kafka_protocol::messages::{
     CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, DescribeGroupsRequest,
     DescribeProducersRequest, FetchRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, ListGroupsRequest,
-    ListOffsetsRequest, MetadataRequest, ProduceRequest, SaslAuthenticateRequest,
+    ListOffsetsRequest, MetadataRequest, ProduceRequest, SaslAuthenticateRequest, ShareAcknowledgeRequest,
+    ShareFetchRequest, ShareGroupHeartbeatRequest,
 };
 use kafka_protocol::protocol::Request;
 
@@ -52,6 +53,9 @@ pinned! {
     DescribeProducersRequest => "DescribeProducers", 0, schemas::DESCRIBE_PRODUCERS_V0;
     DescribeConfigsRequest => "DescribeConfigs", 4, schemas::DESCRIBE_CONFIGS_V4;
     SaslAuthenticateRequest => "SaslAuthenticate", 2, schemas::SASL_AUTHENTICATE_V2;
+    ShareGroupHeartbeatRequest => "ShareGroupHeartbeat", 1, schemas::SHARE_GROUP_HEARTBEAT_V1;
+    ShareFetchRequest => "ShareFetch", 1, schemas::SHARE_FETCH_V1;
+    ShareAcknowledgeRequest => "ShareAcknowledge", 1, schemas::SHARE_ACKNOWLEDGE_V1;
 }
 
 #[cfg(test)]

@@ -18,12 +18,14 @@ mod fetch;
 mod groups;
 mod offsets;
 mod producers;
+mod shares;
 mod topics;
 
 pub use fetch::FetchResult;
 pub use groups::{GroupInfo, ListedGroup};
 pub use offsets::{LogBounds, OffsetSpec, PartitionOffset};
 pub use producers::{PartitionAnswer, PartitionBatch, ProducerState};
+pub use shares::{AcknowledgeType, AcquiredRecord, ShareAcknowledgement, ShareMember};
 pub use topics::{PartitionInfo, TopicInfo};
 
 /// Limits and timeouts of one client.

@@ -31,6 +31,9 @@ pub enum Kind {
     Array(&'static Kind),
     /// Fields in order, then the tagged-field section with the tags decoded as fields.
     Struct(&'static [Kind], &'static [(u32, Kind)]),
+    /// A one-byte presence marker, then the struct when it is exactly 1: `kafka-protocol` reads any other
+    /// marker as null (Kafka writes -1).
+    NullableStruct(&'static Kind),
 }
 
 impl Kind {
@@ -38,7 +41,7 @@ impl Kind {
     fn min_bytes(&self) -> usize {
         match self {
             Kind::Fixed(n) => *n,
-            Kind::Blob | Kind::Array(_) => 1,
+            Kind::Blob | Kind::Array(_) | Kind::NullableStruct(_) => 1,
             Kind::Struct(fields, _) => 1 + fields.iter().map(Kind::min_bytes).sum::<usize>(),
         }
     }
@@ -84,6 +87,10 @@ fn walk(kind: &Kind, buf: &mut &[u8]) -> Result<(), String> {
             fields.iter().try_for_each(|field| walk(field, buf))?;
             walk_tagged_fields(tags, buf)
         }
+        Kind::NullableStruct(inner) => match take(buf, 1)? {
+            [1] => walk(inner, buf),
+            _ => Ok(()),
+        },
     }
 }
 
@@ -139,7 +146,7 @@ fn read_unsigned_varint(buf: &mut &[u8]) -> Result<u32, String> {
 /// The response schemas of the pinned versions, written from the
 /// `kafka-protocol` 0.18.0 decoders (field names in the comments are Kafka's).
 pub mod schemas {
-    use super::Kind::{self, Array, Blob, Fixed, Struct};
+    use super::Kind::{self, Array, Blob, Fixed, NullableStruct, Struct};
 
     const I8: Kind = Fixed(1);
     const BOOL: Kind = Fixed(1);
@@ -354,6 +361,72 @@ pub mod schemas {
                 ],
                 &[],
             )),
+        ],
+        &[],
+    );
+
+    /// The current leader (id, epoch) of a share-partition answer.
+    const LEADER_ID_AND_EPOCH: Kind = Struct(&[I32, I32], &[]);
+    /// The brokers a share answer names: node_id, host, port, rack.
+    const NODE_ENDPOINTS: Kind = Array(&Struct(&[I32, STR, I32, STR], &[]));
+
+    /// ShareGroupHeartbeatResponse v1.
+    pub const SHARE_GROUP_HEARTBEAT_V1: Kind = Struct(
+        &[
+            I32, // throttle_time_ms
+            I16, // error_code
+            STR, // error_message
+            STR, // member_id
+            I32, // member_epoch
+            I32, // heartbeat_interval_ms
+            // assignment: topic_partitions (topic_id, partitions)
+            NullableStruct(&Struct(&[Array(&Struct(&[UUID, Array(&I32)], &[]))], &[])),
+        ],
+        &[],
+    );
+
+    /// ShareFetchResponse v1.
+    pub const SHARE_FETCH_V1: Kind = Struct(
+        &[
+            I32, // throttle_time_ms
+            I16, // error_code
+            STR, // error_message
+            I32, // acquisition_lock_timeout_ms
+            // responses: topic_id, partitions
+            Array(&Struct(
+                &[
+                    UUID,
+                    Array(&Struct(
+                        &[
+                            I32,                 // partition_index
+                            I16,                 // error_code
+                            STR,                 // error_message
+                            I16,                 // acknowledge_error_code
+                            STR,                 // acknowledge_error_message
+                            LEADER_ID_AND_EPOCH, // current_leader
+                            Blob,                // records
+                            // acquired_records: first_offset, last_offset, delivery_count
+                            Array(&Struct(&[I64, I64, I16], &[])),
+                        ],
+                        &[],
+                    )),
+                ],
+                &[],
+            )),
+            NODE_ENDPOINTS,
+        ],
+        &[],
+    );
+
+    /// ShareAcknowledgeResponse v1.
+    pub const SHARE_ACKNOWLEDGE_V1: Kind = Struct(
+        &[
+            I32, // throttle_time_ms
+            I16, // error_code
+            STR, // error_message
+            // responses: topic_id, partitions (partition_index, error_code, error_message, current_leader)
+            Array(&Struct(&[UUID, Array(&Struct(&[I32, I16, STR, LEADER_ID_AND_EPOCH], &[]))], &[])),
+            NODE_ENDPOINTS,
         ],
         &[],
     );

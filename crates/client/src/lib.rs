@@ -37,6 +37,7 @@ pub use client::{
     Client, ClientConfig, FetchResult, GroupInfo, InternalLogin, ListedGroup, LogBounds, OffsetSpec, PartitionAnswer,
     PartitionBatch, PartitionInfo, PartitionOffset, ProducerState, TopicInfo,
 };
+pub use client::{AcknowledgeType, AcquiredRecord, ShareAcknowledgement, ShareMember};
 pub use error::ClientError;
 pub use kafgres_record::build::NewRecord;
 /// The codes [`ClientError::Kafka`] carries, by name.

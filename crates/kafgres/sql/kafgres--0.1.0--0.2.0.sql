@@ -1509,5 +1509,45 @@ COMMENT ON VIEW kafgres.dynamic_broker_configs IS
     'row, or the cluster default where its node sets none).';
 REVOKE ALL ON kafgres.dynamic_broker_configs FROM PUBLIC;
 
+-- Share groups consumed from SQL (kafgres::sql_api::share_consume).
+CREATE  FUNCTION "share_consume"(
+	"group_id" TEXT, /* & str */
+	"topic" TEXT, /* & str */
+	"max_records" INT DEFAULT 100, /* i32 */
+	"wait" interval DEFAULT '0' /* Interval */
+) RETURNS TABLE (
+	"partition" INT,  /* i32 */
+	"offset" bigint,  /* i64 */
+	"timestamp" timestamp with time zone,  /* Option < TimestampWithTimeZone > */
+	"key" bytea,  /* :: std :: option :: Option < Vec < u8 > > */
+	"value" bytea,  /* :: std :: option :: Option < Vec < u8 > > */
+	"headers" jsonb,  /* pgrx :: JsonB */
+	"delivery_count" INT  /* i32 */
+)
+STRICT VOLATILE SECURITY DEFINER PARALLEL UNSAFE
+SET search_path TO pg_catalog, kafgres
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'share_consume_bytes_wrapper';
+CREATE  FUNCTION "share_consume_text"(
+	"group_id" TEXT, /* & str */
+	"topic" TEXT, /* & str */
+	"max_records" INT DEFAULT 100, /* i32 */
+	"wait" interval DEFAULT '0' /* Interval */
+) RETURNS TABLE (
+	"partition" INT,  /* i32 */
+	"offset" bigint,  /* i64 */
+	"timestamp" timestamp with time zone,  /* Option < TimestampWithTimeZone > */
+	"key" TEXT,  /* Option < String > */
+	"value" TEXT,  /* Option < String > */
+	"headers" jsonb,  /* pgrx :: JsonB */
+	"delivery_count" INT  /* i32 */
+)
+STRICT VOLATILE SECURITY DEFINER PARALLEL UNSAFE
+SET search_path TO pg_catalog, kafgres
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'share_consume_text_wrapper';
+REVOKE EXECUTE ON FUNCTION kafgres.share_consume(text, text, integer, interval),
+    kafgres.share_consume_text(text, text, integer, interval) FROM PUBLIC;
+
 -- Wake the broker and the bridge, which wait for this schema.
 SELECT kafgres._wake_broker();

@@ -195,10 +195,10 @@ fn check(configs: &BTreeMap<String, String>, changes: &[ConfigChange<'_>]) -> Re
         }
     }
     if !fixed.is_empty() {
-        // A Scala `Set`, as Kafka prints it.
+        // A Java list, as Kafka 4.4 prints it (4.1 printed a Scala `Set(…)`).
         return Err((
             error_code::INVALID_REQUEST,
-            format!("Cannot update these configs dynamically: Set({})", fixed.join(", ")),
+            format!("Cannot update these configs dynamically: [{}]", fixed.join(", ")),
         ));
     }
     for (name, value) in configs {
@@ -269,7 +269,7 @@ mod tests {
         let e = check(&set(&[("num.partitions", "3"), ("max.connections", "x")]), &changes).unwrap_err();
         assert_eq!(
             e,
-            (error_code::INVALID_REQUEST, "Cannot update these configs dynamically: Set(num.partitions)".into())
+            (error_code::INVALID_REQUEST, "Cannot update these configs dynamically: [num.partitions]".into())
         );
         let e = check(&set(&[("max.connections", "x")]), &changes[1..]).unwrap_err();
         assert_eq!(e.0, error_code::INVALID_REQUEST);

@@ -155,3 +155,44 @@ fn a_known_tag_must_fill_its_size() {
     let err = check(<CreateTopicsRequest as Pinned>::RESPONSE, &body).unwrap_err();
     assert!(err.contains("does not fill"), "{err}");
 }
+
+#[test]
+fn share_group_heartbeat_with_and_without_an_assignment() {
+    use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
+    let assigned = ShareGroupHeartbeatResponse::default()
+        .with_member_id(Some(s("m-1")))
+        .with_member_epoch(3)
+        .with_assignment(Some(Assignment::default().with_topic_partitions(vec![TopicPartitions::default()
+            .with_topic_id(uuid::Uuid::from_u128(7))
+            .with_partitions(vec![0, 1, 2])])));
+    accepted_and_robust::<ShareGroupHeartbeatRequest>(&encode::<ShareGroupHeartbeatRequest>(&assigned));
+    let unassigned = ShareGroupHeartbeatResponse::default().with_member_epoch(1);
+    accepted_and_robust::<ShareGroupHeartbeatRequest>(&encode::<ShareGroupHeartbeatRequest>(&unassigned));
+}
+
+#[test]
+fn share_fetch_with_acquired_records() {
+    use kafka_protocol::messages::share_fetch_response::{
+        AcquiredRecords, NodeEndpoint, PartitionData, ShareFetchableTopicResponse,
+    };
+    let partition = PartitionData::default()
+        .with_partition_index(2)
+        .with_records(Some(Bytes::from_static(b"not really a batch")))
+        .with_acquired_records(vec![AcquiredRecords::default().with_first_offset(4).with_last_offset(9).with_delivery_count(2)]);
+    let response = ShareFetchResponse::default()
+        .with_acquisition_lock_timeout_ms(30_000)
+        .with_responses(vec![ShareFetchableTopicResponse::default()
+            .with_topic_id(uuid::Uuid::from_u128(9))
+            .with_partitions(vec![partition.clone(), partition])])
+        .with_node_endpoints(vec![NodeEndpoint::default().with_node_id(BrokerId(1)).with_host(s("127.0.0.1"))]);
+    accepted_and_robust::<ShareFetchRequest>(&encode::<ShareFetchRequest>(&response));
+}
+
+#[test]
+fn share_acknowledge_with_partition_errors() {
+    use kafka_protocol::messages::share_acknowledge_response::{PartitionData, ShareAcknowledgeTopicResponse};
+    let response = ShareAcknowledgeResponse::default().with_responses(vec![ShareAcknowledgeTopicResponse::default()
+        .with_topic_id(uuid::Uuid::from_u128(9))
+        .with_partitions(vec![PartitionData::default().with_partition_index(1).with_error_code(121)])]);
+    accepted_and_robust::<ShareAcknowledgeRequest>(&encode::<ShareAcknowledgeRequest>(&response));
+}

@@ -177,6 +177,23 @@ pub fn with_broker<T>(what: &str, mut f: impl FnMut(&mut Client<LatchWait>) -> R
     error!("kafgres: {what}: the broker connection failed twice")
 }
 
+/// Runs `f` on the backend's open broker connection, if there is one, and
+/// never opens one: for transaction callbacks, which must not read the
+/// catalog (the calling role) and whose work belongs to the connection that
+/// is open (a share session lives and dies with its connection). `None`
+/// when no connection is open; a connection that breaks is dropped.
+pub fn with_open_link<T>(f: impl FnOnce(&mut Client<LatchWait>) -> T) -> Option<T> {
+    LINK.with(|link| {
+        let mut link = link.borrow_mut();
+        let client = &mut link.as_mut()?.client;
+        let result = f(client);
+        if client.is_broken() {
+            *link = None;
+        }
+        Some(result)
+    })
+}
+
 /// Refuses unless the Kafka ACLs let the calling role do `operation`
 /// given `authorized` (KIP-430's bit field the broker computed for it);
 /// nothing to check while `kafgres.authorizer = none`.

@@ -69,7 +69,7 @@ impl Schemas {
     ) -> Schemas {
         let prefix = format!("{LOGICAL_NAME}.{schema_name}.{table_name}");
         let published: Vec<&Field> =
-            fields.iter().filter(|f| columns.is_none_or(|c| c.iter().any(|n| *n == f.name))).collect();
+            fields.iter().filter(|f| columns.is_none_or(|c| c.contains(&f.name))).collect();
         let key = key_columns.filter(|k| !k.is_empty()).map(|names| {
             let key_fields: Vec<&Field> =
                 names.iter().filter_map(|n| fields.iter().find(|f| f.name == *n)).collect();

@@ -157,7 +157,7 @@ fn flatten(consumed: Vec<(i32, Vec<Record>, i64)>) -> Vec<(i32, Record)> {
     consumed.into_iter().flat_map(|(p, records, _)| records.into_iter().map(move |r| (p, r))).collect()
 }
 
-fn interval_duration(wait: Interval) -> Duration {
+pub(super) fn interval_duration(wait: Interval) -> Duration {
     let micros = wait.as_micros();
     if micros < 0 || wait.months() != 0 {
         fail(

@@ -18,4 +18,5 @@ mod row_filter;
 mod rows;
 pub use rows::{timestamp, POSTGRES_EPOCH_UNIX_US};
 pub mod send;
+mod share_consume;
 mod txn_state;

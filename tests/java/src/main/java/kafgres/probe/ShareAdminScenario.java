@@ -38,11 +38,11 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *       consumer reads (and accepts) them all, then closes: the group is Empty;
  *   <li>{@code share-admin-member}: one share consumer joins, prints "joined" once it is assigned the
  *       partition, and stays (polling) for HOLD, so that the tool can describe a live member;
- *   <li>{@code share-admin-reset}: Admin.alterShareGroupOffsets to the earliest offset (what Kafka
- *       4.2's kafka-share-groups.sh --reset-offsets --to-earliest sends; 4.1.1's tool does not
- *       implement it), then a share consumer reads every record again;
+ *   <li>{@code share-admin-reset}: Admin.alterShareGroupOffsets to the earliest offset (what
+ *       kafka-share-groups.sh --reset-offsets --to-earliest sends from Kafka 4.2 on), then a share
+ *       consumer reads every record again;
  *   <li>{@code share-admin-reread}: a share consumer reads what the group gives it, to show that after
- *       --delete-offsets the group starts again from share.auto.offset.reset.
+ *       --reset-offsets or --delete-offsets the group starts again where it was set.
  * </ul>
  */
 final class ShareAdminScenario {
@@ -107,7 +107,7 @@ final class ShareAdminScenario {
     }
 
     static void reread(String bootstrap, String topic) throws Exception {
-        line("after delete-offsets: %s", readAll(bootstrap, topic));
+        line("read again: %s", readAll(bootstrap, topic));
     }
 
     /** Reads until every record was seen once (accepting each), then closes; says what it read. */
