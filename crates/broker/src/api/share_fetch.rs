@@ -129,7 +129,7 @@ impl Handler for ShareFetch {
                 }
                 // Only the acknowledgements are answered (a renewal keeps its
                 // session open but acquires nothing).
-                let mut response = ShareFetchResponse::default();
+                let mut response = ShareFetchResponse::from(kafka_protocol::messages::ShareFetchResponse::default());
                 response.acquisition_lock_timeout_ms = lock_ms;
                 for ((topic_id, index), code) in ack_codes {
                     let mut data = partition_data(index, config);
@@ -141,7 +141,7 @@ impl Handler for ShareFetch {
         };
         let wanted = resolve(topics, cx, &partitions);
         let acquired = long_poll(shares, topics, &group_id, &member_id, &req, &wanted).await;
-        let mut response = ShareFetchResponse::default();
+        let mut response = ShareFetchResponse::from(kafka_protocol::messages::ShareFetchResponse::default());
         response.acquisition_lock_timeout_ms = lock_ms;
         for (w, got) in wanted.iter().zip(acquired) {
             let mut data = partition_data(w.index, config);
@@ -165,7 +165,7 @@ impl Handler for ShareFetch {
     }
 
     fn refused(_: &RequestContext<'_>, _: &ShareFetchRequest, code: i16) -> Option<ShareFetchResponse> {
-        let mut response = ShareFetchResponse::default();
+        let mut response = ShareFetchResponse::from(kafka_protocol::messages::ShareFetchResponse::default());
         response.error_code = code;
         Some(response)
     }
@@ -379,7 +379,8 @@ impl Handler for ShareAcknowledge {
         if outcome == SessionOutcome::Closed {
             shares.release_member(&group_id, &member_id);
         }
-        let mut response = ShareAcknowledgeResponse::default();
+        let mut response =
+            ShareAcknowledgeResponse::from(kafka_protocol::messages::ShareAcknowledgeResponse::default());
         // v2: how long the renewed records are now locked for (dropped below v2).
         response.acquisition_lock_timeout_ms = shares.group_config(&group_id).record_lock_duration_ms;
         for ((topic_id, index), code) in codes {
@@ -402,7 +403,8 @@ impl Handler for ShareAcknowledge {
     }
 
     fn refused(_: &RequestContext<'_>, _: &ShareAcknowledgeRequest, code: i16) -> Option<ShareAcknowledgeResponse> {
-        let mut response = ShareAcknowledgeResponse::default();
+        let mut response =
+            ShareAcknowledgeResponse::from(kafka_protocol::messages::ShareAcknowledgeResponse::default());
         response.error_code = code;
         Some(response)
     }
