@@ -41,21 +41,14 @@ DIFFERENCES: list[Difference] = [
     Difference(
         key="feature-levels",
         scenarios=("features",),
-        # A new Kafka 4.4 node finalizes share.version 2 (KIP-1206 acquire modes, KIP-1222 renew
-        # acknowledgements) and streams.version 1 (KIP-1071 Streams groups); Kafgres serves share
-        # groups at 4.1's protocol (share.version 1) and no Streams groups.
-        kafka=r"(?:  Feature: share\.version SupportedMinVersion: 0 SupportedMaxVersion: 2 "
-              r"FinalizedVersionLevel: 2 Epoch: <epoch>"
-              r"|  Feature: streams\.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
+        # A new Kafka 4.4 node finalizes streams.version 1 (KIP-1071 Streams groups), which
+        # Kafgres does not list: it serves no Streams groups.
+        kafka=r"(?:  Feature: streams\.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
               r"FinalizedVersionLevel: 1 Epoch: <epoch>"
-              r"|kafka-python describe_features share\.version: supported=\(0, 2\) finalized=\(2, 2\)"
               r"|kafka-python describe_features streams\.version: supported=\(0, 1\) finalized=\(1, 1\))",
-        kafgres=r"(?:  Feature: share\.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
-                r"FinalizedVersionLevel: 1 Epoch: <epoch>"
-                r"|kafka-python describe_features share\.version: supported=\(0, 1\) finalized=\(1, 1\))",
+        kafgres=None,
         doc="**Feature levels are fixed, but transaction.version's.**",
-        reason="Share groups (KIP-932) are served at Kafka 4.1's protocol, so share.version is 1 where a new "
-               "Kafka 4.4 node finalizes 2; Streams groups (streams.version) are not served.",
+        reason="Streams groups (streams.version) are not served.",
     ),
     Difference(
         key="no-broker-logger-resource",

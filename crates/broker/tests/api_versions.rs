@@ -76,7 +76,7 @@ async fn advertises_exactly_the_served_table_and_kafkas_features() {
                 ("eligible.leader.replicas.version", 1),
                 ("group.version", 1),
                 ("metadata.version", 33),
-                ("share.version", 1),
+                ("share.version", 2),
                 ("transaction.version", 2),
             ];
             assert_eq!(finalized, expected.map(|(n, l)| (n.to_owned(), l)));

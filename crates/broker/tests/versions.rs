@@ -468,7 +468,7 @@ async fn exchange(
         ApiKey::ShareFetch => {
             use kafka_protocol::messages::share_fetch_request::{FetchPartition, FetchTopic};
             use kafka_protocol::messages::{GroupId, ShareFetchRequest};
-            let request = ShareFetchRequest::default()
+            let request: messages::ShareFetchRequest = ShareFetchRequest::default()
                 .with_group_id(Some(GroupId(StrBytes::from_string(format!("share-v{version}")))))
                 .with_member_id(Some(StrBytes::from_string(format!("share-member-v{version}"))))
                 .with_share_session_epoch(0)
@@ -476,7 +476,11 @@ async fn exchange(
                 .with_max_records(10)
                 .with_topics(vec![FetchTopic::default()
                     .with_topic_id(id)
-                    .with_partitions(vec![FetchPartition::default().with_partition_index(0)])]);
+                    .with_partitions(vec![FetchPartition::default().with_partition_index(0)])])
+                .into();
+            // v2: KIP-1206's record-limit mode.
+            let request =
+                messages::ShareFetchRequest { share_acquire_mode: if version >= 2 { 1 } else { 0 }, ..request };
             let r = client.try_call(version, &request).await?;
             check(
                 r.error_code == 0 && r.responses.len() == 1 && r.acquisition_lock_timeout_ms == 30_000,
@@ -489,8 +493,13 @@ async fn exchange(
                 .with_group_id(Some(GroupId(StrBytes::from_string(format!("share-v{version}")))))
                 .with_member_id(Some(StrBytes::from_string(format!("share-member-v{version}"))))
                 .with_share_session_epoch(1);
-            let r = client.try_call(version, &request).await?;
-            check(r.error_code == 0 && r.responses.is_empty(), format!("{r:?}"))
+            let r = client.try_call(version, &messages::ShareAcknowledgeRequest::from(request)).await?;
+            // v2 answers the lock's duration (the group's default here).
+            let lock_ms = if version >= 2 { 30_000 } else { 0 };
+            check(
+                r.error_code == 0 && r.responses.is_empty() && r.acquisition_lock_timeout_ms == lock_ms,
+                format!("{r:?}"),
+            )
         }
         ApiKey::DescribeShareGroupOffsets => {
             use kafka_protocol::messages::describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup;

@@ -274,7 +274,14 @@ as_wrapped!(
     messages::ApiVersionsResponse,
     messages::OffsetCommitResponse,
     messages::WriteTxnMarkersResponse,
+    messages::ShareFetchResponse,
 );
+
+impl ErrorCounts for messages::ShareAcknowledgeResponse {
+    fn error_codes(&self, count: &mut dyn FnMut(i16)) {
+        self.response.error_codes(count);
+    }
+}
 
 impl ErrorCounts for DescribeUserScramCredentialsResponse {
     fn error_codes(&self, count: &mut dyn FnMut(i16)) {

@@ -14,9 +14,10 @@
 //! is always its leader (empty ELR lists); `metadata.version` and
 //! `kraft.version` are listed as a Kafka 4.4 node lists them so that tools
 //! reading them see a 4.4 broker, though Kafgres's metadata lives in
-//! Postgres, not in a KRaft log. `share.version` 1: share groups (KIP-932)
-//! are served, as on a Kafka 4.1 node after `kafka-features.sh upgrade
-//! --feature share.version=1` (4.1 ships them as a preview, at level 0).
+//! Postgres, not in a KRaft log. `share.version` 2: share groups (KIP-932)
+//! are served with ShareFetch and ShareAcknowledge v2 (KIP-1206 acquire
+//! modes, KIP-1222 renew acknowledgements), as a new Kafka 4.4 node finalizes
+//! it (1 is 4.1's protocol, which v1 clients still get).
 //!
 //! UpdateFeatures answers as Kafka's controller does: an update to the level
 //! a feature is at succeeds (nothing changes), an unknown feature or a level
@@ -50,7 +51,7 @@ pub const FEATURES: &[Feature] = &[
     Feature { name: "kraft.version", min_supported: 0, max_supported: 1, finalized: None },
     // 7 is 3.3-IV3, the oldest Kafka 4 reads; 33 is 4.4-IV2, what a new Kafka 4.4.0 node finalizes.
     Feature { name: "metadata.version", min_supported: 7, max_supported: 33, finalized: Some(33) },
-    Feature { name: "share.version", min_supported: 0, max_supported: 1, finalized: Some(1) },
+    Feature { name: "share.version", min_supported: 0, max_supported: 2, finalized: Some(2) },
     Feature { name: "transaction.version", min_supported: 0, max_supported: 2, finalized: Some(2) },
 ];
 

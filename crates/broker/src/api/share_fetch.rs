@@ -7,19 +7,27 @@
 //! answers once it acquired `min_bytes` or its `max_wait_ms` passed.
 //! Acknowledgements are stored before the answer; acquisitions are stored
 //! without waiting (docs/architecture.md, "Share groups").
+//!
+//! v2 of both (Kafka 4.2+): RENEW acknowledgements extend a lock (KIP-1222;
+//! a ShareFetch flagged `is_renew_ack` only acknowledges, it acquires
+//! nothing), and ShareFetch's acquire mode (KIP-1206): record-limit never
+//! acquires more than `max_records`, which Kafgres's batch-optimized mode
+//! does not either (records are acquired one by one, docs/conformance.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use kafgres_wire::error_code;
+use kafgres_wire::messages::share_fetch::{acquire_mode, RENEW_VERSION};
+use kafgres_wire::messages::{
+    ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
+};
 use kafka_protocol::messages::share_acknowledge_response::{
     PartitionData as AckPartitionData, ShareAcknowledgeTopicResponse,
 };
 use kafka_protocol::messages::share_fetch_response::{AcquiredRecords, PartitionData, ShareFetchableTopicResponse};
-use kafka_protocol::messages::{
-    ApiKey, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
-};
+use kafka_protocol::messages::ApiKey;
 use uuid::Uuid;
 
 use super::fetch::{FinishOnDrop, FETCH_WAIT_MS_MAX};
@@ -39,8 +47,9 @@ pub struct ShareFetch;
 
 impl Handler for ShareFetch {
     const KEY: ApiKey = ApiKey::ShareFetch;
-    /// v1: what Kafka 4.1 serves (v0 was KIP-932's early access).
-    const VERSIONS: Versions = Versions::new(1, 1);
+    /// v1-v2: what Kafka 4.4 serves (v0 was KIP-932's early access; v2 adds
+    /// the acquire mode and RENEW).
+    const VERSIONS: Versions = Versions::new(1, 2);
     type Request = ShareFetchRequest;
     type Response = ShareFetchResponse;
     type Services<'a> = (&'a ShareService, &'a Topics, &'a BrokerConfig);
@@ -58,6 +67,17 @@ impl Handler for ShareFetch {
             Ok(ids) => ids,
             Err(code) => return refusal::<Self>(cx, &req, code),
         };
+        // An acquire mode Kafka does not know is refused as Kafka's request
+        // parsing refuses it (v1 requests are always batch-optimized).
+        if !matches!(req.share_acquire_mode, acquire_mode::BATCH_OPTIMIZED | acquire_mode::RECORD_LIMIT) {
+            return refusal::<Self>(cx, &req, error_code::INVALID_REQUEST);
+        }
+        // A renewal fetches nothing: KIP-1222 has its fetch limits all 0.
+        let limits = [req.max_wait_ms, req.min_bytes, req.max_bytes, req.max_records];
+        if req.is_renew_ack && limits.iter().any(|l| *l != 0) {
+            return refusal::<Self>(cx, &req, error_code::INVALID_REQUEST);
+        }
+        let renew_allowed = cx.api_version >= RENEW_VERSION;
         let epoch = req.share_session_epoch;
         let acks: Vec<(SessionPartition, Vec<AckBatch>)> = req
             .topics
@@ -98,13 +118,18 @@ impl Handler for ShareFetch {
             Ok(outcome) => outcome,
             Err(code) => return refusal::<Self>(cx, &req, code),
         };
-        let ack_codes = acknowledge(shares, topics, cx, &group_id, &member_id, &acks).await;
+        let ack_codes = acknowledge(shares, topics, cx, &group_id, &member_id, &acks, renew_allowed).await;
         let lock_ms = shares.group_config(&group_id).record_lock_duration_ms;
+        let closed = outcome == SessionOutcome::Closed;
         let partitions = match outcome {
-            SessionOutcome::Closed => {
-                shares.release_member(&group_id, &member_id);
-                // Only the acknowledgements are answered.
-                let mut response = ShareFetchResponse::default();
+            SessionOutcome::Open { partitions, .. } if !req.is_renew_ack => partitions,
+            _ => {
+                if closed {
+                    shares.release_member(&group_id, &member_id);
+                }
+                // Only the acknowledgements are answered (a renewal keeps its
+                // session open but acquires nothing).
+                let mut response = ShareFetchResponse::from(kafka_protocol::messages::ShareFetchResponse::default());
                 response.acquisition_lock_timeout_ms = lock_ms;
                 for ((topic_id, index), code) in ack_codes {
                     let mut data = partition_data(index, config);
@@ -113,11 +138,10 @@ impl Handler for ShareFetch {
                 }
                 return response.into();
             }
-            SessionOutcome::Open { partitions, .. } => partitions,
         };
         let wanted = resolve(topics, cx, &partitions);
         let acquired = long_poll(shares, topics, &group_id, &member_id, &req, &wanted).await;
-        let mut response = ShareFetchResponse::default();
+        let mut response = ShareFetchResponse::from(kafka_protocol::messages::ShareFetchResponse::default());
         response.acquisition_lock_timeout_ms = lock_ms;
         for (w, got) in wanted.iter().zip(acquired) {
             let mut data = partition_data(w.index, config);
@@ -141,7 +165,7 @@ impl Handler for ShareFetch {
     }
 
     fn refused(_: &RequestContext<'_>, _: &ShareFetchRequest, code: i16) -> Option<ShareFetchResponse> {
-        let mut response = ShareFetchResponse::default();
+        let mut response = ShareFetchResponse::from(kafka_protocol::messages::ShareFetchResponse::default());
         response.error_code = code;
         Some(response)
     }
@@ -237,8 +261,9 @@ async fn long_poll(
     }
 }
 
-/// Applies acknowledgements per partition and waits until they are stored;
-/// the acknowledge error code of each partition.
+/// Applies acknowledgements per partition (RENEW among them if
+/// `renew_allowed`: a v2 request) and waits until they are stored; the
+/// acknowledge error code of each partition.
 async fn acknowledge(
     shares: &ShareService,
     topics: &Topics,
@@ -246,6 +271,7 @@ async fn acknowledge(
     group_id: &str,
     member_id: &str,
     acks: &[(SessionPartition, Vec<AckBatch>)],
+    renew_allowed: bool,
 ) -> BTreeMap<SessionPartition, i16> {
     let mut codes = BTreeMap::new();
     let mut writes = Vec::new();
@@ -256,7 +282,7 @@ async fn acknowledge(
             Some(t) if t.partition(*index).is_none() => error_code::UNKNOWN_TOPIC_OR_PARTITION,
             Some(_) => {
                 let key = SharePartitionKey { group_id: group_id.to_owned(), topic_id: *topic_id, partition: *index };
-                shares.acknowledge(&key, member_id, batches, &mut writes)
+                shares.acknowledge(&key, member_id, batches, renew_allowed, &mut writes)
             }
         };
         codes.insert((*topic_id, *index), code);
@@ -298,8 +324,9 @@ pub struct ShareAcknowledge;
 
 impl Handler for ShareAcknowledge {
     const KEY: ApiKey = ApiKey::ShareAcknowledge;
-    /// v1: what Kafka 4.1 serves.
-    const VERSIONS: Versions = Versions::new(1, 1);
+    /// v1-v2: what Kafka 4.4 serves (v2 adds RENEW and answers the lock's
+    /// duration).
+    const VERSIONS: Versions = Versions::new(1, 2);
     type Request = ShareAcknowledgeRequest;
     type Response = ShareAcknowledgeResponse;
     type Services<'a> = (&'a ShareService, &'a Topics, &'a BrokerConfig);
@@ -347,11 +374,15 @@ impl Handler for ShareAcknowledge {
                 ((topic_id, p.partition_index), batches)
             })
             .collect();
-        let codes = acknowledge(shares, topics, cx, &group_id, &member_id, &acks).await;
+        let renew_allowed = cx.api_version >= RENEW_VERSION;
+        let codes = acknowledge(shares, topics, cx, &group_id, &member_id, &acks, renew_allowed).await;
         if outcome == SessionOutcome::Closed {
             shares.release_member(&group_id, &member_id);
         }
-        let mut response = ShareAcknowledgeResponse::default();
+        let mut response =
+            ShareAcknowledgeResponse::from(kafka_protocol::messages::ShareAcknowledgeResponse::default());
+        // v2: how long the renewed records are now locked for (dropped below v2).
+        response.acquisition_lock_timeout_ms = shares.group_config(&group_id).record_lock_duration_ms;
         for ((topic_id, index), code) in codes {
             let mut data = AckPartitionData::default();
             data.partition_index = index;
@@ -372,7 +403,8 @@ impl Handler for ShareAcknowledge {
     }
 
     fn refused(_: &RequestContext<'_>, _: &ShareAcknowledgeRequest, code: i16) -> Option<ShareAcknowledgeResponse> {
-        let mut response = ShareAcknowledgeResponse::default();
+        let mut response =
+            ShareAcknowledgeResponse::from(kafka_protocol::messages::ShareAcknowledgeResponse::default());
         response.error_code = code;
         Some(response)
     }

@@ -10,7 +10,7 @@ use kafgres_wire::error_code;
 
 use super::config::AutoOffsetReset;
 use super::log_read::{fetchable_end, read_batches};
-use super::partition::{AcquireLimits, AcquiredRange, SharePartition};
+use super::partition::{ack_type, AcquireLimits, AcquiredRange, SharePartition};
 use super::service::{lock, SharePartitionKey, ShareService};
 use crate::catalog::ShareStateRecord;
 use crate::partition::Partition;
@@ -144,39 +144,59 @@ impl ShareService {
 
     /// Applies `member_id`'s acknowledgements to one share-partition: NONE,
     /// or the code of the first batch refused (the batches before it stay
-    /// applied, as Kafka applies them one by one). The state to store goes
-    /// into `writes`.
+    /// applied, as Kafka applies them one by one). RENEW is a type only if
+    /// `renew_allowed` (ShareFetch and ShareAcknowledge v2). The state to
+    /// store goes into `writes`.
     pub fn acknowledge(
         &self,
         key: &SharePartitionKey,
         member_id: &str,
         batches: &[AckBatch],
+        renew_allowed: bool,
         writes: &mut Vec<ShareStateRecord>,
     ) -> i16 {
         let Some(slot) = self.existing(key) else {
             // Nothing was ever acquired here by anyone.
             return error_code::INVALID_RECORD_STATE;
         };
-        let limit = self.group_config(&key.group_id).delivery_count_limit;
+        let config = self.group_config(&key.group_id);
+        // A renewed lock lasts as long as a new acquisition's (KIP-1222).
+        let renew_deadline_ms = renew_allowed.then(|| crate::now_ms() + i64::from(config.record_lock_duration_ms));
         let mut slot = lock(&slot);
         let mut code = error_code::NONE;
-        let mut applied = false;
+        let (mut changed, mut renewed) = (false, false);
         for b in batches {
-            match slot.state.acknowledge(member_id, b.first_offset, b.last_offset, &b.types, limit) {
-                Ok(()) => applied = true,
+            let applied = slot.state.acknowledge_renewing(
+                member_id,
+                b.first_offset,
+                b.last_offset,
+                &b.types,
+                config.delivery_count_limit,
+                renew_deadline_ms,
+            );
+            match applied {
+                Ok(()) => {
+                    renewed |= b.types.contains(&ack_type::RENEW);
+                    // A lock is not stored (a restart makes acquired records
+                    // available): a renewal alone has nothing to store.
+                    changed |= b.types.iter().any(|t| *t != ack_type::RENEW);
+                }
                 Err(c) => {
                     code = c;
                     break;
                 }
             }
         }
-        if applied {
+        if changed {
             writes.push(slot.record(key));
-            drop(slot);
-            // Released records may be acquired again at once.
-            if batches.iter().any(|b| b.types.contains(&super::partition::ack_type::RELEASE)) {
-                self.wake_fetches(key);
-            }
+        }
+        drop(slot);
+        if let (true, Some(deadline_ms)) = (renewed, renew_deadline_ms) {
+            self.schedule_lock_deadline(key, deadline_ms);
+        }
+        // Released records may be acquired again at once.
+        if changed && batches.iter().any(|b| b.types.contains(&ack_type::RELEASE)) {
+            self.wake_fetches(key);
         }
         code
     }

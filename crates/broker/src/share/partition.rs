@@ -43,12 +43,16 @@ impl RecordState {
     }
 }
 
-/// ShareAcknowledge's acknowledge types (KIP-932).
+/// ShareAcknowledge's acknowledge types (KIP-932; RENEW from KIP-1222,
+/// ShareFetch and ShareAcknowledge v2).
 pub mod ack_type {
     pub const GAP: i8 = 0;
     pub const ACCEPT: i8 = 1;
     pub const RELEASE: i8 = 2;
     pub const REJECT: i8 = 3;
+    /// Extends the acquisition lock; the record stays acquired by the same
+    /// member and is not delivered again (its delivery count is unchanged).
+    pub const RENEW: i8 = 4;
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,9 +264,8 @@ impl SharePartition {
         acquired
     }
 
-    /// Applies one acknowledgement batch of `member`: `types` holds one type
-    /// for the whole range or one per offset. Every offset must be acquired
-    /// by `member` (else INVALID_RECORD_STATE and nothing changes).
+    /// Applies one acknowledgement batch of `member` without RENEW (a v1
+    /// request's): see [`Self::acknowledge_renewing`].
     pub fn acknowledge(
         &mut self,
         member: &str,
@@ -271,12 +274,31 @@ impl SharePartition {
         types: &[i8],
         delivery_count_limit: i16,
     ) -> Result<(), i16> {
+        self.acknowledge_renewing(member, first_offset, last_offset, types, delivery_count_limit, None)
+    }
+
+    /// Applies one acknowledgement batch of `member`: `types` holds one type
+    /// for the whole range or one per offset. Every offset must be acquired
+    /// by `member` (else INVALID_RECORD_STATE and nothing changes). RENEW is
+    /// a type only when `renew_deadline_ms` is given (v2 requests): a renewed
+    /// record's lock then ends at that deadline (INVALID_REQUEST otherwise,
+    /// as an unknown type).
+    pub fn acknowledge_renewing(
+        &mut self,
+        member: &str,
+        first_offset: i64,
+        last_offset: i64,
+        types: &[i8],
+        delivery_count_limit: i16,
+        renew_deadline_ms: Option<i64>,
+    ) -> Result<(), i16> {
         if first_offset > last_offset || first_offset < 0 {
             return Err(error_code::INVALID_REQUEST);
         }
         // Offsets come off the wire: (0, i64::MAX) must not overflow.
         let count = (last_offset - first_offset).saturating_add(1);
-        if !(types.len() == 1 || types.len() as i64 == count) || types.iter().any(|t| !(0..=3).contains(t)) {
+        let type_max = if renew_deadline_ms.is_some() { ack_type::RENEW } else { ack_type::REJECT };
+        if !(types.len() == 1 || types.len() as i64 == count) || types.iter().any(|t| !(0..=type_max).contains(t)) {
             return Err(error_code::INVALID_REQUEST);
         }
         let type_at = |offset: i64| if types.len() == 1 { types[0] } else { types[(offset - first_offset) as usize] };
@@ -309,9 +331,11 @@ impl SharePartition {
             if r.state != RecordState::Acquired {
                 continue;
             }
-            match type_at(*offset) {
-                ack_type::ACCEPT => finish(r, RecordState::Acknowledged),
-                ack_type::RELEASE => release_one(r, delivery_count_limit),
+            match (type_at(*offset), renew_deadline_ms) {
+                (ack_type::ACCEPT, _) => finish(r, RecordState::Acknowledged),
+                (ack_type::RELEASE, _) => release_one(r, delivery_count_limit),
+                // Only the lock moves: same owner, same delivery count.
+                (ack_type::RENEW, Some(deadline_ms)) => r.lock_deadline_ms = deadline_ms,
                 _ => finish(r, RecordState::Archived), // REJECT, GAP
             }
         }

@@ -50,6 +50,49 @@ fn release_makes_records_available_with_their_delivery_count() {
 }
 
 #[test]
+fn renew_moves_the_lock_and_nothing_else() {
+    let mut p = SharePartition::starting_at(0);
+    p.acquire("a", 0, &[batch(0, 3)], limits(10, 100));
+    // RENEW 0-1, ACCEPT 2, nothing for 3: only the renewed locks move.
+    let types = [ack_type::RENEW, ack_type::RENEW, ack_type::ACCEPT, ack_type::RENEW];
+    assert_eq!(p.acknowledge_renewing("a", 0, 2, &types[..3], 5, Some(500)), Ok(()));
+    assert_eq!(p.state_of(0), Some((RecordState::Acquired, 1)), "still a's, not delivered again");
+    assert_eq!(p.state_of(2), Some((RecordState::Acknowledged, 1)));
+    // 3's lock (100) expires; the renewed ones (500) do not.
+    assert!(p.expire_locks(100, 5));
+    assert_eq!(p.state_of(3), Some((RecordState::Available, 1)));
+    assert_eq!(p.state_of(1), Some((RecordState::Acquired, 1)));
+    assert_eq!(p.next_lock_deadline(), Some(500));
+    // A renewed record is still a's to accept.
+    assert_eq!(p.acknowledge("a", 0, 1, &[ack_type::ACCEPT], 5), Ok(()));
+    assert_eq!(p.start_offset(), 3);
+}
+
+#[test]
+fn renew_needs_the_lock_and_a_v2_request() {
+    let mut p = SharePartition::starting_at(0);
+    p.acquire("a", 0, &[batch(0, 1)], limits(1, 100));
+    // Another member's record, one never acquired (1 was not: records_max 1).
+    assert_eq!(
+        p.acknowledge_renewing("b", 0, 0, &[ack_type::RENEW], 5, Some(500)),
+        Err(error_code::INVALID_RECORD_STATE)
+    );
+    assert_eq!(
+        p.acknowledge_renewing("a", 0, 1, &[ack_type::RENEW], 5, Some(500)),
+        Err(error_code::INVALID_RECORD_STATE)
+    );
+    // Without a renew deadline (v1) RENEW is not a type.
+    assert_eq!(p.acknowledge("a", 0, 0, &[ack_type::RENEW], 5), Err(error_code::INVALID_REQUEST));
+    assert_eq!(p.next_lock_deadline(), Some(100), "a refused renewal changes nothing");
+    // An expired lock cannot be renewed: the record is no longer a's.
+    p.expire_locks(100, 5);
+    assert_eq!(
+        p.acknowledge_renewing("a", 0, 0, &[ack_type::RENEW], 5, Some(500)),
+        Err(error_code::INVALID_RECORD_STATE)
+    );
+}
+
+#[test]
 fn acknowledging_what_another_member_holds_is_an_invalid_record_state() {
     let mut p = SharePartition::starting_at(0);
     p.acquire("a", 0, &[batch(0, 3)], limits(10, 100));

@@ -18,6 +18,8 @@ pub mod describe_log_dirs;
 pub mod list_offsets;
 pub mod offset_commit;
 pub mod offset_fetch;
+pub mod share_acknowledge;
+pub mod share_fetch;
 pub mod write_txn_markers;
 
 pub use api_versions::{ApiVersionsRequest, ApiVersionsResponse};
@@ -26,6 +28,8 @@ pub use describe_log_dirs::{DescribeLogDirsRequest, DescribeLogDirsResponse, Des
 pub use list_offsets::{ListOffsetsRequest, ListOffsetsResponse};
 pub use offset_commit::{OffsetCommitRequest, OffsetCommitResponse};
 pub use offset_fetch::OffsetFetchRequest;
+pub use share_acknowledge::{ShareAcknowledgeRequest, ShareAcknowledgeResponse};
+pub use share_fetch::{ShareFetchRequest, ShareFetchResponse};
 pub use write_txn_markers::{WritableTxnMarker, WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 
 #[cfg(test)]

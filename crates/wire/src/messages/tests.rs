@@ -173,3 +173,68 @@ fn list_offsets_v11_is_laid_out_as_v10() {
     assert_eq!(encoded(&r, 11), encoded(&r.0, 10));
     assert!(r.encode(&mut BytesMut::new(), 12).is_err());
 }
+
+#[test]
+fn share_fetch_v2_has_the_acquire_mode_and_renew_flag() {
+    let r: ShareFetchRequest = roundtrip(
+        "0267026d00000002000001f4000000010000040000000003000000030101020102030405060708090a0b0c0d0e0f10020000000002000000000000000500000000000000060204000000020102030405060708090a0b0c0d0e0f1002000000010000",
+        2,
+    );
+    assert_eq!((r.share_acquire_mode, r.is_renew_ack), (share_fetch::acquire_mode::RECORD_LIMIT, true));
+    assert_eq!((r.share_session_epoch, r.max_wait_ms, r.min_bytes, r.max_bytes), (2, 500, 1, 1024));
+    assert_eq!((r.max_records, r.batch_size), (3, 3));
+    let p = &r.topics[0].partitions[0];
+    assert_eq!((r.topics[0].topic_id, p.partition_index), (TOPIC_ID, 0));
+    let b = &p.acknowledgement_batches[0];
+    assert_eq!((b.first_offset, b.last_offset, b.acknowledge_types.as_slice()), (5, 6, &[4][..]));
+    assert_eq!(
+        (r.forgotten_topics_data[0].topic_id, r.forgotten_topics_data[0].partitions.as_slice()),
+        (TOPIC_ID, &[1][..])
+    );
+
+    // The same request at v1 (batch-optimized, no renew) is kafka-protocol's.
+    let v1: ShareFetchRequest = roundtrip(
+        "0267026d00000002000001f400000001000004000000000300000003020102030405060708090a0b0c0d0e0f10020000000002000000000000000500000000000000060204000000020102030405060708090a0b0c0d0e0f1002000000010000",
+        1,
+    );
+    assert_eq!(v1.request, r.request);
+    // v1 cannot carry either new field.
+    assert!(r.encode(&mut BytesMut::new(), 1).is_err());
+}
+
+#[test]
+fn share_fetch_response_v2_is_laid_out_as_v1() {
+    let hex = "0000000000000000003a98020102030405060708090a0b0c0d0e0f10020000000000000000000000000001000000000001020000000000000005000000000000000600010000000100";
+    let r: ShareFetchResponse = roundtrip(hex, 2);
+    assert_eq!(r.acquisition_lock_timeout_ms, 15000);
+    let a = &r.responses[0].partitions[0].acquired_records[0];
+    assert_eq!((a.first_offset, a.last_offset, a.delivery_count), (5, 6, 1));
+    assert_eq!(encoded(&r, 2), encoded(&r.0, 1));
+}
+
+#[test]
+fn share_acknowledge_v2_has_the_renew_flag() {
+    let r: ShareAcknowledgeRequest =
+        roundtrip("0267026d0000000301020102030405060708090a0b0c0d0e0f100200000000020000000000000005000000000000000603040100000000", 2);
+    assert!(r.is_renew_ack);
+    assert_eq!((r.group_id.as_ref().map(|g| g.0.as_str()), r.share_session_epoch), (Some("g"), 3));
+    let b = &r.topics[0].partitions[0].acknowledgement_batches[0];
+    assert_eq!((b.first_offset, b.last_offset, b.acknowledge_types.as_slice()), (5, 6, &[4, 1][..]));
+    assert!(r.encode(&mut BytesMut::new(), 1).is_err());
+}
+
+#[test]
+fn share_acknowledge_response_v2_has_the_lock_timeout() {
+    let r: ShareAcknowledgeResponse = roundtrip(
+        "0000000000000000003a98020102030405060708090a0b0c0d0e0f10020000000000790000000001000000000000000100",
+        2,
+    );
+    assert_eq!(r.acquisition_lock_timeout_ms, 15000);
+    let p = &r.responses[0].partitions[0];
+    assert_eq!((r.responses[0].topic_id, p.error_code, p.current_leader.leader_id), (TOPIC_ID, 121, 1));
+    // Ignorable: v1 drops it, as Kafka's class writes v1.
+    assert_eq!(
+        encoded(&r, 1),
+        unhex("00000000000000020102030405060708090a0b0c0d0e0f10020000000000790000000001000000000000000100")
+    );
+}

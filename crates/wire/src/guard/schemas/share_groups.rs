@@ -1,9 +1,9 @@
-//! Requests of share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch,
-//! ShareAcknowledge (Kafka 4.1 serves only version 1 of each: version 0 was the early-access
-//! protocol), and the admin APIs DescribeShareGroupOffsets, AlterShareGroupOffsets and
+//! Requests of share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe (Kafka serves
+//! only version 1 of each: version 0 was the early-access protocol), ShareFetch, ShareAcknowledge
+//! (versions 1-2: Kafka 4.2's v2 adds KIP-1206's acquire mode and KIP-1222's renew flag), and the admin APIs DescribeShareGroupOffsets, AlterShareGroupOffsets and
 //! DeleteShareGroupOffsets (version 0 each). All are flexible.
 
-use crate::guard::schema::{between, field, ApiSchema, Kind, StructSchema, ALL};
+use crate::guard::schema::{between, field, since, ApiSchema, Kind, StructSchema, ALL};
 
 // ---------------------------------------------------------------------------------------------
 // ShareGroupHeartbeat (key 76): version 1. The subscription is null when unchanged.
@@ -34,10 +34,10 @@ pub(crate) const SHARE_GROUP_DESCRIBE_REQUEST: StructSchema = StructSchema::new(
 );
 
 // ---------------------------------------------------------------------------------------------
-// ShareFetch (key 78): version 1. Acknowledgements ride on each fetched partition.
+// ShareFetch (key 78): versions 1-2. Acknowledgements ride on each fetched partition.
 
 pub(crate) static SHARE_FETCH: ApiSchema =
-    ApiSchema { key: 78, versions: between(1, 1), flexible_since: 0, body: &SHARE_FETCH_REQUEST };
+    ApiSchema { key: 78, versions: between(1, 2), flexible_since: 0, body: &SHARE_FETCH_REQUEST };
 
 pub(crate) const SHARE_FETCH_REQUEST: StructSchema = StructSchema::new(
     "ShareFetchRequest",
@@ -50,6 +50,8 @@ pub(crate) const SHARE_FETCH_REQUEST: StructSchema = StructSchema::new(
         field("max_bytes", Kind::Int32, ALL),
         field("max_records", Kind::Int32, ALL),
         field("batch_size", Kind::Int32, ALL),
+        field("share_acquire_mode", Kind::Int8, since(2)),
+        field("is_renew_ack", Kind::Bool, since(2)),
         field("topics", Kind::Array(&Kind::Struct(&SHARE_FETCH_TOPIC)), ALL),
         field("forgotten_topics_data", Kind::Array(&Kind::Struct(&SHARE_FORGOTTEN_TOPIC)), ALL),
     ],
@@ -83,10 +85,10 @@ pub(crate) const SHARE_FORGOTTEN_TOPIC: StructSchema = StructSchema::new(
 );
 
 // ---------------------------------------------------------------------------------------------
-// ShareAcknowledge (key 79): version 1.
+// ShareAcknowledge (key 79): versions 1-2.
 
 pub(crate) static SHARE_ACKNOWLEDGE: ApiSchema =
-    ApiSchema { key: 79, versions: between(1, 1), flexible_since: 0, body: &SHARE_ACKNOWLEDGE_REQUEST };
+    ApiSchema { key: 79, versions: between(1, 2), flexible_since: 0, body: &SHARE_ACKNOWLEDGE_REQUEST };
 
 pub(crate) const SHARE_ACKNOWLEDGE_REQUEST: StructSchema = StructSchema::new(
     "ShareAcknowledgeRequest",
@@ -94,6 +96,7 @@ pub(crate) const SHARE_ACKNOWLEDGE_REQUEST: StructSchema = StructSchema::new(
         field("group_id", Kind::NullableString, ALL),
         field("member_id", Kind::NullableString, ALL),
         field("share_session_epoch", Kind::Int32, ALL),
+        field("is_renew_ack", Kind::Bool, since(2)),
         field("topics", Kind::Array(&Kind::Struct(&ACKNOWLEDGE_TOPIC)), ALL),
     ],
 );

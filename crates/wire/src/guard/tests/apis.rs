@@ -17,9 +17,8 @@ use kafka_protocol::messages::{
     FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest,
     LeaveGroupRequest, ListConfigResourcesRequest, ListGroupsRequest, ListPartitionReassignmentsRequest,
     ListTransactionsRequest, MetadataRequest, OffsetDeleteRequest, OffsetForLeaderEpochRequest, ProduceRequest,
-    SaslAuthenticateRequest, SaslHandshakeRequest, ShareAcknowledgeRequest, ShareFetchRequest,
-    ShareGroupDescribeRequest, ShareGroupHeartbeatRequest, SyncGroupRequest, TxnOffsetCommitRequest,
-    UpdateFeaturesRequest,
+    SaslAuthenticateRequest, SaslHandshakeRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
+    SyncGroupRequest, TxnOffsetCommitRequest, UpdateFeaturesRequest,
 };
 use kafka_protocol::messages::{AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest};
 use kafka_protocol::protocol::{Decodable, Message};
@@ -160,8 +159,8 @@ covered_apis! {
         requests_share_groups::share_group_heartbeat;
     77 roundtrip_share_group_describe: ShareGroupDescribeRequest, 1..=1,
         requests_share_groups::share_group_describe;
-    78 roundtrip_share_fetch: ShareFetchRequest, 1..=1, requests_share_groups::share_fetch;
-    79 roundtrip_share_acknowledge: ShareAcknowledgeRequest, 1..=1, requests_share_groups::share_acknowledge;
+    78 roundtrip_share_fetch: messages::ShareFetchRequest, 1..=2, requests_share_groups::share_fetch;
+    79 roundtrip_share_acknowledge: messages::ShareAcknowledgeRequest, 1..=2, requests_share_groups::share_acknowledge;
     90 roundtrip_describe_share_group_offsets: DescribeShareGroupOffsetsRequest, 0..=0,
         requests_share_groups::describe_share_group_offsets;
     91 roundtrip_alter_share_group_offsets: AlterShareGroupOffsetsRequest, 0..=0,

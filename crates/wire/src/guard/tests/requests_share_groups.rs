@@ -1,5 +1,6 @@
 //! Random valid ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and ShareAcknowledge
-//! requests (version 1, flexible; see `requests_data.rs` for the conventions), and the
+//! requests (version 1, and 2 for ShareFetch and ShareAcknowledge; flexible; see
+//! `requests_data.rs` for the conventions), and the
 //! Describe/Alter/DeleteShareGroupOffsets admin requests (version 0).
 
 use kafka_protocol::messages::alter_share_group_offsets_request::{
@@ -54,7 +55,7 @@ fn fetch_ack_batch() -> impl Strategy<Value = AcknowledgementBatch> {
     })
 }
 
-pub(super) fn share_fetch(_v: i16) -> impl Strategy<Value = ShareFetchRequest> {
+pub(super) fn share_fetch(v: i16) -> impl Strategy<Value = crate::messages::ShareFetchRequest> {
     let partition = (any::<i32>(), list(fetch_ack_batch()), unknown_tags(true)).prop_map(|(index, acks, tags)| {
         FetchPartition::default()
             .with_partition_index(index)
@@ -79,11 +80,12 @@ pub(super) fn share_fetch(_v: i16) -> impl Strategy<Value = ShareFetchRequest> {
         list(topic),
         list(forgotten),
         unknown_tags(true),
+        (any::<i8>(), any::<bool>()),
     )
-        .prop_map(|(head, limits, topics, forgotten, tags)| {
+        .prop_map(move |(head, limits, topics, forgotten, tags, v2)| {
             let (group, member, epoch) = head;
             let (wait, min, max, records, batch) = limits;
-            ShareFetchRequest::default()
+            let request = ShareFetchRequest::default()
                 .with_group_id(group)
                 .with_member_id(member)
                 .with_share_session_epoch(epoch)
@@ -94,11 +96,16 @@ pub(super) fn share_fetch(_v: i16) -> impl Strategy<Value = ShareFetchRequest> {
                 .with_batch_size(batch)
                 .with_topics(topics)
                 .with_forgotten_topics_data(forgotten)
-                .with_unknown_tagged_fields(tags)
+                .with_unknown_tagged_fields(tags);
+            let mut r = crate::messages::ShareFetchRequest::from(request);
+            if v >= 2 {
+                (r.share_acquire_mode, r.is_renew_ack) = v2;
+            }
+            r
         })
 }
 
-pub(super) fn share_acknowledge(_v: i16) -> impl Strategy<Value = ShareAcknowledgeRequest> {
+pub(super) fn share_acknowledge(v: i16) -> impl Strategy<Value = crate::messages::ShareAcknowledgeRequest> {
     let batch =
         (any::<i64>(), any::<i64>(), list(any::<i8>()), unknown_tags(true)).prop_map(|(first, last, types, tags)| {
             AckBatch::default()
@@ -119,14 +126,15 @@ pub(super) fn share_acknowledge(_v: i16) -> impl Strategy<Value = ShareAcknowled
             .with_partitions(partitions)
             .with_unknown_tagged_fields(tags)
     });
-    (name_or_null::<GroupId>(), text_or_null(), any::<i32>(), list(topic), unknown_tags(true)).prop_map(
-        |(group, member, epoch, topics, tags)| {
-            ShareAcknowledgeRequest::default()
+    (name_or_null::<GroupId>(), text_or_null(), any::<i32>(), list(topic), unknown_tags(true), any::<bool>()).prop_map(
+        move |(group, member, epoch, topics, tags, renew)| {
+            let request = ShareAcknowledgeRequest::default()
                 .with_group_id(group)
                 .with_member_id(member)
                 .with_share_session_epoch(epoch)
                 .with_topics(topics)
-                .with_unknown_tagged_fields(tags)
+                .with_unknown_tagged_fields(tags);
+            crate::messages::ShareAcknowledgeRequest { request, is_renew_ack: v >= 2 && renew }
         },
     )
 }
