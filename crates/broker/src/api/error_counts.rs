@@ -232,7 +232,7 @@ impl ErrorCounts for AddPartitionsToTxnResponse {
     }
 }
 
-impl ErrorCounts for TxnOffsetCommitResponse {
+impl ErrorCounts for messages::TxnOffsetCommitResponse {
     fn error_codes(&self, count: &mut dyn FnMut(i16)) {
         self.topics.iter().flat_map(|t| &t.partitions).for_each(|p| count(p.error_code));
     }

@@ -59,7 +59,7 @@ with_throttle_time!(
     AddPartitionsToTxnResponse,
     AddOffsetsToTxnResponse,
     EndTxnResponse,
-    TxnOffsetCommitResponse,
+    messages::TxnOffsetCommitResponse,
     IncrementalAlterConfigsResponse,
     AlterConfigsResponse,
     messages::DescribeLogDirsResponse,

@@ -18,6 +18,7 @@ pub mod describe_log_dirs;
 pub mod list_offsets;
 pub mod offset_commit;
 pub mod offset_fetch;
+pub mod txn_offset_commit;
 pub mod write_txn_markers;
 
 pub use api_versions::{ApiVersionsRequest, ApiVersionsResponse};
@@ -26,6 +27,9 @@ pub use describe_log_dirs::{DescribeLogDirsRequest, DescribeLogDirsResponse, Des
 pub use list_offsets::{ListOffsetsRequest, ListOffsetsResponse};
 pub use offset_commit::{OffsetCommitRequest, OffsetCommitResponse};
 pub use offset_fetch::OffsetFetchRequest;
+pub use txn_offset_commit::{
+    TxnOffsetCommitRequest, TxnOffsetCommitRequestTopic, TxnOffsetCommitResponse, TxnOffsetCommitResponseTopic,
+};
 pub use write_txn_markers::{WritableTxnMarker, WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 
 #[cfg(test)]

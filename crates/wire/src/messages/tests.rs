@@ -173,3 +173,52 @@ fn list_offsets_v11_is_laid_out_as_v10() {
     assert_eq!(encoded(&r, 11), encoded(&r.0, 10));
     assert!(r.encode(&mut BytesMut::new(), 12).is_err());
 }
+
+#[test]
+fn txn_offset_commit_v6_names_topics_by_id() {
+    let r: TxnOffsetCommitRequest = roundtrip(
+        "03747802670000000000000009000200000005026d00020102030405060708090a0b0c0d0e0f100200000001000000000000002affffffff01000000",
+        6,
+    );
+    assert_eq!((r.transactional_id.as_str(), r.group_id.as_str()), ("tx", "g"));
+    assert_eq!((r.producer_id.0, r.producer_epoch), (9, 2));
+    assert_eq!((r.generation_id_or_member_epoch, r.member_id.as_str(), &r.group_instance_id), (5, "m", &None));
+    let t = &r.topics[0];
+    assert_eq!((t.topic_id, t.name.as_str()), (TOPIC_ID, ""));
+    let p = &t.partitions[0];
+    assert_eq!((p.partition_index, p.committed_offset, p.committed_leader_epoch), (1, 42, -1));
+    assert_eq!(p.committed_metadata.as_deref(), Some(""));
+
+    let r: TxnOffsetCommitResponse = roundtrip("00000000020102030405060708090a0b0c0d0e0f1002000000010000000000", 6);
+    assert_eq!(r.throttle_time_ms, 0);
+    assert_eq!((r.topics[0].topic_id, r.topics[0].partitions[0].partition_index), (TOPIC_ID, 1));
+    assert_eq!(r.topics[0].partitions[0].error_code, 0);
+}
+
+#[test]
+fn txn_offset_commit_names_and_ids_stay_in_their_versions() {
+    let by_name = TxnOffsetCommitRequest {
+        topics: vec![TxnOffsetCommitRequestTopic { name: s("t").into(), ..Default::default() }],
+        ..Default::default()
+    };
+    assert!(by_name.encode(&mut BytesMut::new(), 6).is_err());
+    let by_id = TxnOffsetCommitRequest {
+        topics: vec![TxnOffsetCommitRequestTopic { topic_id: TOPIC_ID, ..Default::default() }],
+        ..Default::default()
+    };
+    assert!(by_id.encode(&mut BytesMut::new(), 5).is_err());
+}
+
+#[test]
+fn txn_offset_commit_below_v6_is_kafka_protocols() {
+    let mut topic = kp::txn_offset_commit_request::TxnOffsetCommitRequestTopic::default();
+    topic.name = s("t").into();
+    topic.partitions.push(kp::txn_offset_commit_request::TxnOffsetCommitRequestPartition::default());
+    let theirs = kp::TxnOffsetCommitRequest::default().with_topics(vec![topic]).with_generation_id(3);
+    let ours = TxnOffsetCommitRequest::from(theirs.clone());
+    for version in 3..=5 {
+        assert_eq!(encoded(&ours, version), encoded(&theirs, version), "v{version}");
+        let decoded = TxnOffsetCommitRequest::decode(&mut encoded(&theirs, version), version).expect("decodes");
+        assert_eq!(decoded, ours);
+    }
+}

@@ -18,7 +18,7 @@ use kafka_protocol::messages::{
     LeaveGroupRequest, ListConfigResourcesRequest, ListGroupsRequest, ListPartitionReassignmentsRequest,
     ListTransactionsRequest, MetadataRequest, OffsetDeleteRequest, OffsetForLeaderEpochRequest, ProduceRequest,
     SaslAuthenticateRequest, SaslHandshakeRequest, ShareAcknowledgeRequest, ShareFetchRequest,
-    ShareGroupDescribeRequest, ShareGroupHeartbeatRequest, SyncGroupRequest, TxnOffsetCommitRequest,
+    ShareGroupDescribeRequest, ShareGroupHeartbeatRequest, SyncGroupRequest,
     UpdateFeaturesRequest,
 };
 use kafka_protocol::messages::{AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest};
@@ -102,7 +102,7 @@ covered_apis! {
     25 roundtrip_add_offsets_to_txn: AddOffsetsToTxnRequest, 0..=4,
         requests_txn::add_offsets_to_txn;
     26 roundtrip_end_txn: EndTxnRequest, 0..=5, requests_txn::end_txn;
-    28 roundtrip_txn_offset_commit: TxnOffsetCommitRequest, 0..=5,
+    28 roundtrip_txn_offset_commit: messages::TxnOffsetCommitRequest, 0..=6,
         requests_txn::txn_offset_commit;
     29 roundtrip_describe_acls: DescribeAclsRequest, 1..=3, requests_acls::describe_acls;
     30 roundtrip_create_acls: CreateAclsRequest, 1..=3, requests_acls::create_acls;

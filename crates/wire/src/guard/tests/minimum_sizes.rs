@@ -51,7 +51,7 @@ use kafka_protocol::messages::{
     CreatePartitionsRequest, DeleteAclsRequest, DeleteRecordsRequest, DescribeAclsRequest, DescribeClusterRequest,
     DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest, EndTxnRequest,
     IncrementalAlterConfigsRequest, ListTransactionsRequest, OffsetDeleteRequest, OffsetForLeaderEpochRequest,
-    SaslAuthenticateRequest, SaslHandshakeRequest, TxnOffsetCommitRequest,
+    SaslAuthenticateRequest, SaslHandshakeRequest,
 };
 use kafka_protocol::messages::{
     alter_share_group_offsets_request, delete_share_group_offsets_request, AlterShareGroupOffsetsRequest,
@@ -258,7 +258,7 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<AddPartitionsToTxnTopic>(24, &txn::ADD_PARTITIONS_TO_TXN_TOPIC),
         check::<AddOffsetsToTxnRequest>(25, &txn::ADD_OFFSETS_TO_TXN_REQUEST),
         check::<EndTxnRequest>(26, &txn::END_TXN_REQUEST),
-        check::<TxnOffsetCommitRequest>(28, &txn::TXN_OFFSET_COMMIT_REQUEST),
+        check::<messages::TxnOffsetCommitRequest>(28, &txn::TXN_OFFSET_COMMIT_REQUEST),
         check::<TxnOffsetCommitRequestTopic>(28, &txn::TXN_OFFSET_COMMIT_REQUEST_TOPIC),
         check::<TxnOffsetCommitRequestPartition>(28, &txn::TXN_OFFSET_COMMIT_REQUEST_PARTITION),
         check::<messages::WriteTxnMarkersRequest>(27, &txn::WRITE_TXN_MARKERS_REQUEST),
