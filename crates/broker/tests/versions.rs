@@ -509,10 +509,12 @@ async fn exchange(
                     .with_group_id(GroupId(StrBytes::from_static_str("share-v1")))
                     .with_topics(None),
             ]);
-            let r = client.try_call(version, &request).await?;
+            let r = client.try_call(version, &messages::DescribeShareGroupOffsetsRequest(request)).await?;
             // ShareFetch read partition 0 (share.auto.offset.reset latest: at its end).
             let g = &r.groups[0];
-            let ok = g.error_code == 0 && g.topics.len() == 1 && g.topics[0].partitions[0].start_offset >= 0;
+            let p = &g.topics[0].partitions[0];
+            let lag_ok = if version >= 1 { p.lag >= 0 } else { p.lag == -1 };
+            let ok = g.error_code == 0 && g.topics.len() == 1 && p.start_offset >= 0 && lag_ok;
             check(ok, format!("{r:?}"))
         }
         ApiKey::AlterShareGroupOffsets => {

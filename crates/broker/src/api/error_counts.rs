@@ -179,7 +179,7 @@ impl ErrorCounts for ShareFetchResponse {
     }
 }
 
-impl ErrorCounts for DescribeShareGroupOffsetsResponse {
+impl ErrorCounts for messages::DescribeShareGroupOffsetsResponse {
     fn error_codes(&self, count: &mut dyn FnMut(i16)) {
         for g in &self.groups {
             count(g.error_code);

@@ -51,7 +51,7 @@ with_throttle_time!(
     ShareGroupDescribeResponse,
     ShareFetchResponse,
     ShareAcknowledgeResponse,
-    DescribeShareGroupOffsetsResponse,
+    messages::DescribeShareGroupOffsetsResponse,
     AlterShareGroupOffsetsResponse,
     DeleteShareGroupOffsetsResponse,
     OffsetDeleteResponse,

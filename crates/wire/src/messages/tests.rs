@@ -222,3 +222,30 @@ fn txn_offset_commit_below_v6_is_kafka_protocols() {
         assert_eq!(decoded, ours);
     }
 }
+
+#[test]
+fn describe_share_group_offsets_v1_has_the_lag() {
+    let v1: DescribeShareGroupOffsetsResponse = roundtrip(
+        "000000000302670202740102030405060708090a0b0c0d0e0f1003000000000000000000000005ffffffff00000000000000030000000000000001ffffffffffffffffffffffffffffffffffffffff000302780000000000000268010045036e660000",
+        1,
+    );
+    let (g, h) = (&v1.groups[0], &v1.groups[1]);
+    assert_eq!((g.group_id.as_str(), g.error_code, &g.error_message), ("g", 0, &None));
+    assert_eq!((h.group_id.as_str(), h.error_code, h.error_message.as_deref()), ("h", 69, Some("nf")));
+    let t = &g.topics[0];
+    assert_eq!((t.topic_name.as_str(), t.topic_id), ("t", TOPIC_ID));
+    let (p, q) = (&t.partitions[0], &t.partitions[1]);
+    assert_eq!((p.partition_index, p.start_offset, p.leader_epoch, p.lag, p.error_code), (0, 5, -1, 3, 0));
+    assert_eq!((q.partition_index, q.start_offset, q.lag, q.error_code), (1, -1, -1, 3));
+    assert_eq!(q.error_message.as_deref(), Some("x"));
+
+    // v0 has no lag: the same answer without it.
+    let v0: DescribeShareGroupOffsetsResponse = roundtrip(
+        "000000000302670202740102030405060708090a0b0c0d0e0f1003000000000000000000000005ffffffff0000000000000001ffffffffffffffffffffffff000302780000000000000268010045036e660000",
+        0,
+    );
+    assert_eq!(v0.groups[0].topics[0].partitions[0].lag, -1);
+    let mut without_lag = v1.clone();
+    without_lag.groups[0].topics[0].partitions[0].lag = -1;
+    assert_eq!(v0, without_lag);
+}

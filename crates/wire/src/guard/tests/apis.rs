@@ -12,7 +12,7 @@ use kafka_protocol::messages::{
     ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest, CreatePartitionsRequest,
     CreateTopicsRequest, DeleteAclsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest,
     DescribeClientQuotasRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
-    DescribeProducersRequest, DescribeShareGroupOffsetsRequest, DescribeTopicPartitionsRequest,
+    DescribeProducersRequest, DescribeTopicPartitionsRequest,
     DescribeTransactionsRequest, DescribeUserScramCredentialsRequest, ElectLeadersRequest, EndTxnRequest, FetchRequest,
     FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest,
     LeaveGroupRequest, ListConfigResourcesRequest, ListGroupsRequest, ListPartitionReassignmentsRequest,
@@ -162,7 +162,7 @@ covered_apis! {
         requests_share_groups::share_group_describe;
     78 roundtrip_share_fetch: ShareFetchRequest, 1..=1, requests_share_groups::share_fetch;
     79 roundtrip_share_acknowledge: ShareAcknowledgeRequest, 1..=1, requests_share_groups::share_acknowledge;
-    90 roundtrip_describe_share_group_offsets: DescribeShareGroupOffsetsRequest, 0..=0,
+    90 roundtrip_describe_share_group_offsets: messages::DescribeShareGroupOffsetsRequest, 0..=1,
         requests_share_groups::describe_share_group_offsets;
     91 roundtrip_alter_share_group_offsets: AlterShareGroupOffsetsRequest, 0..=0,
         requests_share_groups::alter_share_group_offsets;

@@ -43,7 +43,6 @@ use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
-use kafka_protocol::messages::DescribeShareGroupOffsetsRequest;
 use kafka_protocol::messages::{
     alter_configs_request, describe_producers_request, describe_topic_partitions_request, elect_leaders_request,
     incremental_alter_configs_request, write_txn_markers_request, AddOffsetsToTxnRequest, AddPartitionsToTxnRequest,
@@ -230,7 +229,7 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<share_acknowledge_request::AcknowledgeTopic>(79, &share_groups::ACKNOWLEDGE_TOPIC),
         check::<share_acknowledge_request::AcknowledgePartition>(79, &share_groups::ACKNOWLEDGE_PARTITION),
         check::<share_acknowledge_request::AcknowledgementBatch>(79, &share_groups::ACKNOWLEDGEMENT_BATCH),
-        check::<DescribeShareGroupOffsetsRequest>(90, &share_groups::DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST),
+        check::<messages::DescribeShareGroupOffsetsRequest>(90, &share_groups::DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST),
         check::<describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup>(
             90,
             &share_groups::DESCRIBE_SHARE_GROUP_OFFSETS_GROUP,
