@@ -41,8 +41,8 @@ impl Handler for DescribeShareGroupOffsets {
         let mut response = DescribeShareGroupOffsetsResponse::default();
         for group in req.0.groups {
             let group_id = group.group_id.0.to_string();
-            let mut out = DescribeShareGroupOffsetsResponseGroup::default();
-            out.group_id = group.group_id.clone();
+            let mut out =
+                DescribeShareGroupOffsetsResponseGroup { group_id: group.group_id.clone(), ..Default::default() };
             if !cx.may_on_group(Operation::Describe, &group_id) {
                 out.error_code = error_code::GROUP_AUTHORIZATION_FAILED;
                 out.error_message = Some(str_bytes(super::authorized_operations::GROUP_REFUSED));
@@ -80,9 +80,11 @@ impl Handler for DescribeShareGroupOffsets {
                 t.topic_name = TopicName(str_bytes(&name));
                 t.topic_id = topic.as_ref().map(|t| t.id).unwrap_or_default();
                 for index in partitions {
-                    let mut p = DescribeShareGroupOffsetsResponsePartition::default();
-                    p.partition_index = index;
-                    p.leader_epoch = -1;
+                    let mut p = DescribeShareGroupOffsetsResponsePartition {
+                        partition_index: index,
+                        leader_epoch: -1,
+                        ..Default::default()
+                    };
                     match topic.as_ref().filter(|t| t.partition(index).is_some()) {
                         None => {
                             p.start_offset = NO_START_OFFSET;
