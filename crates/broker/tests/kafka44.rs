@@ -1,17 +1,20 @@
 //! What Kafka 4.4's new versions mean, over the wire (their layouts are
 //! checked byte for byte against Kafka's own classes in kafgres-wire):
-//! OffsetCommit/OffsetFetch v10 by topic id, ApiVersions v5's cluster and node
-//! check, DeleteGroups v3's error message, DescribeLogDirs v5's IsCordoned and
-//! ListOffsets v11's -6.
+//! OffsetCommit/OffsetFetch v10 and TxnOffsetCommit v6 by topic id,
+//! ApiVersions v5's cluster and node check, DeleteGroups v3's error message,
+//! DescribeLogDirs v5's IsCordoned and ListOffsets v11's -6.
 
 mod common;
 
+use common::txn::{end_answer, fetch_offset, init, txn_id};
 use common::{create_topic, list_offset_request, Client, TestBroker};
 use kafgres_wire::{error_code, messages};
 use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
 use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopics};
+use kafka_protocol::messages::txn_offset_commit_request::TxnOffsetCommitRequestPartition;
 use kafka_protocol::messages::{
     ApiVersionsRequest, DeleteGroupsRequest, DescribeLogDirsRequest, GroupId, OffsetCommitRequest, OffsetFetchRequest,
+    ProducerId,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -87,6 +90,68 @@ async fn an_unknown_topic_id_is_unknown_topic_id() {
     let t = &r.groups[0].topics[0];
     assert_eq!(t.topic_id, unknown);
     assert_eq!((t.partitions[0].error_code, t.partitions[0].committed_offset), (error_code::UNKNOWN_TOPIC_ID, -1));
+    broker.broker.shutdown().await;
+}
+
+/// TxnOffsetCommit v6 (transaction version 2: no AddOffsetsToTxn) of
+/// `offset` for partition 0 of each topic id, in group "txn-by-id".
+async fn txn_commit_v6(
+    client: &mut Client,
+    pid: i64,
+    epoch: i16,
+    ids: &[uuid::Uuid],
+    offset: i64,
+) -> messages::TxnOffsetCommitResponse {
+    let topics = ids
+        .iter()
+        .map(|&topic_id| messages::TxnOffsetCommitRequestTopic {
+            topic_id,
+            partitions: vec![TxnOffsetCommitRequestPartition::default()
+                .with_partition_index(0)
+                .with_committed_offset(offset)],
+            ..Default::default()
+        })
+        .collect();
+    let request = messages::TxnOffsetCommitRequest {
+        transactional_id: txn_id("t6"),
+        group_id: group("txn-by-id"),
+        producer_id: ProducerId(pid),
+        producer_epoch: epoch,
+        topics,
+        ..Default::default()
+    };
+    client.call(6, &request).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn txn_offsets_by_topic_id_follow_their_transaction() {
+    let broker = TestBroker::start().await;
+    let mut client = broker.client().await;
+    let id = create_topic(&mut client, "txn-by-id", 1).await;
+    let unknown = uuid::Uuid::from_u128(0x1234);
+    let (pid, epoch, code) = init(&mut client, "t6", 60_000).await;
+    assert_eq!(code, error_code::NONE);
+
+    // The known id is committed with the transaction, the unknown one is
+    // answered UNKNOWN_TOPIC_ID; the answer names both by id, in order.
+    let r = txn_commit_v6(&mut client, pid, epoch, &[id, unknown], 7).await;
+    let answered: Vec<_> =
+        r.topics.iter().map(|t| (t.topic_id, t.name.to_string(), t.partitions[0].error_code)).collect();
+    assert_eq!(
+        answered,
+        [(id, String::new(), error_code::NONE), (unknown, String::new(), error_code::UNKNOWN_TOPIC_ID)]
+    );
+    assert_eq!(fetch_offset(&mut client, "txn-by-id", "txn-by-id", 0).await, -1, "not before the commit");
+    let ended = end_answer(&mut client, 5, "t6", pid, epoch, true).await;
+    assert_eq!(ended.error_code, error_code::NONE);
+    assert_eq!(fetch_offset(&mut client, "txn-by-id", "txn-by-id", 0).await, 7);
+
+    // The next transaction's offsets go with its abort.
+    let epoch = ended.producer_epoch;
+    let r = txn_commit_v6(&mut client, pid, epoch, &[id], 9).await;
+    assert_eq!(r.topics[0].partitions[0].error_code, error_code::NONE);
+    assert_eq!(end_answer(&mut client, 5, "t6", pid, epoch, false).await.error_code, error_code::NONE);
+    assert_eq!(fetch_offset(&mut client, "txn-by-id", "txn-by-id", 0).await, 7);
     broker.broker.shutdown().await;
 }
 

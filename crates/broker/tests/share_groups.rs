@@ -232,6 +232,22 @@ async fn accept_release_and_reject_decide_what_is_delivered_again() {
     let acks = vec![(0, 3, vec![ACCEPT]), (4, 9, vec![RELEASE, RELEASE, REJECT, REJECT, REJECT, REJECT])];
     let r = acknowledge(&mut client, "a", 1, id, &acks).await;
     assert_eq!((r.error_code, r.responses[0].partitions[0].error_code), (0, 0), "{r:?}");
+    // DescribeShareGroupOffsets v1's lag: 10 records, the start at 4, 6-9
+    // archived after it: 4 and 5 are left to deliver (Kafka's KIP-1226 lag).
+    let offsets = client
+        .call(
+            1,
+            &kafgres_wire::messages::DescribeShareGroupOffsetsRequest(
+                kafka_protocol::messages::DescribeShareGroupOffsetsRequest::default().with_groups(vec![
+                    kafka_protocol::messages::describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup::default()
+                        .with_group_id(GroupId(s("g")))
+                        .with_topics(None),
+                ]),
+            ),
+        )
+        .await;
+    let p = &offsets.groups[0].topics[0].partitions[0];
+    assert_eq!((p.start_offset, p.lag), (4, 2), "{offsets:?}");
     // The released records go to b, delivered a second time.
     let mut b = broker.client().await;
     let redelivered = Fetch::new("b", 0, id).send(&mut b).await;

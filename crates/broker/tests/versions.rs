@@ -366,26 +366,35 @@ async fn exchange(
             check(r.error_code == 0, format!("{r:?}"))
         }
         ApiKey::TxnOffsetCommit => {
-            use kafka_protocol::messages::txn_offset_commit_request::{
-                TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
-            };
+            use kafka_protocol::messages::txn_offset_commit_request::TxnOffsetCommitRequestPartition;
+            let id_or_name = id;
             let id = format!("toc-v{version}");
             let (pid, epoch) = txn_init(client, &id).await?;
             let added = client.try_call(3, &add_offsets(&id, pid, epoch)).await?;
             check(added.error_code == 0, format!("{added:?}"))?;
-            let request = kafka_protocol::messages::TxnOffsetCommitRequest::default()
-                .with_transactional_id(txn_id(&id))
-                .with_group_id(kafka_protocol::messages::GroupId(StrBytes::from_static_str("txn-sweep")))
-                .with_producer_id(kafka_protocol::messages::ProducerId(pid))
-                .with_producer_epoch(epoch)
-                .with_generation_id(-1)
-                .with_topics(vec![TxnOffsetCommitRequestTopic::default()
-                    .with_name(common::name("swept"))
-                    .with_partitions(vec![TxnOffsetCommitRequestPartition::default()
-                        .with_partition_index(0)
-                        .with_committed_offset(1)])]);
+            // v6 names topics by id only.
+            let mut topic = messages::TxnOffsetCommitRequestTopic {
+                partitions: vec![TxnOffsetCommitRequestPartition::default()
+                    .with_partition_index(0)
+                    .with_committed_offset(1)],
+                ..Default::default()
+            };
+            if version >= 6 {
+                topic.topic_id = id_or_name;
+            } else {
+                topic.name = common::name("swept");
+            }
+            let request = messages::TxnOffsetCommitRequest {
+                transactional_id: txn_id(&id),
+                group_id: kafka_protocol::messages::GroupId(StrBytes::from_static_str("txn-sweep")),
+                producer_id: kafka_protocol::messages::ProducerId(pid),
+                producer_epoch: epoch,
+                topics: vec![topic],
+                ..Default::default()
+            };
             let r = client.try_call(version, &request).await?;
-            check(r.topics[0].partitions[0].error_code == 0, format!("{r:?}"))
+            let topic_ok = version < 6 || r.topics[0].topic_id == id_or_name;
+            check(topic_ok && r.topics[0].partitions[0].error_code == 0, format!("{r:?}"))
         }
         ApiKey::EndTxn => {
             let id = format!("end-v{version}");
@@ -509,10 +518,12 @@ async fn exchange(
                     .with_group_id(GroupId(StrBytes::from_static_str("share-v1")))
                     .with_topics(None),
             ]);
-            let r = client.try_call(version, &request).await?;
+            let r = client.try_call(version, &messages::DescribeShareGroupOffsetsRequest(request)).await?;
             // ShareFetch read partition 0 (share.auto.offset.reset latest: at its end).
             let g = &r.groups[0];
-            let ok = g.error_code == 0 && g.topics.len() == 1 && g.topics[0].partitions[0].start_offset >= 0;
+            let p = &g.topics[0].partitions[0];
+            let lag_ok = if version >= 1 { p.lag >= 0 } else { p.lag == -1 };
+            let ok = g.error_code == 0 && g.topics.len() == 1 && p.start_offset >= 0 && lag_ok;
             check(ok, format!("{r:?}"))
         }
         ApiKey::AlterShareGroupOffsets => {

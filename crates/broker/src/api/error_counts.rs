@@ -179,7 +179,7 @@ impl ErrorCounts for ShareFetchResponse {
     }
 }
 
-impl ErrorCounts for DescribeShareGroupOffsetsResponse {
+impl ErrorCounts for messages::DescribeShareGroupOffsetsResponse {
     fn error_codes(&self, count: &mut dyn FnMut(i16)) {
         for g in &self.groups {
             count(g.error_code);
@@ -232,7 +232,7 @@ impl ErrorCounts for AddPartitionsToTxnResponse {
     }
 }
 
-impl ErrorCounts for TxnOffsetCommitResponse {
+impl ErrorCounts for messages::TxnOffsetCommitResponse {
     fn error_codes(&self, count: &mut dyn FnMut(i16)) {
         self.topics.iter().flat_map(|t| &t.partitions).for_each(|p| count(p.error_code));
     }

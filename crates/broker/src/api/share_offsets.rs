@@ -1,14 +1,18 @@
 //! DescribeShareGroupOffsets (KIP-932): each share-partition's start offset,
-//! what `kafka-share-groups.sh --describe` shows as a share group's offsets.
+//! what `kafka-share-groups.sh --describe` shows as a share group's offsets,
+//! and from v1 (KIP-1226, Kafka 4.2) its lag: the records below the high
+//! watermark not delivered completely yet, high watermark - start offset -
+//! records after the start already acknowledged or archived (Kafka's
+//! delivery-complete count), as `kafgres.share_group_partitions` counts it
+//! in SQL; -1 for a partition the group has not read yet.
 
 use kafgres_wire::error_code;
-use kafka_protocol::messages::describe_share_group_offsets_response::{
-    DescribeShareGroupOffsetsResponseGroup, DescribeShareGroupOffsetsResponsePartition,
-    DescribeShareGroupOffsetsResponseTopic,
+use kafgres_wire::messages::describe_share_group_offsets::LAG_VERSION;
+use kafgres_wire::messages::{
+    DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, DescribeShareGroupOffsetsResponseGroup,
+    DescribeShareGroupOffsetsResponsePartition, DescribeShareGroupOffsetsResponseTopic,
 };
-use kafka_protocol::messages::{
-    ApiKey, DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, TopicName,
-};
+use kafka_protocol::messages::{ApiKey, TopicName};
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;
@@ -23,8 +27,8 @@ pub struct DescribeShareGroupOffsets;
 
 impl Handler for DescribeShareGroupOffsets {
     const KEY: ApiKey = ApiKey::DescribeShareGroupOffsets;
-    /// v0: Kafka 4.1's (v1, which adds the lag, is 4.2's).
-    const VERSIONS: Versions = Versions::new(0, 0);
+    /// v0-v1: v1 (Kafka 4.2, KIP-1226) adds each partition's lag.
+    const VERSIONS: Versions = Versions::new(0, LAG_VERSION);
     type Request = DescribeShareGroupOffsetsRequest;
     type Response = DescribeShareGroupOffsetsResponse;
     type Services<'a> = (&'a ShareService, &'a Topics);
@@ -35,10 +39,10 @@ impl Handler for DescribeShareGroupOffsets {
         req: DescribeShareGroupOffsetsRequest,
     ) -> Answer<DescribeShareGroupOffsetsResponse> {
         let mut response = DescribeShareGroupOffsetsResponse::default();
-        for group in req.groups {
+        for group in req.0.groups {
             let group_id = group.group_id.0.to_string();
-            let mut out = DescribeShareGroupOffsetsResponseGroup::default();
-            out.group_id = group.group_id.clone();
+            let mut out =
+                DescribeShareGroupOffsetsResponseGroup { group_id: group.group_id.clone(), ..Default::default() };
             if !cx.may_on_group(Operation::Describe, &group_id) {
                 out.error_code = error_code::GROUP_AUTHORIZATION_FAILED;
                 out.error_message = Some(str_bytes(super::authorized_operations::GROUP_REFUSED));
@@ -57,7 +61,7 @@ impl Handler for DescribeShareGroupOffsets {
                 Some(requested) => requested.into_iter().map(|t| (t.topic_name.0.to_string(), t.partitions)).collect(),
                 None => {
                     let mut by_topic: Vec<(String, Vec<i32>)> = Vec::new();
-                    for (topic_id, partition, _) in &stored {
+                    for (topic_id, partition, _, _) in &stored {
                         let Some(topic) = topics.get_by_id(topic_id) else { continue };
                         match by_topic.iter_mut().find(|(name, _)| *name == topic.name) {
                             Some((_, partitions)) => partitions.push(*partition),
@@ -76,19 +80,26 @@ impl Handler for DescribeShareGroupOffsets {
                 t.topic_name = TopicName(str_bytes(&name));
                 t.topic_id = topic.as_ref().map(|t| t.id).unwrap_or_default();
                 for index in partitions {
-                    let mut p = DescribeShareGroupOffsetsResponsePartition::default();
-                    p.partition_index = index;
-                    p.leader_epoch = -1;
+                    let mut p = DescribeShareGroupOffsetsResponsePartition {
+                        partition_index: index,
+                        leader_epoch: -1,
+                        ..Default::default()
+                    };
                     match topic.as_ref().filter(|t| t.partition(index).is_some()) {
                         None => {
                             p.start_offset = NO_START_OFFSET;
                             p.error_code = error_code::UNKNOWN_TOPIC_OR_PARTITION;
                         }
                         Some(found) => {
-                            p.start_offset = stored
-                                .iter()
-                                .find(|(id, partition, _)| *id == found.id && *partition == index)
-                                .map_or(NO_START_OFFSET, |(_, _, start)| *start);
+                            let share_partition =
+                                stored.iter().find(|(id, partition, _, _)| *id == found.id && *partition == index);
+                            p.start_offset = share_partition.map_or(NO_START_OFFSET, |(_, _, start, _)| *start);
+                            if let (Some((_, _, start, done)), Some(log)) = (share_partition, found.partition(index)) {
+                                // Never negative, as the SQL view has it
+                                // (a truncated log can end below the start).
+                                let high_watermark = log.high_watermark().offset;
+                                p.lag = (high_watermark - start - done).max(0);
+                            }
                         }
                     }
                     t.partitions.push(p);

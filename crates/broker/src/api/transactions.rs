@@ -1,8 +1,11 @@
-//! AddPartitionsToTxn (v0-5), AddOffsetsToTxn (v0-4), TxnOffsetCommit (v0-5)
+//! AddPartitionsToTxn (v0-5), AddOffsetsToTxn (v0-4), TxnOffsetCommit (v0-6)
 //! and EndTxn (v0-5): translate between the wire messages and
 //! [`crate::txn::TxnService`]. TxnOffsetCommit v5 and EndTxn v5 are
 //! transaction version 2 (KIP-890 part 2): the group joins the transaction
 //! with its offsets, and every end bumps the epoch, answered in EndTxn.
+//! TxnOffsetCommit v6 (KIP-1319, Kafka 4.4) names topics by id: the ids are
+//! turned into names first (an unknown id is UNKNOWN_TOPIC_ID for its
+//! partitions), the rest works by name, and the answer names topics by id.
 //! AddPartitionsToTxn v4+ is the batched form Kafka's partition leaders send
 //! their coordinator (`verify_only`: is the partition in the transaction?),
 //! served to holders of CLUSTER_ACTION as Kafka serves it.
@@ -11,18 +14,20 @@ use kafgres_wire::error_code;
 use kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
 };
-use kafka_protocol::messages::txn_offset_commit_response::{
-    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+use kafgres_wire::messages::{
+    txn_offset_commit, TxnOffsetCommitRequest, TxnOffsetCommitResponse, TxnOffsetCommitResponseTopic,
 };
+use kafka_protocol::messages::txn_offset_commit_response::TxnOffsetCommitResponsePartition;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey,
-    EndTxnRequest, EndTxnResponse, ProducerId, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+    EndTxnRequest, EndTxnResponse, ProducerId,
 };
 
 use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
 use super::topic_name;
 use crate::acl::Operation;
 use crate::txn::rules::fenced;
+use crate::topics::Topics;
 use crate::txn::TxnService;
 
 /// The versions from which each API can carry PRODUCER_FENCED (older ones
@@ -220,32 +225,47 @@ pub struct TxnOffsetCommit;
 
 impl Handler for TxnOffsetCommit {
     const KEY: ApiKey = ApiKey::TxnOffsetCommit;
-    /// v0-v5: v5 is transaction version 2 (KIP-890), sent without
-    /// AddOffsetsToTxn.
-    const VERSIONS: Versions = Versions::new(0, 5);
+    /// v0-v6: v5 is transaction version 2 (KIP-890), sent without
+    /// AddOffsetsToTxn; v6 names topics by id (KIP-1319, Kafka 4.4).
+    const VERSIONS: Versions = Versions::new(0, txn_offset_commit::TOPIC_ID_VERSION);
     type Request = TxnOffsetCommitRequest;
     type Response = TxnOffsetCommitResponse;
-    type Services<'a> = &'a TxnService;
+    type Services<'a> = (&'a Topics, &'a TxnService);
 
     async fn handle(
-        txns: Self::Services<'_>,
+        (topics, txns): Self::Services<'_>,
         cx: &RequestContext<'_>,
         req: TxnOffsetCommitRequest,
     ) -> Answer<TxnOffsetCommitResponse> {
         let version = cx.api_version;
+        let by_id = version >= txn_offset_commit::TOPIC_ID_VERSION;
+        let mut req = req;
+        if by_id {
+            name_topics_by_id(topics, &mut req);
+        }
         if !cx.may_on_transactional_id(Operation::Write, &req.transactional_id.0) {
             return refusal::<Self>(cx, &req, error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
         }
         if !cx.may_on_group(Operation::Read, &req.group_id.0) {
             return refusal::<Self>(cx, &req, error_code::GROUP_AUTHORIZATION_FAILED);
         }
-        // Topics the client may not read are answered TOPIC_AUTHORIZATION_FAILED;
-        // the others' offsets are committed.
-        let readable = |name: &str| cx.may_on_topic(Operation::Read, name);
+        // A topic whose id this broker does not know is answered
+        // UNKNOWN_TOPIC_ID (as Kafka 4.4's KafkaApis resolves ids before
+        // anything else), one the client may not read
+        // TOPIC_AUTHORIZATION_FAILED; the others' offsets are committed.
+        let refused_code = |name: &str| {
+            if by_id && name.is_empty() {
+                Some(error_code::UNKNOWN_TOPIC_ID)
+            } else if !cx.may_on_topic(Operation::Read, name) {
+                Some(error_code::TOPIC_AUTHORIZATION_FAILED)
+            } else {
+                None
+            }
+        };
         let offsets = req
             .topics
             .iter()
-            .filter(|t| readable(&t.name.0))
+            .filter(|t| refused_code(&t.name.0).is_none())
             .flat_map(|t| {
                 t.partitions.iter().map(move |p| {
                     (
@@ -278,32 +298,43 @@ impl Handler for TxnOffsetCommit {
                 Err(code) => code,
             }
         };
-        let mut response = every_partition_answered(&req, code);
-        for t in &mut response.topics {
-            if !readable(&t.name.0) {
-                for p in &mut t.partitions {
-                    p.error_code = error_code::TOPIC_AUTHORIZATION_FAILED;
-                }
-            }
-        }
-        response.into()
+        every_partition_answered(version, &req, |name| refused_code(name).unwrap_or(code)).into()
     }
 
-    fn refused(_: &RequestContext<'_>, req: &TxnOffsetCommitRequest, code: i16) -> Option<TxnOffsetCommitResponse> {
-        Some(every_partition_answered(req, code))
+    fn refused(cx: &RequestContext<'_>, req: &TxnOffsetCommitRequest, code: i16) -> Option<TxnOffsetCommitResponse> {
+        Some(every_partition_answered(cx.api_version, req, |_| code))
     }
 }
 
-/// TxnOffsetCommit's answer: one code for every partition asked for, in
-/// request order (the offsets are stored all or none).
-fn every_partition_answered(req: &TxnOffsetCommitRequest, code: i16) -> TxnOffsetCommitResponse {
-    let mut response = TxnOffsetCommitResponse::default();
-    response.topics = req
+/// Sets the name of each topic whose id this broker knows (the others keep
+/// an empty name: no topic has one).
+fn name_topics_by_id(topics: &Topics, req: &mut TxnOffsetCommitRequest) {
+    for t in &mut req.topics {
+        if let Some(topic) = topics.get_by_id(&t.topic_id) {
+            t.name = topic_name(&topic.name);
+        }
+    }
+}
+
+/// TxnOffsetCommit's answer: each partition asked for, in request order,
+/// with its topic's `code_of(name)` (the offsets are stored all or none);
+/// from v6 each topic by its id, as asked.
+fn every_partition_answered(
+    version: i16,
+    req: &TxnOffsetCommitRequest,
+    code_of: impl Fn(&str) -> i16,
+) -> TxnOffsetCommitResponse {
+    let topics = req
         .topics
         .iter()
         .map(|t| {
+            let code = code_of(&t.name.0);
             let mut out = TxnOffsetCommitResponseTopic::default();
-            out.name = t.name.clone();
+            if version >= txn_offset_commit::TOPIC_ID_VERSION {
+                out.topic_id = t.topic_id;
+            } else {
+                out.name = t.name.clone();
+            }
             out.partitions = t
                 .partitions
                 .iter()
@@ -317,7 +348,7 @@ fn every_partition_answered(req: &TxnOffsetCommitRequest, code: i16) -> TxnOffse
             out
         })
         .collect();
-    response
+    TxnOffsetCommitResponse { topics, ..Default::default() }
 }
 
 pub struct EndTxn;

@@ -325,9 +325,11 @@ impl ShareService {
         lock(&self.partitions).retain(|k, _| k.topic_id != topic_id);
     }
 
-    /// Each share-partition of the group with its start offset
-    /// (DescribeShareGroupOffsets), in (topic id, partition) order.
-    pub fn start_offsets(&self, group_id: &str) -> Vec<(Uuid, i32, i64)> {
+    /// Each share-partition of the group with its start offset and the
+    /// records after it already done (acknowledged or archived: Kafka's
+    /// delivery-complete count, which DescribeShareGroupOffsets v1's lag
+    /// subtracts), in (topic id, partition) order.
+    pub fn start_offsets(&self, group_id: &str) -> Vec<(Uuid, i32, i64, i64)> {
         let partitions: Vec<(SharePartitionKey, Arc<Mutex<Slot>>)> = lock(&self.partitions)
             .iter()
             .filter(|(k, _)| k.group_id == group_id)
@@ -337,7 +339,14 @@ impl ShareService {
             .into_iter()
             .filter_map(|(k, slot)| {
                 let slot = lock(&slot);
-                slot.is_set().then(|| (k.topic_id, k.partition, slot.state.start_offset()))
+                let done: i64 = slot
+                    .state
+                    .snapshot()
+                    .iter()
+                    .filter(|b| matches!(b.state, super::RecordState::Acknowledged | super::RecordState::Archived))
+                    .map(|b| b.last_offset - b.first_offset + 1)
+                    .sum();
+                slot.is_set().then(|| (k.topic_id, k.partition, slot.state.start_offset(), done))
             })
             .collect()
     }

@@ -238,3 +238,79 @@ fn share_acknowledge_response_v2_has_the_lock_timeout() {
         unhex("00000000000000020102030405060708090a0b0c0d0e0f10020000000000790000000001000000000000000100")
     );
 }
+
+#[test]
+fn txn_offset_commit_v6_names_topics_by_id() {
+    let r: TxnOffsetCommitRequest = roundtrip(
+        "03747802670000000000000009000200000005026d00020102030405060708090a0b0c0d0e0f100200000001000000000000002affffffff01000000",
+        6,
+    );
+    assert_eq!((r.transactional_id.as_str(), r.group_id.as_str()), ("tx", "g"));
+    assert_eq!((r.producer_id.0, r.producer_epoch), (9, 2));
+    assert_eq!((r.generation_id_or_member_epoch, r.member_id.as_str(), &r.group_instance_id), (5, "m", &None));
+    let t = &r.topics[0];
+    assert_eq!((t.topic_id, t.name.as_str()), (TOPIC_ID, ""));
+    let p = &t.partitions[0];
+    assert_eq!((p.partition_index, p.committed_offset, p.committed_leader_epoch), (1, 42, -1));
+    assert_eq!(p.committed_metadata.as_deref(), Some(""));
+
+    let r: TxnOffsetCommitResponse = roundtrip("00000000020102030405060708090a0b0c0d0e0f1002000000010000000000", 6);
+    assert_eq!(r.throttle_time_ms, 0);
+    assert_eq!((r.topics[0].topic_id, r.topics[0].partitions[0].partition_index), (TOPIC_ID, 1));
+    assert_eq!(r.topics[0].partitions[0].error_code, 0);
+}
+
+#[test]
+fn txn_offset_commit_names_and_ids_stay_in_their_versions() {
+    let by_name = TxnOffsetCommitRequest {
+        topics: vec![TxnOffsetCommitRequestTopic { name: s("t").into(), ..Default::default() }],
+        ..Default::default()
+    };
+    assert!(by_name.encode(&mut BytesMut::new(), 6).is_err());
+    let by_id = TxnOffsetCommitRequest {
+        topics: vec![TxnOffsetCommitRequestTopic { topic_id: TOPIC_ID, ..Default::default() }],
+        ..Default::default()
+    };
+    assert!(by_id.encode(&mut BytesMut::new(), 5).is_err());
+}
+
+#[test]
+fn txn_offset_commit_below_v6_is_kafka_protocols() {
+    let mut topic = kp::txn_offset_commit_request::TxnOffsetCommitRequestTopic::default();
+    topic.name = s("t").into();
+    topic.partitions.push(kp::txn_offset_commit_request::TxnOffsetCommitRequestPartition::default());
+    let theirs = kp::TxnOffsetCommitRequest::default().with_topics(vec![topic]).with_generation_id(3);
+    let ours = TxnOffsetCommitRequest::from(theirs.clone());
+    for version in 3..=5 {
+        assert_eq!(encoded(&ours, version), encoded(&theirs, version), "v{version}");
+        let decoded = TxnOffsetCommitRequest::decode(&mut encoded(&theirs, version), version).expect("decodes");
+        assert_eq!(decoded, ours);
+    }
+}
+
+#[test]
+fn describe_share_group_offsets_v1_has_the_lag() {
+    let v1: DescribeShareGroupOffsetsResponse = roundtrip(
+        "000000000302670202740102030405060708090a0b0c0d0e0f1003000000000000000000000005ffffffff00000000000000030000000000000001ffffffffffffffffffffffffffffffffffffffff000302780000000000000268010045036e660000",
+        1,
+    );
+    let (g, h) = (&v1.groups[0], &v1.groups[1]);
+    assert_eq!((g.group_id.as_str(), g.error_code, &g.error_message), ("g", 0, &None));
+    assert_eq!((h.group_id.as_str(), h.error_code, h.error_message.as_deref()), ("h", 69, Some("nf")));
+    let t = &g.topics[0];
+    assert_eq!((t.topic_name.as_str(), t.topic_id), ("t", TOPIC_ID));
+    let (p, q) = (&t.partitions[0], &t.partitions[1]);
+    assert_eq!((p.partition_index, p.start_offset, p.leader_epoch, p.lag, p.error_code), (0, 5, -1, 3, 0));
+    assert_eq!((q.partition_index, q.start_offset, q.lag, q.error_code), (1, -1, -1, 3));
+    assert_eq!(q.error_message.as_deref(), Some("x"));
+
+    // v0 has no lag: the same answer without it.
+    let v0: DescribeShareGroupOffsetsResponse = roundtrip(
+        "000000000302670202740102030405060708090a0b0c0d0e0f1003000000000000000000000005ffffffff0000000000000001ffffffffffffffffffffffff000302780000000000000268010045036e660000",
+        0,
+    );
+    assert_eq!(v0.groups[0].topics[0].partitions[0].lag, -1);
+    let mut without_lag = v1.clone();
+    without_lag.groups[0].topics[0].partitions[0].lag = -1;
+    assert_eq!(v0, without_lag);
+}

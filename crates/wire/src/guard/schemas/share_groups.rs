@@ -115,10 +115,11 @@ pub(crate) const ACKNOWLEDGE_PARTITION: StructSchema = StructSchema::new(
 );
 
 // ---------------------------------------------------------------------------------------------
-// DescribeShareGroupOffsets (key 90): version 0. Null topics ask for every partition.
+// DescribeShareGroupOffsets (key 90): versions 0-1 (v1, KIP-1226, changes only the response). Null
+// topics ask for every partition.
 
 pub(crate) static DESCRIBE_SHARE_GROUP_OFFSETS: ApiSchema =
-    ApiSchema { key: 90, versions: between(0, 0), flexible_since: 0, body: &DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST };
+    ApiSchema { key: 90, versions: between(0, 1), flexible_since: 0, body: &DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST };
 
 pub(crate) const DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST: StructSchema = StructSchema::new(
     "DescribeShareGroupOffsetsRequest",

@@ -71,10 +71,10 @@ pub(crate) const END_TXN_REQUEST: StructSchema = StructSchema::new(
 );
 
 // ---------------------------------------------------------------------------------------------
-// TxnOffsetCommit (key 28): versions 0-5, flexible from 3.
+// TxnOffsetCommit (key 28): versions 0-6, flexible from 3; v6 (Kafka 4.4, KIP-1319) names topics by id.
 
 pub(crate) static TXN_OFFSET_COMMIT: ApiSchema =
-    ApiSchema { key: 28, versions: between(0, 5), flexible_since: 3, body: &TXN_OFFSET_COMMIT_REQUEST };
+    ApiSchema { key: 28, versions: between(0, 6), flexible_since: 3, body: &TXN_OFFSET_COMMIT_REQUEST };
 
 pub(crate) const TXN_OFFSET_COMMIT_REQUEST: StructSchema = StructSchema::new(
     "TxnOffsetCommitRequest",
@@ -83,7 +83,7 @@ pub(crate) const TXN_OFFSET_COMMIT_REQUEST: StructSchema = StructSchema::new(
         field("group_id", Kind::String, ALL),
         field("producer_id", Kind::Int64, ALL),
         field("producer_epoch", Kind::Int16, ALL),
-        field("generation_id", Kind::Int32, since(3)),
+        field("generation_id_or_member_epoch", Kind::Int32, since(3)),
         field("member_id", Kind::String, since(3)),
         field("group_instance_id", Kind::NullableString, since(3)),
         field("topics", Kind::Array(&Kind::Struct(&TXN_OFFSET_COMMIT_REQUEST_TOPIC)), ALL),
@@ -93,7 +93,8 @@ pub(crate) const TXN_OFFSET_COMMIT_REQUEST: StructSchema = StructSchema::new(
 pub(crate) const TXN_OFFSET_COMMIT_REQUEST_TOPIC: StructSchema = StructSchema::new(
     "TxnOffsetCommitRequestTopic",
     &[
-        field("name", Kind::String, ALL),
+        field("name", Kind::String, until(5)),
+        field("topic_id", Kind::Uuid, since(6)),
         field("partitions", Kind::Array(&Kind::Struct(&TXN_OFFSET_COMMIT_REQUEST_PARTITION)), ALL),
     ],
 );

@@ -12,13 +12,13 @@ use kafka_protocol::messages::{
     ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest, CreatePartitionsRequest,
     CreateTopicsRequest, DeleteAclsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest,
     DescribeClientQuotasRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
-    DescribeProducersRequest, DescribeShareGroupOffsetsRequest, DescribeTopicPartitionsRequest,
+    DescribeProducersRequest, DescribeTopicPartitionsRequest,
     DescribeTransactionsRequest, DescribeUserScramCredentialsRequest, ElectLeadersRequest, EndTxnRequest, FetchRequest,
     FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest,
     LeaveGroupRequest, ListConfigResourcesRequest, ListGroupsRequest, ListPartitionReassignmentsRequest,
     ListTransactionsRequest, MetadataRequest, OffsetDeleteRequest, OffsetForLeaderEpochRequest, ProduceRequest,
     SaslAuthenticateRequest, SaslHandshakeRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
-    SyncGroupRequest, TxnOffsetCommitRequest, UpdateFeaturesRequest,
+    SyncGroupRequest, UpdateFeaturesRequest,
 };
 use kafka_protocol::messages::{AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest};
 use kafka_protocol::protocol::{Decodable, Message};
@@ -101,7 +101,7 @@ covered_apis! {
     25 roundtrip_add_offsets_to_txn: AddOffsetsToTxnRequest, 0..=4,
         requests_txn::add_offsets_to_txn;
     26 roundtrip_end_txn: EndTxnRequest, 0..=5, requests_txn::end_txn;
-    28 roundtrip_txn_offset_commit: TxnOffsetCommitRequest, 0..=5,
+    28 roundtrip_txn_offset_commit: messages::TxnOffsetCommitRequest, 0..=6,
         requests_txn::txn_offset_commit;
     29 roundtrip_describe_acls: DescribeAclsRequest, 1..=3, requests_acls::describe_acls;
     30 roundtrip_create_acls: CreateAclsRequest, 1..=3, requests_acls::create_acls;
@@ -161,7 +161,7 @@ covered_apis! {
         requests_share_groups::share_group_describe;
     78 roundtrip_share_fetch: messages::ShareFetchRequest, 1..=2, requests_share_groups::share_fetch;
     79 roundtrip_share_acknowledge: messages::ShareAcknowledgeRequest, 1..=2, requests_share_groups::share_acknowledge;
-    90 roundtrip_describe_share_group_offsets: DescribeShareGroupOffsetsRequest, 0..=0,
+    90 roundtrip_describe_share_group_offsets: messages::DescribeShareGroupOffsetsRequest, 0..=1,
         requests_share_groups::describe_share_group_offsets;
     91 roundtrip_alter_share_group_offsets: AlterShareGroupOffsetsRequest, 0..=0,
         requests_share_groups::alter_share_group_offsets;

@@ -43,7 +43,6 @@ use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
-use kafka_protocol::messages::DescribeShareGroupOffsetsRequest;
 use kafka_protocol::messages::{
     alter_configs_request, describe_producers_request, describe_topic_partitions_request, elect_leaders_request,
     incremental_alter_configs_request, write_txn_markers_request, AddOffsetsToTxnRequest, AddPartitionsToTxnRequest,
@@ -51,7 +50,7 @@ use kafka_protocol::messages::{
     CreatePartitionsRequest, DeleteAclsRequest, DeleteRecordsRequest, DescribeAclsRequest, DescribeClusterRequest,
     DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest, EndTxnRequest,
     IncrementalAlterConfigsRequest, ListTransactionsRequest, OffsetDeleteRequest, OffsetForLeaderEpochRequest,
-    SaslAuthenticateRequest, SaslHandshakeRequest, TxnOffsetCommitRequest,
+    SaslAuthenticateRequest, SaslHandshakeRequest,
 };
 use kafka_protocol::messages::{
     alter_share_group_offsets_request, delete_share_group_offsets_request, AlterShareGroupOffsetsRequest,
@@ -230,7 +229,7 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<share_acknowledge_request::AcknowledgeTopic>(79, &share_groups::ACKNOWLEDGE_TOPIC),
         check::<share_acknowledge_request::AcknowledgePartition>(79, &share_groups::ACKNOWLEDGE_PARTITION),
         check::<share_acknowledge_request::AcknowledgementBatch>(79, &share_groups::ACKNOWLEDGEMENT_BATCH),
-        check::<DescribeShareGroupOffsetsRequest>(90, &share_groups::DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST),
+        check::<messages::DescribeShareGroupOffsetsRequest>(90, &share_groups::DESCRIBE_SHARE_GROUP_OFFSETS_REQUEST),
         check::<describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup>(
             90,
             &share_groups::DESCRIBE_SHARE_GROUP_OFFSETS_GROUP,
@@ -258,7 +257,7 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<AddPartitionsToTxnTopic>(24, &txn::ADD_PARTITIONS_TO_TXN_TOPIC),
         check::<AddOffsetsToTxnRequest>(25, &txn::ADD_OFFSETS_TO_TXN_REQUEST),
         check::<EndTxnRequest>(26, &txn::END_TXN_REQUEST),
-        check::<TxnOffsetCommitRequest>(28, &txn::TXN_OFFSET_COMMIT_REQUEST),
+        check::<messages::TxnOffsetCommitRequest>(28, &txn::TXN_OFFSET_COMMIT_REQUEST),
         check::<TxnOffsetCommitRequestTopic>(28, &txn::TXN_OFFSET_COMMIT_REQUEST_TOPIC),
         check::<TxnOffsetCommitRequestPartition>(28, &txn::TXN_OFFSET_COMMIT_REQUEST_PARTITION),
         check::<messages::WriteTxnMarkersRequest>(27, &txn::WRITE_TXN_MARKERS_REQUEST),

@@ -139,7 +139,9 @@ pub(super) fn share_acknowledge(v: i16) -> impl Strategy<Value = crate::messages
     )
 }
 
-pub(super) fn describe_share_group_offsets(_v: i16) -> impl Strategy<Value = DescribeShareGroupOffsetsRequest> {
+pub(super) fn describe_share_group_offsets(
+    _v: i16,
+) -> impl Strategy<Value = crate::messages::DescribeShareGroupOffsetsRequest> {
     let topic = (name::<TopicName>(), list(any::<i32>()), unknown_tags(true)).prop_map(|(topic, partitions, tags)| {
         DescribeShareGroupOffsetsRequestTopic::default()
             .with_topic_name(topic)
@@ -153,7 +155,9 @@ pub(super) fn describe_share_group_offsets(_v: i16) -> impl Strategy<Value = Des
             .with_unknown_tagged_fields(tags)
     });
     (list(group), unknown_tags(true)).prop_map(|(groups, tags)| {
-        DescribeShareGroupOffsetsRequest::default().with_groups(groups).with_unknown_tagged_fields(tags)
+        crate::messages::DescribeShareGroupOffsetsRequest(
+            DescribeShareGroupOffsetsRequest::default().with_groups(groups).with_unknown_tagged_fields(tags),
+        )
     })
 }
 

@@ -4,17 +4,16 @@
 
 use kafka_protocol::messages::add_partitions_to_txn_request::{AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction};
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
-use kafka_protocol::messages::txn_offset_commit_request::{
-    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
-};
+use kafka_protocol::messages::txn_offset_commit_request::TxnOffsetCommitRequestPartition;
 use kafka_protocol::messages::write_txn_markers_request::{WritableTxnMarker, WritableTxnMarkerTopic};
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, DescribeProducersRequest, DescribeTransactionsRequest,
-    EndTxnRequest, GroupId, ListTransactionsRequest, ProducerId, TopicName, TransactionalId, TxnOffsetCommitRequest,
+    EndTxnRequest, GroupId, ListTransactionsRequest, ProducerId, TopicName, TransactionalId,
 };
 use proptest::prelude::*;
 
-use super::gen::{list, name, text, text_or_null, unknown_tags};
+use super::gen::{list, name, text, text_or_null, unknown_tags, uuid_bytes};
+use crate::messages;
 
 fn add_partitions_to_txn_topic(flexible: bool) -> impl Strategy<Value = AddPartitionsToTxnTopic> {
     (name::<TopicName>(), list(any::<i32>()), unknown_tags(flexible)).prop_map(|(topic, partitions, tags)| {
@@ -85,7 +84,7 @@ pub(super) fn end_txn(v: i16) -> impl Strategy<Value = EndTxnRequest> {
     )
 }
 
-pub(super) fn txn_offset_commit(v: i16) -> impl Strategy<Value = TxnOffsetCommitRequest> {
+pub(super) fn txn_offset_commit(v: i16) -> impl Strategy<Value = messages::TxnOffsetCommitRequest> {
     let flexible = v >= 3;
     let partition = (any::<i32>(), any::<i64>(), any::<i32>(), text_or_null(), unknown_tags(flexible)).prop_map(
         move |(index, offset, epoch, metadata, tags)| {
@@ -100,12 +99,22 @@ pub(super) fn txn_offset_commit(v: i16) -> impl Strategy<Value = TxnOffsetCommit
             p
         },
     );
-    let topic = (name::<TopicName>(), list(partition), unknown_tags(flexible)).prop_map(|(topic, partitions, tags)| {
-        TxnOffsetCommitRequestTopic::default()
-            .with_name(topic)
-            .with_partitions(partitions)
-            .with_unknown_tagged_fields(tags)
-    });
+    let topic = (name::<TopicName>(), uuid_bytes(), list(partition), unknown_tags(flexible)).prop_map(
+        move |(topic, id, partitions, tags)| {
+            let mut t = messages::TxnOffsetCommitRequestTopic {
+                partitions,
+                unknown_tagged_fields: tags,
+                ..Default::default()
+            };
+            // v6 names topics by id only.
+            if v >= 6 {
+                t.topic_id = uuid::Uuid::from_bytes(id);
+            } else {
+                t.name = topic;
+            }
+            t
+        },
+    );
     (
         (name::<TransactionalId>(), name::<GroupId>(), any::<i64>(), any::<i16>()),
         (any::<i32>(), text(), text_or_null()),
@@ -113,17 +122,21 @@ pub(super) fn txn_offset_commit(v: i16) -> impl Strategy<Value = TxnOffsetCommit
         unknown_tags(flexible),
     )
         .prop_map(move |(head, member, topics, tags)| {
-            let (transactional_id, group, producer_id, epoch) = head;
+            let (transactional_id, group_id, producer_id, producer_epoch) = head;
             let (generation, member_id, instance) = member;
-            let mut r = TxnOffsetCommitRequest::default()
-                .with_transactional_id(transactional_id)
-                .with_group_id(group)
-                .with_producer_id(ProducerId(producer_id))
-                .with_producer_epoch(epoch)
-                .with_topics(topics)
-                .with_unknown_tagged_fields(tags);
+            let mut r = messages::TxnOffsetCommitRequest {
+                transactional_id,
+                group_id,
+                producer_id: ProducerId(producer_id),
+                producer_epoch,
+                topics,
+                unknown_tagged_fields: tags,
+                ..Default::default()
+            };
             if v >= 3 {
-                r = r.with_generation_id(generation).with_member_id(member_id).with_group_instance_id(instance);
+                r.generation_id_or_member_epoch = generation;
+                r.member_id = member_id;
+                r.group_instance_id = instance;
             }
             r
         })
