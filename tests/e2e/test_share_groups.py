@@ -1,8 +1,9 @@
 """Share groups (KIP-932, queues for Kafka) with the Java KafkaShareConsumer
-(kafka-clients 4.1, tests/java's `share-group` scenario; its steps were run
-against Apache Kafka 4.1.1 with share.version 1 and printed these lines,
-before the describe-config source and the after-close lines were added,
-which are not checked against Kafka yet):
+(kafka-clients 4.4, which speaks ShareFetch and ShareAcknowledge v2, tests/java's
+`share-group` scenario; its steps were run against Apache Kafka 4.1.1 with
+share.version 1 and printed these lines, before the describe-config source
+and the after-close lines were added, which are not checked against Kafka
+yet):
 
 - the group config share.auto.offset.reset=earliest is set with the Admin
   client (IncrementalAlterConfigs on a GROUP resource) and described as a
