@@ -109,6 +109,13 @@ ENTRIES: tuple[Entry, ...] = (
         ),
     ),
     Entry(
+        "the Java client, the generation before",
+        Pin("tests/e2e/test_java_client_4_1.py", r'^CLIENT_VERSION = "([^"]+)"'),
+        "the Admin calls, the default (idempotent) producer with a group consumer, a group resuming at its "
+        "commit, every compression codec, exactly-once transactions",
+        ("tests/e2e/test_java_client_4_1.py",),
+    ),
+    Entry(
         "Kafka's command-line tools",
         KAFKA,
         "kafka-topics, kafka-consumer-groups, kafka-console-producer/-consumer, kafka-configs, kafka-acls, "

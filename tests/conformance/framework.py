@@ -143,8 +143,9 @@ def ensure_java_tools() -> None:
 
 
 def config_command_classpath() -> str:
-    """kafka-configs' classpath: tests/java's build, whose kafka-tools holds ConfigCommand from Kafka 4.4 on."""
-    return (JAVA_BUILD / "classpath.txt").read_text().strip()
+    """kafka-configs' classpath: tests/java's build, whose kafka-tools holds ConfigCommand from Kafka 4.4 on;
+    the probe jar first, for its simplelogger.properties (WARN: the tool's INFO lines are not its answer)."""
+    return f"{JAVA_BUILD / 'kafgres-probe.jar'}:{(JAVA_BUILD / 'classpath.txt').read_text().strip()}"
 
 
 # Writing kafka-configs' class data sharing archive (Context.run_tool) happens once.

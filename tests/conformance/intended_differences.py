@@ -2,7 +2,8 @@
 
 Each entry names the scenarios it applies to, a regular expression for the
 lines of Kafka's transcript and one for Kafgres's (each must match a whole
-line; None when that side has no line for it), and `doc`: the words that
+line; None when that side has no line for it: the other side's lines are then
+left out, not marked), and `doc`: the words that
 start its entry in docs/conformance.md, where its reason is explained (the
 test checks that they are there). Before the transcripts are compared, every
 line matched by an entry is replaced by `~ <key>` on its side, and a run of
@@ -160,8 +161,11 @@ def apply(name: str, kafka_lines: list[str], kafgres_lines: list[str]):
                 match = re.fullmatch(pattern, line) if pattern is not None else None
                 if match:
                     used[d.key][side].append(line)
+                    # Lines only one broker writes (the other side's pattern is None) are left out: a
+                    # marker on one side would be a difference of its own.
+                    one_sided = (d.kafgres if side == 0 else d.kafka) is None
                     marker = " ".join(["~", d.key, *(g for g in match.groups() if g)])
-                    if not out or out[-1] != marker:
+                    if not one_sided and (not out or out[-1] != marker):
                         out.append(marker)
                     break
             else:

@@ -48,9 +48,9 @@ GARBAGE_CLOSE_WAIT_S = 0.25
 SERVED_APIS = {
     kafka_wire.API_KEY_PRODUCE: (3, 13),
     kafka_wire.API_KEY_FETCH: (4, 18),
-    kafka_wire.API_KEY_LIST_OFFSETS: (1, 10),
+    kafka_wire.API_KEY_LIST_OFFSETS: (1, 11),
     kafka_wire.API_KEY_METADATA: (0, 13),
-    kafka_wire.API_KEY_API_VERSIONS: (0, 4),
+    kafka_wire.API_KEY_API_VERSIONS: (0, 5),
     kafka_wire.API_KEY_CREATE_TOPICS: (2, 7),
 }
 
@@ -81,7 +81,7 @@ def assert_served_api_table(apis: dict[int, tuple[int, int]]) -> None:
         lo, hi = apis[key]
         assert hi == max_version, f"API key {key}: max version {hi}, expected {max_version}"
         assert 0 <= lo <= min_at_most, f"API key {key}: min version {lo}, expected <= {min_at_most}"
-    assert apis[kafka_wire.API_KEY_API_VERSIONS] == (0, 4)
+    assert apis[kafka_wire.API_KEY_API_VERSIONS] == (0, 5)
 
 
 # --------------------------------------------------------------------------
@@ -147,7 +147,7 @@ def garbage_frames(seed: int, count: int):
     rng = random.Random(seed)
     # CreateTopics is left out of the header-shaped garbage so that no random
     # body can ever create a topic.
-    served = [(0, 3, 13), (1, 4, 18), (2, 1, 10), (3, 0, 13), (18, 0, 4)]
+    served = [(0, 3, 13), (1, 4, 18), (2, 1, 11), (3, 0, 13), (18, 0, 5)]
     valid = [
         kafka_wire.api_versions_request(0, 1),
         kafka_wire.api_versions_request(3, 2),
@@ -261,7 +261,7 @@ def test_unknown_api_versions_version_gets_v0_fallback(bootstrap, broker_survive
     # The list must at least say which ApiVersions versions to retry with;
     # Apache Kafka lists only ApiVersions here, listing everything is also fine.
     assert response.apis, "the fallback answer must still list the APIs"
-    assert response.apis[kafka_wire.API_KEY_API_VERSIONS] == (0, 4)
+    assert response.apis[kafka_wire.API_KEY_API_VERSIONS] == (0, 5)
     broker_survives()
 
 
