@@ -29,6 +29,7 @@ import scenarios_acls  # noqa: F401  (registers its scenarios)
 import scenarios_admin_tools  # noqa: F401  (registers its scenarios)
 import scenarios_groups  # noqa: F401  (registers its scenarios)
 import scenarios_protocol  # noqa: F401  (registers its scenarios)
+import scenarios_share_groups  # noqa: F401  (registers its scenarios)
 from framework import SCENARIOS, Context, ensure_java_tools
 from reference import STATE_DIR, ReferenceKafka
 from secured import SecuredPair
