@@ -95,10 +95,8 @@ impl Handler for DescribeShareGroupOffsets {
                                 stored.iter().find(|(id, partition, _, _)| *id == found.id && *partition == index);
                             p.start_offset = share_partition.map_or(NO_START_OFFSET, |(_, _, start, _)| *start);
                             if let (Some((_, _, start, done)), Some(log)) = (share_partition, found.partition(index)) {
-                                // Never negative, as the SQL view has it
-                                // (a truncated log can end below the start).
                                 let high_watermark = log.high_watermark().offset;
-                                p.lag = (high_watermark - start - done).max(0);
+                                p.lag = crate::share::partition::lag(high_watermark, *start, *done);
                             }
                         }
                     }

@@ -37,6 +37,7 @@ pub fn render(
     logs(&mut out, &partitions);
     partition_counts(&mut out, ctx, &partitions);
     consumer_groups(&mut out, ctx, &partitions);
+    share_groups(&mut out, ctx, &partitions);
     flushes(&mut out, metrics);
     connections(&mut out, metrics, listeners);
     sql_bridge(&mut out, metrics);
@@ -258,6 +259,113 @@ fn consumer_groups(out: &mut Exposition, ctx: &BrokerContext, partitions: &[Part
             let partition = partition.to_string();
             let lag = (end - offset).max(0);
             out.sample(&[("consumergroup", &g.group_id), ("topic", topic), ("partition", &partition)], lag as f64);
+        }
+    }
+}
+
+/// Share groups (KIP-932). Kafka's own names where it has them
+/// (`kafka.server:type=SharePartitionMetrics,name=InFlightMessageCount,group=g,topic=t,partition=0`
+/// becomes `kafka_server_sharepartitionmetrics_inflightmessagecount{group,topic,partition}`,
+/// a `…PerSec` meter a `…_total` counter, the MBean's keys its labels), the
+/// rest `kafgres_share_*` with the same `group` label. Each share-partition
+/// is read under its own lock, one walk of its in-flight window (bounded by
+/// `share.partition.max.record.locks`).
+fn share_groups(out: &mut Exposition, ctx: &BrokerContext, partitions: &[PartitionRow]) {
+    let shares = &ctx.shares;
+    let groups = shares.group_rows();
+    out.family(
+        "kafka_server_group_coordinator_metrics_share_group_count",
+        Kind::Gauge,
+        "Share groups per state (Kafka's group-coordinator-metrics share-group-count).",
+    );
+    let mut by_state: BTreeMap<&str, usize> = [("Empty", 0), ("Stable", 0)].into_iter().collect();
+    for g in &groups {
+        *by_state.entry(g.state.as_str()).or_default() += 1;
+    }
+    for (state, n) in &by_state {
+        out.sample(&[("state", state)], *n as f64);
+    }
+    out.family("kafgres_share_group_members", Kind::Gauge, "Members of each share group, with its state.");
+    for g in &groups {
+        out.sample(&[("group", &g.group_id), ("state", g.state.as_str())], g.members as f64);
+    }
+
+    let counters = &shares.counters;
+    out.family(
+        "kafka_server_sharegroupmetrics_recordacknowledgements_total",
+        Kind::Counter,
+        "Records acknowledged by type, all share groups (Kafka's ShareGroupMetrics RecordAcknowledgementsPerSec).",
+    );
+    let acks = [
+        ("Accept", &counters.accepted),
+        ("Release", &counters.released),
+        ("Reject", &counters.rejected),
+        ("Renew", &counters.renewed),
+    ];
+    for (ack_type, n) in acks {
+        out.sample(&[("ackType", ack_type)], n.load(Ordering::Relaxed) as f64);
+    }
+
+    let ends: BTreeMap<(&str, i32), i64> =
+        partitions.iter().map(|p| ((p.topic.as_str(), p.index), p.high_watermark)).collect();
+    // Rows of topics no longer served are left out, as for consumer lag.
+    let rows: Vec<(String, crate::share::SharePartitionRow, i64)> = shares
+        .partition_rows(|_| true)
+        .into_iter()
+        .filter_map(|r| {
+            let topic = ctx.topics.get_by_id(&r.key.topic_id)?.name.clone();
+            let end = *ends.get(&(topic.as_str(), r.key.partition))?;
+            Some((topic, r, end))
+        })
+        .collect();
+    type ShareField = fn(&crate::share::SharePartitionRow, i64) -> f64;
+    let families: [(&str, Kind, &str, ShareField); 4] = [
+        (
+            "kafgres_share_partition_start_offset",
+            Kind::Gauge,
+            "The share-partition start offset (SPSO): every record below it is acknowledged or archived.",
+            |r, _| r.start_offset as f64,
+        ),
+        (
+            "kafgres_share_partition_lag",
+            Kind::Gauge,
+            "Records below the high watermark not delivered completely (KIP-1226): high watermark - start offset \
+             - records after the start acknowledged or archived; DescribeShareGroupOffsets v1's lag.",
+            |r, end| crate::share::partition::lag(end, r.start_offset, r.window.done) as f64,
+        ),
+        (
+            "kafka_server_sharepartitionmetrics_inflightmessagecount",
+            Kind::Gauge,
+            "Records from the start offset to the last handed out, in any state (Kafka's SharePartitionMetrics \
+             InFlightMessageCount).",
+            |r, _| (r.window.available + r.window.acquired + r.window.done) as f64,
+        ),
+        (
+            "kafka_server_sharepartitionmetrics_acquisitionlocktimeout_total",
+            Kind::Counter,
+            "Records whose acquisition lock expired since the broker started (Kafka's SharePartitionMetrics \
+             AcquisitionLockTimeoutPerSec).",
+            |r, _| r.lock_timeouts as f64,
+        ),
+    ];
+    for (name, kind, help, value) in families {
+        out.family(name, kind, help);
+        for (topic, r, end) in &rows {
+            let partition = r.key.partition.to_string();
+            out.sample(&[("group", &r.key.group_id), ("topic", topic), ("partition", &partition)], value(r, *end));
+        }
+    }
+    out.family(
+        "kafgres_share_partition_records",
+        Kind::Gauge,
+        "In-flight records by state: available (may be acquired) or acquired (locked by a member).",
+    );
+    for (topic, r, _) in &rows {
+        let partition = r.key.partition.to_string();
+        for (state, n) in [("available", r.window.available), ("acquired", r.window.acquired)] {
+            let labels =
+                [("group", r.key.group_id.as_str()), ("topic", topic), ("partition", &partition), ("state", state)];
+            out.sample(&labels, n as f64);
         }
     }
 }

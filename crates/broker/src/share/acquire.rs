@@ -166,7 +166,7 @@ impl ShareService {
         let mut code = error_code::NONE;
         let (mut changed, mut renewed) = (false, false);
         for b in batches {
-            let applied = slot.state.acknowledge_renewing(
+            let applied = slot.state.acknowledge_counted(
                 member_id,
                 b.first_offset,
                 b.last_offset,
@@ -175,7 +175,8 @@ impl ShareService {
                 renew_deadline_ms,
             );
             match applied {
-                Ok(()) => {
+                Ok(counts) => {
+                    self.counters.add(&counts);
                     renewed |= b.types.contains(&ack_type::RENEW);
                     // A lock is not stored (a restart makes acquired records
                     // available): a renewal alone has nothing to store.

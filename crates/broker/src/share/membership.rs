@@ -78,10 +78,17 @@ impl ShareGroup {
     /// Kafka's share group states: Empty without members, else Stable
     /// (a share group has no reconciling state).
     pub fn state(&self) -> &'static str {
+        self.group_state().as_str()
+    }
+
+    /// [`Self::state`] as the group coordinator's type (ListGroups, the
+    /// Prometheus endpoint). DEAD is never reached: only DeleteGroups ends a
+    /// share group.
+    pub fn group_state(&self) -> crate::group::GroupState {
         if self.members.is_empty() {
-            "Empty"
+            crate::group::GroupState::Empty
         } else {
-            "Stable"
+            crate::group::GroupState::Stable
         }
     }
 }

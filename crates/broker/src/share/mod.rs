@@ -36,5 +36,5 @@ pub use acquire::{AckBatch, Acquired};
 pub use config::{AutoOffsetReset, GroupConfigError, IsolationLevel, ShareConfig, ShareGroupConfig};
 pub use membership::{ShareHeartbeat, ShareHeartbeatAnswer};
 pub use offsets_admin::StartOffsetChange;
-pub use partition::{RecordState, StateBatch};
-pub use service::{SharePartitionKey, ShareService};
+pub use partition::{AckCounts, RecordState, StateBatch, WindowCounts};
+pub use service::{ShareCounters, ShareGroupRow, SharePartitionKey, SharePartitionRow, ShareService};

@@ -110,6 +110,38 @@ pub struct AcquireLimits {
     pub lock_deadline_ms: i64,
 }
 
+/// The records of a share-partition's in-flight window by state, counted
+/// in one walk of the window (at most `share.partition.max.record.locks`
+/// entries): what DescribeShareGroupOffsets' lag and a scrape read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WindowCounts {
+    pub available: i64,
+    pub acquired: i64,
+    /// Acknowledged or archived after the start offset (Kafka's
+    /// delivery-complete count).
+    pub done: i64,
+}
+
+/// A share-partition's lag as Kafka 4.2+ defines it (KIP-1226): the records
+/// below the high watermark not delivered completely yet, high watermark -
+/// start offset - records after the start already done. Never negative (a
+/// truncated log can end below the start). The one home of this formula:
+/// DescribeShareGroupOffsets v1 and the Prometheus endpoint both call it.
+pub fn lag(high_watermark: i64, start_offset: i64, done: i64) -> i64 {
+    high_watermark.saturating_sub(start_offset).saturating_sub(done).max(0)
+}
+
+/// Records of one acknowledgement batch that changed state, by type (what
+/// Kafka's ShareGroupMetrics RecordAcknowledgementsPerSec counts by ackType).
+/// Gaps are not counted, as Kafka ignores them there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AckCounts {
+    pub accepted: u64,
+    pub released: u64,
+    pub rejected: u64,
+    pub renewed: u64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharePartition {
     start_offset: i64,
@@ -292,6 +324,21 @@ impl SharePartition {
         delivery_count_limit: i16,
         renew_deadline_ms: Option<i64>,
     ) -> Result<(), i16> {
+        self.acknowledge_counted(member, first_offset, last_offset, types, delivery_count_limit, renew_deadline_ms)
+            .map(|_| ())
+    }
+
+    /// [`Self::acknowledge_renewing`], returning how many records each type
+    /// moved (counted where they move: no second walk).
+    pub fn acknowledge_counted(
+        &mut self,
+        member: &str,
+        first_offset: i64,
+        last_offset: i64,
+        types: &[i8],
+        delivery_count_limit: i16,
+        renew_deadline_ms: Option<i64>,
+    ) -> Result<AckCounts, i16> {
         if first_offset > last_offset || first_offset < 0 {
             return Err(error_code::INVALID_REQUEST);
         }
@@ -327,20 +374,35 @@ impl SharePartition {
                 return Err(error_code::INVALID_RECORD_STATE);
             }
         }
+        let mut counts = AckCounts::default();
         for (offset, r) in self.in_flight.range_mut(in_window) {
             if r.state != RecordState::Acquired {
                 continue;
             }
             match (type_at(*offset), renew_deadline_ms) {
-                (ack_type::ACCEPT, _) => finish(r, RecordState::Acknowledged),
-                (ack_type::RELEASE, _) => release_one(r, delivery_count_limit),
+                (ack_type::ACCEPT, _) => {
+                    finish(r, RecordState::Acknowledged);
+                    counts.accepted += 1;
+                }
+                (ack_type::RELEASE, _) => {
+                    release_one(r, delivery_count_limit);
+                    counts.released += 1;
+                }
                 // Only the lock moves: same owner, same delivery count.
-                (ack_type::RENEW, Some(deadline_ms)) => r.lock_deadline_ms = deadline_ms,
-                _ => finish(r, RecordState::Archived), // REJECT, GAP
+                (ack_type::RENEW, Some(deadline_ms)) => {
+                    r.lock_deadline_ms = deadline_ms;
+                    counts.renewed += 1;
+                }
+                (t, _) => {
+                    finish(r, RecordState::Archived); // REJECT, GAP
+                    if t == ack_type::REJECT {
+                        counts.rejected += 1;
+                    }
+                }
             }
         }
         self.advance_start();
-        Ok(())
+        Ok(counts)
     }
 
     /// Releases every record `member` holds (it left the group, its share
@@ -357,17 +419,31 @@ impl SharePartition {
         changed
     }
 
-    /// Releases every record whose acquisition lock expired at `now_ms`.
-    pub fn expire_locks(&mut self, now_ms: i64, delivery_count_limit: i16) -> bool {
-        let mut changed = false;
+    /// Releases every record whose acquisition lock expired at `now_ms`;
+    /// returns how many (Kafka's AcquisitionLockTimeoutPerSec counts them).
+    pub fn expire_locks(&mut self, now_ms: i64, delivery_count_limit: i16) -> u64 {
+        let mut expired = 0;
         for r in self.in_flight.values_mut() {
             if r.state == RecordState::Acquired && r.lock_deadline_ms <= now_ms {
                 release_one(r, delivery_count_limit);
-                changed = true;
+                expired += 1;
             }
         }
         self.advance_start();
-        changed
+        expired
+    }
+
+    /// The in-flight window by state, in one walk of it.
+    pub fn window_counts(&self) -> WindowCounts {
+        let mut counts = WindowCounts::default();
+        for r in self.in_flight.values() {
+            match r.state {
+                RecordState::Available => counts.available += 1,
+                RecordState::Acquired => counts.acquired += 1,
+                RecordState::Acknowledged | RecordState::Archived => counts.done += 1,
+            }
+        }
+        counts
     }
 
     /// The earliest acquisition lock deadline, if any record is acquired.

@@ -20,6 +20,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -28,7 +29,7 @@ use uuid::Uuid;
 
 use super::config::{ShareConfig, ShareGroupConfig};
 use super::membership::{DepartedMember, ShareHeartbeat, ShareHeartbeatAnswer, ShareMembership};
-use super::partition::SharePartition;
+use super::partition::{AckCounts, SharePartition, WindowCounts};
 use super::session::{SessionOutcome, SessionRequest, ShareSessions};
 use crate::catalog::{Catalog, CatalogFuture, ShareStateRecord};
 use crate::group::{GroupState, TopicLookup};
@@ -48,11 +49,16 @@ pub struct Slot {
     pub state: SharePartition,
     version: i64,
     unset: bool,
+    /// Records whose acquisition lock expired here since the broker started
+    /// (Kafka's SharePartitionMetrics AcquisitionLockTimeoutPerSec). Kept on
+    /// the slot, not the state, so that AlterShareGroupOffsets does not
+    /// reset it; mutated under the slot's lock, which the timer holds anyway.
+    lock_timeouts: u64,
 }
 
 impl Slot {
     fn unset(version: i64) -> Slot {
-        Slot { state: SharePartition::starting_at(0), version, unset: true }
+        Slot { state: SharePartition::starting_at(0), version, unset: true, lock_timeouts: 0 }
     }
 
     /// Whether the group has state here (an unset slot has none).
@@ -130,6 +136,52 @@ struct Groups {
     configs: HashMap<String, ShareGroupConfig>,
 }
 
+/// Records acknowledged since the broker started, by type, over every
+/// share group (Kafka's ShareGroupMetrics RecordAcknowledgementsPerSec by
+/// ackType). Added once per acknowledgement batch, after its records moved,
+/// with no lock of their own.
+#[derive(Debug, Default)]
+pub struct ShareCounters {
+    pub accepted: AtomicU64,
+    pub released: AtomicU64,
+    pub rejected: AtomicU64,
+    pub renewed: AtomicU64,
+}
+
+impl ShareCounters {
+    pub(super) fn add(&self, counts: &AckCounts) {
+        let pairs = [
+            (&self.accepted, counts.accepted),
+            (&self.released, counts.released),
+            (&self.rejected, counts.rejected),
+            (&self.renewed, counts.renewed),
+        ];
+        for (counter, n) in pairs {
+            if n > 0 {
+                counter.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// One share group as a scrape sees it.
+#[derive(Debug, Clone)]
+pub struct ShareGroupRow {
+    pub group_id: String,
+    pub state: GroupState,
+    pub members: usize,
+}
+
+/// One share-partition as a scrape sees it (an unset one is left out: the
+/// group has no state there).
+#[derive(Debug, Clone)]
+pub struct SharePartitionRow {
+    pub key: SharePartitionKey,
+    pub start_offset: i64,
+    pub window: WindowCounts,
+    pub lock_timeouts: u64,
+}
+
 pub struct ShareService {
     pub(super) config: ShareConfig,
     pub(super) catalog: Arc<dyn Catalog>,
@@ -138,6 +190,7 @@ pub struct ShareService {
     partitions: Mutex<BTreeMap<SharePartitionKey, Arc<Mutex<Slot>>>>,
     lock_deadlines: Mutex<BinaryHeap<Reverse<(i64, SharePartitionKey)>>>,
     deadline_moved: Notify,
+    pub counters: ShareCounters,
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -184,7 +237,7 @@ impl ShareService {
                     Slot::unset(s.version) // a tombstone: offsets deleted
                 } else {
                     let state = SharePartition::restore(s.start_offset, &s.batches);
-                    Slot { state, version: s.version, unset: false }
+                    Slot { state, version: s.version, unset: false, lock_timeouts: 0 }
                 };
                 (key, Arc::new(Mutex::new(slot)))
             })
@@ -202,6 +255,7 @@ impl ShareService {
             partitions: Mutex::new(partitions),
             lock_deadlines: Mutex::new(BinaryHeap::new()),
             deadline_moved: Notify::new(),
+            counters: ShareCounters::default(),
         }
     }
 
@@ -285,7 +339,7 @@ impl ShareService {
         ids.into_iter()
             .filter_map(|id| {
                 let group = groups.membership.group(&id)?;
-                let state = if group.members.is_empty() { GroupState::Empty } else { GroupState::Stable };
+                let state = group.group_state();
                 wanted(states_filter, state.as_str()).then(|| crate::group::ListedGroup {
                     group_id: id.clone(),
                     protocol_type: SHARE_GROUP_TYPE.to_owned(),
@@ -330,25 +384,63 @@ impl ShareService {
     /// delivery-complete count, which DescribeShareGroupOffsets v1's lag
     /// subtracts), in (topic id, partition) order.
     pub fn start_offsets(&self, group_id: &str) -> Vec<(Uuid, i32, i64, i64)> {
+        self.partition_rows(|k| k.group_id == group_id)
+            .into_iter()
+            .map(|r| (r.key.topic_id, r.key.partition, r.start_offset, r.window.done))
+            .collect()
+    }
+
+    /// The set share-partitions whose key `wanted` picks, in key order, each
+    /// read under its own lock in turn (never two at once): one walk of its
+    /// in-flight window, no record copied.
+    pub fn partition_rows(&self, wanted: impl Fn(&SharePartitionKey) -> bool) -> Vec<SharePartitionRow> {
         let partitions: Vec<(SharePartitionKey, Arc<Mutex<Slot>>)> = lock(&self.partitions)
             .iter()
-            .filter(|(k, _)| k.group_id == group_id)
+            .filter(|(k, _)| wanted(k))
             .map(|(k, slot)| (k.clone(), Arc::clone(slot)))
             .collect();
         partitions
             .into_iter()
-            .filter_map(|(k, slot)| {
+            .filter_map(|(key, slot)| {
                 let slot = lock(&slot);
-                let done: i64 = slot
-                    .state
-                    .snapshot()
-                    .iter()
-                    .filter(|b| matches!(b.state, super::RecordState::Acknowledged | super::RecordState::Archived))
-                    .map(|b| b.last_offset - b.first_offset + 1)
-                    .sum();
-                slot.is_set().then(|| (k.topic_id, k.partition, slot.state.start_offset(), done))
+                slot.is_set().then(|| SharePartitionRow {
+                    start_offset: slot.state.start_offset(),
+                    window: slot.state.window_counts(),
+                    lock_timeouts: slot.lock_timeouts,
+                    key,
+                })
             })
             .collect()
+    }
+
+    /// Every share group known (with members, or with state only), sorted,
+    /// with its state and member count.
+    pub fn group_rows(&self) -> Vec<ShareGroupRow> {
+        let mut rows: BTreeMap<String, ShareGroupRow> = {
+            let groups = lock(&self.groups);
+            groups
+                .membership
+                .group_ids()
+                .into_iter()
+                .filter_map(|id| {
+                    let group = groups.membership.group(&id)?;
+                    let row = ShareGroupRow {
+                        group_id: id.clone(),
+                        state: group.group_state(),
+                        members: group.members.len(),
+                    };
+                    Some((id, row))
+                })
+                .collect()
+        };
+        for key in lock(&self.partitions).keys() {
+            if !rows.contains_key(&key.group_id) {
+                // State but no members (yet, or since a restart): Empty.
+                let row = ShareGroupRow { group_id: key.group_id.clone(), state: GroupState::Empty, members: 0 };
+                rows.insert(key.group_id.clone(), row);
+            }
+        }
+        rows.into_values().collect()
     }
 
     pub fn is_member(&self, group_id: &str, member_id: &str) -> bool {
@@ -528,9 +620,11 @@ impl ShareService {
             let Some(partition) = self.existing(&key) else { continue };
             let limit = self.group_config(&key.group_id).delivery_count_limit;
             let mut slot = lock(&partition);
-            if !slot.state.expire_locks(now_ms, limit) {
+            let expired = slot.state.expire_locks(now_ms, limit);
+            if expired == 0 {
                 continue;
             }
+            slot.lock_timeouts += expired;
             let next = slot.state.next_lock_deadline();
             let write = self.write(vec![slot.record(&key)]);
             drop(slot);
