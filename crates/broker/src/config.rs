@@ -141,6 +141,8 @@ pub struct BrokerConfig {
     pub leader: Option<LeaderAddress>,
     /// `kafgres.archive_command` at start (a reload may change it).
     pub archive_command: Option<String>,
+    /// `kafgres.client_telemetry_*` at start (a reload may change them).
+    pub client_telemetry: crate::telemetry::TelemetrySettings,
     /// The PostgreSQL timeline a primary writes its WAL on (0 on a standby
     /// and in tests): `%t` in the archive command.
     pub timeline: u32,
@@ -258,6 +260,7 @@ impl BrokerConfig {
             leader: None,
             metrics_endpoint: None,
             archive_command: None,
+            client_telemetry: crate::telemetry::TelemetrySettings::default(),
             timeline: 0,
             live: std::sync::Arc::new(crate::settings::LiveSettings::placeholder()),
         }

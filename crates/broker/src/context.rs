@@ -52,6 +52,8 @@ pub struct BrokerContext {
     /// Dynamic broker configs (AlterConfigs on a BROKER resource): catalog
     /// first, then the settings in force.
     pub broker_configs: crate::dynamic_config::admin::BrokerConfigAdmin,
+    /// What clients pushed (KIP-714), per client instance.
+    pub telemetry: crate::telemetry::ClientTelemetry,
 }
 
 /// What a handler can be given: one service by reference, `()` for none, or
@@ -87,6 +89,7 @@ services! {
     crate::quota::admin::QuotaAdmin => quota_admin,
     Arc<dyn Catalog> => catalog,
     crate::dynamic_config::admin::BrokerConfigAdmin => broker_configs,
+    crate::telemetry::ClientTelemetry => telemetry,
 }
 
 impl<'a, A: Pick<'a>, B: Pick<'a>> Pick<'a> for (A, B) {

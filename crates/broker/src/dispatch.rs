@@ -104,10 +104,13 @@ pub async fn handle_frame(
     let Some((api_key, api_version, correlation_id)) = peek_fixed_header(&frame) else {
         return Outcome::Close("request shorter than a header".into());
     };
-    let key = match api::served(api_key, api_version) {
+    // A gated API whose setting is off is unknown here as in ApiVersions.
+    let gates = ctx.config.live.gates();
+    let key = match api::served(api_key, api_version, gates) {
         Served::Yes(key) => key,
         Served::UnsupportedVersion(ApiKey::ApiVersions) => {
-            return respond(ApiKey::ApiVersions, 0, correlation_id, &api::api_versions::unsupported_version_answer());
+            let answer = api::api_versions::unsupported_version_answer(gates);
+            return respond(ApiKey::ApiVersions, 0, correlation_id, &answer);
         }
         Served::UnsupportedVersion(key) => {
             return Outcome::Close(format!(

@@ -37,6 +37,8 @@
 //! - [`prometheus`]: the `/metrics` endpoint, rendering what the data plane
 //!   already counts in the Prometheus text format;
 //! - [`settings`]: the settings a reload changes while the broker serves;
+//! - [`telemetry`]: client telemetry (KIP-714): what clients are asked to
+//!   push, and the latest values they pushed, in memory and bounded;
 //! - [`catalog`]: the narrow port to persistent metadata (Postgres tables in
 //!   production, memory in tests).
 //!
@@ -78,6 +80,7 @@ pub mod server;
 pub mod settings;
 pub mod share;
 pub mod splice;
+pub mod telemetry;
 pub mod tls;
 pub mod topic_admin;
 pub mod topic_config;

@@ -220,6 +220,7 @@ impl Broker {
             request_memory: crate::limits::RequestMemory::new(config_request_memory),
             failed_logins: crate::limits::FailedLogins::new(failed_login_delay),
             broker_configs,
+            telemetry: crate::telemetry::ClientTelemetry::new(crate::telemetry::Limits::default()),
         });
         tokio::spawn(crate::partition::run_cleaner(partitions_of(&ctx.topics), housekeeping.clone()));
         housekeeping.archive.attach_board(&ctx.config.metrics.archive);

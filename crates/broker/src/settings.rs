@@ -34,6 +34,8 @@ pub struct Reloadable {
     pub group_consumer_heartbeat_interval_ms: i32,
     /// `kafgres.archive_command`; `None` (or blank): archiving off.
     pub archive_command: Option<String>,
+    /// `kafgres.client_telemetry_*`: what clients are asked to push (KIP-714).
+    pub client_telemetry: crate::telemetry::TelemetrySettings,
 }
 
 impl From<&BrokerConfig> for Reloadable {
@@ -55,6 +57,7 @@ impl From<&BrokerConfig> for Reloadable {
             group_consumer_session_timeout_ms: c.group_consumer_session_timeout_ms,
             group_consumer_heartbeat_interval_ms: c.group_consumer_heartbeat_interval_ms,
             archive_command: c.archive_command.clone(),
+            client_telemetry: c.client_telemetry.clone(),
         }
     }
 }
@@ -108,6 +111,9 @@ pub struct LiveSettings {
     group_initial_rebalance_delay_ms: AtomicI32,
     group_consumer_session_timeout_ms: AtomicI32,
     group_consumer_heartbeat_interval_ms: AtomicI32,
+    /// What clients are asked to push (KIP-714), replaced whole by a reload;
+    /// its being empty closes the telemetry APIs' gate.
+    client_telemetry: std::sync::RwLock<Arc<crate::telemetry::TelemetrySettings>>,
     /// The dynamic broker configs in force (`crate::dynamic_config`),
     /// replaced whole by an alteration; read without holding the lock.
     dynamic: std::sync::RwLock<Arc<crate::dynamic_config::DynamicLayers>>,
@@ -133,6 +139,7 @@ impl LiveSettings {
             group_initial_rebalance_delay_ms: AtomicI32::new(0),
             group_consumer_session_timeout_ms: AtomicI32::new(0),
             group_consumer_heartbeat_interval_ms: AtomicI32::new(0),
+            client_telemetry: std::sync::RwLock::default(),
             dynamic: std::sync::RwLock::default(),
             statics: std::sync::Mutex::new(None),
         }
@@ -163,7 +170,22 @@ impl LiveSettings {
         self.group_initial_rebalance_delay_ms.store(s.group_initial_rebalance_delay_ms, relaxed);
         self.group_consumer_session_timeout_ms.store(s.group_consumer_session_timeout_ms, relaxed);
         self.group_consumer_heartbeat_interval_ms.store(s.group_consumer_heartbeat_interval_ms, relaxed);
+        if *self.client_telemetry() != s.client_telemetry {
+            *self.client_telemetry.write().unwrap_or_else(|poisoned| poisoned.into_inner()) =
+                Arc::new(s.client_telemetry.clone());
+        }
         self.flush_policy.get() != s.flush_policy
+    }
+
+    /// What clients are asked to push (KIP-714) now.
+    pub fn client_telemetry(&self) -> Arc<crate::telemetry::TelemetrySettings> {
+        Arc::clone(&self.client_telemetry.read().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    }
+
+    /// Which gated APIs the settings in force turn on.
+    pub fn gates(&self) -> crate::api::Gates {
+        let telemetry = self.client_telemetry.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        crate::api::Gates { client_telemetry: telemetry.enabled() }
     }
 
     /// The dynamic broker configs in force.

@@ -946,7 +946,9 @@ async fn every_served_version_answers() {
             }
         }
     }
-    assert_eq!(SERVED_APIS.len(), order.len(), "a served API is missing from the sweep");
+    // The gated APIs (telemetry, off here) are swept in telemetry.rs.
+    let gated = SERVED_APIS.iter().filter(|a| a.gate != kafgres_broker::api::Gate::Always).count();
+    assert_eq!(SERVED_APIS.len() - gated, order.len(), "a served API is missing from the sweep");
     assert!(failures.is_empty(), "versions that do not answer:\n{}", failures.join("\n"));
     broker.broker.shutdown().await;
 }

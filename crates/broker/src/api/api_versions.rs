@@ -18,7 +18,7 @@ use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::ApiKey;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
-use super::{features, SERVED_APIS};
+use super::{features, Gates};
 
 /// Features are in the response from v3 (KIP-584, tagged fields).
 const FEATURES_VERSION_MIN: i16 = 3;
@@ -49,7 +49,7 @@ impl Handler for ApiVersions {
             }
         }
         let mut response = ApiVersionsResponse::from(kafka_protocol::messages::ApiVersionsResponse::default());
-        response.api_keys = served_versions();
+        response.api_keys = served_versions(config.live.gates());
         if cx.api_version >= FEATURES_VERSION_MIN {
             // Tagged fields 0-2, as Kafka sends them (librdkafka 2.0.2 reads them; it is
             // ZkMigrationReady, tag 3, that Kafka leaves out while false).
@@ -80,9 +80,10 @@ fn wrong_target(config: &crate::config::BrokerConfig, request: &ApiVersionsReque
     }
 }
 
-fn served_versions() -> Vec<ApiVersion> {
-    SERVED_APIS
-        .iter()
+/// The served table as the live settings open it (a gated API, such as the
+/// telemetry ones while `kafgres.client_telemetry_metrics` is empty, is left out).
+fn served_versions(gates: Gates) -> Vec<ApiVersion> {
+    super::served_now(gates)
         .map(|a| {
             let mut v = ApiVersion::default();
             v.api_key = a.key as i16;
@@ -96,10 +97,10 @@ fn served_versions() -> Vec<ApiVersion> {
 /// The KIP-511 answer to an ApiVersions version this broker does not know:
 /// v0 layout, UNSUPPORTED_VERSION, and the served table so the client can
 /// retry at a version both sides support.
-pub fn unsupported_version_answer() -> ApiVersionsResponse {
+pub fn unsupported_version_answer(gates: Gates) -> ApiVersionsResponse {
     let mut response = ApiVersionsResponse::from(kafka_protocol::messages::ApiVersionsResponse::default());
     response.error_code = error_code::UNSUPPORTED_VERSION;
-    response.api_keys = served_versions();
+    response.api_keys = served_versions(gates);
     response
 }
 

@@ -42,6 +42,8 @@ top_level_only!(
     DescribeClientQuotasResponse,
     ListPartitionReassignmentsResponse,
     ListConfigResourcesResponse,
+    GetTelemetrySubscriptionsResponse,
+    PushTelemetryResponse,
     ListTransactionsResponse,
 );
 

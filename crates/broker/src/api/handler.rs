@@ -20,6 +20,9 @@ pub trait Handler {
     /// Keep the reason for each range, version by version, in a comment on
     /// the constant: what Kafka serves, what a version adds, why one is left out.
     const VERSIONS: Versions;
+    /// Whether the API is served only while a setting turns it on
+    /// (advertised and dispatched then, unknown otherwise).
+    const GATE: Gate = Gate::Always;
     /// Its `KEY` must be this API's (checked where the list is built).
     type Request: Request<Response = Self::Response> + Send;
     type Response: Encodable + Send;
@@ -201,13 +204,41 @@ impl<R> From<R> for Answer<R> {
 pub struct ServedApi {
     pub key: ApiKey,
     pub versions: Versions,
+    pub gate: Gate,
+}
+
+/// What turns an API on. Most are always served; a few only while the
+/// operator configured what they need, as Kafka serves them only with the
+/// matching plugin (its `ApiVersionManager` filters them the same way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    Always,
+    /// KIP-714's telemetry APIs: while `kafgres.client_telemetry_metrics`
+    /// asks for some metrics (Kafka: a telemetry-capable metrics reporter).
+    ClientTelemetry,
+}
+
+/// Which gated APIs are on now (read from the live settings for each
+/// request and each ApiVersions answer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Gates {
+    pub client_telemetry: bool,
+}
+
+impl Gates {
+    pub fn open(self, gate: Gate) -> bool {
+        match gate {
+            Gate::Always => true,
+            Gate::ClientTelemetry => self.client_telemetry,
+        }
+    }
 }
 
 impl ServedApi {
     /// The line of a handler; a compile error if its request type is another API's.
     pub const fn of<H: Handler>() -> ServedApi {
         assert!(<H::Request as Request>::KEY == H::KEY as i16, "a handler's request type is another API's");
-        ServedApi { key: H::KEY, versions: H::VERSIONS }
+        ServedApi { key: H::KEY, versions: H::VERSIONS, gate: H::GATE }
     }
 }
 

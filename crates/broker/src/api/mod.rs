@@ -43,13 +43,14 @@ pub mod share_fetch;
 pub mod share_group;
 pub mod share_offsets;
 pub mod share_offsets_admin;
+pub mod telemetry;
 pub mod throttle_time;
 pub mod transaction_admin;
 pub mod transactions;
 pub mod user_scram;
 pub mod write_txn_markers;
 
-pub use handler::{Answer, Handler, RequestContext, Served, ServedApi, Versions};
+pub use handler::{Answer, Gate, Gates, Handler, RequestContext, Served, ServedApi, Versions};
 
 use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;
@@ -120,6 +121,8 @@ macro_rules! served_apis {
             $crate::api::share_offsets::DescribeShareGroupOffsets,
             $crate::api::share_offsets_admin::AlterShareGroupOffsets,
             $crate::api::share_offsets_admin::DeleteShareGroupOffsets,
+            $crate::api::telemetry::GetTelemetrySubscriptions,
+            $crate::api::telemetry::PushTelemetry,
         }
     };
 }
@@ -152,13 +155,20 @@ const fn keys_are_distinct(apis: &[ServedApi]) -> bool {
     true
 }
 
-/// Looks up an API key and version in [`SERVED_APIS`].
-pub fn served(api_key: i16, api_version: i16) -> Served {
-    match SERVED_APIS.iter().find(|a| a.key as i16 == api_key) {
+/// Looks up an API key and version in [`SERVED_APIS`]; an API whose gate is
+/// closed is unknown, as if not in the table.
+pub fn served(api_key: i16, api_version: i16, gates: Gates) -> Served {
+    match served_now(gates).find(|a| a.key as i16 == api_key) {
         None => Served::Unknown,
         Some(a) if a.versions.accepts(api_version) => Served::Yes(a.key),
         Some(a) => Served::UnsupportedVersion(a.key),
     }
+}
+
+/// The lines of [`SERVED_APIS`] whose gates are open: what ApiVersions
+/// advertises and dispatch accepts, from the same filter.
+pub fn served_now(gates: Gates) -> impl Iterator<Item = &'static ServedApi> {
+    SERVED_APIS.iter().filter(move |a| gates.open(a.gate))
 }
 
 pub(crate) fn topic_name(name: &str) -> TopicName {
@@ -175,8 +185,11 @@ mod tests {
 
     use super::*;
 
+    const ALL_OPEN: Gates = Gates { client_telemetry: true };
+
     #[test]
     fn dispatch_and_advertisement_agree() {
+        let served = |key, version| served(key, version, ALL_OPEN);
         for a in SERVED_APIS {
             let v = a.versions;
             assert!(v.advertised_min <= v.accepted_min && v.accepted_min <= v.max, "{a:?}");
@@ -187,6 +200,18 @@ mod tests {
         }
         assert_eq!(served(ApiKey::Produce as i16, 2), Served::UnsupportedVersion(ApiKey::Produce));
         assert_eq!(served(999, 0), Served::Unknown);
+    }
+
+    #[test]
+    fn a_closed_gate_hides_its_apis_from_both() {
+        let closed = Gates::default();
+        for key in [ApiKey::GetTelemetrySubscriptions, ApiKey::PushTelemetry] {
+            assert_eq!(super::served(key as i16, 0, closed), Served::Unknown);
+            assert_eq!(super::served(key as i16, 0, ALL_OPEN), Served::Yes(key));
+            assert!(!served_now(closed).any(|a| a.key == key));
+            assert!(served_now(ALL_OPEN).any(|a| a.key == key));
+        }
+        assert_eq!(served_now(closed).count() + 2, SERVED_APIS.len(), "only the telemetry APIs are gated");
     }
 
     #[test]

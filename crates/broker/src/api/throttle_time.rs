@@ -81,6 +81,8 @@ with_throttle_time!(
     AlterUserScramCredentialsResponse,
     UpdateFeaturesResponse,
     ListConfigResourcesResponse,
+    GetTelemetrySubscriptionsResponse,
+    PushTelemetryResponse,
 );
 
 /// No field: the request quota exempts these (a client must be able to

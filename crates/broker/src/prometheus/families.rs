@@ -40,6 +40,7 @@ pub fn render(
     share_groups(&mut out, ctx, &partitions);
     flushes(&mut out, metrics);
     connections(&mut out, metrics, listeners);
+    client_telemetry(&mut out, ctx);
     sql_bridge(&mut out, metrics);
     archive(&mut out, metrics);
     replication(&mut out, metrics);
@@ -454,6 +455,19 @@ fn connections(out: &mut Exposition, metrics: &BrokerMetrics, listeners: &[(Secu
         out.family(name, kind, help);
         out.sample(&[], value);
     }
+}
+
+/// Kafka's `client-metrics` `instance-count`: the client instances the
+/// broker keeps telemetry for (0 while telemetry is off).
+fn client_telemetry(out: &mut Exposition, ctx: &BrokerContext) {
+    let settings = ctx.config.live.client_telemetry();
+    let instances = ctx.telemetry.instances(crate::now_ms(), &settings);
+    out.family(
+        "kafgres_client_telemetry_instances",
+        Kind::Gauge,
+        "Client instances subscribed to telemetry or pushing it (KIP-714), not yet expired.",
+    );
+    out.sample(&[], instances as f64);
 }
 
 fn sql_bridge(out: &mut Exposition, metrics: &BrokerMetrics) {

@@ -24,6 +24,7 @@ pub(crate) mod groups;
 pub(crate) mod quotas;
 pub(crate) mod replicas;
 pub(crate) mod share_groups;
+pub(crate) mod telemetry;
 pub(crate) mod topics;
 pub(crate) mod txn;
 pub(crate) mod users;
@@ -92,6 +93,8 @@ pub(crate) static APIS: &[&ApiSchema] = &[
     &share_groups::DESCRIBE_SHARE_GROUP_OFFSETS,
     &share_groups::ALTER_SHARE_GROUP_OFFSETS,
     &share_groups::DELETE_SHARE_GROUP_OFFSETS,
+    &telemetry::GET_TELEMETRY_SUBSCRIPTIONS,
+    &telemetry::PUSH_TELEMETRY,
 ];
 
 pub(crate) fn find(api_key: i16) -> Option<&'static ApiSchema> {

@@ -12,21 +12,22 @@ use kafka_protocol::messages::{
     ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest, CreatePartitionsRequest,
     CreateTopicsRequest, DeleteAclsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest,
     DescribeClientQuotasRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
-    DescribeProducersRequest, DescribeTopicPartitionsRequest,
-    DescribeTransactionsRequest, DescribeUserScramCredentialsRequest, ElectLeadersRequest, EndTxnRequest, FetchRequest,
-    FindCoordinatorRequest, HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest,
-    LeaveGroupRequest, ListConfigResourcesRequest, ListGroupsRequest, ListPartitionReassignmentsRequest,
-    ListTransactionsRequest, MetadataRequest, OffsetDeleteRequest, OffsetForLeaderEpochRequest, ProduceRequest,
-    SaslAuthenticateRequest, SaslHandshakeRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
-    SyncGroupRequest, UpdateFeaturesRequest,
+    DescribeProducersRequest, DescribeTopicPartitionsRequest, DescribeTransactionsRequest,
+    DescribeUserScramCredentialsRequest, ElectLeadersRequest, EndTxnRequest, FetchRequest, FindCoordinatorRequest,
+    HeartbeatRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
+    ListConfigResourcesRequest, ListGroupsRequest, ListPartitionReassignmentsRequest, ListTransactionsRequest,
+    MetadataRequest, OffsetDeleteRequest, OffsetForLeaderEpochRequest, ProduceRequest, SaslAuthenticateRequest,
+    SaslHandshakeRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest, SyncGroupRequest,
+    UpdateFeaturesRequest,
 };
 use kafka_protocol::messages::{AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest};
+use kafka_protocol::messages::{GetTelemetrySubscriptionsRequest, PushTelemetryRequest};
 use kafka_protocol::protocol::{Decodable, Message};
 
 use super::{
     alloc, requests_acls, requests_admin, requests_cluster, requests_consumer_groups, requests_data, requests_groups,
-    requests_quotas, requests_replicas, requests_share_groups, requests_topics, requests_txn, requests_users,
-    roundtrip,
+    requests_quotas, requests_replicas, requests_share_groups, requests_telemetry, requests_topics, requests_txn,
+    requests_users, roundtrip,
 };
 use crate::guard::schemas;
 use crate::messages;
@@ -167,4 +168,7 @@ covered_apis! {
         requests_share_groups::alter_share_group_offsets;
     92 roundtrip_delete_share_group_offsets: DeleteShareGroupOffsetsRequest, 0..=0,
         requests_share_groups::delete_share_group_offsets;
+    71 roundtrip_get_telemetry_subscriptions: GetTelemetrySubscriptionsRequest, 0..=0,
+        requests_telemetry::get_telemetry_subscriptions;
+    72 roundtrip_push_telemetry: PushTelemetryRequest, 0..=0, requests_telemetry::push_telemetry;
 }

@@ -191,6 +191,19 @@ fn huge_lengths_sasl() {
     assert!(decode_measured(36, 1, &body).0.is_err());
 }
 
+#[test]
+fn huge_lengths_telemetry() {
+    // PushTelemetry v0: client_instance_id, subscription_id, terminating, compression_type, metrics.
+    let head = || Wire::new().uuid().i32(1).i8(0).i8(0);
+    assert_truncated(72, 0, &head().huge_compact_count().tail(), "PushTelemetryRequest", "metrics");
+    assert_truncated(72, 0, &Wire::new().uuid().i32(1).done(), "PushTelemetryRequest", "terminating");
+    assert_accepted_and_decoded(72, 0, &head().uvarint(1).no_tags().done());
+    // GetTelemetrySubscriptions v0: a UUID cut short, and a huge tagged-field count.
+    assert_truncated(71, 0, &Wire::new().i32(0).done(), "GetTelemetrySubscriptionsRequest", "client_instance_id");
+    assert!(guard(71, 0, &Wire::new().uuid().huge_compact_count().tail()).is_err());
+    assert_accepted_and_decoded(71, 0, &Wire::new().uuid().no_tags().done());
+}
+
 /// DescribeTopicPartitions v0 with no topics and a limit, then `marker` and what follows it.
 fn describe_topic_partitions(marker: i8, rest: Wire) -> Vec<u8> {
     let mut body = Wire::new().uvarint(1).i32(100).i8(marker).done();

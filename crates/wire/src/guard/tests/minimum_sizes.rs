@@ -68,6 +68,7 @@ use kafka_protocol::messages::{
     FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
     ListGroupsRequest, MetadataRequest, ProduceRequest, SyncGroupRequest,
 };
+use kafka_protocol::messages::{GetTelemetrySubscriptionsRequest, PushTelemetryRequest};
 use kafka_protocol::messages::{
     ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest,
 };
@@ -75,7 +76,8 @@ use kafka_protocol::protocol::{Encodable, Message};
 
 use crate::guard::schema::{Encoding, Kind, StructSchema};
 use crate::guard::schemas::{
-    self, acls, admin, cluster, consumer_groups, data, groups, quotas, replicas, share_groups, topics, txn, users,
+    self, acls, admin, cluster, consumer_groups, data, groups, quotas, replicas, share_groups, telemetry, topics, txn,
+    users,
 };
 use crate::messages;
 
@@ -188,6 +190,8 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<messages::DescribeLogDirsRequest>(35, &cluster::DESCRIBE_LOG_DIRS_REQUEST),
         check::<DescribableLogDirTopic>(35, &cluster::DESCRIBABLE_LOG_DIR_TOPIC),
         check::<DescribeClusterRequest>(60, &cluster::DESCRIBE_CLUSTER_REQUEST),
+        check::<GetTelemetrySubscriptionsRequest>(71, &telemetry::GET_TELEMETRY_SUBSCRIPTIONS_REQUEST),
+        check::<PushTelemetryRequest>(72, &telemetry::PUSH_TELEMETRY_REQUEST),
         check::<UpdateFeaturesRequest>(57, &cluster::UPDATE_FEATURES_REQUEST),
         check::<ListConfigResourcesRequest>(74, &cluster::LIST_CONFIG_RESOURCES_REQUEST),
         check::<update_features_request::FeatureUpdateKey>(57, &cluster::FEATURE_UPDATE_KEY),
