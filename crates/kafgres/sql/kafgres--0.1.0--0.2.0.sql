@@ -1549,5 +1549,30 @@ AS 'MODULE_PATHNAME', 'share_consume_text_wrapper';
 REVOKE EXECUTE ON FUNCTION kafgres.share_consume(text, text, integer, interval),
     kafgres.share_consume_text(text, text, integer, interval) FROM PUBLIC;
 
+-- Client telemetry (KIP-714) as the broker keeps it.
+-- kafgres::client_metrics::_client_metrics
+CREATE  FUNCTION "_client_metrics"() RETURNS TABLE (
+	"client_instance_id" uuid,  /* pgrx :: Uuid */
+	"client_id" TEXT,  /* String */
+	"address" TEXT,  /* String */
+	"metric" TEXT,  /* String */
+	"value" double precision,  /* f64 */
+	"pushed_at" timestamp with time zone  /* Option < TimestampWithTimeZone > */
+)
+STRICT VOLATILE SECURITY DEFINER PARALLEL UNSAFE
+SET search_path TO pg_catalog, kafgres
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', '_client_metrics_wrapper';
+REVOKE EXECUTE ON FUNCTION kafgres._client_metrics() FROM PUBLIC;
+CREATE VIEW kafgres.client_metrics AS
+SELECT client_instance_id, client_id, address::inet AS address, metric, value, pushed_at
+FROM kafgres._client_metrics();
+COMMENT ON VIEW kafgres.client_metrics IS
+    'What Kafka clients pushed (KIP-714 client telemetry, on while kafgres.client_telemetry_metrics is set): per '
+    'client instance, the latest value of each metric asked for (a histogram as metric.count and metric.sum), when '
+    'and from which client id and address; kept in the broker''s memory, forgotten at a restart or three push '
+    'intervals after a client stops.';
+REVOKE ALL ON kafgres.client_metrics FROM PUBLIC;
+
 -- Wake the broker and the bridge, which wait for this schema.
 SELECT kafgres._wake_broker();

@@ -107,6 +107,11 @@ pub static MAX_CONNECTIONS: GucSetting<i32> = GucSetting::<i32>::new(1000);
 pub static MAX_CONNECTIONS_PER_IP: GucSetting<i32> = GucSetting::<i32>::new(0);
 pub static MAX_CONNECTION_RATE_PER_IP: GucSetting<i32> = GucSetting::<i32>::new(0);
 pub static ARCHIVE_COMMAND: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static CLIENT_TELEMETRY_METRICS: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static CLIENT_TELEMETRY_PUSH_INTERVAL_MS: GucSetting<i32> =
+    GucSetting::<i32>::new(kafgres_broker::telemetry::PUSH_INTERVAL_MS_DEFAULT);
+pub static CLIENT_TELEMETRY_MAX_BYTES: GucSetting<i32> =
+    GucSetting::<i32>::new(kafgres_broker::telemetry::METRICS_BYTES_MAX_DEFAULT);
 pub static LOG_LEVEL: GucSetting<LogLevelGuc> = GucSetting::<LogLevelGuc>::new(LogLevelGuc::Info);
 pub static METRICS_PORT: GucSetting<i32> = GucSetting::<i32>::new(0);
 pub static METRICS_LISTEN_ADDRESS: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(c"127.0.0.1"));
@@ -252,6 +257,35 @@ pub fn register() {
         c"As archive_command: %p is the file's path, %f its path under kafgres.log_dir (partition directory/file). \
           A segment is kept from retention until its files are archived.",
         &ARCHIVE_COMMAND,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"kafgres.client_telemetry_metrics",
+        c"Metric name prefixes Kafka clients are asked to push (KIP-714); * for all; empty means off.",
+        c"A comma-separated list. While empty, GetTelemetrySubscriptions and PushTelemetry are neither advertised \
+          nor served (as Kafka without a telemetry reporter); what clients push is in kafgres.client_metrics.",
+        &CLIENT_TELEMETRY_METRICS,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.client_telemetry_push_interval_ms",
+        c"How often Kafka clients push their telemetry, in milliseconds.",
+        c"KIP-714's push interval (Kafka's client-metrics interval.ms); an earlier push is throttled.",
+        &CLIENT_TELEMETRY_PUSH_INTERVAL_MS,
+        100,
+        3_600_000,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.client_telemetry_max_bytes",
+        c"The largest telemetry payload a Kafka client may push, in bytes.",
+        c"Kafka's telemetry.max.bytes; a larger push is refused with TELEMETRY_TOO_LARGE.",
+        &CLIENT_TELEMETRY_MAX_BYTES,
+        1,
+        64 << 20,
         GucContext::Sighup,
         GucFlags::default(),
     );

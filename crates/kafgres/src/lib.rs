@@ -26,6 +26,7 @@ pub mod acl_sql;
 pub mod bridge;
 pub mod broker_config_sql;
 pub mod catalog_sql;
+pub mod client_metrics;
 pub mod control;
 pub mod gucs;
 pub mod internal_login;
@@ -111,6 +112,14 @@ CREATE VIEW kafgres.replica_partitions AS SELECT * FROM kafgres._replica_partiti
 COMMENT ON VIEW kafgres.replica_partitions IS
     'On a leader: each standby''s copy of each partition: replicated_offset (it holds every record below), the '
     'leader''s log end and high watermark, lag_records, caught_up_at (now() - caught_up_at is its lag in time).';
+CREATE VIEW kafgres.client_metrics AS
+SELECT client_instance_id, client_id, address::inet AS address, metric, value, pushed_at
+FROM kafgres._client_metrics();
+COMMENT ON VIEW kafgres.client_metrics IS
+    'What Kafka clients pushed (KIP-714 client telemetry, on while kafgres.client_telemetry_metrics is set): per '
+    'client instance, the latest value of each metric asked for (a histogram as metric.count and metric.sum), when '
+    'and from which client id and address; kept in the broker''s memory, forgotten at a restart or three push '
+    'intervals after a client stops.';
 CREATE VIEW kafgres.archive_status AS SELECT * FROM kafgres._archive_status();
 COMMENT ON VIEW kafgres.archive_status IS
     'kafgres.archive_command since the server started: segments, files and bytes archived, closed segments not '

@@ -99,11 +99,11 @@ fn decode_line(line: &str) -> Option<ReplicaPartitionRow> {
     })
 }
 
-fn escape(name: &str) -> String {
+pub(crate) fn escape(name: &str) -> String {
     name.replace('\\', "\\\\").replace('\t', "\\t").replace('\n', "\\n")
 }
 
-fn unescape(field: &str) -> Option<String> {
+pub(crate) fn unescape(field: &str) -> Option<String> {
     let mut out = String::with_capacity(field.len());
     let mut chars = field.chars();
     while let Some(c) = chars.next() {

@@ -10,6 +10,7 @@
 //! (an unknown subscription id tells them to).
 
 pub mod otlp;
+pub mod status_file;
 pub mod store;
 
 use std::sync::Mutex;

@@ -4,12 +4,15 @@
 //! for them with a ticket on the replication board, the broker worker writes
 //! them to `pg_stat_tmp` (`kafgres_broker::replication::partition_status`)
 //! and sets the latch of every waiting backend, which then reads the file.
+//! The same ticket answers `kafgres.client_metrics` (`crate::client_metrics`):
+//! each answer writes both files, so one mechanism serves every view of live
+//! broker state too large for shared memory.
 
 use std::time::{Duration, Instant};
 
 use kafgres_broker::replication::board::{ReplicationBoard, Role};
 use kafgres_broker::replication::partition_status::{self, ReplicaPartitionRow};
-use kafgres_broker::topics::Topics;
+use kafgres_broker::context::BrokerContext;
 use pgrx::prelude::*;
 
 use super::status::{at, board};
@@ -25,29 +28,34 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 const UNLISTED_RECHECK: Duration = Duration::from_millis(10);
 
 /// The worker, at each wake-up: answers the backends that asked.
-pub fn answer_status_requests(topics: &Topics) {
+pub fn answer_status_requests(ctx: &BrokerContext) {
     let Some(metrics) = crate::shared_metrics::metrics() else { return };
     let board = &metrics.replication;
     let Some(ticket) = board.status_wanted() else { return };
-    let text = partition_status::encode(&partition_status::rows(topics));
-    if let Err(e) = write_atomically(&text) {
-        // The backends then read no file (or an older one, which they
-        // report as is): they say so, they do not hang.
-        warning!("kafgres: cannot write {STATUS_FILE}: {e}");
-        let _ = std::fs::remove_file(STATUS_FILE);
-    }
+    write_status(STATUS_FILE, &partition_status::encode(&partition_status::rows(&ctx.topics)));
+    crate::client_metrics::write_status_file(ctx);
     board.status_answered(ticket);
     for procno in board.status_waiters() {
         crate::wake::set_process_latch(procno);
     }
 }
 
+/// Writes one status file for the waiting backends.
+pub(crate) fn write_status(path: &str, text: &str) {
+    if let Err(e) = write_atomically(path, text) {
+        // The backends then read no file (or an older one, which they
+        // report as is): they say so, they do not hang.
+        warning!("kafgres: cannot write {path}: {e}");
+        let _ = std::fs::remove_file(path);
+    }
+}
+
 /// A status file needs no fsync (it is read at once and means nothing after
 /// a crash), only that a reader never sees half of it.
-fn write_atomically(text: &str) -> std::io::Result<()> {
-    let tmp = format!("{STATUS_FILE}.tmp");
+fn write_atomically(path: &str, text: &str) -> std::io::Result<()> {
+    let tmp = format!("{path}.tmp");
     std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, STATUS_FILE)
+    std::fs::rename(&tmp, path)
 }
 
 /// Unlists a waiting backend however the function ends (an ERROR unwinds).
@@ -64,7 +72,9 @@ impl Drop for Listed<'_> {
     }
 }
 
-fn ask_the_broker(board: &ReplicationBoard) -> Vec<ReplicaPartitionRow> {
+/// Asks the broker worker for fresh status files and waits for its answer;
+/// `view` names the view asking, for the error if the worker does not answer.
+pub(crate) fn wait_for_status(board: &ReplicationBoard, view: &str) {
     // SAFETY: MyProc is this backend's own PGPROC, set up before any SQL
     // function runs; pgprocno is fixed for its life.
     let procno = unsafe { (*pg_sys::MyProc).pgprocno };
@@ -76,7 +86,7 @@ fn ask_the_broker(board: &ReplicationBoard) -> Vec<ReplicaPartitionRow> {
         let now = Instant::now();
         if now >= deadline {
             error!(
-                "kafgres: the broker did not answer for kafgres.replica_partitions within {} s (is it starting, or \
+                "kafgres: the broker did not answer for {view} within {} s (is it starting, or \
                  stuck in a catalog transaction?)",
                 ANSWER_TIMEOUT.as_secs()
             );
@@ -97,6 +107,10 @@ fn ask_the_broker(board: &ReplicationBoard) -> Vec<ReplicaPartitionRow> {
         check_for_interrupts!();
     }
     drop(listed);
+}
+
+fn ask_the_broker(board: &ReplicationBoard) -> Vec<ReplicaPartitionRow> {
+    wait_for_status(board, "kafgres.replica_partitions");
     let text = std::fs::read_to_string(STATUS_FILE).unwrap_or_else(|e| {
         error!("kafgres: cannot read {STATUS_FILE}, which the broker writes for kafgres.replica_partitions: {e}")
     });

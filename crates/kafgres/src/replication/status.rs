@@ -8,14 +8,14 @@ use pgrx::prelude::*;
 
 use crate::sql_api::POSTGRES_EPOCH_UNIX_US;
 
-pub(super) fn board() -> &'static ReplicationBoard {
+pub(crate) fn board() -> &'static ReplicationBoard {
     match crate::shared_metrics::metrics() {
         Some(m) => &m.replication,
         None => error!("kafgres: the broker's shared memory is missing: add kafgres to shared_preload_libraries"),
     }
 }
 
-pub(super) fn at(ms: i64) -> Option<TimestampWithTimeZone> {
+pub(crate) fn at(ms: i64) -> Option<TimestampWithTimeZone> {
     ms.checked_mul(1000).and_then(|us| TimestampWithTimeZone::try_from(us - POSTGRES_EPOCH_UNIX_US).ok())
 }
 

@@ -91,6 +91,7 @@ pub fn broker_config(
         share: kafgres_broker::share::ShareConfig::default(),
         transactional_id_expiration_ms: i64::from(gucs::TRANSACTIONAL_ID_EXPIRATION_S.get()) * 1_000,
         archive_command: live.archive_command.clone(),
+        client_telemetry: live.client_telemetry.clone(),
         timeline: insert_timeline(),
         authentication: authentication(),
         // Set by the role's own start (`super::leader`, `super::standby`), from the catalog.
@@ -137,6 +138,13 @@ pub fn reloadable() -> Reloadable {
             .get()
             .map(|c| c.to_string_lossy().into_owned())
             .filter(|c| !c.is_empty()),
+        client_telemetry: kafgres_broker::telemetry::TelemetrySettings {
+            requested_metrics: kafgres_broker::telemetry::TelemetrySettings::parse_metrics(
+                &gucs::CLIENT_TELEMETRY_METRICS.get().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default(),
+            ),
+            push_interval_ms: gucs::CLIENT_TELEMETRY_PUSH_INTERVAL_MS.get(),
+            metrics_bytes_max: gucs::CLIENT_TELEMETRY_MAX_BYTES.get(),
+        },
     }
 }
 
@@ -160,6 +168,9 @@ pub const RELOADABLE_SETTINGS: &[&std::ffi::CStr] = &[
     c"kafgres.group_consumer_heartbeat_interval_ms",
     c"kafgres.log_level",
     c"kafgres.archive_command",
+    c"kafgres.client_telemetry_metrics",
+    c"kafgres.client_telemetry_push_interval_ms",
+    c"kafgres.client_telemetry_max_bytes",
     c"kafgres.authorizer",
     c"kafgres.ssl_cert_file",
     c"kafgres.ssl_key_file",

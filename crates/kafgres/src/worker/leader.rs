@@ -68,7 +68,7 @@ pub(super) fn run(w: &Worker) -> Ended {
         }
         serve_control_requests(&plans, &mut requests);
         reload_groups_committed_from_sql(&plans, broker.context());
-        replication::partitions::answer_status_requests(&broker.context().topics);
+        replication::partitions::answer_status_requests(broker.context());
         if stopping() {
             break;
         }
