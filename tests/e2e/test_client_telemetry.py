@@ -2,9 +2,12 @@
 
 With `kafgres.client_telemetry_metrics` empty (the default) ApiVersions does not list
 GetTelemetrySubscriptions (71) and PushTelemetry (72), as a Kafka broker without a telemetry reporter.
-Set (here to the Java client's own prefixes, with a one-second push interval) and reloaded, the keys are
-advertised; a Java producer and consumer (tests/java's `produce-consume-plain`) subscribe and push, the
-last push when they close, and `kafgres.client_metrics` shows their metrics. Reset, the keys go again.
+Set (here to the Java client's own prefixes) and reloaded, the keys are
+advertised; the Java clients of tests/java's `produce-consume-plain` subscribe, and its consumer (alive
+for seconds) pushes, the last push when it closes: `kafgres.client_metrics` shows its metrics, only those
+asked for. Its producer closes some 50 ms after its subscription came, before its first push is due, and
+the 4.4 producer then skips its terminating push (its telemetry log: PUSH_NEEDED -> TERMINATING_PUSH_NEEDED
+-> TERMINATED), so no producer metric is expected. Reset, the keys go again.
 """
 
 from __future__ import annotations
@@ -42,7 +45,9 @@ def set_telemetry(psql, metrics: str | None, interval_ms: int | None) -> None:
 def test_the_java_client_pushes_its_metrics_when_offered(java_build, bootstrap, psql, topic_name):  # noqa: F811
     assert advertised(bootstrap) == set(), "telemetry is offered before the test turned it on"
     try:
-        set_telemetry(psql, PREFIXES, 1000)
+        # A push interval the run outlives: the consumer's one push is its terminating one, which no interval
+        # holds back, and its metrics are kept for three intervals after it.
+        set_telemetry(psql, PREFIXES, 20000)
         wait_until("the telemetry APIs advertised", lambda: advertised(bootstrap) == {71, 72})
         probe("produce-consume-plain", bootstrap, topic_name("telemetry"))
 
@@ -50,13 +55,14 @@ def test_the_java_client_pushes_its_metrics_when_offered(java_build, bootstrap, 
             return int(psql.value("SELECT count(*) FROM kafgres.client_metrics WHERE metric LIKE :'p'",
                                   p=prefix + "%"))
 
-        wait_until("producer metrics pushed", lambda: pushed("org.apache.kafka.producer.") > 0)
         wait_until("consumer metrics pushed", lambda: pushed("org.apache.kafka.consumer.") > 0)
         # Only what was asked for is kept.
         assert pushed("") == pushed("org.apache.kafka.producer.") + pushed("org.apache.kafka.consumer."), (
             psql.rows("SELECT DISTINCT metric FROM kafgres.client_metrics ORDER BY 1 LIMIT 20"))
-        instances = psql.value("SELECT count(DISTINCT client_instance_id) FROM kafgres.client_metrics")
-        assert int(instances) >= 2, instances  # a producer and a consumer at least
+        assert pushed("org.apache.kafka.consumer.connection.count") == 1, "the consumer's connection count"
+        clients = psql.rows("SELECT DISTINCT client_id, host(address) FROM kafgres.client_metrics "
+                            "WHERE metric LIKE 'org.apache.kafka.consumer.%'")
+        assert any(client_id.startswith("consumer-") and address == "127.0.0.1" for client_id, address in clients), clients
     finally:
         set_telemetry(psql, None, None)
     wait_until("the telemetry APIs no longer advertised", lambda: advertised(bootstrap) == set())
