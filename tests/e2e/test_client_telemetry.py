@@ -49,11 +49,13 @@ def test_the_java_client_pushes_its_metrics_when_offered(java_build, bootstrap, 
         # holds back, and its metrics are kept for three intervals after it.
         set_telemetry(psql, PREFIXES, 20000)
         wait_until("the telemetry APIs advertised", lambda: advertised(bootstrap) == {71, 72})
-        probe("produce-consume-plain", bootstrap, topic_name("telemetry"))
+        name = topic_name("telemetry")
+        probe("produce-consume-plain", bootstrap, name)
 
         def pushed(prefix: str) -> int:
-            return int(psql.value("SELECT count(*) FROM kafgres.client_metrics WHERE metric LIKE :'p'",
-                                  p=prefix + "%"))
+            """Metrics starting with `prefix` that this run's clients (their ids hold `name`) pushed."""
+            return int(psql.value("SELECT count(*) FROM kafgres.client_metrics WHERE metric LIKE :'p' "
+                                  "AND strpos(client_id, :'n') > 0", p=prefix + "%", n=name))
 
         wait_until("consumer metrics pushed", lambda: pushed("org.apache.kafka.consumer.") > 0)
         # Only what was asked for is kept.
@@ -61,8 +63,8 @@ def test_the_java_client_pushes_its_metrics_when_offered(java_build, bootstrap, 
             psql.rows("SELECT DISTINCT metric FROM kafgres.client_metrics ORDER BY 1 LIMIT 20"))
         assert pushed("org.apache.kafka.consumer.connection.count") == 1, "the consumer's connection count"
         clients = psql.rows("SELECT DISTINCT client_id, host(address) FROM kafgres.client_metrics "
-                            "WHERE metric LIKE 'org.apache.kafka.consumer.%'")
-        assert any(client_id.startswith("consumer-") and address == "127.0.0.1" for client_id, address in clients), clients
+                            "WHERE strpos(client_id, :'n') > 0", n=name)
+        assert clients == [[f"consumer-{name}-group-1", "127.0.0.1"]], clients
     finally:
         set_telemetry(psql, None, None)
     wait_until("the telemetry APIs no longer advertised", lambda: advertised(bootstrap) == set())
