@@ -348,6 +348,10 @@ def check_group_consumer(run: Run, name: str, tag: str) -> None:
     assert client.consumed_from(tag, written_after) == set(range(PARTITIONS)), (
         f"{name} {tag}: read nothing written after the last failover (high watermarks then: {written_after})"
     )
+    died = [e for e in client.errors if e.startswith(f"error {tag} consumer")]
+    assert not died, f"{name} {tag} stopped early: {died}\n{client.describe()}"
+    done = [line for line in client.other if line.startswith(f"{tag}-done ")]
+    assert done and done[-1].endswith(" missing 0"), f"{name} {tag} did not finish its drain: {done}\n{client.describe()}"
     group = client.groups[tag]
     stored = dict(run.primary.sql(
         f"SELECT partition, committed_offset FROM kafgres.consumer_offsets WHERE group_id = '{group}' "
@@ -355,7 +359,9 @@ def check_group_consumer(run: Run, name: str, tag: str) -> None:
     ))
     last_acked = {p: max((o for pp, o, _ in client.acked if pp == p), default=-1) for p in range(PARTITIONS)}
     behind = {p: (stored.get(p), last_acked[p]) for p in range(PARTITIONS) if stored.get(p, -1) <= last_acked[p]}
-    assert not behind, f"{name} {tag}: group {group}'s committed offsets (stored, last acknowledged): {behind}"
+    assert not behind, (
+        f"{name} {tag}: group {group}'s committed offsets (stored, last acknowledged): {behind}\n{client.describe()}"
+    )
 
 
 @pytest.mark.parametrize("name", ["java", "franz-go"])

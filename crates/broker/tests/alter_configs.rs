@@ -175,10 +175,7 @@ async fn bad_alterations_get_kafkas_error_codes() {
     .await;
     let codes: Vec<i16> = answers.iter().map(|a| a.0).collect();
     assert_eq!(codes, vec![42, 0, 42, 42]);
-    assert_eq!(
-        answers[0].1.as_deref(),
-        Some("Cannot update these configs dynamically: [auto.create.topics.enable]")
-    );
+    assert_eq!(answers[0].1.as_deref(), Some("Cannot update these configs dynamically: [auto.create.topics.enable]"));
     assert_eq!(answers[2].1.as_deref(), Some("Unexpected broker id, expected 1, but received 7"));
     // Clearing what is not set (as the reassignment tool does) is a no-op; a SET of a static config with it is
     // still refused.

@@ -69,7 +69,10 @@ mod tests {
     fn every_pinned_version_is_served_by_kafgres_and_flexible() {
         for &(name, key, version) in PINNED_VERSIONS {
             // Served whatever the settings: with every optional API off.
-            assert!(matches!(served(key, version, Gates::default()), Served::Yes(_)), "{name} v{version} is not served");
+            assert!(
+                matches!(served(key, version, Gates::default()), Served::Yes(_)),
+                "{name} v{version} is not served"
+            );
             let api_key = ApiKey::try_from(key).expect("known key");
             assert_eq!(api_key.request_header_version(version), 2, "{name} v{version} is not flexible");
             assert_eq!(api_key.response_header_version(version), 1, "{name} v{version} is not flexible");

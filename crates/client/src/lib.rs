@@ -33,11 +33,11 @@ pub mod guard;
 pub mod records;
 pub mod wait;
 
+pub use client::{AcknowledgeType, AcquiredRecord, ShareAcknowledgement, ShareMember};
 pub use client::{
     Client, ClientConfig, FetchResult, GroupInfo, InternalLogin, ListedGroup, LogBounds, OffsetSpec, PartitionAnswer,
     PartitionBatch, PartitionInfo, PartitionOffset, ProducerState, TopicInfo,
 };
-pub use client::{AcknowledgeType, AcquiredRecord, ShareAcknowledgement, ShareMember};
 pub use error::ClientError;
 pub use kafgres_record::build::NewRecord;
 /// The codes [`ClientError::Kafka`] carries, by name.

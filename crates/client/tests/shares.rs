@@ -79,5 +79,8 @@ fn a_new_connection_opens_a_new_session_and_what_the_old_one_held_comes_again() 
     let mut client = broker.client();
     client.share_heartbeat(&mut member, &["jobs"]).unwrap();
     let again = client.share_fetch(&mut member, topic_id, &[0], 10, WAIT).unwrap();
-    assert_eq!(again.iter().map(|r| (r.record.offset, r.delivery_count)).collect::<Vec<_>>(), vec![(0, 2), (1, 2), (2, 2)]);
+    assert_eq!(
+        again.iter().map(|r| (r.record.offset, r.delivery_count)).collect::<Vec<_>>(),
+        vec![(0, 2), (1, 2), (2, 2)]
+    );
 }

@@ -11,11 +11,11 @@
 //! served to holders of CLUSTER_ACTION as Kafka serves it.
 
 use kafgres_wire::error_code;
-use kafka_protocol::messages::add_partitions_to_txn_response::{
-    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
-};
 use kafgres_wire::messages::{
     txn_offset_commit, TxnOffsetCommitRequest, TxnOffsetCommitResponse, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::add_partitions_to_txn_response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
 };
 use kafka_protocol::messages::txn_offset_commit_response::TxnOffsetCommitResponsePartition;
 use kafka_protocol::messages::{
@@ -26,8 +26,8 @@ use kafka_protocol::messages::{
 use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
 use super::topic_name;
 use crate::acl::Operation;
-use crate::txn::rules::fenced;
 use crate::topics::Topics;
+use crate::txn::rules::fenced;
 use crate::txn::TxnService;
 
 /// The versions from which each API can carry PRODUCER_FENCED (older ones

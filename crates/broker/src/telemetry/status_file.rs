@@ -32,7 +32,9 @@ pub fn decode(text: &str) -> Result<Vec<MetricRow>, String> {
     text.lines()
         .enumerate()
         .filter(|(_, line)| !line.is_empty())
-        .map(|(i, line)| decode_line(line).ok_or_else(|| format!("line {} is not a client metric row: {line:?}", i + 1)))
+        .map(|(i, line)| {
+            decode_line(line).ok_or_else(|| format!("line {} is not a client metric row: {line:?}", i + 1))
+        })
         .collect()
 }
 

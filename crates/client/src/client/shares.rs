@@ -183,7 +183,8 @@ impl<W: Wait> Client<W> {
         }
         let wanted: BTreeSet<(Uuid, i32)> = partitions.iter().map(|&p| (topic_id, p)).collect();
         for attempt in 0..2 {
-            let added: Vec<i32> = wanted.iter().filter(|p| !member.session_partitions.contains(p)).map(|p| p.1).collect();
+            let added: Vec<i32> =
+                wanted.iter().filter(|p| !member.session_partitions.contains(p)).map(|p| p.1).collect();
             let forgotten: Vec<(Uuid, i32)> =
                 member.session_partitions.iter().filter(|p| !wanted.contains(p)).copied().collect();
             let request = ShareFetchRequest::default()

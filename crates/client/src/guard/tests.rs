@@ -162,9 +162,9 @@ fn share_group_heartbeat_with_and_without_an_assignment() {
     let assigned = ShareGroupHeartbeatResponse::default()
         .with_member_id(Some(s("m-1")))
         .with_member_epoch(3)
-        .with_assignment(Some(Assignment::default().with_topic_partitions(vec![TopicPartitions::default()
-            .with_topic_id(uuid::Uuid::from_u128(7))
-            .with_partitions(vec![0, 1, 2])])));
+        .with_assignment(Some(Assignment::default().with_topic_partitions(vec![
+            TopicPartitions::default().with_topic_id(uuid::Uuid::from_u128(7)).with_partitions(vec![0, 1, 2]),
+        ])));
     accepted_and_robust::<ShareGroupHeartbeatRequest>(&encode::<ShareGroupHeartbeatRequest>(&assigned));
     let unassigned = ShareGroupHeartbeatResponse::default().with_member_epoch(1);
     accepted_and_robust::<ShareGroupHeartbeatRequest>(&encode::<ShareGroupHeartbeatRequest>(&unassigned));
@@ -178,7 +178,10 @@ fn share_fetch_with_acquired_records() {
     let partition = PartitionData::default()
         .with_partition_index(2)
         .with_records(Some(Bytes::from_static(b"not really a batch")))
-        .with_acquired_records(vec![AcquiredRecords::default().with_first_offset(4).with_last_offset(9).with_delivery_count(2)]);
+        .with_acquired_records(vec![AcquiredRecords::default()
+            .with_first_offset(4)
+            .with_last_offset(9)
+            .with_delivery_count(2)]);
     let response = ShareFetchResponse::default()
         .with_acquisition_lock_timeout_ms(30_000)
         .with_responses(vec![ShareFetchableTopicResponse::default()

@@ -10,9 +10,9 @@
 
 use std::time::{Duration, Instant};
 
+use kafgres_broker::context::BrokerContext;
 use kafgres_broker::replication::board::{ReplicationBoard, Role};
 use kafgres_broker::replication::partition_status::{self, ReplicaPartitionRow};
-use kafgres_broker::context::BrokerContext;
 use pgrx::prelude::*;
 
 use super::status::{at, board};

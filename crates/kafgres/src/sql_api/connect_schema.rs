@@ -68,11 +68,9 @@ impl Schemas {
         table_name: &str,
     ) -> Schemas {
         let prefix = format!("{LOGICAL_NAME}.{schema_name}.{table_name}");
-        let published: Vec<&Field> =
-            fields.iter().filter(|f| columns.is_none_or(|c| c.contains(&f.name))).collect();
+        let published: Vec<&Field> = fields.iter().filter(|f| columns.is_none_or(|c| c.contains(&f.name))).collect();
         let key = key_columns.filter(|k| !k.is_empty()).map(|names| {
-            let key_fields: Vec<&Field> =
-                names.iter().filter_map(|n| fields.iter().find(|f| f.name == *n)).collect();
+            let key_fields: Vec<&Field> = names.iter().filter_map(|n| fields.iter().find(|f| f.name == *n)).collect();
             struct_schema(&key_fields, false, &format!("{prefix}.Key"), None, None)
         });
         let value_name = format!("{prefix}.Value");

@@ -14,8 +14,8 @@ mod kit;
 
 pub mod api_versions;
 pub mod delete_groups;
-pub mod describe_share_group_offsets;
 pub mod describe_log_dirs;
+pub mod describe_share_group_offsets;
 pub mod list_offsets;
 pub mod offset_commit;
 pub mod offset_fetch;
@@ -26,11 +26,11 @@ pub mod write_txn_markers;
 
 pub use api_versions::{ApiVersionsRequest, ApiVersionsResponse};
 pub use delete_groups::{DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse};
+pub use describe_log_dirs::{DescribeLogDirsRequest, DescribeLogDirsResponse, DescribeLogDirsResult};
 pub use describe_share_group_offsets::{
     DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, DescribeShareGroupOffsetsResponseGroup,
     DescribeShareGroupOffsetsResponsePartition, DescribeShareGroupOffsetsResponseTopic,
 };
-pub use describe_log_dirs::{DescribeLogDirsRequest, DescribeLogDirsResponse, DescribeLogDirsResult};
 pub use list_offsets::{ListOffsetsRequest, ListOffsetsResponse};
 pub use offset_commit::{OffsetCommitRequest, OffsetCommitResponse};
 pub use offset_fetch::OffsetFetchRequest;

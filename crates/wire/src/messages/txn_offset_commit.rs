@@ -14,8 +14,8 @@ use kafka_protocol::protocol::buf::{ByteBuf, ByteBufMut};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message, StrBytes, VersionRange};
 
 use super::kit::{
-    get_array, get_array_with, get_nullable_str, get_str, get_uuid, known, put_array, put_array_with,
-    put_nullable_str, put_str, put_uuid, read_tags, request, size_by_encoding, unsupported, write_tags, Tags,
+    get_array, get_array_with, get_nullable_str, get_str, get_uuid, known, put_array, put_array_with, put_nullable_str,
+    put_str, put_uuid, read_tags, request, size_by_encoding, unsupported, write_tags, Tags,
 };
 
 /// The first version naming topics by id.

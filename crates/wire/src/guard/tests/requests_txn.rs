@@ -101,11 +101,8 @@ pub(super) fn txn_offset_commit(v: i16) -> impl Strategy<Value = messages::TxnOf
     );
     let topic = (name::<TopicName>(), uuid_bytes(), list(partition), unknown_tags(flexible)).prop_map(
         move |(topic, id, partitions, tags)| {
-            let mut t = messages::TxnOffsetCommitRequestTopic {
-                partitions,
-                unknown_tagged_fields: tags,
-                ..Default::default()
-            };
+            let mut t =
+                messages::TxnOffsetCommitRequestTopic { partitions, unknown_tagged_fields: tags, ..Default::default() };
             // v6 names topics by id only.
             if v >= 6 {
                 t.topic_id = uuid::Uuid::from_bytes(id);
