@@ -7,6 +7,8 @@
   acquired after it.
 - A SQL session and a Java KafkaShareConsumer (kafka-clients 4.4, tests/java's `share-worker`) in one
   group split a two-partition queue: every record goes to exactly one of them, and both get some.
+- A SQL session that disconnects leaves its share groups: the other member gets its partition at once,
+  not after the 45 s session timeout.
 """
 
 from __future__ import annotations
@@ -153,6 +155,37 @@ def test_a_sql_session_and_a_java_share_consumer_split_a_queue(java_build, boots
     assert every == [f"m-{i}" for i in range(total)], (
         f"each record once: SQL {len(sql_values)}, Java {len(java_values)}, "
         f"twice: {sorted(set(sql_values) & set(java_values))[:10]}")
+
+
+def consume_until(conn, group: str, topic: str, count: int, within_s: float) -> list[tuple]:
+    """Calls (committing each) until `count` records came or `within_s` passed."""
+    got: list[tuple] = []
+    deadline = time.monotonic() + within_s
+    while len(got) < count and time.monotonic() < deadline:
+        got += share_consume(conn, group, topic, count - len(got), wait="0.5 s")
+        conn.commit()
+    return got
+
+
+def test_a_disconnecting_session_leaves_the_group_at_once(pg_connect, make_producer, topic_name):
+    topic, group = topic_name("leave"), topic_name("g")
+    a, b = pg_connect(), pg_connect()
+    create_topic(a, topic, 2)
+    for conn in (a, b, a):  # a joins with both partitions; b joins; a learns it keeps one
+        assert share_consume(conn, group, topic, wait="0") == []
+        conn.commit()
+    produce_all(make_producer(), [dict(topic=topic, partition=i % 2, value=f"before-{i}") for i in range(10)])
+    b_got = consume_until(b, group, topic, 5, 15)
+    a_got = consume_until(a, group, topic, 5, 15)
+    assert len({p for p, *_ in b_got}) == 1 and len(b_got) == 5, f"b: {b_got}"
+    assert {p for p, *_ in a_got} == {1 - b_got[0][0]} and len(a_got) == 5, f"a: {a_got}"
+
+    a.close()  # the backend exits and leaves the group
+    produce_all(make_producer(), [dict(topic=topic, partition=i % 2, value=f"after-{i}") for i in range(10)])
+    # Well inside the 45 s session timeout that would otherwise fence a.
+    after = consume_until(b, group, topic, 10, 20)
+    assert sorted(v for _, _, v, _ in after) == sorted(f"after-{i}" for i in range(10)), (
+        f"b got {len(after)} of 10 after a left: {after}")
 
 
 def test_bad_arguments_are_sql_errors(pg_connect, topic_name):

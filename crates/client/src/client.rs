@@ -131,6 +131,16 @@ impl<W: Wait> Client<W> {
         self.conn.is_broken()
     }
 
+    /// Bounds the requests made from now on (e.g. a last one while the
+    /// process exits). A zero or out-of-range timeout is refused.
+    pub fn set_request_timeout(&mut self, timeout: Duration) -> Result<(), ClientError> {
+        if timeout.is_zero() || timeout > DURATION_MAX {
+            return Err(ClientError::InvalidArgument(format!("request timeout {timeout:?}")));
+        }
+        self.config.request_timeout = timeout;
+        Ok(())
+    }
+
     pub fn waiter_mut(&mut self) -> &mut W {
         self.conn.waiter_mut()
     }

@@ -233,6 +233,7 @@ fn ensure_callbacks() {
         unsafe {
             pg_sys::RegisterXactCallback(Some(at_transaction_end), std::ptr::null_mut());
             pg_sys::RegisterSubXactCallback(Some(at_subtransaction_abort), std::ptr::null_mut());
+            pg_sys::before_shmem_exit(Some(at_backend_exit), pg_sys::Datum::from(0));
         }
         CALLBACKS_REGISTERED.set(true);
     }
@@ -259,6 +260,42 @@ unsafe extern "C-unwind" fn at_subtransaction_abort(
             }
         });
     }
+}
+
+/// How long a leaving backend waits for the broker before it exits anyway.
+const LEAVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The backend is exiting: it leaves each share group it joined, so the
+/// group gives its partitions to the other members at once instead of after
+/// the session timeout (`group.share.session.timeout.ms`, 45 s). Leaving
+/// releases what the member still holds, i.e. what an open transaction
+/// acquired, as its abort would. Runs before the open transaction is aborted
+/// (callbacks run in reverse order of registration), so nothing is left to
+/// settle afterwards.
+///
+/// # Safety
+///
+/// Only Postgres calls this, as the exit callback registered by
+/// `ensure_callbacks`, on the backend's only thread.
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn at_backend_exit(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
+    PENDING.with(|p| p.borrow_mut().clear());
+    let members = MEMBERS.with(|m| std::mem::take(&mut *m.borrow_mut()));
+    if members.is_empty() {
+        return;
+    }
+    with_open_link(|client| {
+        if client.set_request_timeout(LEAVE_TIMEOUT).is_err() {
+            return;
+        }
+        for (group_id, mut member) in members {
+            if let Err(e) = client.share_leave(&mut member) {
+                // A log line only: the client is gone, and the group fences
+                // the member after its session timeout anyway.
+                log!("kafgres.share_consume: leaving share group \"{group_id}\" at exit failed: {e}");
+            }
+        }
+    });
 }
 
 /// Settles what the transaction acquired once it has ended; refuses to
