@@ -131,6 +131,10 @@ impl<W: Wait> Client<W> {
         self.conn.is_broken()
     }
 
+    pub fn request_timeout(&self) -> Duration {
+        self.config.request_timeout
+    }
+
     /// Bounds the requests made from now on (e.g. a last one while the
     /// process exits). A zero or out-of-range timeout is refused.
     pub fn set_request_timeout(&mut self, timeout: Duration) -> Result<(), ClientError> {

@@ -262,6 +262,10 @@ unsafe extern "C-unwind" fn at_subtransaction_abort(
     }
 }
 
+/// How long the end of a transaction waits for the broker to take its
+/// acknowledgements.
+const SETTLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How long a leaving backend waits for the broker before it exits anyway.
 const LEAVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -346,7 +350,18 @@ fn settle(aborted: bool) {
         let outcome = MEMBERS.with(|members| {
             let mut members = members.borrow_mut();
             let member = members.get_mut(&group_id)?;
-            with_open_link(|client| client.share_acknowledge(member, &acknowledgements))
+            with_open_link(|client| {
+                // The transaction is over and the session waits on this: a
+                // hung broker must not hold a COMMIT for the full request
+                // timeout, when the records come back anyway.
+                let usual = client.request_timeout();
+                let bounded = client.set_request_timeout(SETTLE_TIMEOUT.min(usual)).is_ok();
+                let outcome = client.share_acknowledge(member, &acknowledgements);
+                if bounded {
+                    let _ = client.set_request_timeout(usual); // it was accepted before
+                }
+                outcome
+            })
         });
         let records: i64 = acknowledgements.iter().map(|a| a.last_offset - a.first_offset + 1).sum();
         let problem = match outcome {
