@@ -15,12 +15,19 @@ PROBE_TIMEOUT_S = 150.0
 
 @scenario
 def scenario_share_groups(ctx: Context) -> None:
-    """Two share consumers split a queue, one acknowledges explicitly (accept, release, reject); then the
+    """Two share consumers split a queue, one acknowledges explicitly (accept, release, reject); a consumer
+    in record_limit mode renews its records' locks past the lock duration while another takes the rest; then the
     tool describes a group's offsets and state, resets it to the earliest offset (the records come again),
     deletes its offsets (the group reads from share.auto.offset.reset again) and deletes it."""
     split = ctx.name("split")
     ctx.name("split-group", kind="group")
     ctx.cli(PROBE, "share-group", split, timeout_s=PROBE_TIMEOUT_S)
+
+    # ShareFetch/ShareAcknowledge v2: record_limit acquires at most max.poll.records, and RENEW keeps
+    # records past the lock duration without a redelivery.
+    renew = ctx.name("renew")
+    ctx.name("renew-group", kind="group")
+    ctx.cli(PROBE, "share-renew", renew, timeout_s=PROBE_TIMEOUT_S)
 
     topic = ctx.name("admin")
     group = ctx.name("admin-group", kind="group")

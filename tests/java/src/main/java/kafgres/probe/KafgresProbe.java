@@ -38,6 +38,7 @@ public final class KafgresProbe {
             Map.entry("share-admin-reset", ShareAdminScenario::reset),
             Map.entry("share-admin-reread", ShareAdminScenario::reread),
             Map.entry("share-worker", ShareWorkerScenario::run),
+            Map.entry("share-renew", ShareRenewScenario::run),
             Map.entry("transactions", TransactionsScenario::run),
             Map.entry("quotas", QuotasScenario::run),
             Map.entry("scram-credentials", ScramCredentialsScenario::run),
