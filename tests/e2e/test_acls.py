@@ -292,6 +292,44 @@ def test_the_sql_api_follows_the_same_acls(cluster: Cluster):
     assert cluster.sql(f"SELECT count(*) FROM kafgres.read_text('{topic}', 0)") == [(1,)]
 
 
+def test_share_consume_follows_the_same_acls(cluster: Cluster):
+    """kafgres.share_consume joins a share group and fetches as its calling role: it needs READ on the group and
+    READ on the topic, as a Kafka share consumer does, and is refused with SQLSTATE 42501 until it has both."""
+    topic = new_topic()
+    group = f"e2e-acl-share-{uuid.uuid4().hex[:8]}"
+    cluster.sql(
+        "create role kafka_sharer login",
+        "grant usage on schema kafgres to kafka_sharer",
+        "grant execute on all functions in schema kafgres to kafka_sharer",
+    )
+    as_sharer = cluster.conninfo.replace("user=postgres", "user=kafka_sharer")
+    call = f"SELECT value FROM kafgres.share_consume_text('{group}', '{topic}', 10, '1 s')"
+    with psycopg.connect(as_sharer, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
+            conn.execute(call).fetchall()
+        assert "GROUP_AUTHORIZATION_FAILED" in str(refused.value), refused.value
+        assert "kafka-acls.sh" in (refused.value.diag.message_hint or "")
+    create_acls(acl(ResourceType.GROUP, group, "User:kafka_sharer", AclOperation.READ))
+    with psycopg.connect(as_sharer, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
+            conn.execute(call).fetchall()
+        assert "TOPIC_AUTHORIZATION_FAILED" in str(refused.value), refused.value
+    create_acls(acl(ResourceType.TOPIC, topic, "User:kafka_sharer", AclOperation.READ))
+    with psycopg.connect(as_sharer) as conn:
+        assert conn.execute(call).fetchall() == []  # joined: the group starts at the log end
+        conn.commit()
+        producer = Producer({**sasl("kafka_admin"), "acks": "all"})
+        for i in range(3):
+            producer.produce(topic, value=f"job-{i}".encode())
+        assert producer.flush(CALL_TIMEOUT_S) == 0
+        got: list[str] = []
+        deadline = time.monotonic() + 30
+        while len(got) < 3 and time.monotonic() < deadline:
+            got += [v for (v,) in conn.execute(call).fetchall()]
+        conn.commit()
+    assert sorted(got) == ["job-0", "job-1", "job-2"], got
+
+
 def test_no_panic_in_the_server_log(cluster: Cluster):
     panics = [line for line in cluster.log_text().splitlines() if "PANIC" in line or "panicked" in line]
     assert not panics, "\n".join(panics[:20])
