@@ -65,6 +65,10 @@ pub struct AckBatch {
     pub types: Vec<i8>,
 }
 
+/// How much log one read of an acquisition copies at most (a batch larger
+/// than this is still read whole).
+const READ_CHUNK_BYTES: u64 = 1 << 20;
+
 impl ShareService {
     /// Acquires for `member_id` up to `records_max` records of `partition`
     /// within `bytes_max`; the state to store goes into `writes`.
@@ -94,42 +98,64 @@ impl ShareService {
         let mut out = Acquired::default();
         let mut bytes_left = bytes_max;
         let deadline = crate::now_ms() + i64::from(config.record_lock_duration_ms);
-        for position in slot.state.read_positions() {
-            let taken = out.record_count() as usize;
-            if position >= end || taken >= records_max || bytes_left == 0 {
-                break;
-            }
-            let read = match read_batches(partition, position, bytes_left, isolation) {
-                Ok(read) => read,
-                // Retention moved the log start since: the next fetch skips there.
-                Err(LogError::OffsetOutOfRange { .. }) => continue,
-                Err(e) => {
-                    log::error!("share fetch from {}-{} failed: {e}", partition.topic, partition.index);
-                    out.error_code = error_code::KAFKA_STORAGE_ERROR;
+        let positions = slot.state.read_positions();
+        let frontier = slot.state.next_offset();
+        'positions: for position in positions {
+            // The log is read a chunk at a time, not `bytes_left` at once: a
+            // client's fetch.max.bytes (50 MiB by default) would otherwise be
+            // copied for every fetch, however few records it may take. A run
+            // of released records below the frontier is read to its end, new
+            // records until enough.
+            let run_end = if position < frontier { slot.state.available_run_end(position) } else { i64::MAX };
+            let mut at = position;
+            loop {
+                let taken = out.record_count() as usize;
+                if at >= end || taken >= records_max || bytes_left == 0 {
                     break;
                 }
-            };
-            let headers: Vec<_> = read.batches.iter().map(|(b, _)| *b).collect();
-            let limits = AcquireLimits {
-                records_max: records_max - taken,
-                window_max: i64::from(self.config.partition_record_locks_max),
-                lock_deadline_ms: deadline,
-            };
-            let before = (slot.state.start_offset(), slot.state.next_offset());
-            let ranges = slot.state.acquire(member_id, position, &headers, limits);
-            // Archived control, aborted and missing offsets change the state too.
-            changed |= !ranges.is_empty() || before != (slot.state.start_offset(), slot.state.next_offset());
-            for (batch, bytes) in read.batches {
-                let holds_acquired =
-                    ranges.iter().any(|r| r.first_offset <= batch.last_offset && batch.base_offset <= r.last_offset);
-                if holds_acquired && !out.batches.contains_key(&batch.base_offset) {
-                    bytes_left = bytes_left.saturating_sub(bytes.len() as u64);
-                    // Counted as a Fetch's bytes are (kafka_server_brokertopicmetrics_bytesout).
-                    partition.count_bytes_out(bytes.len() as u64);
-                    out.batches.insert(batch.base_offset, bytes);
+                let read = match read_batches(partition, at, bytes_left.min(READ_CHUNK_BYTES), isolation) {
+                    Ok(read) => read,
+                    // Retention moved the log start since: the next fetch skips there.
+                    Err(LogError::OffsetOutOfRange { .. }) => break,
+                    Err(e) => {
+                        log::error!("share fetch from {}-{} failed: {e}", partition.topic, partition.index);
+                        out.error_code = error_code::KAFKA_STORAGE_ERROR;
+                        break 'positions;
+                    }
+                };
+                let Some(read_to) = read.batches.last().map(|(b, _)| b.last_offset).filter(|&o| o >= at) else {
+                    break;
+                };
+                let headers: Vec<_> = read.batches.iter().map(|(b, _)| *b).collect();
+                let limits = AcquireLimits {
+                    records_max: records_max - taken,
+                    window_max: i64::from(self.config.partition_record_locks_max),
+                    lock_deadline_ms: deadline,
+                };
+                let before = (slot.state.start_offset(), slot.state.next_offset());
+                let ranges = slot.state.acquire(member_id, at, &headers, limits);
+                // Archived control, aborted and missing offsets change the state too.
+                changed |= !ranges.is_empty() || before != (slot.state.start_offset(), slot.state.next_offset());
+                for (batch, bytes) in read.batches {
+                    let holds_acquired = ranges
+                        .iter()
+                        .any(|r| r.first_offset <= batch.last_offset && batch.base_offset <= r.last_offset);
+                    if holds_acquired && !out.batches.contains_key(&batch.base_offset) {
+                        bytes_left = bytes_left.saturating_sub(bytes.len() as u64);
+                        // Counted as a Fetch's bytes are (kafka_server_brokertopicmetrics_bytesout).
+                        partition.count_bytes_out(bytes.len() as u64);
+                        out.batches.insert(batch.base_offset, bytes);
+                    }
+                }
+                out.ranges.extend(ranges);
+                // The window of in-flight records is full: nothing more to take past it.
+                let window_full = slot.state.next_offset() - slot.state.start_offset()
+                    >= i64::from(self.config.partition_record_locks_max);
+                at = read_to + 1;
+                if at >= run_end || window_full {
+                    break;
                 }
             }
-            out.ranges.extend(ranges);
         }
         if !out.ranges.is_empty() {
             self.schedule_lock_deadline(key, deadline);
@@ -139,6 +165,14 @@ impl ShareService {
         }
         drop(slot);
         out.ranges.sort_by_key(|r| r.first_offset);
+        // Reads a chunk apart leave a run in pieces: one range each, as one read gives.
+        out.ranges.dedup_by(|next, kept| {
+            let joins = kept.last_offset + 1 == next.first_offset && kept.delivery_count == next.delivery_count;
+            if joins {
+                kept.last_offset = next.last_offset;
+            }
+            joins
+        });
         out
     }
 

@@ -211,6 +211,16 @@ impl SharePartition {
         out
     }
 
+    /// Where the run of Available offsets starting at `from` ends
+    /// (exclusive): the first offset past it in another state, or the
+    /// frontier of new records.
+    pub fn available_run_end(&self, from: i64) -> i64 {
+        self.in_flight
+            .range(from..)
+            .find(|(_, r)| r.state != RecordState::Available)
+            .map_or(self.next_offset, |(offset, _)| *offset)
+    }
+
     /// Whether anything may be acquired below `fetchable_end` (the high
     /// watermark or the last stable offset).
     pub fn has_acquirable(&self, fetchable_end: i64) -> bool {

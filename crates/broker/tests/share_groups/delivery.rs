@@ -292,3 +292,46 @@ async fn bad_input_gets_kafkas_error_codes() {
     assert_eq!(Fetch::new("a", 6, id).send(&mut client).await.error_code, error_code::SHARE_SESSION_NOT_FOUND);
     broker.broker.shutdown().await;
 }
+
+/// A topic `t` of `count` single-record batches of `bytes` each.
+async fn big_records(client: &mut Client, count: usize, bytes: usize) {
+    for i in 0..count {
+        let record = kafgres_record::build::NewRecord {
+            key: None,
+            value: Some(vec![i as u8; bytes]),
+            headers: Vec::new(),
+            timestamp_ms: 1_700_000_000_000,
+        };
+        assert_eq!(produce(client, 9, "t", 0, -1, batch(&[record])).await.error_code, 0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_reads_the_log_as_far_as_its_limits_not_one_read_chunk() {
+    // 20 records of 200 KiB: 4 MB, several of the broker's reads of the log.
+    let (broker, _) = start(|_| {}).await;
+    let (mut client, id) = topic_with_members(&broker, 0, &["a"]).await;
+    big_records(&mut client, 20, 200 << 10).await;
+    let mut fetch = Fetch::new("a", 0, id);
+    fetch.bytes_max = 50 << 20;
+    let all = fetch.send(&mut client).await;
+    assert_eq!(acquired_offsets(&all), (0..20).collect::<Vec<_>>());
+
+    // A released run below the frontier comes back whole too, and a record
+    // acquired by nobody else past it is not skipped.
+    let released = acknowledge(&mut client, "a", 1, id, &vec![(2, 17, vec![RELEASE])]).await;
+    assert_eq!(released.error_code, 0);
+    let mut again = Fetch::new("a", 2, id);
+    again.bytes_max = 50 << 20;
+    let back = again.send(&mut client).await;
+    assert_eq!(acquired(&back), vec![(2, 17, 2)]);
+
+    // The byte limit still bounds a fetch (its first batch whole).
+    let released = acknowledge(&mut client, "a", 3, id, &vec![(0, 19, vec![RELEASE])]).await;
+    assert_eq!(released.error_code, 0);
+    let mut small = Fetch::new("a", 4, id);
+    small.bytes_max = 500 << 10;
+    let few = small.send(&mut client).await;
+    assert_eq!(acquired_offsets(&few), vec![0, 1, 2]);
+    broker.broker.shutdown().await;
+}

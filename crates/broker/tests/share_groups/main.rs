@@ -86,12 +86,13 @@ struct Fetch<'a> {
     topic_id: Uuid,
     acks: Acks,
     records_max: i32,
+    bytes_max: i32,
     wait_ms: i32,
 }
 
 impl<'a> Fetch<'a> {
     fn new(member: &'a str, epoch: i32, topic_id: Uuid) -> Fetch<'a> {
-        Fetch { member, epoch, topic_id, acks: Vec::new(), records_max: 500, wait_ms: 0 }
+        Fetch { member, epoch, topic_id, acks: Vec::new(), records_max: 500, bytes_max: 1 << 20, wait_ms: 0 }
     }
 
     fn request(&self) -> ShareFetchRequest {
@@ -103,7 +104,7 @@ impl<'a> Fetch<'a> {
             .with_share_session_epoch(self.epoch)
             .with_max_wait_ms(self.wait_ms)
             .with_min_bytes(1)
-            .with_max_bytes(1 << 20)
+            .with_max_bytes(self.bytes_max)
             .with_max_records(self.records_max)
             .with_batch_size(self.records_max)
             .with_topics(vec![FetchTopic::default().with_topic_id(self.topic_id).with_partitions(vec![partition])])
