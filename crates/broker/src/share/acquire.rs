@@ -113,7 +113,15 @@ impl ShareService {
                 if at >= end || taken >= records_max || bytes_left == 0 {
                     break;
                 }
-                let read = match read_batches(partition, at, bytes_left.min(READ_CHUNK_BYTES), isolation) {
+                // The answer's byte limit may be passed only by its first batch.
+                let first_whole = out.batches.is_empty() && bytes_left == bytes_max;
+                let chunk = bytes_left.min(READ_CHUNK_BYTES);
+                let mut read = read_batches(partition, at, chunk, first_whole, isolation);
+                if matches!(&read, Ok(r) if r.batches.is_empty()) && !first_whole && chunk < bytes_left {
+                    // A batch larger than a chunk: read as far as the answer's limit.
+                    read = read_batches(partition, at, bytes_left, false, isolation);
+                }
+                let read = match read {
                     Ok(read) => read,
                     // Retention moved the log start since: the next fetch skips there.
                     Err(LogError::OffsetOutOfRange { .. }) => break,

@@ -24,19 +24,21 @@ pub fn fetchable_end(partition: &Partition, isolation: IsolationLevel) -> i64 {
     }
 }
 
-/// Reads up to `bytes_max` (the first batch whole) from `offset`, below the
-/// fetchable end. Records of aborted transactions are flagged under
-/// read_committed.
+/// Reads up to `bytes_max` from `offset`, below the fetchable end; with
+/// `first_whole`, the first batch whole even if larger (what an answer that
+/// holds nothing yet may do). Records of aborted transactions are flagged
+/// under read_committed.
 pub fn read_batches(
     partition: &Partition,
     offset: i64,
     bytes_max: u64,
+    first_whole: bool,
     isolation: IsolationLevel,
 ) -> Result<ReadBatches, LogError> {
     let (slice, aborted) = match isolation {
-        IsolationLevel::ReadUncommitted => (partition.read(offset, bytes_max, true)?, Vec::new()),
+        IsolationLevel::ReadUncommitted => (partition.read(offset, bytes_max, first_whole)?, Vec::new()),
         IsolationLevel::ReadCommitted => {
-            let (slice, _, aborted) = partition.read_committed(offset, bytes_max, true)?;
+            let (slice, _, aborted) = partition.read_committed(offset, bytes_max, first_whole)?;
             (slice, aborted)
         }
     };

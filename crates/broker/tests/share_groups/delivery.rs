@@ -309,7 +309,7 @@ async fn big_records(client: &mut Client, count: usize, bytes: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fetch_reads_the_log_as_far_as_its_limits_not_one_read_chunk() {
     // 20 records of 200 KiB: 4 MB, several of the broker's reads of the log.
-    let (broker, _) = start(|_| {}).await;
+    let (broker, _) = start(|c| c.message_bytes_max = 4 << 20).await;
     let (mut client, id) = topic_with_members(&broker, 0, &["a"]).await;
     big_records(&mut client, 20, 200 << 10).await;
     let mut fetch = Fetch::new("a", 0, id);
@@ -326,12 +326,21 @@ async fn a_fetch_reads_the_log_as_far_as_its_limits_not_one_read_chunk() {
     let back = again.send(&mut client).await;
     assert_eq!(acquired(&back), vec![(2, 17, 2)]);
 
-    // The byte limit still bounds a fetch (its first batch whole).
+    // The byte limit still bounds a fetch: 500 KiB takes two of them.
     let released = acknowledge(&mut client, "a", 3, id, &vec![(0, 19, vec![RELEASE])]).await;
     assert_eq!(released.error_code, 0);
     let mut small = Fetch::new("a", 4, id);
     small.bytes_max = 500 << 10;
     let few = small.send(&mut client).await;
-    assert_eq!(acquired_offsets(&few), vec![0, 1, 2]);
+    assert_eq!(acquired_offsets(&few), vec![0, 1]);
+
+    // A batch larger than one read of the log still comes after others.
+    let mut b = broker.client().await;
+    assert_eq!(heartbeat(&mut b, "b", 0, Some(&["t"])).await.error_code, 0);
+    big_records(&mut client, 1, 3 << 20).await;
+    let mut rest = Fetch::new("b", 0, id);
+    rest.bytes_max = 50 << 20;
+    let got = rest.send(&mut b).await;
+    assert_eq!(acquired_offsets(&got), (2..21).collect::<Vec<_>>());
     broker.broker.shutdown().await;
 }
