@@ -34,7 +34,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * scripts/bench/share_bench.py in Java's single-file mode:
  *
  *     java -cp "$(cat .kafgres/bench/kafka-4.4.0-lib/classpath.txt)" scripts/bench/ShareBench.java \
- *         BOOTSTRAP TOPIC PARTITIONS RECORDS SECONDS RELEASE_RECORDS RELEASE_EVERY
+ *         BOOTSTRAP TOPIC PARTITIONS RECORDS SECONDS RELEASE_RECORDS RELEASE_EVERY [FETCH_MAX_BYTES]
  *
  * Creates TOPIC and TOPIC-r with PARTITIONS partitions, produces RECORDS records of 1 KiB to TOPIC and
  * RELEASE_RECORDS to TOPIC-r (round robin over the partitions, acks=all), sets share.auto.offset.reset
@@ -56,7 +56,11 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *    not released, a released record delivered more than twice, a delivery count that is not the
  *    number of deliveries seen) are counted in r_anomalies.
  *
- * Prints one line of key=value fields. The topics and groups are deleted at the end.
+ * The consumers keep the client's defaults (fetch.max.bytes 50 MiB, max.poll.records 500) unless
+ * FETCH_MAX_BYTES is given (a diagnostic: what a ShareFetch may return, which bounds what Kafgres reads).
+ *
+ * Prints one line of key=value fields, and on standard error the records accepted in each second. The
+ * topics and groups are deleted at the end.
  */
 public final class ShareBench {
     private static final int CONSUMERS = 4;
@@ -66,8 +70,9 @@ public final class ShareBench {
     private static final Duration REDELIVERY_PHASE_MAX = Duration.ofSeconds(180);
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 7) {
-            System.err.println("usage: ShareBench BOOTSTRAP TOPIC PARTITIONS RECORDS SECONDS RELEASE_RECORDS RELEASE_EVERY");
+        if (args.length != 7 && args.length != 8) {
+            System.err.println("usage: ShareBench BOOTSTRAP TOPIC PARTITIONS RECORDS SECONDS RELEASE_RECORDS"
+                    + " RELEASE_EVERY [FETCH_MAX_BYTES]");
             System.exit(2);
         }
         String bootstrap = args[0];
@@ -77,12 +82,18 @@ public final class ShareBench {
         long seconds = Long.parseLong(args[4]);
         int releaseRecords = Integer.parseInt(args[5]);
         int releaseEvery = Integer.parseInt(args[6]);
+        String fetchMaxBytes = args.length == 8 ? args[7] : null;
         String releaseTopic = topic + "-r";
         String group = topic + "-g";
         String releaseGroup = releaseTopic + "-g";
 
         Properties common = new Properties();
         common.put("bootstrap.servers", bootstrap);
+        Properties consumers = new Properties();
+        consumers.putAll(common);
+        if (fetchMaxBytes != null) {
+            consumers.put("fetch.max.bytes", fetchMaxBytes);
+        }
         Map<String, String> out = new java.util.LinkedHashMap<>();
         try (Admin admin = Admin.create(common)) {
             admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1),
@@ -97,8 +108,8 @@ public final class ShareBench {
             produce(common, releaseTopic, partitions, releaseRecords);
             out.put("produce_s", fmt((System.nanoTime() - produceStart) / 1e9));
             try {
-                throughput(common, group, topic, partitions, records, seconds, out);
-                redelivery(common, releaseGroup, releaseTopic, partitions, releaseRecords, releaseEvery, out);
+                throughput(consumers, group, topic, partitions, records, seconds, out);
+                redelivery(consumers, releaseGroup, releaseTopic, partitions, releaseRecords, releaseEvery, out);
             } finally {
                 try {
                     admin.deleteShareGroups(List.of(group, releaseGroup)).all().get();
@@ -220,6 +231,25 @@ public final class ShareBench {
         long[] polls = new long[CONSUMERS];
         Map<String, Integer> errors = new ConcurrentHashMap<>();
         long started = System.nanoTime();
+        // The records accepted in each second since the first delivery: a rate that falls during the phase
+        // shows here (on standard error).
+        Thread timeline = new Thread(() -> {
+            StringBuilder b = new StringBuilder("timeline records/s:");
+            long previous = 0;
+            try {
+                while (!stop.get()) {
+                    Thread.sleep(1000);
+                    long now = accepted.get();
+                    b.append(' ').append(now - previous);
+                    previous = now;
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            System.err.println(b);
+        }, "share-bench-timeline");
+        timeline.setDaemon(true);
+        timeline.start();
         runConsumers(common, group, topic, (index, c) -> {
             while (!stop.get()) {
                 long now = System.nanoTime();
@@ -250,6 +280,7 @@ public final class ShareBench {
                 polls[index]++;
             }
         });
+        timeline.join();
         if (firstDelivery.get() == Long.MAX_VALUE) {
             throw new RuntimeException("nothing was delivered within " + FIRST_DELIVERY_WITHIN);
         }
