@@ -51,7 +51,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *    released on its first delivery (RELEASE, commitSync), every other delivery is accepted. A
  *    sample's latency runs from that commitSync's return to the record's next delivery, to any
  *    consumer (all consumers share one monotonic clock); a redelivery can beat the releasing
- *    consumer's commitSync return, so a latency may be negative (early counts those). The phase ends
+ *    consumer's commitSync return, so a latency may be negative (early counts those). The r_sent_*
+ *    latencies run from the commitSync call instead (the release leaving the client). The phase ends
  *    once all RELEASE_RECORDS were accepted. Unexpected deliveries (a record delivered twice that was
  *    not released, a released record delivered more than twice, a delivery count that is not the
  *    number of deliveries seen) are counted in r_anomalies.
@@ -304,6 +305,7 @@ public final class ShareBench {
             int releaseEvery, Map<String, String> out) throws Exception {
         Deliveries deliveries = new Deliveries(partitions, records);
         Map<Long, Long> releasedAt = new ConcurrentHashMap<>();
+        Map<Long, Long> releaseSentAt = new ConcurrentHashMap<>();
         Map<Long, Long> redeliveredAt = new ConcurrentHashMap<>();
         AtomicLong accepted = new AtomicLong();
         AtomicLong anomalies = new AtomicLong();
@@ -344,25 +346,30 @@ public final class ShareBench {
                         sent.merge(r.partition(), 1, Integer::sum);
                     }
                 }
+                long sending = System.nanoTime();
                 Map<TopicIdPartition, Optional<KafkaException>> result = c.commitSync();
                 long done = System.nanoTime();
                 for (long key : released) {
+                    releaseSentAt.put(key, sending);
                     releasedAt.put(key, done);
                 }
                 accepted.addAndGet(accepted(result, sent, errors));
             }
         });
         List<Long> micros = new ArrayList<>();
+        List<Long> sentMicros = new ArrayList<>();
         int early = 0;
         for (Map.Entry<Long, Long> e : releasedAt.entrySet()) {
             Long again = redeliveredAt.get(e.getKey());
             if (again != null) {
                 long us = (again - e.getValue()) / 1_000;
                 micros.add(us);
+                sentMicros.add((again - releaseSentAt.get(e.getKey())) / 1_000);
                 early += us < 0 ? 1 : 0;
             }
         }
         Collections.sort(micros);
+        Collections.sort(sentMicros);
         out.put("r_accepted", String.valueOf(accepted.get()));
         out.put("r_seconds", fmt((System.nanoTime() - started) / 1e9));
         out.put("r_released", String.valueOf(releasedAt.size()));
@@ -371,6 +378,8 @@ public final class ShareBench {
         out.put("r_p99_ms", fmt(percentile(micros, 0.99)));
         out.put("r_max_ms", fmt(micros.isEmpty() ? 0.0 : micros.get(micros.size() - 1) / 1000.0));
         out.put("r_early", String.valueOf(early));
+        out.put("r_sent_p50_ms", fmt(percentile(sentMicros, 0.50)));
+        out.put("r_sent_p99_ms", fmt(percentile(sentMicros, 0.99)));
         out.put("r_anomalies", String.valueOf(anomalies.get()));
         out.put("r_ack_errors", errors.isEmpty() ? "0" : errors.toString().replace(", ", ","));
         out.put("r_delivery_counts", histogram(new TreeMap<>(deliveryCounts)));

@@ -44,8 +44,8 @@ KAFKA_PORT, KAFKA_CONTROLLER_PORT = 29192, 29194
 RELEASE_EVERY = 100
 LINE_FIELDS = ("records_per_s", "mib_per_s", "seconds", "delivered_twice", "missing", "per_consumer",
                "records_per_poll", "r_released", "r_redelivered", "r_early", "r_p50_ms", "r_p99_ms", "r_max_ms",
-               "r_anomalies", "r_deliveries", "ack_errors", "r_ack_errors")
-MEDIAN_FIELDS = ("records_per_s", "r_p50_ms", "r_p99_ms")
+               "r_sent_p50_ms", "r_sent_p99_ms", "r_anomalies", "r_deliveries", "ack_errors", "r_ack_errors")
+MEDIAN_FIELDS = ("records_per_s", "r_p50_ms", "r_p99_ms", "r_sent_p50_ms", "r_sent_p99_ms")
 
 
 def run_share_bench(classpath: str, bootstrap: str, partitions: int, records: int, seconds: int,
@@ -69,7 +69,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--partitions", default="1,4", help="partition counts, comma separated")
-    parser.add_argument("--records", type=int, default=600_000, help="records of the throughput topic")
+    parser.add_argument("--records", type=int, default=1_500_000, help="records of the throughput topic")
     parser.add_argument("--release-records", type=int, default=20_000, help="records of the redelivery topic")
     parser.add_argument("--fetch-max-bytes", default="default",
                         help="the consumers' fetch.max.bytes, comma separated ('default': the client's)")
@@ -112,17 +112,18 @@ def main() -> int:
         kafka.stop()
     print(f"[share-bench] load average at the end {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print()
-    print("| fetch.max.bytes | partitions | broker | records/s accepted | MiB/s | redelivery p50 (ms) "
-          "| redelivery p99 (ms) | delivered twice / missing (all runs) | redelivery anomalies (all runs) |")
+    print("| fetch.max.bytes | partitions | broker | records/s accepted | MiB/s | redelivery p50 / p99 (ms) "
+          "| from the release sent p50 / p99 (ms) | delivered twice / missing (all runs) "
+          "| redelivery anomalies (all runs) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for (name, partitions, fetch_max_bytes), runs in sorted(
             results.items(), key=lambda item: (fetch_sizes.index(item[0][2]), item[0][1], item[0][0])):
-        rate, p50, p99 = (statistics.median(float(r[k]) for r in runs) for k in MEDIAN_FIELDS)
+        rate, p50, p99, sent_p50, sent_p99 = (statistics.median(float(r[k]) for r in runs) for k in MEDIAN_FIELDS)
         twice = sum(int(r["delivered_twice"]) for r in runs)
         missing = sum(int(r["missing"]) for r in runs if r["missing"] != "n/a")
         anomalies = sum(int(r["r_anomalies"]) for r in runs)
         print(f"| {fetch_max_bytes} | {partitions} | {name} | {rate:,.0f} | {rate * 1024 / 2**20:.1f} "
-              f"| {p50:.1f} | {p99:.1f} | {twice} / {missing} | {anomalies} |")
+              f"| {p50:.1f} / {p99:.1f} | {sent_p50:.1f} / {sent_p99:.1f} | {twice} / {missing} | {anomalies} |")
     return 0
 
 
