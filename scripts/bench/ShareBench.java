@@ -61,7 +61,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * FETCH_MAX_BYTES is given (a diagnostic: what a ShareFetch may return, which bounds what Kafgres reads).
  *
  * Prints one line of key=value fields, and on standard error the records accepted in each second. The
- * topics and groups are deleted at the end.
+ * topics, the groups and their configs are deleted at the end.
  */
 public final class ShareBench {
     private static final int CONSUMERS = 4;
@@ -117,6 +117,13 @@ public final class ShareBench {
                 } catch (Exception e) {
                     out.put("delete_groups", e.getClass().getSimpleName());
                 }
+                // Deleting a group keeps its configs, on Kafka 4.4 as on Kafgres.
+                Map<ConfigResource, java.util.Collection<AlterConfigOp>> unset = new HashMap<>();
+                for (String g : List.of(group, releaseGroup)) {
+                    unset.put(new ConfigResource(ConfigResource.Type.GROUP, g), List.of(new AlterConfigOp(
+                            new ConfigEntry("share.auto.offset.reset", ""), AlterConfigOp.OpType.DELETE)));
+                }
+                admin.incrementalAlterConfigs(unset).all().get();
                 admin.deleteTopics(List.of(topic, releaseTopic)).all().get();
             }
         }
