@@ -12,6 +12,12 @@ disk space within a second instead of a minute. Every run formats a fresh
 data directory; the process is stopped (SIGTERM, then SIGKILL after 30 s)
 and the data removed when the comparison ends, whatever happened.
 
+Another Kafka version runs from its own classpath file: `resolve_classpath`
+has Maven resolve the same pom at that version into another directory
+(`-Dkafka.version`, `-Dkafgres.bench.dir`), and the broker takes that file
+(`classpath_file`); scripts/bench/share_bench.py runs Kafka 4.4.0 that way,
+next to the 4.1.1 of the other benchmarks.
+
 Also the reference broker of tests/conformance, which passes
 `die_with_parent=True`: the kernel sends the broker SIGTERM when the Python
 process that started it dies, even by SIGKILL (Linux PR_SET_PDEATHSIG).
@@ -22,9 +28,9 @@ from __future__ import annotations
 import base64
 import ctypes
 import shutil
+import subprocess
 import signal
 import socket
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -40,6 +46,7 @@ JVM_FLAGS = [
     "-XX:+ExplicitGCInvokesConcurrent",
     "-Djava.awt.headless=true",
 ]
+MAVEN_TIMEOUT_S = 900
 START_TIMEOUT_S = 120
 STOP_TIMEOUT_S = 30
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -72,13 +79,31 @@ def port_open(host: str, port: int) -> bool:
         return False
 
 
+def resolve_classpath(root: Path, version: str, classpath_file: str) -> None:
+    """Writes the runtime classpath of Kafka `version` (scripts/bench/pom.xml at that version) to
+    `classpath_file` (relative to `root`), unless it is there, newer than the pom, and its jars exist."""
+    pom = root / "scripts/bench/pom.xml"
+    path = root / classpath_file
+    if path.is_file() and path.stat().st_mtime >= pom.stat().st_mtime:
+        if all(Path(jar).is_file() for jar in path.read_text().strip().split(":") if jar):
+            return
+    if shutil.which("mvn") is None or shutil.which("java") is None:
+        raise RuntimeError("Apache Kafka's jars need Java 17+ and Maven (Debian: openjdk-17-jdk-headless maven)")
+    subprocess.run(["mvn", "-B", "-q", "-f", str(pom), f"-Dkafka.version={version}",
+                    f"-Dkafgres.bench.dir={path.parent}", "dependency:build-classpath"], check=True,
+                   stdout=subprocess.DEVNULL, timeout=MAVEN_TIMEOUT_S)
+
+
 class KafkaBroker:
     # Where Maven wrote the broker's runtime classpath, under the repository root; the reference diff's
     # broker (tests/conformance/reference.py) resolves another Kafka version into its own file.
     classpath_file = ".kafgres/bench/kafka-lib/classpath.txt"
 
-    def __init__(self, root: Path, home: Path, port: int, controller_port: int, die_with_parent: bool = False):
+    def __init__(self, root: Path, home: Path, port: int, controller_port: int, die_with_parent: bool = False,
+                 classpath_file: str | None = None):
         self.root = root
+        if classpath_file is not None:
+            self.classpath_file = classpath_file
         self.die_with_parent = die_with_parent
         self.home = home
         self.port = port

@@ -17,7 +17,7 @@ overrides it): the newest Kafka, while the e2e suite keeps testing the 4.1.1
 clients and the benchmarks compare with the Kafka their page names. Its
 classpath (.kafgres/conformance/kafka-<version>/classpath.txt) is resolved with
 Maven from scripts/bench/pom.xml at that version when it is missing or older
-than the pom.
+than the pom (scripts/bench/apache_kafka.py's `resolve_classpath`).
 
 KAFGRES_REFERENCE_BOOTSTRAP=host:port uses an Apache Kafka that is already
 running instead (nothing is started or stopped): handy while writing a
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,13 +39,12 @@ BENCH_DIR = REPO_ROOT / "scripts" / "bench"
 REFERENCE_KAFKA_VERSION = os.environ.get("KAFGRES_REFERENCE_KAFKA_VERSION", "4.4.0")
 # Relative to the repository root, as KafkaBroker.classpath_file is.
 CLASSPATH_PATH = f".kafgres/conformance/kafka-{REFERENCE_KAFKA_VERSION}/classpath.txt"
-CLASSPATH_FILE = REPO_ROOT / CLASSPATH_PATH
 DEFAULT_PORT = 19092
-MAVEN_TIMEOUT_S = 900
 SERVE_S = 3600
 
 sys.path.insert(0, str(BENCH_DIR))
-from apache_kafka import KafkaBroker, port_open  # noqa: E402  (scripts/bench is not a package)
+# scripts/bench is not a package.
+from apache_kafka import KafkaBroker, port_open, resolve_classpath  # noqa: E402
 
 
 class ConformanceKafkaBroker(KafkaBroker):
@@ -63,16 +61,7 @@ class ConformanceKafkaBroker(KafkaBroker):
 
 def ensure_classpath() -> None:
     """Resolves the reference Kafka's runtime classpath from Maven Central unless it is current."""
-    pom = BENCH_DIR / "pom.xml"
-    if CLASSPATH_FILE.is_file() and CLASSPATH_FILE.stat().st_mtime >= pom.stat().st_mtime:
-        jars = CLASSPATH_FILE.read_text().strip().split(":")
-        if all(Path(j).is_file() for j in jars if j):
-            return
-    if shutil.which("mvn") is None or shutil.which("java") is None:
-        raise RuntimeError("the reference run needs Java 17+ and Maven (Debian: openjdk-17-jdk-headless maven)")
-    subprocess.run(["mvn", "-B", "-q", "-f", str(pom), f"-Dkafka.version={REFERENCE_KAFKA_VERSION}",
-                    f"-Dkafgres.bench.dir={CLASSPATH_FILE.parent}", "dependency:build-classpath"], check=True,
-                   stdout=subprocess.DEVNULL, timeout=MAVEN_TIMEOUT_S)
+    resolve_classpath(REPO_ROOT, REFERENCE_KAFKA_VERSION, CLASSPATH_PATH)
 
 
 class ReferenceKafka:
