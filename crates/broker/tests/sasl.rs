@@ -458,8 +458,8 @@ async fn user_scram_credentials_are_the_roles_passwords() {
     let broker = scram_broker().await;
     let identity = |role: &str, superuser: bool| kafgres_broker::acl::Identity {
         role: role.into(),
-        member_of: Vec::new(),
         superuser,
+        ..Default::default()
     };
     broker.catalog.set_identity(identity("alice", true));
     broker.catalog.set_identity(identity("bob", false)); // a role without a password
