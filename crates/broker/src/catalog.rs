@@ -597,9 +597,7 @@ impl Catalog for MemoryCatalog {
         ready(
             self.identities
                 .lock()
-                .map(|i| {
-                    i.get(&role).cloned().unwrap_or(crate::acl::Identity { role, ..Default::default() })
-                })
+                .map(|i| i.get(&role).cloned().unwrap_or(crate::acl::Identity { role, ..Default::default() }))
                 .map_err(|_| CatalogError::Failed("poisoned".into())),
         )
     }
@@ -609,9 +607,7 @@ impl Catalog for MemoryCatalog {
         let has_password = self.scram_credentials.lock().map(|c| c.contains_key(&role)).unwrap_or(false);
         ready(match known {
             Ok(Some(identity)) => Ok(Some(identity)),
-            Ok(None) if has_password => {
-                Ok(Some(crate::acl::Identity { role, ..Default::default() }))
-            }
+            Ok(None) if has_password => Ok(Some(crate::acl::Identity { role, ..Default::default() })),
             Ok(None) => Ok(None),
             Err(_) => Err(CatalogError::Failed("poisoned".into())),
         })

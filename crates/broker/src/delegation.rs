@@ -71,7 +71,11 @@ pub struct TokenSettings {
 
 impl Default for TokenSettings {
     fn default() -> TokenSettings {
-        TokenSettings { secret_key: None, max_lifetime_ms: MAX_LIFETIME_MS_DEFAULT, expiry_time_ms: EXPIRY_TIME_MS_DEFAULT }
+        TokenSettings {
+            secret_key: None,
+            max_lifetime_ms: MAX_LIFETIME_MS_DEFAULT,
+            expiry_time_ms: EXPIRY_TIME_MS_DEFAULT,
+        }
     }
 }
 
@@ -393,7 +397,12 @@ impl DelegationTokens {
 
     /// The tokens `eligible` keeps, with their HMACs, by token id.
     pub fn describe(&self, mut eligible: impl FnMut(&TokenRecord) -> bool) -> Vec<(TokenRecord, Vec<u8>)> {
-        self.cache().by_id.values().filter(|c| eligible(&c.record)).map(|c| (c.record.clone(), c.hmac.to_vec())).collect()
+        self.cache()
+            .by_id
+            .values()
+            .filter(|c| eligible(&c.record))
+            .map(|c| (c.record.clone(), c.hmac.to_vec()))
+            .collect()
     }
 
     /// Every token, by id (for the tests and the host's views).

@@ -230,7 +230,9 @@ fn described(token: TokenRecord, hmac: Vec<u8>, version: i16) -> DescribedDelega
     let renewers = token
         .renewers
         .iter()
-        .map(|r| DescribedDelegationTokenRenewer::default().with_principal_type(user()).with_principal_name(str_bytes(r)))
+        .map(|r| {
+            DescribedDelegationTokenRenewer::default().with_principal_type(user()).with_principal_name(str_bytes(r))
+        })
         .collect();
     let mut described = DescribedDelegationToken::default()
         .with_principal_type(user())
@@ -242,8 +244,9 @@ fn described(token: TokenRecord, hmac: Vec<u8>, version: i16) -> DescribedDelega
         .with_hmac(Bytes::from(hmac))
         .with_renewers(renewers);
     if version >= 3 {
-        described =
-            described.with_token_requester_principal_type(user()).with_token_requester_principal_name(str_bytes(&token.requester));
+        described = described
+            .with_token_requester_principal_type(user())
+            .with_token_requester_principal_name(str_bytes(&token.requester));
     }
     described
 }

@@ -130,9 +130,7 @@ enum State {
     AwaitingHandshake,
     /// `framed`: tokens come in SaslAuthenticate requests (SaslHandshake v1),
     /// else as bare length-prefixed tokens (v0).
-    AwaitingClientFirst {
-        framed: bool,
-    },
+    AwaitingClientFirst { framed: bool },
     AwaitingClientFinal {
         framed: bool,
         exchange: Box<ServerExchange>,
@@ -143,18 +141,12 @@ enum State {
     /// After a `KAFGRES-INTERNAL` handshake: its one SaslAuthenticate.
     AwaitingInternalToken,
     /// After a PLAIN handshake: the token (framed as for SCRAM).
-    AwaitingPlainToken {
-        framed: bool,
-    },
+    AwaitingPlainToken { framed: bool },
     /// After an OAUTHBEARER handshake: the client's message with its token.
-    AwaitingOAuthToken {
-        framed: bool,
-    },
+    AwaitingOAuthToken { framed: bool },
     /// A token was refused with the `invalid_token` challenge: the client's
     /// `\x01` comes next, and is answered with the failure.
-    AwaitingOAuthErrorAck {
-        framed: bool,
-    },
+    AwaitingOAuthErrorAck { framed: bool },
     /// An exchange failed; the connection is closing.
     Failed,
 }
@@ -548,10 +540,11 @@ impl SaslSession {
                         .ok_or_else(|| fail(&scram::ScramError::UnknownToken(client.username.clone())))?;
                     (Some(login.credential), Some((login.owner, login.expiry_ms)))
                 } else {
-                    let credential: Option<ScramCredential> = catalog
-                        .scram_credential(client.username.clone())
-                        .await
-                        .map_err(|e| fail(&format_args!("credentials could not be obtained: {e}")))?;
+                    let credential: Option<ScramCredential> =
+                        catalog
+                            .scram_credential(client.username.clone())
+                            .await
+                            .map_err(|e| fail(&format_args!("credentials could not be obtained: {e}")))?;
                     (credential, None)
                 };
                 let exchange = ServerExchange::start(client, credential, mock_secret, &server_nonce());
