@@ -382,7 +382,7 @@ impl DelegationTokens {
         let cache = self.cache();
         let token = cache.by_hmac(hmac).map(|c| &c.record);
         check_renewable(token, who, now_ms)?;
-        Ok(token.cloned().ok_or(TokenError::NotFound)?)
+        token.cloned().ok_or(TokenError::NotFound)
     }
 
     async fn update(&self, record: TokenRecord) -> Result<i64, TokenError> {
