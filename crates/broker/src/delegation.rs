@@ -532,6 +532,16 @@ mod tests {
     }
 
     #[test]
+    fn refusals_are_kafkas_error_codes() {
+        use kafgres_wire::error_code;
+        let codes = [TokenError::Disabled, TokenError::NotFound, TokenError::OwnerMismatch, TokenError::Expired]
+            .map(|e| e.code());
+        assert_eq!(codes, [61, 62, 63, 66]);
+        assert_eq!(codes[3], error_code::DELEGATION_TOKEN_EXPIRED);
+        assert_eq!(TokenError::Catalog(CatalogError::Failed("x".into())).code(), error_code::UNKNOWN_SERVER_ERROR);
+    }
+
+    #[test]
     fn the_hmac_is_kafkas_hmac_sha512_of_the_id() {
         // RFC 4231 test case 2: key "Jefe", data "what do ya want for nothing?".
         let hmac = token_hmac("Jefe", "what do ya want for nothing?");

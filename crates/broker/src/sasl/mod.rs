@@ -24,7 +24,10 @@
 //! also offers PLAIN ([`plain`]): one SaslAuthenticate whose password is
 //! checked against the same SCRAM verifier, and OAUTHBEARER when a key set
 //! is configured ([`oauthbearer`]: a JWT whose subject is, or maps to, the
-//! role; `crate::oauth` validates it, `crate::ident` maps it). An SSL
+//! role; `crate::oauth` validates it, `crate::ident` maps it). A SCRAM
+//! client-first message with `tokenauth=true` logs in with a delegation
+//! token (`crate::delegation`): the token id as user name, its HMAC as
+//! password, the connection then its owner's role, token-authenticated. An SSL
 //! listener opens a connection as the role of its client certificate
 //! ([`SaslSession::open_as`]).
 //! Any failure answers SASL_AUTHENTICATION_FAILED (or UNSUPPORTED_SASL_MECHANISM
