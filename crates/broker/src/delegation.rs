@@ -442,6 +442,44 @@ impl DelegationTokens {
         removed
     }
 
+    /// Replaces the tokens with those stored (a reload: a row an operator
+    /// deleted revokes its token; a standby learns the primary's new ones).
+    /// A token kept keeps its credential. Returns (added, removed).
+    ///
+    /// Takes no write lock: the host calls it from the thread that also
+    /// applies the catalog writes, so a change in flight lands after it.
+    pub fn replace(&self, records: Vec<TokenRecord>) -> (usize, usize) {
+        let Some(secret) = self.settings.secret_key.as_deref() else { return (0, 0) };
+        let known: std::collections::BTreeSet<String> = self.cache().by_id.keys().cloned().collect();
+        // The new tokens' credentials outside the lock (key derivations).
+        let fresh: Vec<Cached> = records
+            .iter()
+            .filter(|r| !known.contains(&r.token_id))
+            .map(|record| {
+                let hmac = token_hmac(secret, &record.token_id);
+                Cached { credential: token_credential(&hmac), hmac, record: record.clone() }
+            })
+            .collect();
+        let mut cache = self.cache();
+        let stored: std::collections::BTreeSet<&str> = records.iter().map(|r| r.token_id.as_str()).collect();
+        let gone: Vec<String> = cache.by_id.keys().filter(|id| !stored.contains(id.as_str())).cloned().collect();
+        for id in &gone {
+            cache.remove(id);
+        }
+        for record in records {
+            if let Some(cached) = cache.by_id.get_mut(&record.token_id) {
+                cached.record = record;
+            }
+        }
+        let added = fresh.len();
+        for cached in fresh {
+            cache.insert(cached);
+        }
+        drop(cache);
+        self.expiry_moved.notify_one();
+        (added, gone.len())
+    }
+
     /// When the next token becomes expired (ms since the epoch).
     fn next_expiry_ms(&self) -> Option<i64> {
         self.cache().by_id.values().map(|c| c.record.expires_at_ms()).min()
@@ -586,5 +624,26 @@ mod tests {
         assert_eq!(reloaded.expire(&hmac, "alice", -1, 2_001).await, Ok(-1));
         assert!(catalog.delegation_tokens().is_empty());
         assert!(reloaded.tokens().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_reload_takes_the_stored_tokens() {
+        let catalog = Arc::new(MemoryCatalog::default());
+        let tokens = DelegationTokens::new(settings(), catalog.clone(), Vec::new());
+        let (kept, _) = tokens.create("alice", "alice", Vec::new(), -1, 1_000).await.expect("created");
+        let (revoked, _) = tokens.create("bob", "bob", Vec::new(), -1, 1_000).await.expect("created");
+        let before = tokens.login(&kept.token_id, 1_000).expect("valid").credential;
+        // An operator deletes bob's row and moves alice's expiry; another server stored one more.
+        let mut stored = kept.clone();
+        stored.expiry_ms = 1_050;
+        let mut other = kept.clone();
+        other.token_id = "made-elsewhere".into();
+        assert_eq!(tokens.replace(vec![stored.clone(), other.clone()]), (1, 1));
+        assert!(tokens.login(&revoked.token_id, 1_000).is_none(), "revoked");
+        let login = tokens.login(&kept.token_id, 1_000).expect("kept");
+        assert_eq!((login.expiry_ms, login.credential), (1_050, before), "same credential, new expiry");
+        assert!(tokens.login("made-elsewhere", 1_000).is_some());
+        let hmac = token_hmac("s3cret", "made-elsewhere");
+        assert_eq!(tokens.renew(&hmac, "alice", -1, 1_000).await, Ok(1_100));
     }
 }
