@@ -39,6 +39,10 @@ fn settings(secret: Option<&str>) -> TokenSettings {
 /// A broker whose roles are alice, bob, carol and eve (passwords
 /// `<role>-pw`) and the superuser admin.
 async fn token_broker(secret: Option<&str>) -> TestBroker {
+    token_broker_with(secret, |_| {}).await
+}
+
+async fn token_broker_with(secret: Option<&str>, tweak: impl FnOnce(&mut BrokerConfig)) -> TestBroker {
     let dir = tempfile::tempdir().expect("tempdir");
     let catalog = Arc::new(MemoryCatalog::default());
     for (i, role) in ["alice", "bob", "carol", "eve", "admin"].iter().enumerate() {
@@ -46,17 +50,23 @@ async fn token_broker(secret: Option<&str>) -> TestBroker {
         catalog.set_scram_credential(role, Some(scram_credential(&format!("{role}-pw"), salt.as_bytes())));
     }
     catalog.set_identity(Identity { role: "admin".into(), superuser: true, ..Identity::default() });
-    start(dir, catalog, secret).await
+    start(dir, catalog, secret, tweak).await
 }
 
-async fn start(dir: tempfile::TempDir, catalog: Arc<MemoryCatalog>, secret: Option<&str>) -> TestBroker {
-    let config = BrokerConfig {
+async fn start(
+    dir: tempfile::TempDir,
+    catalog: Arc<MemoryCatalog>,
+    secret: Option<&str>,
+    tweak: impl FnOnce(&mut BrokerConfig),
+) -> TestBroker {
+    let mut config = BrokerConfig {
         authentication: Authentication::scram_sha_256_random(),
         failed_authentication_delay_ms: 1,
         authorizer_enabled: true,
         delegation_tokens: settings(secret),
         ..BrokerConfig::for_tests(dir.path().to_path_buf())
     };
+    tweak(&mut config);
     let broker = Broker::start(config, catalog.clone(), catalog.snapshot()).await.expect("broker starts");
     TestBroker { dir, catalog, broker }
 }
@@ -213,6 +223,11 @@ async fn create_describe_renew_and_expire_with_kafkas_rules_and_codes() {
     assert_eq!(token.renewers.iter().map(|r| r.principal_name.to_string()).collect::<Vec<_>>(), vec!["bob"]);
     assert_eq!(token.token_requester_principal_name.as_str(), "alice");
     assert_eq!(token.expiry_timestamp, created.expiry_timestamp_ms);
+    for version in 1..=2 {
+        let earlier = alice.call(version, &describe(None)).await;
+        assert_eq!(described_ids(&earlier), described_ids(&all), "v{version}");
+        assert!(earlier.tokens.iter().all(|t| t.token_requester_principal_name.is_empty()), "v3 adds the requester");
+    }
     assert!(alice.call(3, &describe(Some(&[]))).await.tokens.is_empty());
     assert_eq!(described_ids(&alice.call(3, &describe(Some(&["bob"]))).await), vec![id.clone()], "bob renews it");
     // A renewer sees it; another role only with an ACL; a superuser always.
@@ -370,7 +385,7 @@ async fn tokens_survive_a_restart() {
     drop(alice);
     let (dir, catalog) = broker.shutdown().await;
 
-    let broker = start(dir, catalog, Some(SECRET)).await;
+    let broker = start(dir, catalog, Some(SECRET), |_| {}).await;
     let (_, done) = with_token(&broker, &created.token_id, &created.hmac).await;
     assert_eq!(done.error_code, 0, "{:?}", done.error_message);
     let mut bob = as_role(&broker, "bob").await;
@@ -378,5 +393,21 @@ async fn tokens_survive_a_restart() {
     assert_eq!(described_ids(&described), vec![created.token_id.to_string()]);
     assert_eq!(described.tokens[0].hmac, created.hmac);
     assert_eq!(described.tokens[0].expiry_timestamp, created.expiry_timestamp_ms);
+    broker.broker.shutdown().await;
+}
+
+/// KIP-368: with `connections.max.reauth.ms`, a token's session ends at the
+/// token's expiry at the latest (Kafka's SCRAM server gives it as the
+/// credential's lifetime).
+#[tokio::test]
+async fn a_tokens_session_ends_with_the_token() {
+    const LIFETIME_MS: i64 = 5_000;
+    let broker = token_broker_with(Some(SECRET), |config| config.connections_max_reauth_ms = 3_600_000).await;
+    let mut alice = as_role(&broker, "alice").await;
+    let created = alice.call(3, &create(None, &[], LIFETIME_MS)).await;
+    assert_eq!(created.error_code, 0);
+    let (_, done) = with_token(&broker, &created.token_id, &created.hmac).await;
+    assert_eq!(done.error_code, 0);
+    assert!((1..=LIFETIME_MS).contains(&done.session_lifetime_ms), "{}", done.session_lifetime_ms);
     broker.broker.shutdown().await;
 }
