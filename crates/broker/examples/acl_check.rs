@@ -40,7 +40,7 @@ fn main() {
     let started = Instant::now();
     let authorizer = Authorizer::new(true, all);
     println!("bindings: {bindings}, index built in {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
-    let who = Identity { role: "app".into(), member_of: vec!["role1".into(), "role5".into()], superuser: false };
+    let who = Identity { role: "app".into(), member_of: vec!["role1".into(), "role5".into()], ..Identity::default() };
     let host = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let cases = [
         ("literal binding", "tenant4.orders"),

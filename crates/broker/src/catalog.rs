@@ -106,6 +106,8 @@ pub struct CatalogSnapshot {
     /// Dynamic broker configs, every node's and the default
     /// (`kafgres.broker_configs`); the broker keeps its own and the default.
     pub broker_configs: Vec<BrokerConfigRecord>,
+    /// The delegation tokens (`kafgres.delegation_tokens`).
+    pub delegation_tokens: Vec<crate::delegation::TokenRecord>,
 }
 
 impl From<Vec<TopicRecord>> for CatalogSnapshot {
@@ -234,6 +236,13 @@ pub trait Catalog: Send + Sync + 'static {
     /// or with `crate::dynamic_config::DEFAULT_NODE_ID` the cluster-wide
     /// default; `configs` is the whole set, empty to remove them.
     fn set_broker_configs(&self, node_id: i32, configs: BTreeMap<String, String>) -> CatalogFuture<()>;
+
+    /// Stores a delegation token, new or changed (`kafgres.delegation_tokens`),
+    /// before the broker hands it out or answers its renewal.
+    fn store_delegation_token(&self, token: crate::delegation::TokenRecord) -> CatalogFuture<()>;
+
+    /// Removes a delegation token (expired); removing one already gone is fine.
+    fn delete_delegation_token(&self, token_id: String) -> CatalogFuture<()>;
 }
 
 /// A catalog in memory, for tests and for running the broker without Postgres.
@@ -255,6 +264,7 @@ pub struct MemoryCatalog {
     share_states: Mutex<BTreeMap<(String, Uuid, i32), ShareStateRecord>>,
     group_configs: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
     broker_configs: Mutex<BTreeMap<i32, BTreeMap<String, String>>>,
+    delegation_tokens: Mutex<BTreeMap<String, crate::delegation::TokenRecord>>,
 }
 
 impl MemoryCatalog {
@@ -332,6 +342,11 @@ impl MemoryCatalog {
         self.broker_configs.lock().map(|b| b.iter().map(|(k, v)| (*k, v.clone())).collect()).unwrap_or_default()
     }
 
+    /// The delegation tokens stored, by token id.
+    pub fn delegation_tokens(&self) -> Vec<crate::delegation::TokenRecord> {
+        self.delegation_tokens.lock().map(|t| t.values().cloned().collect()).unwrap_or_default()
+    }
+
     /// Everything a restarted broker would load.
     pub fn snapshot(&self) -> CatalogSnapshot {
         CatalogSnapshot {
@@ -347,11 +362,34 @@ impl MemoryCatalog {
                 .map(|g| g.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
                 .unwrap_or_default(),
             broker_configs: self.broker_configs(),
+            delegation_tokens: self.delegation_tokens(),
         }
     }
 }
 
 impl Catalog for MemoryCatalog {
+    fn store_delegation_token(&self, token: crate::delegation::TokenRecord) -> CatalogFuture<()> {
+        ready(
+            self.delegation_tokens
+                .lock()
+                .map(|mut t| {
+                    t.insert(token.token_id.clone(), token);
+                })
+                .map_err(|_| CatalogError::Failed("delegation token lock poisoned".into())),
+        )
+    }
+
+    fn delete_delegation_token(&self, token_id: String) -> CatalogFuture<()> {
+        ready(
+            self.delegation_tokens
+                .lock()
+                .map(|mut t| {
+                    t.remove(&token_id);
+                })
+                .map_err(|_| CatalogError::Failed("delegation token lock poisoned".into())),
+        )
+    }
+
     fn set_broker_configs(&self, node_id: i32, configs: BTreeMap<String, String>) -> CatalogFuture<()> {
         let Ok(mut stored) = self.broker_configs.lock() else {
             return ready(Err(CatalogError::Failed("broker config lock poisoned".into())));
@@ -559,13 +597,7 @@ impl Catalog for MemoryCatalog {
         ready(
             self.identities
                 .lock()
-                .map(|i| {
-                    i.get(&role).cloned().unwrap_or(crate::acl::Identity {
-                        role,
-                        member_of: Vec::new(),
-                        superuser: false,
-                    })
-                })
+                .map(|i| i.get(&role).cloned().unwrap_or(crate::acl::Identity { role, ..Default::default() }))
                 .map_err(|_| CatalogError::Failed("poisoned".into())),
         )
     }
@@ -575,9 +607,7 @@ impl Catalog for MemoryCatalog {
         let has_password = self.scram_credentials.lock().map(|c| c.contains_key(&role)).unwrap_or(false);
         ready(match known {
             Ok(Some(identity)) => Ok(Some(identity)),
-            Ok(None) if has_password => {
-                Ok(Some(crate::acl::Identity { role, member_of: Vec::new(), superuser: false }))
-            }
+            Ok(None) if has_password => Ok(Some(crate::acl::Identity { role, ..Default::default() })),
             Ok(None) => Ok(None),
             Err(_) => Err(CatalogError::Failed("poisoned".into())),
         })

@@ -143,6 +143,8 @@ pub struct BrokerConfig {
     pub archive_command: Option<String>,
     /// `kafgres.client_telemetry_*` at start (a reload may change them).
     pub client_telemetry: crate::telemetry::TelemetrySettings,
+    /// `kafgres.delegation_token_*` (static, as Kafka's `delegation.token.*`).
+    pub delegation_tokens: crate::delegation::TokenSettings,
     /// The PostgreSQL timeline a primary writes its WAL on (0 on a standby
     /// and in tests): `%t` in the archive command.
     pub timeline: u32,
@@ -261,6 +263,7 @@ impl BrokerConfig {
             metrics_endpoint: None,
             archive_command: None,
             client_telemetry: crate::telemetry::TelemetrySettings::default(),
+            delegation_tokens: crate::delegation::TokenSettings::default(),
             timeline: 0,
             live: std::sync::Arc::new(crate::settings::LiveSettings::placeholder()),
         }

@@ -106,7 +106,8 @@ async fn serve<R: AsyncRead + Unpin>(
         tls,
         ctx.identities.get(),
         ctx.config.live.connections_max_reauth_ms(),
-    );
+    )
+    .with_delegation_tokens(std::sync::Arc::clone(&ctx.delegation_tokens));
     if let Some(identity) = certificate_identity {
         entry.set_principal(identity.role.as_bytes());
         sasl.open_as(identity);

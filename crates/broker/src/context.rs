@@ -54,6 +54,8 @@ pub struct BrokerContext {
     pub broker_configs: crate::dynamic_config::admin::BrokerConfigAdmin,
     /// What clients pushed (KIP-714), per client instance.
     pub telemetry: crate::telemetry::ClientTelemetry,
+    /// Delegation tokens (KIP-48): the token APIs and token logins.
+    pub delegation_tokens: Arc<crate::delegation::DelegationTokens>,
 }
 
 /// What a handler can be given: one service by reference, `()` for none, or
@@ -90,6 +92,7 @@ services! {
     Arc<dyn Catalog> => catalog,
     crate::dynamic_config::admin::BrokerConfigAdmin => broker_configs,
     crate::telemetry::ClientTelemetry => telemetry,
+    Arc<crate::delegation::DelegationTokens> => delegation_tokens,
 }
 
 impl<'a, A: Pick<'a>, B: Pick<'a>> Pick<'a> for (A, B) {

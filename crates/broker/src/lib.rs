@@ -39,6 +39,9 @@
 //! - [`settings`]: the settings a reload changes while the broker serves;
 //! - [`telemetry`]: client telemetry (KIP-714): what clients are asked to
 //!   push, and the latest values they pushed, in memory and bounded;
+//! - [`delegation`]: delegation tokens (KIP-48): created, renewed, expired
+//!   and described by their APIs, stored by the catalog, cached for SCRAM
+//!   logins with `tokenauth=true`, removed as they expire;
 //! - [`catalog`]: the narrow port to persistent metadata (Postgres tables in
 //!   production, memory in tests).
 //!
@@ -60,6 +63,7 @@ pub mod catalog;
 pub mod config;
 pub mod connection;
 pub mod context;
+pub mod delegation;
 pub mod dispatch;
 pub mod dynamic_config;
 pub mod group;

@@ -98,6 +98,7 @@ impl Broker {
             share_states,
             group_configs,
             broker_configs,
+            delegation_tokens,
         } = snapshot.into();
         let statics = crate::settings::Reloadable::from(&config);
         // The dynamic broker configs before anything reads the settings in
@@ -203,6 +204,11 @@ impl Broker {
         );
         // The dynamic per-address limits over the static one.
         broker_configs.apply();
+        let delegation_tokens = Arc::new(crate::delegation::DelegationTokens::new(
+            config.delegation_tokens.clone(),
+            Arc::clone(&catalog),
+            delegation_tokens,
+        ));
         let ctx = Arc::new(BrokerContext {
             config,
             catalog,
@@ -221,6 +227,7 @@ impl Broker {
             failed_logins: crate::limits::FailedLogins::new(failed_login_delay),
             broker_configs,
             telemetry: crate::telemetry::ClientTelemetry::new(crate::telemetry::Limits::default()),
+            delegation_tokens,
         });
         tokio::spawn(crate::partition::run_cleaner(partitions_of(&ctx.topics), housekeeping.clone()));
         housekeeping.archive.attach_board(&ctx.config.metrics.archive);
@@ -255,6 +262,8 @@ impl Broker {
             }
             None => {
                 tokio::spawn(TxnService::run_timeouts(Arc::downgrade(&ctx.txns)));
+                // A standby's database is read-only: the leader removes them.
+                tokio::spawn(crate::delegation::run_expiry(Arc::downgrade(&ctx.delegation_tokens)));
                 // Transactions a crash left half-ended are finished before
                 // long; their ids answer CONCURRENT_TRANSACTIONS-free once done.
                 let txns = Arc::clone(&ctx.txns);

@@ -87,7 +87,7 @@ async fn required_client_certificates_name_the_role_the_authorizer_checks() {
     let client_ca = Ca::new("client CA");
     let files = server_files(&server_ca, Some(&client_ca), ClientAuth::Required);
     let catalog: Arc<MemoryCatalog> = Arc::default();
-    catalog.set_identity(Identity { role: "reader".into(), member_of: vec!["readers".into()], superuser: false });
+    catalog.set_identity(Identity { role: "reader".into(), member_of: vec!["readers".into()], ..Identity::default() });
     let dir = tempfile::tempdir().expect("tempdir");
     let mut config = BrokerConfig::for_tests(dir.path().to_path_buf());
     config.tls = Some(files.settings.clone());

@@ -811,6 +811,37 @@ async fn exchange(
             let r = client.try_call(version, &request).await?;
             check(r.error_code == error_code::ILLEGAL_SASL_STATE, format!("{r:?}"))
         }
+        // Without authentication, as on a Kafka PLAINTEXT listener: refused
+        // (tests/delegation_tokens.rs covers them over SASL).
+        ApiKey::CreateDelegationToken => {
+            let request = kafka_protocol::messages::CreateDelegationTokenRequest::default().with_max_lifetime_ms(-1);
+            let r = client.try_call(version, &request).await?;
+            let requester = if version >= 3 { "ANONYMOUS" } else { "" };
+            check(
+                (r.error_code, r.principal_name.as_str(), r.token_requester_principal_name.as_str())
+                    == (error_code::DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, "ANONYMOUS", requester),
+                format!("{r:?}"),
+            )
+        }
+        ApiKey::RenewDelegationToken => {
+            let request = kafka_protocol::messages::RenewDelegationTokenRequest::default()
+                .with_hmac(bytes::Bytes::from_static(b"hmac"))
+                .with_renew_period_ms(-1);
+            let r = client.try_call(version, &request).await?;
+            check(r.error_code == error_code::DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, format!("{r:?}"))
+        }
+        ApiKey::ExpireDelegationToken => {
+            let request = kafka_protocol::messages::ExpireDelegationTokenRequest::default()
+                .with_hmac(bytes::Bytes::from_static(b"hmac"))
+                .with_expiry_time_period_ms(-1);
+            let r = client.try_call(version, &request).await?;
+            check(r.error_code == error_code::DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, format!("{r:?}"))
+        }
+        ApiKey::DescribeDelegationToken => {
+            let r =
+                client.try_call(version, &kafka_protocol::messages::DescribeDelegationTokenRequest::default()).await?;
+            check(r.error_code == error_code::DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, format!("{r:?}"))
+        }
         other => Err(format!("{other:?} has no case in this sweep")),
     }
 }
@@ -920,6 +951,10 @@ async fn every_served_version_answers() {
         WriteTxnMarkers,
         SaslHandshake,
         SaslAuthenticate,
+        CreateDelegationToken,
+        RenewDelegationToken,
+        ExpireDelegationToken,
+        DescribeDelegationToken,
         DescribeAcls,
         CreateAcls,
         DeleteAcls,

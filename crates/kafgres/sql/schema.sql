@@ -173,6 +173,27 @@ COMMENT ON VIEW kafgres.dynamic_broker_configs IS
     'row, or the cluster default where its node sets none).';
 REVOKE ALL ON kafgres.dynamic_broker_configs FROM PUBLIC;
 
+-- Delegation tokens (KIP-48, `kafka-delegation-tokens.sh`): one row per
+-- token, written by the broker before it hands a token out or answers its
+-- renewal, deleted when it expires. No HMAC: a token's HMAC (its password)
+-- is HmacSHA512 of token_id under kafgres.delegation_token_secret_key, so
+-- this table alone lets no one log in. Principals are roles. Superusers only.
+CREATE TABLE kafgres.delegation_tokens (
+    token_id   text PRIMARY KEY,
+    owner      text NOT NULL,
+    requester  text NOT NULL,
+    renewers   text[] NOT NULL DEFAULT '{}',
+    issued_at  timestamptz NOT NULL,
+    expires_at timestamptz NOT NULL,
+    max_at     timestamptz NOT NULL,
+    CHECK (expires_at <= max_at)
+);
+COMMENT ON TABLE kafgres.delegation_tokens IS
+    'Kafka delegation tokens (KIP-48): owner role, requester, renewers, and when each expires (renewable up to '
+    'max_at); HMACs are not stored (derived from kafgres.delegation_token_secret_key).';
+SELECT pg_catalog.pg_extension_config_dump('kafgres.delegation_tokens', '');
+REVOKE ALL ON kafgres.delegation_tokens FROM PUBLIC;
+
 -- The SQL bridge's checkpoint (docs/sql.md): every transaction that sent from
 -- SQL and committed before applied_lsn has its records in the log; reading
 -- the WAL resumes at restart_lsn (the first message of the oldest transaction

@@ -113,7 +113,7 @@ pub fn external_login(role: &str) -> Result<Option<Identity>, String> {
 /// authenticated) is a member of nothing.
 pub fn identity(role: &str) -> Result<Identity, String> {
     Spi::connect(|client| {
-        let mut identity = Identity { role: role.to_owned(), member_of: Vec::new(), superuser: false };
+        let mut identity = Identity { role: role.to_owned(), ..Identity::default() };
         for row in client.select(IDENTITY, Some(1), &[role.to_owned().into()])? {
             identity.superuser = row.get::<bool>(1)?.unwrap_or(false);
             identity.member_of = row.get::<Vec<String>>(2)?.unwrap_or_default();

@@ -52,6 +52,16 @@ pub enum ControlRequest {
         configs: std::collections::BTreeMap<String, String>,
         reply: oneshot::Sender<Result<(), CatalogError>>,
     },
+    /// Stores a delegation token, new or changed.
+    StoreDelegationToken {
+        token: kafgres_broker::delegation::TokenRecord,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
+    /// Deletes a delegation token.
+    DeleteDelegationToken {
+        token_id: String,
+        reply: oneshot::Sender<Result<(), CatalogError>>,
+    },
     /// Replaces a group's configs (the whole set).
     SetGroupConfigs {
         group_id: String,
@@ -323,6 +333,14 @@ impl Catalog for ControlPlaneCatalog {
     ) -> CatalogFuture<()> {
         self.call(move |reply| ControlRequest::SetBrokerConfigs { node_id, configs, reply })
     }
+
+    fn store_delegation_token(&self, token: kafgres_broker::delegation::TokenRecord) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::StoreDelegationToken { token, reply })
+    }
+
+    fn delete_delegation_token(&self, token_id: String) -> CatalogFuture<()> {
+        self.call(move |reply| ControlRequest::DeleteDelegationToken { token_id, reply })
+    }
 }
 
 /// A standby's catalog. Its database is read-only and replays the leader's,
@@ -456,5 +474,15 @@ impl Catalog for StandbyCatalog {
         configs: std::collections::BTreeMap<String, String>,
     ) -> CatalogFuture<()> {
         self.memory.set_broker_configs(node_id, configs)
+    }
+
+    /// A standby serves no token API and removes no token (its database is
+    /// read-only): kept in memory, should one reach it.
+    fn store_delegation_token(&self, token: kafgres_broker::delegation::TokenRecord) -> CatalogFuture<()> {
+        self.memory.store_delegation_token(token)
+    }
+
+    fn delete_delegation_token(&self, token_id: String) -> CatalogFuture<()> {
+        self.memory.delete_delegation_token(token_id)
     }
 }

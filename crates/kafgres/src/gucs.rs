@@ -132,6 +132,11 @@ pub static SQL_BRIDGE_MEMORY_MB: GucSetting<i32> = GucSetting::<i32>::new(1024);
 pub static READ_YOUR_WRITES_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 pub static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(1);
 pub static PRIMARY_KAFKA_ADDRESS: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static DELEGATION_TOKEN_SECRET_KEY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+pub static DELEGATION_TOKEN_MAX_LIFETIME_MS: GucSetting<i32> =
+    GucSetting::<i32>::new(kafgres_broker::delegation::MAX_LIFETIME_MS_DEFAULT as i32);
+pub static DELEGATION_TOKEN_EXPIRY_TIME_MS: GucSetting<i32> =
+    GucSetting::<i32>::new(kafgres_broker::delegation::EXPIRY_TIME_MS_DEFAULT as i32);
 
 pub fn register() {
     register_group_settings();
@@ -140,6 +145,7 @@ pub fn register() {
     register_tls_settings();
     register_sql_bridge_settings();
     register_replication_settings();
+    register_delegation_token_settings();
     GucRegistry::define_string_guc(
         c"kafgres.listen_address",
         c"Address the Kafka listener binds to.",
@@ -559,6 +565,39 @@ pub fn data_dir_path(path: &str) -> std::path::PathBuf {
     // changes; read on the process's main thread.
     let data_dir = unsafe { std::ffi::CStr::from_ptr(pgrx::pg_sys::DataDir) }.to_string_lossy().into_owned();
     std::path::PathBuf::from(data_dir).join(path)
+}
+
+/// Kafka's `delegation.token.*` (KIP-48), read at start as Kafka reads them.
+pub fn register_delegation_token_settings() {
+    GucRegistry::define_string_guc(
+        c"kafgres.delegation_token_secret_key",
+        c"The secret delegation tokens' HMACs are made with (Kafka's delegation.token.secret.key); empty: tokens off.",
+        c"A token's HMAC, its password, is HmacSHA512 of its id under this secret: keep it secret, and the same across \
+          restarts and on standbys, or every token stops working. Only superusers can see it.",
+        &DELEGATION_TOKEN_SECRET_KEY,
+        GucContext::Postmaster,
+        GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL,
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.delegation_token_max_lifetime_ms",
+        c"The longest a delegation token lives, renewals included (Kafka's delegation.token.max.lifetime.ms).",
+        c"A token asked for with a shorter lifetime gets that one.",
+        &DELEGATION_TOKEN_MAX_LIFETIME_MS,
+        1,
+        i32::MAX,
+        GucContext::Postmaster,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.delegation_token_expiry_time_ms",
+        c"How long a delegation token is valid before it must be renewed (Kafka's delegation.token.expiry.time.ms).",
+        c"Also the longest a renewal extends it by; never past its maximum lifetime.",
+        &DELEGATION_TOKEN_EXPIRY_TIME_MS,
+        1,
+        i32::MAX,
+        GucContext::Postmaster,
+        GucFlags::UNIT_MS,
+    );
 }
 
 pub fn register_authentication_setting() {

@@ -28,6 +28,7 @@ pub mod broker_config_sql;
 pub mod catalog_sql;
 pub mod client_metrics;
 pub mod control;
+pub mod delegation_token_sql;
 pub mod gucs;
 pub mod internal_login;
 pub mod lifecycle;

@@ -46,7 +46,7 @@ FROM unnest(ARRAY['kafgres.topics', 'kafgres.cluster', 'kafgres.consumer_offsets
                   'kafgres.partition_status', 'kafgres.consumer_groups', 'kafgres.consumer_lag',
                   'kafgres.broker_metrics', 'kafgres.flush_latency', 'kafgres.request_latency',
                   'kafgres.connections', 'kafgres.acls', 'kafgres.share_partitions',
-                  'kafgres.group_configs', 'kafgres.share_group_partitions']) AS t;
+                  'kafgres.group_configs', 'kafgres.share_group_partitions', 'kafgres.delegation_tokens']) AS t;
 -- Every function, each SECURITY DEFINER with a pinned search_path (but the
 -- install-time helper, and the capture helpers, which run only under the
 -- capture trigger's or kafgres.capture's own), none executable by PUBLIC.

@@ -21,12 +21,16 @@ pub struct Identity {
     pub role: String,
     pub member_of: Vec<String>,
     pub superuser: bool,
+    /// Whether the connection logged in with a delegation token (Kafka's
+    /// `KafkaPrincipal.tokenAuthenticated`): it acts as the token's owner,
+    /// but may not create, renew, expire or describe tokens.
+    pub token_authenticated: bool,
 }
 
 impl Identity {
     /// A connection that did not authenticate (`User:ANONYMOUS`).
     pub fn anonymous() -> Identity {
-        Identity { role: "ANONYMOUS".into(), member_of: Vec::new(), superuser: false }
+        Identity { role: "ANONYMOUS".into(), ..Identity::default() }
     }
 
     fn is(&self, role: &str) -> bool {
@@ -334,7 +338,11 @@ mod tests {
     }
 
     fn user(role: &str, member_of: &[&str]) -> Identity {
-        Identity { role: role.into(), member_of: member_of.iter().map(|r| r.to_string()).collect(), superuser: false }
+        Identity {
+            role: role.into(),
+            member_of: member_of.iter().map(|r| r.to_string()).collect(),
+            ..Identity::default()
+        }
     }
 
     fn may(a: &Authorizer, who: &Identity, op: Operation, topic: &str) -> bool {

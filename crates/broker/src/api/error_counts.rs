@@ -45,6 +45,10 @@ top_level_only!(
     GetTelemetrySubscriptionsResponse,
     PushTelemetryResponse,
     ListTransactionsResponse,
+    CreateDelegationTokenResponse,
+    RenewDelegationTokenResponse,
+    ExpireDelegationTokenResponse,
+    DescribeDelegationTokenResponse,
 );
 
 impl ErrorCounts for DescribeTransactionsResponse {

@@ -17,6 +17,7 @@ pub mod client_quotas;
 pub mod consumer_group;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delegation_tokens;
 pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
@@ -105,6 +106,10 @@ macro_rules! served_apis {
             $crate::api::transaction_admin::ListTransactions,
             $crate::api::sasl::SaslHandshake,
             $crate::api::sasl::SaslAuthenticate,
+            $crate::api::delegation_tokens::CreateDelegationToken,
+            $crate::api::delegation_tokens::RenewDelegationToken,
+            $crate::api::delegation_tokens::ExpireDelegationToken,
+            $crate::api::delegation_tokens::DescribeDelegationToken,
             $crate::api::acls::DescribeAcls,
             $crate::api::acls::CreateAcls,
             $crate::api::acls::DeleteAcls,

@@ -83,6 +83,10 @@ with_throttle_time!(
     ListConfigResourcesResponse,
     GetTelemetrySubscriptionsResponse,
     PushTelemetryResponse,
+    CreateDelegationTokenResponse,
+    RenewDelegationTokenResponse,
+    ExpireDelegationTokenResponse,
+    DescribeDelegationTokenResponse,
 );
 
 /// No field: the request quota exempts these (a client must be able to

@@ -46,7 +46,7 @@ pub fn verify(secret: &str, token: &[u8]) -> Result<InternalLogin, &'static str>
 
 /// The internal superuser's identity.
 pub fn superuser() -> Identity {
-    Identity { role: INTERNAL_ROLE.to_owned(), member_of: Vec::new(), superuser: true }
+    Identity { role: INTERNAL_ROLE.to_owned(), superuser: true, ..Identity::default() }
 }
 
 /// The token a client sends.

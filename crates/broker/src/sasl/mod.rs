@@ -24,7 +24,10 @@
 //! also offers PLAIN ([`plain`]): one SaslAuthenticate whose password is
 //! checked against the same SCRAM verifier, and OAUTHBEARER when a key set
 //! is configured ([`oauthbearer`]: a JWT whose subject is, or maps to, the
-//! role; `crate::oauth` validates it, `crate::ident` maps it). An SSL
+//! role; `crate::oauth` validates it, `crate::ident` maps it). A SCRAM
+//! client-first message with `tokenauth=true` logs in with a delegation
+//! token (`crate::delegation`): the token id as user name, its HMAC as
+//! password, the connection then its owner's role, token-authenticated. An SSL
 //! listener opens a connection as the role of its client certificate
 //! ([`SaslSession::open_as`]).
 //! Any failure answers SASL_AUTHENTICATION_FAILED (or UNSUPPORTED_SASL_MECHANISM
@@ -114,6 +117,9 @@ pub struct SaslSession {
     /// During a re-authentication (KIP-368): who the connection was, and
     /// with which mechanism; both must stay the same.
     reauthenticating: Option<(Identity, &'static str)>,
+    /// The delegation tokens a SCRAM login with `tokenauth=true` is checked
+    /// against (none: such a login fails).
+    tokens: Option<std::sync::Arc<crate::delegation::DelegationTokens>>,
 }
 
 #[derive(Debug)]
@@ -127,28 +133,23 @@ enum State {
     AwaitingHandshake,
     /// `framed`: tokens come in SaslAuthenticate requests (SaslHandshake v1),
     /// else as bare length-prefixed tokens (v0).
-    AwaitingClientFirst {
-        framed: bool,
-    },
+    AwaitingClientFirst { framed: bool },
     AwaitingClientFinal {
         framed: bool,
         exchange: Box<ServerExchange>,
+        /// A delegation token's login: its owner (the role the connection
+        /// becomes) and its expiry.
+        token: Option<(String, i64)>,
     },
     /// After a `KAFGRES-INTERNAL` handshake: its one SaslAuthenticate.
     AwaitingInternalToken,
     /// After a PLAIN handshake: the token (framed as for SCRAM).
-    AwaitingPlainToken {
-        framed: bool,
-    },
+    AwaitingPlainToken { framed: bool },
     /// After an OAUTHBEARER handshake: the client's message with its token.
-    AwaitingOAuthToken {
-        framed: bool,
-    },
+    AwaitingOAuthToken { framed: bool },
     /// A token was refused with the `invalid_token` challenge: the client's
     /// `\x01` comes next, and is answered with the failure.
-    AwaitingOAuthErrorAck {
-        framed: bool,
-    },
+    AwaitingOAuthErrorAck { framed: bool },
     /// An exchange failed; the connection is closing.
     Failed,
 }
@@ -181,7 +182,14 @@ impl SaslSession {
             session_ends_ms: None,
             token_expires_ms: None,
             reauthenticating: None,
+            tokens: None,
         }
+    }
+
+    /// Accepts SCRAM logins with delegation tokens (KIP-48) from `tokens`.
+    pub fn with_delegation_tokens(mut self, tokens: std::sync::Arc<crate::delegation::DelegationTokens>) -> Self {
+        self.tokens = Some(tokens);
+        self
     }
 
     /// Opens a connection without SASL as `identity` (the role a TLS
@@ -525,24 +533,50 @@ impl SaslSession {
                 let Authentication::ScramSha256 { mock_secret } = &self.authentication else {
                     return Err(fail(&"authentication is off"));
                 };
-                let credential: Option<ScramCredential> = catalog
-                    .scram_credential(client.username.clone())
-                    .await
-                    .map_err(|e| fail(&format_args!("credentials could not be obtained: {e}")))?;
+                let (credential, token) = if client.token_auth {
+                    // Kafka fails an unknown token at once (no mock exchange):
+                    // a token id is random, not a name worth hiding.
+                    let login = self
+                        .tokens
+                        .as_ref()
+                        .and_then(|tokens| tokens.login(&client.username, crate::now_ms()))
+                        .ok_or_else(|| fail(&scram::ScramError::UnknownToken(client.username.clone())))?;
+                    (Some(login.credential), Some((login.owner, login.expiry_ms)))
+                } else {
+                    let credential: Option<ScramCredential> =
+                        catalog
+                            .scram_credential(client.username.clone())
+                            .await
+                            .map_err(|e| fail(&format_args!("credentials could not be obtained: {e}")))?;
+                    (credential, None)
+                };
                 let exchange = ServerExchange::start(client, credential, mock_secret, &server_nonce());
                 let reply = Bytes::copy_from_slice(exchange.server_first().as_bytes());
-                self.state = State::AwaitingClientFinal { framed, exchange: Box::new(exchange) };
+                self.state = State::AwaitingClientFinal { framed, exchange: Box::new(exchange), token };
                 Ok(reply)
             }
-            State::AwaitingClientFinal { exchange, .. } => {
+            State::AwaitingClientFinal { exchange, token: login_token, .. } => {
                 let done = exchange.finish(token).map_err(|e| fail(&e))?;
+                // A token's login is its owner's (Kafka's principal with
+                // `tokenAuthenticated` set).
+                let role = login_token.as_ref().map_or_else(|| done.principal.clone(), |(owner, _)| owner.clone());
                 // Read once the password is proven, so that an unknown
                 // client learns nothing from it.
-                let identity = catalog
-                    .identity(done.principal.clone())
+                let mut identity = catalog
+                    .identity(role.clone())
                     .await
                     .map_err(|e| fail(&format_args!("the role's memberships could not be read: {e}")))?;
-                log::debug!("{peer} authenticated as role {:?} (SASL/SCRAM-SHA-256)", done.principal);
+                match login_token {
+                    Some((_, expiry_ms)) => {
+                        identity.token_authenticated = true;
+                        self.token_expires_ms = Some(expiry_ms);
+                        log::debug!(
+                            "{peer} authenticated as role {role:?} with delegation token {:?} (SASL/SCRAM-SHA-256)",
+                            done.principal
+                        );
+                    }
+                    None => log::debug!("{peer} authenticated as role {role:?} (SASL/SCRAM-SHA-256)"),
+                }
                 self.state = State::Open { identity: Some(identity) };
                 Ok(Bytes::from(done.server_final.into_bytes()))
             }

@@ -153,8 +153,9 @@ pub enum ScramError {
     ChannelBinding,
     #[error("unsupported mandatory extension")]
     MandatoryExtension,
-    #[error("delegation-token authentication (tokenauth) is not supported")]
-    TokenAuth,
+    /// Kafka's words (for the log; the client is told only that the login failed).
+    #[error("Token Authentication failed: Invalid tokenId : {0}")]
+    UnknownToken(String),
     #[error("authorization id {authzid:?} differs from the user name {username:?}")]
     AuthorizationId { authzid: String, username: String },
     #[error("the channel binding in the final message does not match the first")]
@@ -177,6 +178,9 @@ pub struct ClientFirst {
     client_nonce: String,
     /// The message without its GS2 header (part of the AuthMessage).
     bare: String,
+    /// The `tokenauth=true` extension (KIP-48): the user name is a
+    /// delegation token's id, the password its HMAC.
+    pub token_auth: bool,
 }
 
 impl ClientFirst {
@@ -219,14 +223,15 @@ impl ClientFirst {
             .ok_or(ScramError::BadClientFirst("bad nonce"))?
             .to_owned();
         // Optional extensions (Kafka's `key=value` pairs, KIP-86/KIP-48):
-        // ignored, except a delegation token, which Kafgres does not have.
+        // ignored, except `tokenauth` (a delegation token's login).
+        let mut token_auth = false;
         for extension in attributes {
             let (key, value) = extension.split_once('=').ok_or(ScramError::BadClientFirst("bad extension"))?;
             if key.is_empty() {
                 return Err(ScramError::BadClientFirst("bad extension"));
             }
-            if key == "tokenauth" && value.eq_ignore_ascii_case("true") {
-                return Err(ScramError::TokenAuth);
+            if key == "tokenauth" {
+                token_auth = value.eq_ignore_ascii_case("true");
             }
         }
         if let Some(authzid) = authzid {
@@ -234,7 +239,7 @@ impl ClientFirst {
                 return Err(ScramError::AuthorizationId { authzid, username });
             }
         }
-        Ok(ClientFirst { username, gs2_header, client_nonce, bare: bare.to_owned() })
+        Ok(ClientFirst { username, gs2_header, client_nonce, bare: bare.to_owned(), token_auth })
     }
 }
 

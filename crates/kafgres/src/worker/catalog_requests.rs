@@ -74,6 +74,14 @@ fn serve_one(plans: &CatalogPlans, request: ControlRequest) {
             let result = run_in_transaction(|| crate::broker_config_sql::set_broker_configs(node_id, &configs));
             let _ = reply.send(result.map_err(failed));
         }
+        ControlRequest::StoreDelegationToken { token, reply } => {
+            let result = run_in_transaction(|| crate::delegation_token_sql::store_delegation_token(&token));
+            let _ = reply.send(result.map_err(failed));
+        }
+        ControlRequest::DeleteDelegationToken { token_id, reply } => {
+            let result = run_in_transaction(|| crate::delegation_token_sql::delete_delegation_token(&token_id));
+            let _ = reply.send(result.map_err(failed));
+        }
         ControlRequest::SetGroupConfigs { group_id, configs, reply } => {
             let result = run_in_transaction(|| crate::share_sql::set_group_configs(&group_id, &configs));
             let _ = reply.send(result.map_err(failed));

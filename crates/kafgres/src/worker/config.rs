@@ -92,6 +92,14 @@ pub fn broker_config(
         transactional_id_expiration_ms: i64::from(gucs::TRANSACTIONAL_ID_EXPIRATION_S.get()) * 1_000,
         archive_command: live.archive_command.clone(),
         client_telemetry: live.client_telemetry.clone(),
+        delegation_tokens: kafgres_broker::delegation::TokenSettings {
+            secret_key: gucs::DELEGATION_TOKEN_SECRET_KEY
+                .get()
+                .and_then(|c| c.into_string().ok())
+                .filter(|s| !s.is_empty()),
+            max_lifetime_ms: i64::from(gucs::DELEGATION_TOKEN_MAX_LIFETIME_MS.get()),
+            expiry_time_ms: i64::from(gucs::DELEGATION_TOKEN_EXPIRY_TIME_MS.get()),
+        },
         timeline: insert_timeline(),
         authentication: authentication(),
         // Set by the role's own start (`super::leader`, `super::standby`), from the catalog.

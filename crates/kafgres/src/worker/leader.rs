@@ -105,9 +105,10 @@ fn catalog_is_the_one_loaded(cluster_id: &str) -> bool {
     }
 }
 
-/// A reload applies `kafgres.authorizer` and rereads `kafgres.acls` and
-/// `kafgres.client_quotas` (an operator's own INSERT or DELETE); a failed
-/// read keeps what is in force.
+/// A reload applies `kafgres.authorizer` and rereads `kafgres.acls`,
+/// `kafgres.client_quotas` and `kafgres.delegation_tokens` (an operator's own
+/// INSERT or DELETE; on a standby, the primary's rows); a failed read keeps
+/// what is in force.
 pub(super) fn reload_acls(ctx: &kafgres_broker::BrokerContext) {
     ctx.acls.set_enabled(super::config::authorizer_enabled());
     match run_in_transaction(crate::acl_sql::load_acls) {
@@ -120,6 +121,15 @@ pub(super) fn reload_acls(ctx: &kafgres_broker::BrokerContext) {
             ctx.quotas.replace(rules);
         }
         Err(e) => warning!("kafgres: {e}; the client quotas loaded before stay in force"),
+    }
+    match run_in_transaction(crate::delegation_token_sql::load_delegation_tokens) {
+        Ok(tokens) => {
+            let (added, removed) = ctx.delegation_tokens.replace(tokens);
+            if added + removed > 0 {
+                log!("kafgres: reloaded delegation tokens: {added} added, {removed} removed");
+            }
+        }
+        Err(e) => warning!("kafgres: {e}; the delegation tokens loaded before stay in force"),
     }
 }
 

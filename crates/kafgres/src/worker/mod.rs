@@ -254,6 +254,7 @@ fn load_catalog(wait: &WaitSet, database: &str) -> Option<(CatalogPlans, Catalog
                 share_states: crate::share_sql::load_share_states()?,
                 group_configs: crate::share_sql::load_group_configs()?,
                 broker_configs: crate::broker_config_sql::load_broker_configs()?,
+                delegation_tokens: crate::delegation_token_sql::load_delegation_tokens()?,
             };
             let cluster = ClusterIdentity {
                 cluster_id: plans.cluster_id()?,

@@ -173,7 +173,6 @@ fn hostile_client_first_messages_are_refused() {
         (b"p=tls-unique,,n=user,r=abc", ScramError::ChannelBinding),
         (b"x,,n=user,r=abc", ScramError::BadClientFirst("bad channel-binding flag")),
         (b"n,,m=ext,n=user,r=abc", ScramError::MandatoryExtension),
-        (b"n,,n=user,r=abc,tokenauth=true", ScramError::TokenAuth),
         (b"n,,n=user,r=abc,junk", ScramError::BadClientFirst("bad extension")),
         (b"n,,n=,r=abc", ScramError::BadClientFirst("bad user name")),
         (b"n,,n=us=er,r=abc", ScramError::BadClientFirst("bad user name")),
@@ -191,8 +190,10 @@ fn hostile_client_first_messages_are_refused() {
     for (message, expected) in cases {
         assert_eq!(ClientFirst::parse(message).as_ref(), Err(expected), "{}", String::from_utf8_lossy(message));
     }
-    // Extensions Kafka clients may add are ignored.
-    assert!(ClientFirst::parse(b"n,,n=user,r=abc,traceid=42,tokenauth=false").is_ok());
+    // Extensions Kafka clients may add are ignored, but for a delegation token's (KIP-48).
+    assert!(!ClientFirst::parse(b"n,,n=user,r=abc,traceid=42,tokenauth=false").expect("parses").token_auth);
+    assert!(ClientFirst::parse(b"n,,n=tokenid,r=abc,tokenauth=TRUE").expect("parses").token_auth);
+    assert!(ClientFirst::parse(b"n,,n=tokenid,r=abc,tokenauth=true").expect("parses").token_auth);
     let huge = format!("n,,n=user,r={}", "a".repeat(MESSAGE_BYTES_MAX));
     assert_eq!(ClientFirst::parse(huge.as_bytes()), Err(ScramError::Oversize(huge.len())));
 }

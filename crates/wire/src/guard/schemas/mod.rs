@@ -25,6 +25,7 @@ pub(crate) mod quotas;
 pub(crate) mod replicas;
 pub(crate) mod share_groups;
 pub(crate) mod telemetry;
+pub(crate) mod tokens;
 pub(crate) mod topics;
 pub(crate) mod txn;
 pub(crate) mod users;
@@ -66,6 +67,10 @@ pub(crate) static APIS: &[&ApiSchema] = &[
     &replicas::ALTER_REPLICA_LOG_DIRS,
     &cluster::DESCRIBE_LOG_DIRS,
     &admin::SASL_AUTHENTICATE,
+    &tokens::CREATE_DELEGATION_TOKEN,
+    &tokens::RENEW_DELEGATION_TOKEN,
+    &tokens::EXPIRE_DELEGATION_TOKEN,
+    &tokens::DESCRIBE_DELEGATION_TOKEN,
     &topics::CREATE_PARTITIONS,
     &groups::DELETE_GROUPS,
     &replicas::ELECT_LEADERS,

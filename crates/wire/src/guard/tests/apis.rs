@@ -21,13 +21,17 @@ use kafka_protocol::messages::{
     UpdateFeaturesRequest,
 };
 use kafka_protocol::messages::{AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest};
+use kafka_protocol::messages::{
+    CreateDelegationTokenRequest, DescribeDelegationTokenRequest, ExpireDelegationTokenRequest,
+    RenewDelegationTokenRequest,
+};
 use kafka_protocol::messages::{GetTelemetrySubscriptionsRequest, PushTelemetryRequest};
 use kafka_protocol::protocol::{Decodable, Message};
 
 use super::{
     alloc, requests_acls, requests_admin, requests_cluster, requests_consumer_groups, requests_data, requests_groups,
-    requests_quotas, requests_replicas, requests_share_groups, requests_telemetry, requests_topics, requests_txn,
-    requests_users, roundtrip,
+    requests_quotas, requests_replicas, requests_share_groups, requests_telemetry, requests_tokens, requests_topics,
+    requests_txn, requests_users, roundtrip,
 };
 use crate::guard::schemas;
 use crate::messages;
@@ -116,6 +120,14 @@ covered_apis! {
         requests_cluster::describe_log_dirs;
     36 roundtrip_sasl_authenticate: SaslAuthenticateRequest, 0..=2,
         requests_admin::sasl_authenticate;
+    38 roundtrip_create_delegation_token: CreateDelegationTokenRequest, 1..=3,
+        requests_tokens::create_delegation_token;
+    39 roundtrip_renew_delegation_token: RenewDelegationTokenRequest, 1..=2,
+        requests_tokens::renew_delegation_token;
+    40 roundtrip_expire_delegation_token: ExpireDelegationTokenRequest, 1..=2,
+        requests_tokens::expire_delegation_token;
+    41 roundtrip_describe_delegation_token: DescribeDelegationTokenRequest, 1..=3,
+        requests_tokens::describe_delegation_token;
     37 roundtrip_create_partitions: CreatePartitionsRequest, 0..=3,
         requests_topics::create_partitions;
     42 roundtrip_delete_groups: messages::DeleteGroupsRequest, 0..=3,

@@ -104,6 +104,19 @@ fn huge_counts_users() {
 }
 
 #[test]
+fn huge_counts_delegation_tokens() {
+    // CreateDelegationToken v3: owner type, owner name, renewers, max_lifetime_ms.
+    let body = Wire::new().uvarint(0).uvarint(0).huge_compact_count().tail();
+    assert_array_too_long(38, 3, &body, "CreateDelegationTokenRequest", "renewers");
+    let body = Wire::new().uvarint(0).uvarint(0).uvarint(1).i64(-1).no_tags().done();
+    assert_accepted_and_decoded(38, 3, &body);
+    // DescribeDelegationToken: owners (null: every owner).
+    let body = Wire::new().huge_compact_count().tail();
+    assert_array_too_long(41, 2, &body, "DescribeDelegationTokenRequest", "owners");
+    assert_accepted_and_decoded(41, 3, &Wire::new().uvarint(0).no_tags().done());
+}
+
+#[test]
 fn huge_counts_replicas() {
     // AlterReplicaLogDirs: dirs; a dir is path, topics; a topic is name, partitions.
     let body = Wire::new().huge_count().tail();

@@ -56,6 +56,11 @@ use kafka_protocol::messages::{
     alter_share_group_offsets_request, delete_share_group_offsets_request, AlterShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsRequest,
 };
+use kafka_protocol::messages::{
+    create_delegation_token_request::CreatableRenewers,
+    describe_delegation_token_request::DescribeDelegationTokenOwner, CreateDelegationTokenRequest,
+    DescribeDelegationTokenRequest, ExpireDelegationTokenRequest, RenewDelegationTokenRequest,
+};
 use kafka_protocol::messages::{describe_share_group_offsets_request, share_acknowledge_request, share_fetch_request};
 use kafka_protocol::messages::{update_features_request, ListConfigResourcesRequest, UpdateFeaturesRequest};
 use kafka_protocol::messages::{
@@ -76,8 +81,8 @@ use kafka_protocol::protocol::{Encodable, Message};
 
 use crate::guard::schema::{Encoding, Kind, StructSchema};
 use crate::guard::schemas::{
-    self, acls, admin, cluster, consumer_groups, data, groups, quotas, replicas, share_groups, telemetry, topics, txn,
-    users,
+    self, acls, admin, cluster, consumer_groups, data, groups, quotas, replicas, share_groups, telemetry, tokens,
+    topics, txn, users,
 };
 use crate::messages;
 
@@ -204,6 +209,12 @@ fn checked_later() -> Vec<(i16, &'static str)> {
         check::<AlterUserScramCredentialsRequest>(51, &users::ALTER_USER_SCRAM_CREDENTIALS_REQUEST),
         check::<ScramCredentialDeletion>(51, &users::SCRAM_CREDENTIAL_DELETION),
         check::<ScramCredentialUpsertion>(51, &users::SCRAM_CREDENTIAL_UPSERTION),
+        check::<CreateDelegationTokenRequest>(38, &tokens::CREATE_DELEGATION_TOKEN_REQUEST),
+        check::<CreatableRenewers>(38, &tokens::CREATABLE_RENEWERS),
+        check::<RenewDelegationTokenRequest>(39, &tokens::RENEW_DELEGATION_TOKEN_REQUEST),
+        check::<ExpireDelegationTokenRequest>(40, &tokens::EXPIRE_DELEGATION_TOKEN_REQUEST),
+        check::<DescribeDelegationTokenRequest>(41, &tokens::DESCRIBE_DELEGATION_TOKEN_REQUEST),
+        check::<DescribeDelegationTokenOwner>(41, &tokens::DESCRIBE_DELEGATION_TOKEN_OWNER),
         check::<elect_leaders_request::TopicPartitions>(43, &replicas::ELECT_LEADERS_TOPIC_PARTITIONS),
         check::<AlterPartitionReassignmentsRequest>(45, &replicas::ALTER_PARTITION_REASSIGNMENTS_REQUEST),
         check::<ReassignableTopic>(45, &replicas::REASSIGNABLE_TOPIC),

@@ -39,6 +39,7 @@ mod requests_quotas;
 mod requests_replicas;
 mod requests_share_groups;
 mod requests_telemetry;
+mod requests_tokens;
 mod requests_topics;
 mod requests_txn;
 mod requests_users;
