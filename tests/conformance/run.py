@@ -27,6 +27,7 @@ from contextlib import ExitStack
 import intended_differences
 import scenarios_acls  # noqa: F401  (registers its scenarios)
 import scenarios_admin_tools  # noqa: F401  (registers its scenarios)
+import scenarios_delegation_tokens  # noqa: F401  (registers its scenarios)
 import scenarios_groups  # noqa: F401  (registers its scenarios)
 import scenarios_protocol  # noqa: F401  (registers its scenarios)
 import scenarios_share_groups  # noqa: F401  (registers its scenarios)

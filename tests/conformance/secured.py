@@ -9,11 +9,12 @@ against these two instead of the plain reference Kafka and the dev cluster:
   `authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer`,
   `allow.everyone.if.no.acl.found=false` and `super.users=User:acl_admin`
   (and User:ANONYMOUS, the principal of the PLAINTEXT controller listener,
-  which no client reaches). The users' SCRAM credentials are written at
+  which no client reaches), and `delegation.token.secret.key` (TOKEN_SECRET). The users' SCRAM credentials are written at
   format time (`kafka-storage format --add-scram`).
 - `SecuredKafgres`: a throwaway cluster of its own (tests/e2e/support.py,
   Postgres on 127.0.0.1:5475, Kafka on 9475) with
-  `kafgres.authentication = 'scram-sha-256'` and `kafgres.authorizer = 'acl'`;
+  `kafgres.authentication = 'scram-sha-256'`, `kafgres.authorizer = 'acl'` and
+  `kafgres.delegation_token_secret_key` (TOKEN_SECRET);
   the users are roles with LOGIN and the same passwords, `acl_admin` a
   Postgres SUPERUSER (Kafgres's super users).
 
@@ -45,6 +46,8 @@ KAFGRES_PORT = int(_BASE) + 3 if _BASE else 9475
 READY_TIMEOUT_S = 60.0
 
 SUPERUSER = "acl_admin"
+# Delegation tokens are served with a secret key (Kafka's delegation.token.secret.key), the same on both.
+TOKEN_SECRET = "conformance-delegation-token-secret"
 # The principals of the ACL matrix (scenarios_acls.py says what each is granted).
 USERS = (SUPERUSER, "acl_nobody", "acl_describe", "acl_read", "acl_write", "acl_create", "acl_create_cluster",
          "acl_delete", "acl_alter", "acl_describe_configs", "acl_alter_configs", "acl_all", "acl_cluster", "acl_prefixed",
@@ -87,6 +90,7 @@ class SecuredKafkaBroker(ConformanceKafkaBroker):
             "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             f"super.users=User:{SUPERUSER};User:ANONYMOUS",
             "allow.everyone.if.no.acl.found=false",
+            f"delegation.token.secret.key={TOKEN_SECRET}",
         ]
         return "\n".join(lines) + "\n"
 
@@ -123,7 +127,8 @@ class SecuredKafgres:
                 raise RuntimeError(f"port {port} is in use: is a secured cluster of an earlier run still up?")
         self.cluster = ThrowawayCluster("conformance-acls", KAFGRES_PG_PORT, KAFGRES_PORT)
         try:
-            self.cluster.init({"kafgres.authentication": "'scram-sha-256'", "kafgres.authorizer": "'acl'"})
+            self.cluster.init({"kafgres.authentication": "'scram-sha-256'", "kafgres.authorizer": "'acl'",
+                               "kafgres.delegation_token_secret_key": f"'{TOKEN_SECRET}'"})
             self.cluster.start()
             statements = ["create extension kafgres", "set password_encryption = 'scram-sha-256'"]
             for user in USERS:
