@@ -11,9 +11,8 @@ use common::{
 };
 use kafgres_broker::api::SERVED_APIS;
 use kafgres_wire::{error_code, messages};
-use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, CreateAclsRequest, CreateTopicsRequest, DeleteAclsRequest, DescribeAclsRequest,
-};
+use kafka_protocol::messages::{ApiVersionsRequest, CreateAclsRequest, CreateTopicsRequest, DeleteAclsRequest, DescribeAclsRequest};
+use kafgres_wire::ApiKey;
 use kafka_protocol::protocol::StrBytes;
 
 /// Sends one request of `key` at `version`; `Err` says what went wrong.

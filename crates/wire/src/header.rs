@@ -6,7 +6,7 @@
 //! correlation id. The client id and the flexible-version tagged fields follow.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::ApiKey;
+use crate::ApiKey;
 
 use crate::frame::REQUEST_HEADER_BYTES_MIN;
 

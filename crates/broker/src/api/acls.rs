@@ -7,10 +7,8 @@ use kafgres_wire::error_code;
 use kafka_protocol::messages::create_acls_response::AclCreationResult;
 use kafka_protocol::messages::delete_acls_response::{DeleteAclsFilterResult, DeleteAclsMatchingAcl};
 use kafka_protocol::messages::describe_acls_response::{AclDescription, DescribeAclsResource};
-use kafka_protocol::messages::{
-    ApiKey, CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse, DescribeAclsRequest,
-    DescribeAclsResponse,
-};
+use kafka_protocol::messages::{CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse, DescribeAclsRequest, DescribeAclsResponse};
+use kafgres_wire::ApiKey;
 
 use super::authorized_operations::CLUSTER_REFUSED;
 use super::handler::{Answer, Handler, RequestContext, Versions};

@@ -15,7 +15,7 @@
 use kafgres_wire::error_code;
 use kafgres_wire::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
-use kafka_protocol::messages::ApiKey;
+use kafgres_wire::ApiKey;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::{features, Gates};

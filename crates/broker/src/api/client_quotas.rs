@@ -18,10 +18,8 @@ use kafka_protocol::messages::alter_client_quotas_request::EntityData as AlterEn
 use kafka_protocol::messages::alter_client_quotas_response::{EntityData as AlteredEntity, EntryData as AlteredEntry};
 use kafka_protocol::messages::describe_client_quotas_request::ComponentData;
 use kafka_protocol::messages::describe_client_quotas_response::{EntityData, EntryData, ValueData};
-use kafka_protocol::messages::{
-    AlterClientQuotasRequest, AlterClientQuotasResponse, ApiKey, DescribeClientQuotasRequest,
-    DescribeClientQuotasResponse,
-};
+use kafka_protocol::messages::{AlterClientQuotasRequest, AlterClientQuotasResponse, DescribeClientQuotasRequest, DescribeClientQuotasResponse};
+use kafgres_wire::ApiKey;
 
 use super::authorized_operations::CLUSTER_REFUSED;
 use super::handler::{Answer, Handler, RequestContext, Versions};

@@ -6,10 +6,8 @@ use kafka_protocol::messages::consumer_group_describe_response::{
     Assignment as DescribedAssignment, DescribedGroup, Member, TopicPartitions as DescribedPartitions,
 };
 use kafka_protocol::messages::consumer_group_heartbeat_response::{Assignment, TopicPartitions};
-use kafka_protocol::messages::{
-    ApiKey, ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse, GroupId, TopicName,
-};
+use kafka_protocol::messages::{ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, GroupId, TopicName};
+use kafgres_wire::ApiKey;
 
 use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
 use super::str_bytes;

@@ -3,7 +3,8 @@
 
 use kafgres_wire::error_code;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
-use kafka_protocol::messages::{ApiKey, CreatePartitionsRequest, CreatePartitionsResponse};
+use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
+use kafgres_wire::ApiKey;
 
 use super::create_topics::PARTITIONS_PER_TOPIC_MAX;
 use super::handler::{Answer, Handler, RequestContext, Versions};

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use kafgres_wire::error_code;
 use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
-use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse};
+use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+use kafgres_wire::ApiKey;
 use uuid::Uuid;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};

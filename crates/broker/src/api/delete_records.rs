@@ -4,7 +4,8 @@
 
 use kafgres_wire::error_code;
 use kafka_protocol::messages::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsTopicResult};
-use kafka_protocol::messages::{ApiKey, DeleteRecordsRequest, DeleteRecordsResponse};
+use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
+use kafgres_wire::ApiKey;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use crate::acl::Operation;

@@ -4,7 +4,8 @@
 
 use kafgres_wire::error_code;
 use kafka_protocol::messages::describe_producers_response::{PartitionResponse, ProducerState, TopicResponse};
-use kafka_protocol::messages::{ApiKey, DescribeProducersRequest, DescribeProducersResponse, ProducerId};
+use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
+use kafgres_wire::ApiKey;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use crate::acl::Operation;

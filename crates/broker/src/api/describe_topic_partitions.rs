@@ -13,7 +13,8 @@ use kafgres_wire::error_code;
 use kafka_protocol::messages::describe_topic_partitions_response::{
     Cursor, DescribeTopicPartitionsResponsePartition, DescribeTopicPartitionsResponseTopic,
 };
-use kafka_protocol::messages::{ApiKey, BrokerId, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse};
+use kafka_protocol::messages::{BrokerId, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse};
+use kafgres_wire::ApiKey;
 use uuid::Uuid;
 
 use super::authorized_operations;

@@ -27,7 +27,8 @@
 use kafgres_wire::error_code;
 use kafka_protocol::messages::api_versions_response::{FinalizedFeatureKey, SupportedFeatureKey};
 use kafka_protocol::messages::update_features_response::UpdatableFeatureResult;
-use kafka_protocol::messages::{ApiKey, UpdateFeaturesRequest, UpdateFeaturesResponse};
+use kafka_protocol::messages::{UpdateFeaturesRequest, UpdateFeaturesResponse};
+use kafgres_wire::ApiKey;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;

@@ -7,10 +7,8 @@ use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
-use kafka_protocol::messages::{
-    ApiKey, BrokerId, DescribeGroupsRequest, DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
-    GroupId, ListGroupsRequest, ListGroupsResponse,
-};
+use kafka_protocol::messages::{BrokerId, DescribeGroupsRequest, DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId, ListGroupsRequest, ListGroupsResponse};
+use kafgres_wire::ApiKey;
 
 use super::authorized_operations::{GROUP_REFUSED, TRANSACTIONAL_ID_REFUSED};
 use super::handler::{Answer, Handler, RequestContext, Versions};

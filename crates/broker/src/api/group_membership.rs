@@ -4,10 +4,8 @@
 use kafgres_wire::error_code;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
-use kafka_protocol::messages::{
-    ApiKey, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
-    LeaveGroupResponse, SyncGroupRequest, SyncGroupResponse,
-};
+use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, SyncGroupRequest, SyncGroupResponse};
+use kafgres_wire::ApiKey;
 
 use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
 use super::str_bytes;

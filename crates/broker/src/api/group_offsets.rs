@@ -17,7 +17,8 @@ use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions, OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 };
-use kafka_protocol::messages::{ApiKey, OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchResponse};
+use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchResponse};
+use kafgres_wire::ApiKey;
 
 use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
 use super::{str_bytes, topic_name};

@@ -5,7 +5,7 @@
 use kafgres_wire::error_code;
 use kafgres_wire::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
-use kafka_protocol::messages::ApiKey;
+use kafgres_wire::ApiKey;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use crate::acl::Operation;

@@ -6,7 +6,8 @@ use kafgres_wire::error_code;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
-use kafka_protocol::messages::{ApiKey, BrokerId, MetadataRequest, MetadataResponse};
+use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
+use kafgres_wire::ApiKey;
 use uuid::Uuid;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};

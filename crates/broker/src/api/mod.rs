@@ -181,7 +181,7 @@ pub(crate) fn str_bytes(s: &str) -> StrBytes {
 
 #[cfg(test)]
 mod tests {
-    use kafka_protocol::messages::ApiKey;
+    use kafgres_wire::ApiKey;
 
     use super::*;
 

@@ -18,7 +18,8 @@ use kafgres_wire::error_code;
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
-use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafgres_wire::ApiKey;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::{str_bytes, topic_name};

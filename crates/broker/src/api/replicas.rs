@@ -20,11 +20,8 @@ use kafka_protocol::messages::alter_replica_log_dirs_response::{
     AlterReplicaLogDirPartitionResult, AlterReplicaLogDirTopicResult,
 };
 use kafka_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
-use kafka_protocol::messages::{
-    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, AlterReplicaLogDirsRequest,
-    AlterReplicaLogDirsResponse, ApiKey, ElectLeadersRequest, ElectLeadersResponse, ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse,
-};
+use kafka_protocol::messages::{AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, ElectLeadersRequest, ElectLeadersResponse, ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse};
+use kafgres_wire::ApiKey;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;

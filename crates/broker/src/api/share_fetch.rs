@@ -27,7 +27,7 @@ use kafka_protocol::messages::share_acknowledge_response::{
     PartitionData as AckPartitionData, ShareAcknowledgeTopicResponse,
 };
 use kafka_protocol::messages::share_fetch_response::{AcquiredRecords, PartitionData, ShareFetchableTopicResponse};
-use kafka_protocol::messages::ApiKey;
+use kafgres_wire::ApiKey;
 use uuid::Uuid;
 
 use super::fetch::{FinishOnDrop, FETCH_WAIT_MS_MAX};

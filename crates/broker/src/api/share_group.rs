@@ -6,10 +6,8 @@ use kafka_protocol::messages::share_group_describe_response::{
     Assignment as DescribedAssignment, DescribedGroup, Member, TopicPartitions as DescribedPartitions,
 };
 use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
-use kafka_protocol::messages::{
-    ApiKey, GroupId, ShareGroupDescribeRequest, ShareGroupDescribeResponse, ShareGroupHeartbeatRequest,
-    ShareGroupHeartbeatResponse, TopicName,
-};
+use kafka_protocol::messages::{GroupId, ShareGroupDescribeRequest, ShareGroupDescribeResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName};
+use kafgres_wire::ApiKey;
 
 use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
 use super::str_bytes;

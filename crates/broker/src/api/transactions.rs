@@ -18,10 +18,8 @@ use kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
 };
 use kafka_protocol::messages::txn_offset_commit_response::TxnOffsetCommitResponsePartition;
-use kafka_protocol::messages::{
-    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey,
-    EndTxnRequest, EndTxnResponse, ProducerId,
-};
+use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, EndTxnRequest, EndTxnResponse, ProducerId};
+use kafgres_wire::ApiKey;
 
 use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
 use super::topic_name;

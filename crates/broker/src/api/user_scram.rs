@@ -22,10 +22,8 @@ use kafka_protocol::messages::alter_user_scram_credentials_response::AlterUserSc
 use kafka_protocol::messages::describe_user_scram_credentials_response::{
     CredentialInfo, DescribeUserScramCredentialsResult,
 };
-use kafka_protocol::messages::{
-    AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, ApiKey, DescribeUserScramCredentialsRequest,
-    DescribeUserScramCredentialsResponse,
-};
+use kafka_protocol::messages::{AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse};
+use kafgres_wire::ApiKey;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;

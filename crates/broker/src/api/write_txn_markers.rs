@@ -24,7 +24,7 @@ use kafgres_wire::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 use kafka_protocol::messages::write_txn_markers_response::{
     WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
 };
-use kafka_protocol::messages::ApiKey;
+use kafgres_wire::ApiKey;
 
 use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
 use crate::acl::Operation;

@@ -25,6 +25,7 @@ use kafka_protocol::messages::list_offsets_response::ListOffsetsPartitionRespons
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, Request, StrBytes};
 use kafka_protocol::records::RecordBatchDecoder;
