@@ -9,9 +9,9 @@ use bytes::{Buf, BytesMut};
 use common::{request_frame, TestBroker};
 use kafgres_broker::api::{features, served_now, Gates};
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
-use kafgres_wire::ApiKey;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 fn served_table() -> Vec<(i16, i16, i16)> {

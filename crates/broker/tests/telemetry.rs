@@ -12,8 +12,10 @@ use kafgres_broker::telemetry::otlp::encode;
 use kafgres_broker::telemetry::TelemetrySettings;
 use kafgres_record::compression;
 use kafgres_wire::error_code;
-use kafka_protocol::messages::{ApiVersionsRequest, GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse, PushTelemetryRequest};
 use kafgres_wire::ApiKey;
+use kafka_protocol::messages::{
+    ApiVersionsRequest, GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse, PushTelemetryRequest,
+};
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 

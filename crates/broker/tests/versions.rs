@@ -10,9 +10,11 @@ use common::{
     Client, TestBroker, TopicRef,
 };
 use kafgres_broker::api::SERVED_APIS;
-use kafgres_wire::{error_code, messages};
-use kafka_protocol::messages::{ApiVersionsRequest, CreateAclsRequest, CreateTopicsRequest, DeleteAclsRequest, DescribeAclsRequest};
 use kafgres_wire::ApiKey;
+use kafgres_wire::{error_code, messages};
+use kafka_protocol::messages::{
+    ApiVersionsRequest, CreateAclsRequest, CreateTopicsRequest, DeleteAclsRequest, DescribeAclsRequest,
+};
 use kafka_protocol::protocol::StrBytes;
 
 /// Sends one request of `key` at `version`; `Err` says what went wrong.

@@ -19,8 +19,10 @@
 use std::collections::{BTreeMap, HashSet};
 
 use kafgres_wire::error_code;
-use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
 use kafgres_wire::ApiKey;
+use kafka_protocol::messages::{
+    AlterConfigsRequest, AlterConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+};
 use kafka_protocol::protocol::StrBytes;
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC};

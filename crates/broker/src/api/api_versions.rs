@@ -14,8 +14,8 @@
 
 use kafgres_wire::error_code;
 use kafgres_wire::messages::{ApiVersionsRequest, ApiVersionsResponse};
-use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafgres_wire::ApiKey;
+use kafka_protocol::messages::api_versions_response::ApiVersion;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::{features, Gates};

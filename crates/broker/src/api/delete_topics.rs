@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
-use kafgres_wire::ApiKey;
 use uuid::Uuid;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};

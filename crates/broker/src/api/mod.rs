@@ -43,6 +43,7 @@ pub mod share_fetch;
 pub mod share_group;
 pub mod share_offsets;
 pub mod share_offsets_admin;
+pub mod streams_group;
 pub mod telemetry;
 pub mod throttle_time;
 pub mod transaction_admin;
@@ -118,6 +119,8 @@ macro_rules! served_apis {
             $crate::api::share_group::ShareGroupDescribe,
             $crate::api::share_fetch::ShareFetch,
             $crate::api::share_fetch::ShareAcknowledge,
+            $crate::api::streams_group::StreamsGroupHeartbeat,
+            $crate::api::streams_group::StreamsGroupDescribe,
             $crate::api::share_offsets::DescribeShareGroupOffsets,
             $crate::api::share_offsets_admin::AlterShareGroupOffsets,
             $crate::api::share_offsets_admin::DeleteShareGroupOffsets,

@@ -5,8 +5,10 @@
 //! get ILLEGAL_SASL_STATE, as from Kafka's request handler.
 
 use kafgres_wire::error_code;
-use kafka_protocol::messages::{SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse};
 use kafgres_wire::ApiKey;
+use kafka_protocol::messages::{
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+};
 use kafka_protocol::protocol::StrBytes;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};

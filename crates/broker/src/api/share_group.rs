@@ -2,12 +2,15 @@
 //! the wire messages and the share coordinator's plain structs.
 
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::share_group_describe_response::{
     Assignment as DescribedAssignment, DescribedGroup, Member, TopicPartitions as DescribedPartitions,
 };
 use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
-use kafka_protocol::messages::{GroupId, ShareGroupDescribeRequest, ShareGroupDescribeResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName};
-use kafgres_wire::ApiKey;
+use kafka_protocol::messages::{
+    GroupId, ShareGroupDescribeRequest, ShareGroupDescribeResponse, ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse, TopicName,
+};
 
 use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
 use super::str_bytes;

@@ -10,8 +10,10 @@
 //! INVALID_RECORD (what Kafka answers when its reporter refuses a payload).
 
 use kafgres_wire::error_code;
-use kafka_protocol::messages::{GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse, PushTelemetryRequest, PushTelemetryResponse};
 use kafgres_wire::ApiKey;
+use kafka_protocol::messages::{
+    GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse, PushTelemetryRequest, PushTelemetryResponse,
+};
 
 use super::handler::{Answer, Gate, Handler, RequestContext, Versions};
 use super::str_bytes;

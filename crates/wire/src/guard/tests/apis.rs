@@ -26,8 +26,8 @@ use kafka_protocol::protocol::{Decodable, Message};
 
 use super::{
     alloc, requests_acls, requests_admin, requests_cluster, requests_consumer_groups, requests_data, requests_groups,
-    requests_quotas, requests_replicas, requests_share_groups, requests_streams_groups, requests_telemetry, requests_topics, requests_txn,
-    requests_users, roundtrip,
+    requests_quotas, requests_replicas, requests_share_groups, requests_streams_groups, requests_telemetry,
+    requests_topics, requests_txn, requests_users, roundtrip,
 };
 use crate::guard::schemas;
 use crate::messages;

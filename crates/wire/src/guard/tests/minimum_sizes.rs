@@ -76,8 +76,8 @@ use kafka_protocol::protocol::{Encodable, Message};
 
 use crate::guard::schema::{Encoding, Kind, StructSchema};
 use crate::guard::schemas::{
-    self, acls, admin, cluster, consumer_groups, data, groups, quotas, replicas, share_groups, streams_groups, telemetry,
-    topics, txn, users,
+    self, acls, admin, cluster, consumer_groups, data, groups, quotas, replicas, share_groups, streams_groups,
+    telemetry, topics, txn, users,
 };
 use crate::messages::{self, streams_group};
 

@@ -36,9 +36,13 @@ fn topic_info() -> impl Strategy<Value = TopicInfo> {
 }
 
 fn task_ids() -> impl Strategy<Value = TaskIds> {
-    (string(), list(any::<i32>()), unknown_tags(true)).prop_map(|(subtopology_id, partitions, unknown_tagged_fields)| {
-        TaskIds { subtopology_id, partitions, unknown_tagged_fields }
-    })
+    (string(), list(any::<i32>()), unknown_tags(true)).prop_map(
+        |(subtopology_id, partitions, unknown_tagged_fields)| TaskIds {
+            subtopology_id,
+            partitions,
+            unknown_tagged_fields,
+        },
+    )
 }
 
 fn task_offset() -> impl Strategy<Value = TaskOffset> {
@@ -125,10 +129,7 @@ pub(super) fn streams_group_describe(v: i16) -> impl Strategy<Value = StreamsGro
 }
 
 fn node() -> impl Strategy<Value = TopologyDescriptionNode> {
-    (
-        (string(), any::<i8>(), list(string()), string_or_null()),
-        (list(string()), list(string()), unknown_tags(true)),
-    )
+    ((string(), any::<i8>(), list(string()), string_or_null()), (list(string()), list(string()), unknown_tags(true)))
         .prop_map(|(head, tail)| TopologyDescriptionNode {
             name: head.0,
             node_type: head.1,
@@ -143,13 +144,10 @@ fn node() -> impl Strategy<Value = TopologyDescriptionNode> {
 pub(super) fn streams_group_topology_description_update(
     _v: i16,
 ) -> impl Strategy<Value = StreamsGroupTopologyDescriptionUpdateRequest> {
-    let subtopology = (string(), list(node()), unknown_tags(true)).prop_map(
-        |(subtopology_id, nodes, unknown_tagged_fields)| TopologyDescriptionSubtopology {
-            subtopology_id,
-            nodes,
-            unknown_tagged_fields,
-        },
-    );
+    let subtopology =
+        (string(), list(node()), unknown_tags(true)).prop_map(|(subtopology_id, nodes, unknown_tagged_fields)| {
+            TopologyDescriptionSubtopology { subtopology_id, nodes, unknown_tagged_fields }
+        });
     let store = (node(), node(), unknown_tags(true)).prop_map(|(source, processor, unknown_tagged_fields)| {
         TopologyDescriptionGlobalStore { source, processor, unknown_tagged_fields }
     });
