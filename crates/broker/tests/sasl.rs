@@ -16,6 +16,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use kafgres_broker::sasl::{Authentication, AUTHENTICATION_FAILED_MESSAGE};
 use kafgres_broker::{Broker, BrokerConfig, MemoryCatalog};
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use sha2::{Digest, Sha256};

@@ -55,11 +55,13 @@ impl Handler for StreamsGroupHeartbeat {
                 .filter(|name| !cx.may_on_topic(Operation::Describe, name))
                 .collect();
             if !unauthorized.is_empty() {
-                let mut response = wire::StreamsGroupHeartbeatResponse::default();
-                response.error_code = error_code::TOPIC_AUTHORIZATION_FAILED;
-                response.error_message =
-                    Some(format!("Unauthorized topics: {}", unauthorized.into_iter().collect::<Vec<_>>().join(", ")));
-                return response.into();
+                let message = unauthorized.into_iter().collect::<Vec<_>>().join(", ");
+                return wire::StreamsGroupHeartbeatResponse {
+                    error_code: error_code::TOPIC_AUTHORIZATION_FAILED,
+                    error_message: Some(format!("Unauthorized topics: {message}")),
+                    ..Default::default()
+                }
+                .into();
             }
         }
         let request = plain_request(cx, &req);
@@ -76,9 +78,7 @@ impl Handler for StreamsGroupHeartbeat {
         _: &wire::StreamsGroupHeartbeatRequest,
         code: i16,
     ) -> Option<wire::StreamsGroupHeartbeatResponse> {
-        let mut response = wire::StreamsGroupHeartbeatResponse::default();
-        response.error_code = code;
-        Some(response)
+        Some(wire::StreamsGroupHeartbeatResponse { error_code: code, ..Default::default() })
     }
 }
 
@@ -233,9 +233,11 @@ fn wire_response(
     answer: StreamsHeartbeatResponse,
     status: Vec<StreamsStatus>,
 ) -> wire::StreamsGroupHeartbeatResponse {
-    let mut response = wire::StreamsGroupHeartbeatResponse::default();
-    response.error_code = answer.error_code;
-    response.error_message = answer.error_message;
+    let mut response = wire::StreamsGroupHeartbeatResponse {
+        error_code: answer.error_code,
+        error_message: answer.error_message,
+        ..Default::default()
+    };
     if answer.error_code != error_code::NONE {
         return response;
     }
@@ -294,8 +296,7 @@ impl Handler for StreamsGroupDescribe {
         req: wire::StreamsGroupDescribeRequest,
     ) -> Answer<wire::StreamsGroupDescribeResponse> {
         let described = groups.read(|c| c.streams_group_describe(&req.group_ids));
-        let mut response = wire::StreamsGroupDescribeResponse::default();
-        response.groups = described
+        let groups = described
             .into_iter()
             .map(|g| {
                 let mut out = wire::DescribedGroup { group_id: g.group_id.clone(), ..Default::default() };
@@ -380,6 +381,6 @@ impl Handler for StreamsGroupDescribe {
                 out
             })
             .collect();
-        response.into()
+        wire::StreamsGroupDescribeResponse { groups, ..Default::default() }.into()
     }
 }
