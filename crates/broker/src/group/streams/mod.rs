@@ -43,4 +43,7 @@ pub(super) mod model;
 pub(super) mod topology;
 pub mod types;
 
+#[cfg(test)]
+mod tests;
+
 pub use types::*;
