@@ -105,6 +105,8 @@ pub struct BrokerConfig {
     pub group_consumer_session_timeout_ms: i32,
     /// `group.consumer.heartbeat.interval.ms` (KIP-848 groups).
     pub group_consumer_heartbeat_interval_ms: i32,
+    /// Streams groups (KIP-1071): Kafka's `group.streams.*` settings.
+    pub group_streams: crate::group::StreamsGroupConfig,
     /// Share groups (KIP-932): Kafka's `group.share.*` settings and the
     /// defaults of each group's `share.*` configs.
     pub share: crate::share::ShareConfig,
@@ -245,6 +247,7 @@ impl BrokerConfig {
             group_initial_rebalance_delay_ms: 0,
             group_consumer_session_timeout_ms: 45_000,
             group_consumer_heartbeat_interval_ms: 5_000,
+            group_streams: crate::group::StreamsGroupConfig::default(),
             share: crate::share::ShareConfig::default(),
             transactional_id_expiration_ms: crate::txn::TRANSACTIONAL_ID_EXPIRATION_MS_DEFAULT,
             authentication: Authentication::None,

@@ -17,7 +17,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use kafgres_wire::error_code;
 use kafgres_wire::guard::check_request_body;
 use kafgres_wire::header::{peek_fixed_header, put_response_header, response_header_version, split_request};
-use kafka_protocol::messages::ApiKey;
+use kafgres_wire::ApiKey;
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::acl::Identity;

@@ -155,6 +155,7 @@ impl Broker {
                 initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
                 consumer_session_timeout_ms: config.group_consumer_session_timeout_ms,
                 consumer_heartbeat_interval_ms: config.group_consumer_heartbeat_interval_ms,
+                streams: config.group_streams.clone(),
                 ..crate::group::GroupConfig::default()
             },
             Arc::clone(&catalog),

@@ -9,8 +9,9 @@ use bytes::{Buf, BytesMut};
 use common::{request_frame, TestBroker};
 use kafgres_broker::api::{features, served_now, Gates};
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
-use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 fn served_table() -> Vec<(i16, i16, i16)> {
@@ -77,11 +78,12 @@ async fn advertises_exactly_the_served_table_and_kafkas_features() {
                 ("group.version", 1),
                 ("metadata.version", 33),
                 ("share.version", 2),
+                ("streams.version", 1),
                 ("transaction.version", 2),
             ];
             assert_eq!(finalized, expected.map(|(n, l)| (n.to_owned(), l)));
             assert_eq!(response.finalized_features_epoch, epoch);
-            assert_eq!(response.supported_features.len(), 6);
+            assert_eq!(response.supported_features.len(), 7);
         } else {
             assert_eq!(response.finalized_features_epoch, -1);
             assert!(response.supported_features.is_empty() && response.finalized_features.is_empty());

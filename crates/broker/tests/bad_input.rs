@@ -13,6 +13,7 @@ use common::{
     TestBroker, TopicRef, IO_TIMEOUT,
 };
 use kafgres_broker::api::SERVED_APIS;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -35,7 +35,7 @@ async fn limits_and_topic_creation_follow_a_reload_and_open_connections_stay() {
     broker.broker.reload(&Reloadable { frame_bytes_max: 200, ..initial.clone() });
     let mut big = broker.client().await;
     let request = produce_request("reloaded", 0, -1, batch(&records("big", 20)));
-    big.send_raw(&request_frame(kafka_protocol::messages::ApiKey::Produce, 9, 1, &request)).await;
+    big.send_raw(&request_frame(kafgres_wire::ApiKey::Produce, 9, 1, &request)).await;
     big.expect_closed().await;
     assert_eq!(kept.call(0, &ApiVersionsRequest::default()).await.error_code, 0, "the old connection is served");
 

@@ -14,6 +14,7 @@ use common::*;
 use kafgres_broker::sasl::{Authentication, AUTHENTICATION_FAILED_MESSAGE};
 use kafgres_broker::{Broker, BrokerConfig, MemoryCatalog};
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 

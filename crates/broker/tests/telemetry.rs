@@ -12,9 +12,9 @@ use kafgres_broker::telemetry::otlp::encode;
 use kafgres_broker::telemetry::TelemetrySettings;
 use kafgres_record::compression;
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse,
-    PushTelemetryRequest,
+    ApiVersionsRequest, GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse, PushTelemetryRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;

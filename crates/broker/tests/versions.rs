@@ -10,9 +10,10 @@ use common::{
     Client, TestBroker, TopicRef,
 };
 use kafgres_broker::api::SERVED_APIS;
+use kafgres_wire::ApiKey;
 use kafgres_wire::{error_code, messages};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, CreateAclsRequest, CreateTopicsRequest, DeleteAclsRequest, DescribeAclsRequest,
+    ApiVersionsRequest, CreateAclsRequest, CreateTopicsRequest, DeleteAclsRequest, DescribeAclsRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -454,6 +455,30 @@ async fn exchange(
             let r = client.try_call(version, &request).await?;
             let g = &r.groups[0];
             check(g.error_code == 0 && g.group_state.as_str() == "Stable" && g.members.len() == 1, format!("{r:?}"))
+        }
+        ApiKey::StreamsGroupHeartbeat => {
+            use messages::streams_group::*;
+            let subtopology =
+                Subtopology { subtopology_id: "0".into(), source_topics: vec!["swept".into()], ..Default::default() };
+            let request = StreamsGroupHeartbeatRequest {
+                group_id: format!("streams-v{version}"),
+                member_id: format!("streams-member-v{version}"),
+                rebalance_timeout_ms: 30_000,
+                topology: Some(Topology { epoch: 0, subtopologies: vec![subtopology], ..Default::default() }),
+                process_id: Some("p".into()),
+                ..Default::default()
+            };
+            let r = client.try_call(version, &request).await?;
+            let active: Option<usize> = r.active_tasks.as_ref().map(|t| t.iter().map(|t| t.partitions.len()).sum());
+            check(r.error_code == 0 && r.member_epoch == 1 && active == Some(1), format!("{r:?}"))
+        }
+        ApiKey::StreamsGroupDescribe => {
+            use messages::streams_group::*;
+            let request =
+                StreamsGroupDescribeRequest { group_ids: vec![format!("streams-v{version}")], ..Default::default() };
+            let r = client.try_call(version, &request).await?;
+            let g = &r.groups[0];
+            check(g.error_code == 0 && g.group_state == "Stable" && g.members.len() == 1, format!("{r:?}"))
         }
         ApiKey::ShareGroupHeartbeat => {
             use kafka_protocol::messages::{GroupId, ShareGroupHeartbeatRequest};
@@ -968,6 +993,8 @@ async fn every_served_version_answers() {
         ShareGroupDescribe,
         ShareFetch,
         ShareAcknowledge,
+        StreamsGroupHeartbeat,
+        StreamsGroupDescribe,
         DescribeShareGroupOffsets,
         AlterShareGroupOffsets,
         DeleteShareGroupOffsets,

@@ -5,8 +5,8 @@
 //! broker cannot serve can be answered (KIP-511) or logged with its
 //! correlation id. The client id and the flexible-version tagged fields follow.
 
+use crate::ApiKey;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::ApiKey;
 
 use crate::frame::REQUEST_HEADER_BYTES_MIN;
 

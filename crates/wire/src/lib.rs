@@ -19,8 +19,11 @@
 //! opaque bytes here (the guard checks only their length prefix): their
 //! format is the `kafgres-record` crate's, which the broker applies to them.
 
+pub mod api_key;
 pub mod error_code;
 pub mod frame;
 pub mod guard;
 pub mod header;
 pub mod messages;
+
+pub use api_key::ApiKey;

@@ -14,8 +14,8 @@
 
 use kafgres_wire::error_code;
 use kafgres_wire::messages::{ApiVersionsRequest, ApiVersionsResponse};
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
-use kafka_protocol::messages::ApiKey;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::{features, Gates};

@@ -2,8 +2,9 @@
 //! first; the new partitions' logs are created after, as for CreateTopics.
 
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
-use kafka_protocol::messages::{ApiKey, CreatePartitionsRequest, CreatePartitionsResponse};
+use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 
 use super::create_topics::PARTITIONS_PER_TOPIC_MAX;
 use super::handler::{Answer, Handler, RequestContext, Versions};

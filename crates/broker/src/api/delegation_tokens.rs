@@ -15,12 +15,12 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use kafgres_wire::error_code;
+use kafgres_wire::{error_code, ApiKey};
 use kafka_protocol::messages::describe_delegation_token_response::{
     DescribedDelegationToken, DescribedDelegationTokenRenewer,
 };
 use kafka_protocol::messages::{
-    ApiKey, CreateDelegationTokenRequest, CreateDelegationTokenResponse, DescribeDelegationTokenRequest,
+    CreateDelegationTokenRequest, CreateDelegationTokenResponse, DescribeDelegationTokenRequest,
     DescribeDelegationTokenResponse, ExpireDelegationTokenRequest, ExpireDelegationTokenResponse,
     RenewDelegationTokenRequest, RenewDelegationTokenResponse,
 };

@@ -3,8 +3,9 @@
 //! segments below it are deleted, and reads below it get OFFSET_OUT_OF_RANGE.
 
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsTopicResult};
-use kafka_protocol::messages::{ApiKey, DeleteRecordsRequest, DeleteRecordsResponse};
+use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use crate::acl::Operation;

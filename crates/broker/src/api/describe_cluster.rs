@@ -1,8 +1,9 @@
 //! DescribeCluster: this one broker, which is also the controller.
 
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
-use kafka_protocol::messages::{ApiKey, BrokerId, DescribeClusterRequest, DescribeClusterResponse};
+use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;

@@ -4,10 +4,11 @@
 //! cluster-wide default of the dynamic broker configs.
 
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
-use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
+use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
 use super::authorized_operations::{CLUSTER_REFUSED, TOPIC_REFUSED};
 use super::handler::{Answer, Handler, RequestContext, Versions};

@@ -5,11 +5,11 @@
 
 use std::path::Path;
 
+use kafgres_wire::ApiKey;
 use kafgres_wire::{error_code, messages};
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
-use kafka_protocol::messages::ApiKey;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::{str_bytes, topic_name};

@@ -3,8 +3,9 @@
 //! (after a restart, to learn how far its own sequences reached) ask.
 
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::describe_producers_response::{PartitionResponse, ProducerState, TopicResponse};
-use kafka_protocol::messages::{ApiKey, DescribeProducersRequest, DescribeProducersResponse, ProducerId};
+use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use crate::acl::Operation;

@@ -10,10 +10,11 @@
 //! one replica in sync; the eligible-leader-replica lists are empty.
 
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::describe_topic_partitions_response::{
     Cursor, DescribeTopicPartitionsResponsePartition, DescribeTopicPartitionsResponseTopic,
 };
-use kafka_protocol::messages::{ApiKey, BrokerId, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse};
+use kafka_protocol::messages::{BrokerId, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse};
 use uuid::Uuid;
 
 use super::authorized_operations;

@@ -185,6 +185,18 @@ impl ErrorCounts for ShareFetchResponse {
     }
 }
 
+impl ErrorCounts for messages::streams_group::StreamsGroupHeartbeatResponse {
+    fn error_codes(&self, count: &mut dyn FnMut(i16)) {
+        count(self.error_code);
+    }
+}
+
+impl ErrorCounts for messages::streams_group::StreamsGroupDescribeResponse {
+    fn error_codes(&self, count: &mut dyn FnMut(i16)) {
+        self.groups.iter().for_each(|g| count(g.error_code));
+    }
+}
+
 impl ErrorCounts for messages::DescribeShareGroupOffsetsResponse {
     fn error_codes(&self, count: &mut dyn FnMut(i16)) {
         for g in &self.groups {

@@ -17,7 +17,9 @@
 //! Postgres, not in a KRaft log. `share.version` 2: share groups (KIP-932)
 //! are served with ShareFetch and ShareAcknowledge v2 (KIP-1206 acquire
 //! modes, KIP-1222 renew acknowledgements), as a new Kafka 4.4 node finalizes
-//! it (1 is 4.1's protocol, which v1 clients still get).
+//! it (1 is 4.1's protocol, which v1 clients still get). `streams.version` 1:
+//! the Streams group protocol (KIP-1071, StreamsGroupHeartbeat and
+//! StreamsGroupDescribe), as Kafka 4.4 finalizes it.
 //!
 //! UpdateFeatures answers as Kafka's controller does: an update to the level
 //! a feature is at succeeds (nothing changes), an unknown feature or a level
@@ -25,9 +27,10 @@
 //! a change within the range is refused too, saying the levels are fixed.
 
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::api_versions_response::{FinalizedFeatureKey, SupportedFeatureKey};
 use kafka_protocol::messages::update_features_response::UpdatableFeatureResult;
-use kafka_protocol::messages::{ApiKey, UpdateFeaturesRequest, UpdateFeaturesResponse};
+use kafka_protocol::messages::{UpdateFeaturesRequest, UpdateFeaturesResponse};
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;
@@ -52,6 +55,7 @@ pub const FEATURES: &[Feature] = &[
     // 7 is 3.3-IV3, the oldest Kafka 4 reads; 33 is 4.4-IV2, what a new Kafka 4.4.0 node finalizes.
     Feature { name: "metadata.version", min_supported: 7, max_supported: 33, finalized: Some(33) },
     Feature { name: "share.version", min_supported: 0, max_supported: 2, finalized: Some(2) },
+    Feature { name: "streams.version", min_supported: 0, max_supported: 1, finalized: Some(1) },
     Feature { name: "transaction.version", min_supported: 0, max_supported: 2, finalized: Some(2) },
 ];
 
@@ -189,7 +193,7 @@ mod tests {
         assert!(fixed.contains("cannot be changed"), "{fixed}");
         let beyond = check_update(1, "group.version", 5, 2).unwrap_err();
         assert!(beyond.ends_with("only supports versions 0-1"), "{beyond}");
-        let unknown = check_update(3, "streams.version", 1, 2).unwrap_err();
+        let unknown = check_update(3, "unknown.version", 1, 2).unwrap_err();
         assert!(unknown.ends_with("Local controller 3 does not support this feature."), "{unknown}");
     }
 

@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::fetch_response::{AbortedTransaction, FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse, ProducerId};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, ProducerId};
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::topic_name;

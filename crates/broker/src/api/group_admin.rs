@@ -2,14 +2,15 @@
 //! id), ListGroups,
 //! DescribeGroups and DeleteGroups.
 
+use kafgres_wire::ApiKey;
 use kafgres_wire::{error_code, messages};
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, DescribeGroupsRequest, DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
-    GroupId, ListGroupsRequest, ListGroupsResponse,
+    BrokerId, DescribeGroupsRequest, DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId,
+    ListGroupsRequest, ListGroupsResponse,
 };
 
 use super::authorized_operations::{GROUP_REFUSED, TRANSACTIONAL_ID_REFUSED};

@@ -11,13 +11,14 @@ use kafgres_wire::error_code;
 use kafgres_wire::messages::{
     offset_commit, offset_fetch, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
 };
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
 use kafka_protocol::messages::offset_delete_response::{OffsetDeleteResponsePartition, OffsetDeleteResponseTopic};
 use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions, OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 };
-use kafka_protocol::messages::{ApiKey, OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchResponse};
+use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchResponse};
 
 use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
 use super::{str_bytes, topic_name};

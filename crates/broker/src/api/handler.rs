@@ -5,7 +5,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use kafka_protocol::messages::ApiKey;
+use kafgres_wire::ApiKey;
 use kafka_protocol::protocol::{Encodable, Request};
 
 use crate::acl::{Authorizer, Identity, Operation, ResourceType, CLUSTER_NAME};

@@ -12,7 +12,8 @@
 //! aborted first.
 
 use kafgres_wire::error_code;
-use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+use kafgres_wire::ApiKey;
+use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use crate::acl::{Operation, ResourceType};

@@ -7,8 +7,9 @@
 //! and are not listed (Kafka lists its broker id).
 
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::list_config_resources_response::ConfigResource;
-use kafka_protocol::messages::{ApiKey, ListConfigResourcesRequest, ListConfigResourcesResponse};
+use kafka_protocol::messages::{ListConfigResourcesRequest, ListConfigResourcesResponse};
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC};
 use super::handler::{Answer, Handler, RequestContext, Versions};

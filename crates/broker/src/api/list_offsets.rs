@@ -4,8 +4,8 @@
 
 use kafgres_wire::error_code;
 use kafgres_wire::messages::{ListOffsetsRequest, ListOffsetsResponse};
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
-use kafka_protocol::messages::ApiKey;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use crate::acl::Operation;

@@ -3,10 +3,11 @@
 //! allow it (Kafka's `auto.create.topics.enable`).
 
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
-use kafka_protocol::messages::{ApiKey, BrokerId, MetadataRequest, MetadataResponse};
+use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 use uuid::Uuid;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};

@@ -44,6 +44,7 @@ pub mod share_fetch;
 pub mod share_group;
 pub mod share_offsets;
 pub mod share_offsets_admin;
+pub mod streams_group;
 pub mod telemetry;
 pub mod throttle_time;
 pub mod transaction_admin;
@@ -123,6 +124,8 @@ macro_rules! served_apis {
             $crate::api::share_group::ShareGroupDescribe,
             $crate::api::share_fetch::ShareFetch,
             $crate::api::share_fetch::ShareAcknowledge,
+            $crate::api::streams_group::StreamsGroupHeartbeat,
+            $crate::api::streams_group::StreamsGroupDescribe,
             $crate::api::share_offsets::DescribeShareGroupOffsets,
             $crate::api::share_offsets_admin::AlterShareGroupOffsets,
             $crate::api::share_offsets_admin::DeleteShareGroupOffsets,
@@ -186,7 +189,7 @@ pub(crate) fn str_bytes(s: &str) -> StrBytes {
 
 #[cfg(test)]
 mod tests {
-    use kafka_protocol::messages::ApiKey;
+    use kafgres_wire::ApiKey;
 
     use super::*;
 

@@ -13,8 +13,9 @@
 //! log end, and truncate what lies past the answer.
 
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
-use kafka_protocol::messages::{ApiKey, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
+use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use crate::acl::Operation;

@@ -13,6 +13,7 @@
 use std::path::Path;
 
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::alter_partition_reassignments_response::{
     ReassignablePartitionResponse, ReassignableTopicResponse,
 };
@@ -22,7 +23,7 @@ use kafka_protocol::messages::alter_replica_log_dirs_response::{
 use kafka_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
 use kafka_protocol::messages::{
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, AlterReplicaLogDirsRequest,
-    AlterReplicaLogDirsResponse, ApiKey, ElectLeadersRequest, ElectLeadersResponse, ListPartitionReassignmentsRequest,
+    AlterReplicaLogDirsResponse, ElectLeadersRequest, ElectLeadersResponse, ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 };
 

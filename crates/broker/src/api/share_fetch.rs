@@ -23,11 +23,11 @@ use kafgres_wire::messages::share_fetch::{acquire_mode, RENEW_VERSION};
 use kafgres_wire::messages::{
     ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
 };
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::share_acknowledge_response::{
     PartitionData as AckPartitionData, ShareAcknowledgeTopicResponse,
 };
 use kafka_protocol::messages::share_fetch_response::{AcquiredRecords, PartitionData, ShareFetchableTopicResponse};
-use kafka_protocol::messages::ApiKey;
 use uuid::Uuid;
 
 use super::fetch::{FinishOnDrop, FETCH_WAIT_MS_MAX};

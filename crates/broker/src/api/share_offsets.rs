@@ -12,7 +12,8 @@ use kafgres_wire::messages::{
     DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, DescribeShareGroupOffsetsResponseGroup,
     DescribeShareGroupOffsetsResponsePartition, DescribeShareGroupOffsetsResponseTopic,
 };
-use kafka_protocol::messages::{ApiKey, TopicName};
+use kafgres_wire::ApiKey;
+use kafka_protocol::messages::TopicName;
 
 use super::handler::{Answer, Handler, RequestContext, Versions};
 use super::str_bytes;

@@ -10,9 +10,9 @@
 //! INVALID_RECORD (what Kafka answers when its reporter refuses a payload).
 
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::{
-    ApiKey, GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse, PushTelemetryRequest,
-    PushTelemetryResponse,
+    GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse, PushTelemetryRequest, PushTelemetryResponse,
 };
 
 use super::handler::{Answer, Gate, Handler, RequestContext, Versions};

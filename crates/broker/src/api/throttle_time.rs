@@ -52,6 +52,8 @@ with_throttle_time!(
     messages::ShareFetchResponse,
     messages::ShareAcknowledgeResponse,
     messages::DescribeShareGroupOffsetsResponse,
+    messages::streams_group::StreamsGroupHeartbeatResponse,
+    messages::streams_group::StreamsGroupDescribeResponse,
     AlterShareGroupOffsetsResponse,
     DeleteShareGroupOffsetsResponse,
     OffsetDeleteResponse,

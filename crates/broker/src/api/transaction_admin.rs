@@ -4,11 +4,12 @@
 //! stored state of each id, so neither waits on a transaction that is ending.
 
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::describe_transactions_response::{TopicData, TransactionState as DescribedState};
 use kafka_protocol::messages::list_transactions_response::TransactionState as ListedState;
 use kafka_protocol::messages::{
-    ApiKey, DescribeTransactionsRequest, DescribeTransactionsResponse, ListTransactionsRequest,
-    ListTransactionsResponse, ProducerId, TransactionalId,
+    DescribeTransactionsRequest, DescribeTransactionsResponse, ListTransactionsRequest, ListTransactionsResponse,
+    ProducerId, TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 

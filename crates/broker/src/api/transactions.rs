@@ -14,12 +14,13 @@ use kafgres_wire::error_code;
 use kafgres_wire::messages::{
     txn_offset_commit, TxnOffsetCommitRequest, TxnOffsetCommitResponse, TxnOffsetCommitResponseTopic,
 };
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
 };
 use kafka_protocol::messages::txn_offset_commit_response::TxnOffsetCommitResponsePartition;
 use kafka_protocol::messages::{
-    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey,
+    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
     EndTxnRequest, EndTxnResponse, ProducerId,
 };
 

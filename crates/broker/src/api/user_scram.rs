@@ -18,12 +18,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use kafgres_wire::error_code;
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::alter_user_scram_credentials_response::AlterUserScramCredentialsResult;
 use kafka_protocol::messages::describe_user_scram_credentials_response::{
     CredentialInfo, DescribeUserScramCredentialsResult,
 };
 use kafka_protocol::messages::{
-    AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, ApiKey, DescribeUserScramCredentialsRequest,
+    AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
 };
 

@@ -21,10 +21,10 @@ use std::time::Duration;
 use kafgres_log::{SequenceCheck, TxnEnd};
 use kafgres_wire::error_code;
 use kafgres_wire::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::write_txn_markers_response::{
     WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
 };
-use kafka_protocol::messages::ApiKey;
 
 use super::handler::{refusal, Answer, Handler, RequestContext, Versions};
 use crate::acl::Operation;

@@ -9,6 +9,7 @@ use super::types::{DescribedGroup, DescribedMember, Effect, GroupState, ListedGr
 /// ListGroups' group types (KIP-848).
 const CLASSIC_GROUP_TYPE: &str = "classic";
 const CONSUMER_GROUP_TYPE: &str = "consumer";
+const STREAMS_GROUP_TYPE: &str = "streams";
 /// DescribeGroups v6+ reports unknown groups as GROUP_ID_NOT_FOUND (KIP-1043).
 const GROUP_ID_NOT_FOUND_VERSION_MIN: i16 = 6;
 
@@ -20,7 +21,7 @@ impl GroupCoordinator {
         let types: Vec<String> = types_filter.iter().map(|t| t.trim().to_lowercase()).collect();
         self.groups
             .values()
-            .map(|g| (g, if g.consumer.is_some() { CONSUMER_GROUP_TYPE } else { CLASSIC_GROUP_TYPE }))
+            .map(|g| (g, group_type(g)))
             .filter(|(g, _)| states.is_empty() || states.contains(&g.state.as_str().to_lowercase()))
             .filter(|(_, group_type)| types.is_empty() || types.iter().any(|t| t == group_type))
             .map(|(g, group_type)| ListedGroup {
@@ -39,7 +40,7 @@ impl GroupCoordinator {
             .iter()
             .map(|group_id| match self.groups.get(group_id) {
                 // Consumer-protocol groups are described by ConsumerGroupDescribe.
-                Some(group) if group.consumer.is_none() => describe(group),
+                Some(group) if group.consumer.is_none() && group.streams.is_none() => describe(group),
                 other => DescribedGroup {
                     error_code: if api_version >= GROUP_ID_NOT_FOUND_VERSION_MIN {
                         error_code::GROUP_ID_NOT_FOUND
@@ -83,6 +84,16 @@ impl GroupCoordinator {
         }
         self.finish(before, &mut effects);
         (results, effects)
+    }
+}
+
+fn group_type(group: &Group) -> &'static str {
+    if group.consumer.is_some() {
+        CONSUMER_GROUP_TYPE
+    } else if group.streams.is_some() {
+        STREAMS_GROUP_TYPE
+    } else {
+        CLASSIC_GROUP_TYPE
     }
 }
 

@@ -149,7 +149,9 @@ impl GroupCoordinator {
             .map(|g| GroupOffsets {
                 group_id: g.group_id.clone(),
                 state: g.state,
-                members: g.members.len() + g.consumer.as_ref().map_or(0, |c| c.members.len()),
+                members: g.members.len()
+                    + g.consumer.as_ref().map_or(0, |c| c.members.len())
+                    + g.streams.as_ref().map_or(0, |s| s.members.len()),
                 offsets: g
                     .offsets
                     .iter()
@@ -182,6 +184,11 @@ impl GroupCoordinator {
             }
             if matches!(action, TimerAction::FenceConsumerMember | TimerAction::ConsumerRevocationTimeout { .. }) {
                 self.on_consumer_timer(now_ms, &key.group_id, &key.kind, action, &mut effects);
+                self.touch(now_ms, &key.group_id);
+                continue;
+            }
+            if matches!(action, TimerAction::FenceStreamsMember | TimerAction::StreamsRevocationTimeout { .. }) {
+                self.on_streams_timer(now_ms, &key.group_id, &key.kind, action, &mut effects);
                 self.touch(now_ms, &key.group_id);
                 continue;
             }

@@ -60,6 +60,19 @@ impl GroupCoordinator {
                 Some(_) => group.become_classic_group(now_ms),
                 None => {}
             }
+            match group.streams.as_deref() {
+                // Nor a streams group with members; an empty one becomes
+                // classic, as in Kafka.
+                Some(sg) if !sg.members.is_empty() => {
+                    return Some(JoinGroupResponse::error(&request.member_id, error_code::INCONSISTENT_GROUP_PROTOCOL));
+                }
+                Some(_) => {
+                    group.streams = None;
+                    group.protocol_type = None;
+                    group.transition(GroupState::Empty, now_ms);
+                }
+                None => {}
+            }
         }
         let (mut ctx, groups) = self.split(now_ms, effects);
         let Some(group) = groups.get_mut(&request.group_id) else {
@@ -84,7 +97,11 @@ impl GroupCoordinator {
 /// the group's size.
 fn accepts_joining_member(group: &Group, member_id: &str, members_max: usize) -> bool {
     match group.state {
-        GroupState::Empty | GroupState::Dead | GroupState::Assigning | GroupState::Reconciling => true,
+        GroupState::Empty
+        | GroupState::Dead
+        | GroupState::Assigning
+        | GroupState::Reconciling
+        | GroupState::NotReady => true,
         GroupState::PreparingRebalance => {
             group.member(member_id).is_some_and(|m| m.awaiting_join()) || group.awaiting_join_count() < members_max
         }
@@ -152,9 +169,11 @@ fn join_existing_member(
         }
         // New metadata, or the leader asking for a rebalance (e.g. topic changes).
         GroupState::CompletingRebalance | GroupState::Stable => update_member(ctx, group, request, ticket),
-        GroupState::Empty | GroupState::Dead | GroupState::Assigning | GroupState::Reconciling => {
-            Some(JoinGroupResponse::error(member_id, error_code::UNKNOWN_MEMBER_ID))
-        }
+        GroupState::Empty
+        | GroupState::Dead
+        | GroupState::Assigning
+        | GroupState::Reconciling
+        | GroupState::NotReady => Some(JoinGroupResponse::error(member_id, error_code::UNKNOWN_MEMBER_ID)),
     }
 }
 

@@ -78,6 +78,7 @@ mod join;
 mod model;
 mod offsets;
 mod rebalance;
+pub mod streams;
 mod sync;
 mod timers;
 pub mod types;
@@ -87,6 +88,7 @@ mod tests;
 
 pub use consumer::types::*;
 pub use coordinator::{GroupCoordinator, GroupOffsets};
+pub use streams::types as streams_types;
 pub use types::*;
 
 /// Coordinator settings, named after Kafka's broker configs.
@@ -114,6 +116,25 @@ pub struct GroupConfig {
     pub consumer_session_timeout_ms: i32,
     /// `group.consumer.heartbeat.interval.ms` (Kafka: 5000), told to members.
     pub consumer_heartbeat_interval_ms: i32,
+    /// Streams groups (KIP-1071).
+    pub streams: StreamsGroupConfig,
+}
+
+/// Kafka's `group.streams.*` broker settings that streams groups use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamsGroupConfig {
+    /// `group.streams.session.timeout.ms` (Kafka: 45000).
+    pub session_timeout_ms: i32,
+    /// `group.streams.heartbeat.interval.ms` (Kafka: 5000), told to members.
+    pub heartbeat_interval_ms: i32,
+    /// `group.streams.num.standby.replicas` (Kafka: 0).
+    pub num_standby_replicas: i32,
+}
+
+impl Default for StreamsGroupConfig {
+    fn default() -> StreamsGroupConfig {
+        StreamsGroupConfig { session_timeout_ms: 45_000, heartbeat_interval_ms: 5_000, num_standby_replicas: 0 }
+    }
 }
 
 impl Default for GroupConfig {
@@ -129,6 +150,7 @@ impl Default for GroupConfig {
             offsets_retention_ms: 7 * 24 * 3_600_000,
             consumer_session_timeout_ms: 45_000,
             consumer_heartbeat_interval_ms: 5_000,
+            streams: StreamsGroupConfig::default(),
         }
     }
 }

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use kafgres_wire::error_code;
 
 use super::consumer::model::ConsumerGroup;
+use super::streams::model::StreamsGroup;
 use super::types::{GroupState, JoinGroupMember, Protocol, Ticket, TopicPartition};
 
 /// The protocol type of Kafka consumers.
@@ -92,6 +93,8 @@ pub(super) struct Group {
     /// `Some` for a group of the consumer protocol (KIP-848); its classic
     /// member fields stay empty.
     pub consumer: Option<Box<ConsumerGroup>>,
+    /// `Some` for a group of the streams protocol (KIP-1071).
+    pub streams: Option<Box<StreamsGroup>>,
 }
 
 impl Group {
@@ -113,6 +116,7 @@ impl Group {
             subscribed_topics: None,
             offsets: BTreeMap::new(),
             consumer: None,
+            streams: None,
         }
     }
 
@@ -341,6 +345,10 @@ impl Group {
     /// Kafka's rule: when the subscriptions are unknown, a consumer-protocol
     /// group counts as subscribed to everything.
     pub fn is_subscribed_to_topic(&self, topic: &str) -> bool {
+        if let Some(sg) = self.streams.as_deref() {
+            // Kafka's `StreamsGroup.isSubscribedToTopic`: the topology's sources.
+            return !sg.members.is_empty() && sg.topology.as_ref().is_some_and(|t| t.reads(topic));
+        }
         match &self.subscribed_topics {
             Some(topics) => topics.contains(topic),
             None => self.uses_consumer_protocol(),

@@ -10,6 +10,7 @@ use kafgres_wire::error_code;
 use super::consumer::model::ConsumerGroup;
 use super::coordinator::GroupCoordinator;
 use super::model::{Group, OffsetValue};
+use super::streams::model::StreamsGroup;
 use super::types::{
     CommittedOffset, Effect, FetchedOffset, GroupState, OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest,
     OffsetDeleteResponse, OffsetFetchRequest, OffsetFetchResponse, TopicPartition,
@@ -58,6 +59,9 @@ impl GroupCoordinator {
         let group = groups.get_mut(&request.group_id).ok_or(error_code::UNKNOWN_SERVER_ERROR)?;
         if let Some(cg) = group.consumer.as_deref() {
             return validate_consumer_commit(cg, request);
+        }
+        if let Some(sg) = group.streams.as_deref() {
+            return validate_streams_commit(sg, request);
         }
         if request.generation_id < 0 && group.state == GroupState::Empty {
             return Ok(());
@@ -160,7 +164,9 @@ impl GroupCoordinator {
         let response = match self.groups.get_mut(&request.group_id) {
             _ if request.group_id.is_empty() => error_response(error_code::INVALID_GROUP_ID),
             None => error_response(error_code::GROUP_ID_NOT_FOUND),
-            Some(group) if group.state != GroupState::Empty && !group.uses_consumer_protocol() => {
+            Some(group)
+                if group.state != GroupState::Empty && !group.uses_consumer_protocol() && group.streams.is_none() =>
+            {
                 error_response(error_code::NON_EMPTY_GROUP)
             }
             Some(group) => {
@@ -252,6 +258,26 @@ fn validate_consumer_commit(cg: &ConsumerGroup, request: &OffsetCommitRequest) -
         return Err(error_code::UNSUPPORTED_VERSION);
     }
     if request.generation_id != member.member_epoch {
+        return Err(error_code::STALE_MEMBER_EPOCH);
+    }
+    Ok(())
+}
+
+/// Kafka's `StreamsGroup.validateOffsetCommit`, as for consumer groups: the
+/// member's epoch is the generation. A commit at the member's previous epoch
+/// is accepted too (Kafka 4.4 accepts an older epoch for the tasks the member
+/// held then; this keeps the common case, a commit racing the heartbeat that
+/// moved the epoch on).
+fn validate_streams_commit(sg: &StreamsGroup, request: &OffsetCommitRequest) -> Result<(), i16> {
+    if request.generation_id < 0 && sg.members.is_empty() {
+        return Ok(());
+    }
+    let member = sg.members.get(&request.member_id).ok_or(error_code::UNKNOWN_MEMBER_ID)?;
+    if request.api_version < CONSUMER_PROTOCOL_COMMIT_VERSION_MIN {
+        return Err(error_code::UNSUPPORTED_VERSION);
+    }
+    let epoch = request.generation_id;
+    if epoch != member.member_epoch && (epoch != member.previous_member_epoch || epoch > member.member_epoch) {
         return Err(error_code::STALE_MEMBER_EPOCH);
     }
     Ok(())

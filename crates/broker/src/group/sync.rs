@@ -76,9 +76,11 @@ impl GroupCoordinator {
                     assignment: member.assignment.clone(),
                 })
             }
-            GroupState::Empty | GroupState::Dead | GroupState::Assigning | GroupState::Reconciling => {
-                Some(SyncGroupResponse::error(error_code::UNKNOWN_MEMBER_ID))
-            }
+            GroupState::Empty
+            | GroupState::Dead
+            | GroupState::Assigning
+            | GroupState::Reconciling
+            | GroupState::NotReady => Some(SyncGroupResponse::error(error_code::UNKNOWN_MEMBER_ID)),
         }
     }
 
@@ -99,9 +101,11 @@ impl GroupCoordinator {
                     match group.state {
                         GroupState::PreparingRebalance => error_code::REBALANCE_IN_PROGRESS,
                         GroupState::CompletingRebalance | GroupState::Stable => error_code::NONE,
-                        GroupState::Empty | GroupState::Dead | GroupState::Assigning | GroupState::Reconciling => {
-                            error_code::UNKNOWN_MEMBER_ID
-                        }
+                        GroupState::Empty
+                        | GroupState::Dead
+                        | GroupState::Assigning
+                        | GroupState::Reconciling
+                        | GroupState::NotReady => error_code::UNKNOWN_MEMBER_ID,
                     }
                 }
             }

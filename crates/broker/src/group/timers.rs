@@ -42,6 +42,10 @@ pub(super) enum TimerAction {
     FenceConsumerMember,
     /// A consumer-protocol member did not revoke within its rebalance timeout.
     ConsumerRevocationTimeout { member_epoch: i32 },
+    /// A streams member's session expired: fence it.
+    FenceStreamsMember,
+    /// A streams member did not revoke within its rebalance timeout.
+    StreamsRevocationTimeout { member_epoch: i32 },
 }
 
 #[derive(Debug, Default)]

@@ -49,6 +49,9 @@ pub enum GroupState {
     Assigning,
     /// Consumer protocol: some member has not reached its target yet.
     Reconciling,
+    /// Streams protocol: the topology is not configured yet (missing or
+    /// misconfigured topics).
+    NotReady,
 }
 
 impl GroupState {
@@ -62,6 +65,7 @@ impl GroupState {
             GroupState::Dead => "Dead",
             GroupState::Assigning => "Assigning",
             GroupState::Reconciling => "Reconciling",
+            GroupState::NotReady => "NotReady",
         }
     }
 }

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 
-use kafka_protocol::messages::ApiKey;
+use kafgres_wire::ApiKey;
 
 use super::exposition::{Exposition, Kind};
 use super::HostMetrics;

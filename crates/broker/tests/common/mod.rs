@@ -17,6 +17,7 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafgres_broker::{Broker, BrokerConfig, MemoryCatalog};
 use kafgres_record::build::{encode_batch, NewRecord, ProducerStamp};
 use kafgres_record::{set_base_offset, set_partition_leader_epoch};
+use kafgres_wire::ApiKey;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;

@@ -87,6 +87,8 @@ pub fn broker_config(
         group_initial_rebalance_delay_ms: live.group_initial_rebalance_delay_ms,
         group_consumer_session_timeout_ms: live.group_consumer_session_timeout_ms,
         group_consumer_heartbeat_interval_ms: live.group_consumer_heartbeat_interval_ms,
+        // Kafka's defaults; no kafgres.* settings for streams groups yet.
+        group_streams: kafgres_broker::group::StreamsGroupConfig::default(),
         // Kafka's defaults; no kafgres.* settings for share groups yet.
         share: kafgres_broker::share::ShareConfig::default(),
         transactional_id_expiration_ms: i64::from(gucs::TRANSACTIONAL_ID_EXPIRATION_S.get()) * 1_000,

@@ -21,6 +21,7 @@ pub mod offset_commit;
 pub mod offset_fetch;
 pub mod share_acknowledge;
 pub mod share_fetch;
+pub mod streams_group;
 pub mod txn_offset_commit;
 pub mod write_txn_markers;
 

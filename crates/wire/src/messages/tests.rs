@@ -314,3 +314,76 @@ fn describe_share_group_offsets_v1_has_the_lag() {
     without_lag.groups[0].topics[0].partitions[0].lag = -1;
     assert_eq!(v0, without_lag);
 }
+
+// ---------------------------------------------------------------- Streams groups (KIP-1071)
+
+mod streams {
+    //! Serialized by Kafka 4.4.0's `StreamsGroup*Data` classes (a word-count
+    //! topology with a repartition topic, a changelog, a copartition group,
+    //! an endpoint, client tags, statuses and tasks).
+
+    use super::roundtrip;
+    use crate::messages::streams_group::*;
+
+    const HB_REQUEST_V1: &str = "0267026d00000000ffffffff000372310000753001000000020302300206776f72647301010202720101000231010102026300000000000301000102027200000000000002026b0276000002010102000000000001010002700102689c400002057a6f6e6502610000000100";
+    const HB_RESPONSE_V0: &str = "00000001000000026d0000000300001388000027100000ea600203027800020230030000000000000002000100000000040202681b59000206776f726473020000000100010000";
+    const HB_RESPONSE_V1: &str = "00000001000000026d00000003000013880000ea600000000000002710020302780002023003000000000000000200010000000000040202681b59000206776f726473020000000100010000";
+    const DESCRIBE_REQUEST_V1: &str = "0302670278010100";
+    const DESCRIBE_RESPONSE_V0: &str = "0000000003000000026707537461626c65000000020000000201000000000202300206776f72647301020263000000030000010001000002026d00000002000003636c0b2f3132372e302e302e31000000000270ff0101010202300200000001000101000202300200000001000101000000800000000000451347726f75702078206e6f7420666f756e642e0278010000000000000000ff01800000000000";
+    const DESCRIBE_RESPONSE_V1: &str = "0000000003000000026707537461626c65000000020000000201000000000202300206776f72647301020263000000030000010001000002026d00000002000003636c0b2f3132372e302e302e31000000000270ff010101020230020000000100010100020230020000000100010100000080000000ff0107737469636b790000451347726f75702078206e6f7420666f756e642e0278010000000000000000ff0180000000ff00000000";
+
+    #[test]
+    fn heartbeat_request_matches_kafka() {
+        for version in [0, 1] {
+            let r: StreamsGroupHeartbeatRequest = roundtrip(HB_REQUEST_V1, version);
+            assert_eq!((r.group_id.as_str(), r.member_id.as_str(), r.endpoint_information_epoch), ("g", "m", -1));
+            assert_eq!((r.instance_id, r.rack_id.as_deref()), (None, Some("r1")));
+            let topology = r.topology.expect("topology");
+            assert_eq!(topology.epoch, 2);
+            assert_eq!(topology.subtopologies[1].repartition_source_topics[0].topic_configs[0].key, "k");
+            assert_eq!(topology.subtopologies[1].state_changelog_topics[0].replication_factor, 3);
+            assert_eq!(topology.subtopologies[1].copartition_groups[0].repartition_source_topics, vec![0]);
+            assert_eq!((r.active_tasks, r.warmup_tasks), (Some(vec![]), None));
+            assert_eq!(r.user_endpoint.map(|e| (e.host, e.port)), Some(("h".to_string(), 40000)));
+            assert!(r.shutdown_application);
+        }
+    }
+
+    #[test]
+    fn heartbeat_response_matches_kafka() {
+        let r: StreamsGroupHeartbeatResponse = roundtrip(HB_RESPONSE_V0, 0);
+        assert_eq!((r.member_epoch, r.acceptable_recovery_lag_legacy.0, r.acceptable_recovery_lag.0), (3, 10_000, 0));
+        let r: StreamsGroupHeartbeatResponse = roundtrip(HB_RESPONSE_V1, 1);
+        assert_eq!((r.acceptable_recovery_lag_legacy.0, r.acceptable_recovery_lag.0), (0, 10_000));
+        assert_eq!(r.status.as_ref().map(|s| s[0].status_code), Some(3));
+        assert_eq!(r.active_tasks.as_ref().map(|t| t[0].partitions.clone()), Some(vec![0, 2]));
+        assert_eq!(r.warmup_tasks, None);
+        let endpoints = r.partitions_by_user_endpoint.expect("endpoints");
+        assert_eq!(
+            (endpoints[0].user_endpoint.port, endpoints[0].active_partitions[0].topic.as_str()),
+            (7001, "words")
+        );
+    }
+
+    #[test]
+    fn describe_matches_kafka() {
+        let r: StreamsGroupDescribeRequest = roundtrip(DESCRIBE_REQUEST_V1, 1);
+        assert_eq!(
+            (r.group_ids.len(), r.include_authorized_operations, r.include_topology_description.0),
+            (2, true, true)
+        );
+        for (hex, version) in [(DESCRIBE_RESPONSE_V0, 0), (DESCRIBE_RESPONSE_V1, 1)] {
+            let r: StreamsGroupDescribeResponse = roundtrip(hex, version);
+            let g = &r.groups[0];
+            assert_eq!((g.group_state.as_str(), g.members[0].client_host.as_str()), ("Stable", "/127.0.0.1"));
+            let topology = g.topology.as_ref().expect("topology");
+            assert_eq!(topology.subtopologies.as_ref().map(|s| s[0].state_changelog_topics[0].partitions), Some(3));
+            assert_eq!(g.members[0].assignment.active_tasks[0].partitions, vec![1]);
+            assert_eq!(r.groups[1].error_code, 69);
+            assert_eq!(r.groups[1].topology, None);
+            if version == 1 {
+                assert_eq!((g.topology_description_status.0, g.assignor_name.0.as_deref()), (1, Some("sticky")));
+            }
+        }
+    }
+}

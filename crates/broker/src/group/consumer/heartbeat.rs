@@ -135,8 +135,10 @@ impl GroupCoordinator {
         }
         let group = self.groups.get_mut(group_id).ok_or((error_code::UNKNOWN_SERVER_ERROR, String::new()))?;
         if group.consumer.is_none() {
-            let empty_classic =
-                group.state == GroupState::Empty && group.members.is_empty() && group.pending_join.is_empty();
+            let empty_classic = group.streams.is_none()
+                && group.state == GroupState::Empty
+                && group.members.is_empty()
+                && group.pending_join.is_empty();
             if !(create && empty_classic) {
                 return refuse(error_code::GROUP_ID_NOT_FOUND, format!("Group {group_id} is not a consumer group."));
             }

@@ -24,6 +24,7 @@ pub(crate) mod groups;
 pub(crate) mod quotas;
 pub(crate) mod replicas;
 pub(crate) mod share_groups;
+pub(crate) mod streams_groups;
 pub(crate) mod telemetry;
 pub(crate) mod tokens;
 pub(crate) mod topics;
@@ -98,6 +99,9 @@ pub(crate) static APIS: &[&ApiSchema] = &[
     &share_groups::DESCRIBE_SHARE_GROUP_OFFSETS,
     &share_groups::ALTER_SHARE_GROUP_OFFSETS,
     &share_groups::DELETE_SHARE_GROUP_OFFSETS,
+    &streams_groups::STREAMS_GROUP_HEARTBEAT,
+    &streams_groups::STREAMS_GROUP_DESCRIBE,
+    &streams_groups::STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
     &telemetry::GET_TELEMETRY_SUBSCRIPTIONS,
     &telemetry::PUSH_TELEMETRY,
 ];

@@ -30,8 +30,8 @@ use kafka_protocol::protocol::{Decodable, Message};
 
 use super::{
     alloc, requests_acls, requests_admin, requests_cluster, requests_consumer_groups, requests_data, requests_groups,
-    requests_quotas, requests_replicas, requests_share_groups, requests_telemetry, requests_tokens, requests_topics,
-    requests_txn, requests_users, roundtrip,
+    requests_quotas, requests_replicas, requests_share_groups, requests_streams_groups, requests_telemetry,
+    requests_tokens, requests_topics, requests_txn, requests_users, roundtrip,
 };
 use crate::guard::schemas;
 use crate::messages;
@@ -180,6 +180,13 @@ covered_apis! {
         requests_share_groups::alter_share_group_offsets;
     92 roundtrip_delete_share_group_offsets: DeleteShareGroupOffsetsRequest, 0..=0,
         requests_share_groups::delete_share_group_offsets;
+    88 roundtrip_streams_group_heartbeat: messages::streams_group::StreamsGroupHeartbeatRequest, 0..=1,
+        requests_streams_groups::streams_group_heartbeat;
+    89 roundtrip_streams_group_describe: messages::streams_group::StreamsGroupDescribeRequest, 0..=1,
+        requests_streams_groups::streams_group_describe;
+    93 roundtrip_streams_group_topology_description_update:
+        messages::streams_group::StreamsGroupTopologyDescriptionUpdateRequest, 0..=0,
+        requests_streams_groups::streams_group_topology_description_update;
     71 roundtrip_get_telemetry_subscriptions: GetTelemetrySubscriptionsRequest, 0..=0,
         requests_telemetry::get_telemetry_subscriptions;
     72 roundtrip_push_telemetry: PushTelemetryRequest, 0..=0, requests_telemetry::push_telemetry;

@@ -178,6 +178,29 @@ fn huge_counts_groups() {
 }
 
 #[test]
+fn huge_counts_streams_groups() {
+    // StreamsGroupHeartbeat: group_id, member_id, member_epoch, endpoint_information_epoch,
+    // instance_id, rack_id, rebalance_timeout_ms, topology (nullable struct: a presence byte, then
+    // epoch, subtopologies), active_tasks, ...
+    let head = || Wire::new().compact_string("g").compact_string("m").i32(0).i32(0).uvarint(0).uvarint(0).i32(-1);
+    let body = head().uvarint(1).i32(1).huge_compact_count().tail();
+    assert_array_too_long(88, 0, &body, "Topology", "subtopologies");
+    let body = head().uvarint(1).i32(1).uvarint(2).compact_string("0").huge_compact_count().tail();
+    assert_array_too_long(88, 1, &body, "Subtopology", "source_topics");
+    // A null topology (presence byte -1), then active_tasks.
+    let body = head().i8(-1).huge_compact_count().tail();
+    assert_array_too_long(88, 1, &body, "StreamsGroupHeartbeatRequest", "active_tasks");
+
+    // StreamsGroupDescribe: group_ids.
+    let body = Wire::new().huge_compact_count().tail();
+    assert_array_too_long(89, 1, &body, "StreamsGroupDescribeRequest", "group_ids");
+
+    // StreamsGroupTopologyDescriptionUpdate: group_id, member_id, topology_epoch, description.
+    let body = Wire::new().compact_string("g").compact_string("m").i32(0).huge_compact_count().tail();
+    assert_array_too_long(93, 0, &body, "TopologyDescription", "subtopologies");
+}
+
+#[test]
 fn huge_counts_share_groups() {
     // ShareGroupHeartbeat v1: group_id, member_id, member_epoch, rack_id, subscribed_topic_names.
     let body = Wire::new().compact_string("g").compact_string("m").i32(0).uvarint(0).huge_compact_count().tail();

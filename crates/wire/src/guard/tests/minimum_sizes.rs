@@ -81,10 +81,10 @@ use kafka_protocol::protocol::{Encodable, Message};
 
 use crate::guard::schema::{Encoding, Kind, StructSchema};
 use crate::guard::schemas::{
-    self, acls, admin, cluster, consumer_groups, data, groups, quotas, replicas, share_groups, telemetry, tokens,
-    topics, txn, users,
+    self, acls, admin, cluster, consumer_groups, data, groups, quotas, replicas, share_groups, streams_groups,
+    telemetry, tokens, topics, txn, users,
 };
-use crate::messages;
+use crate::messages::{self, streams_group};
 
 /// Checks one struct at every version of its API; returns the API and the struct's name (names
 /// repeat across APIs: AlterConfigsResource, TopicRequest).
@@ -149,6 +149,7 @@ fn minimum_sizes_match_default_encodings() {
     ]
     .into_iter()
     .chain(checked_later())
+    .chain(checked_streams())
     .collect();
 
     // Every struct reachable from the API table is in the list above.
@@ -157,6 +158,44 @@ fn minimum_sizes_match_default_encodings() {
         collect_structs(api.key, api.body, &mut reachable);
     }
     assert_eq!(reachable, checked);
+}
+
+/// A struct of `crate::messages::streams_group` at every version of its API.
+fn check_field<T: streams_group::Field + Default>(api_key: i16, schema: &StructSchema) -> (i16, &'static str) {
+    let api = schemas::find(api_key).expect("covered API");
+    for version in api.versions.min..=api.versions.max {
+        let mut buf = BytesMut::new();
+        T::default().put(&mut buf, version).unwrap_or_else(|e| panic!("{} v{version}: {e:#}", schema.name));
+        let assumed = schema.wire_bytes_min(crate::guard::encoding(api, version));
+        assert_eq!(assumed, buf.len(), "{} v{version}", schema.name);
+    }
+    (api_key, schema.name)
+}
+
+/// The structs of the Streams group APIs (KIP-1071).
+fn checked_streams() -> Vec<(i16, &'static str)> {
+    use streams_group::*;
+    use streams_groups as s;
+    vec![
+        check_field::<StreamsGroupHeartbeatRequest>(88, &s::STREAMS_GROUP_HEARTBEAT_REQUEST),
+        check_field::<Topology>(88, &s::TOPOLOGY),
+        check_field::<Subtopology>(88, &s::SUBTOPOLOGY),
+        check_field::<CopartitionGroup>(88, &s::COPARTITION_GROUP),
+        check_field::<TopicInfo>(88, &s::TOPIC_INFO),
+        check_field::<KeyValue>(88, &s::KEY_VALUE),
+        check_field::<Endpoint>(88, &s::ENDPOINT),
+        check_field::<TaskOffset>(88, &s::TASK_OFFSET),
+        check_field::<TaskIds>(88, &s::TASK_IDS),
+        check_field::<StreamsGroupDescribeRequest>(89, &s::STREAMS_GROUP_DESCRIBE_REQUEST),
+        check_field::<StreamsGroupTopologyDescriptionUpdateRequest>(
+            93,
+            &s::STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE_REQUEST,
+        ),
+        check_field::<TopologyDescription>(93, &s::TOPOLOGY_DESCRIPTION),
+        check_field::<TopologyDescriptionSubtopology>(93, &s::TOPOLOGY_DESCRIPTION_SUBTOPOLOGY),
+        check_field::<TopologyDescriptionNode>(93, &s::TOPOLOGY_DESCRIPTION_NODE),
+        check_field::<TopologyDescriptionGlobalStore>(93, &s::TOPOLOGY_DESCRIPTION_GLOBAL_STORE),
+    ]
 }
 
 /// The structs of the APIs covered later (cluster, topics, consumer groups, transactions, SASL,

@@ -38,6 +38,7 @@ mod requests_groups;
 mod requests_quotas;
 mod requests_replicas;
 mod requests_share_groups;
+mod requests_streams_groups;
 mod requests_telemetry;
 mod requests_tokens;
 mod requests_topics;
