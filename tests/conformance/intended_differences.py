@@ -40,18 +40,6 @@ class Difference:
 
 DIFFERENCES: list[Difference] = [
     Difference(
-        key="feature-levels",
-        scenarios=("features",),
-        # A new Kafka 4.4 node finalizes streams.version 1 (KIP-1071 Streams groups), which
-        # Kafgres does not list: it serves no Streams groups.
-        kafka=r"(?:  Feature: streams\.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
-              r"FinalizedVersionLevel: 1 Epoch: <epoch>"
-              r"|kafka-python describe_features streams\.version: supported=\(0, 1\) finalized=\(1, 1\))",
-        kafgres=None,
-        doc="**Feature levels are fixed, but transaction.version's.**",
-        reason="Streams groups (streams.version) are not served.",
-    ),
-    Difference(
         key="share-start-offset-advances",
         scenarios=("share_groups",),
         kafka=r"(  <admin-group> <admin> 0) 0 0",

@@ -46,14 +46,18 @@ class Tokens:
     def run(self, config: Path, *args: str) -> list[str]:
         """Runs the tool, writes its answer with dates as <date>; returns stdout's lines as printed."""
         run = self.ctx.run_tool(TOOL, "--command-config", str(config), *args)
-        self.ctx.out(f"$ {TOOL} --command-config {config} {' '.join(args)}")
-        for text in run.stdout:
-            self.ctx.out("  " + DATE_RE.sub("<date>", text))
-        for text in run.stderr:
-            self.ctx.out("  stderr: " + DATE_RE.sub("<date>", text))
-        if run.returncode != 0:
-            self.ctx.out(f"  exit {run.returncode}")
+        self.write(config, args, run.stdout, run.stderr, run.returncode)
         return run.stdout
+
+    def write(self, config: Path, args: tuple[str, ...], stdout: list[str], stderr: list[str],
+              returncode: int | None) -> None:
+        self.ctx.out(f"$ {TOOL} --command-config {config} {' '.join(args)}")
+        for text in stdout:
+            self.ctx.out("  " + DATE_RE.sub("<date>", text))
+        for text in stderr:
+            self.ctx.out("  stderr: " + DATE_RE.sub("<date>", text))
+        if returncode != 0:
+            self.ctx.out(f"  exit {returncode}")
 
     def lifetimes(self, lines: list[str], token_id: str) -> None:
         """The expiry and max dates of the token's row, as minutes after its issue date."""
@@ -76,23 +80,27 @@ def scenario_delegation_tokens(ctx: Context) -> None:
     try:
         tokens = Tokens(ctx, directory)
         owner, renewer, stranger = (tokens.as_user(u) for u in (OWNER, RENEWER, STRANGER))
-        created = tokens.run(owner, "--create", "--max-life-time-period", "-1",
-                             "--renewer-principal", f"User:{RENEWER}")
+        create = ("--create", "--max-life-time-period", "-1", "--renewer-principal", f"User:{RENEWER}")
+        # The token's id and HMAC are registered before its answer is written.
+        created = ctx.run_tool(TOOL, "--command-config", str(owner), *create).stdout
         token_id = next((m.group(1) for line in created
                          for m in [re.search(r"tokenId\s*:\s*'?([A-Za-z0-9_+/=-]+)'?", line)] if m), None)
-        ctx.out("token id found:", token_id is not None)
-        if token_id is None:
-            return
-        row = next((line.split() for line in created if line.startswith(token_id)), [])
+        row = next((line.split() for line in created if token_id and line.startswith(token_id)), [])
         hmac = row[1] if len(row) > 1 else ""
-        ctx.norm.register(token_id, "<token-id>")
+        if token_id:
+            ctx.norm.register(token_id, "<token-id>")
         if hmac:
             ctx.norm.register(hmac, "<hmac>")
+        tokens.write(owner, create, created, [], 0)
+        ctx.out("token id and HMAC found:", bool(token_id and hmac))
+        if not (token_id and hmac):
+            return
         tokens.lifetimes(created, token_id)
 
+        # Without --owner-principal the tool asks for an empty owner list, which Kafka answers with none.
         tokens.run(owner, "--describe")
-        tokens.run(renewer, "--describe")
-        tokens.run(stranger, "--describe")
+        for config in (owner, renewer, stranger):
+            tokens.run(config, "--describe", "--owner-principal", f"User:{OWNER}")
         tokens.run(stranger, "--renew", "--hmac", hmac, "--renew-time-period", "3600000")
         renewed = tokens.run(renewer, "--renew", "--hmac", hmac, "--renew-time-period", "3600000")
         ctx.out("renewed:", any("renew" in line.lower() for line in renewed))
@@ -102,7 +110,7 @@ def scenario_delegation_tokens(ctx: Context) -> None:
         tokens.run(over_token, "--create", "--max-life-time-period", "-1")
 
         tokens.run(owner, "--expire", "--hmac", hmac, "--expiry-time-period", "-1")
-        tokens.run(owner, "--describe")
+        tokens.run(owner, "--describe", "--owner-principal", f"User:{OWNER}")
         tokens.run(over_token, "--describe")
         # On behalf of another owner (v3's owner principal): CREATE_TOKENS on that user is needed.
         tokens.run(owner, "--create", "--max-life-time-period", "-1", "--owner-principal", f"User:{RENEWER}")
