@@ -167,14 +167,14 @@ class WordCountApp:
     """One run of the WordCount JVM: its log is run_dir/run-N.log, its stdout (state changes) run-N.stdout."""
 
     def __init__(self, number: int, classpath: str, bootstrap: str, app_id: str, input_topic: str,
-                 output_topic: str, state_dir: Path, run_dir: Path) -> None:
+                 output_topic: str, state_dir: Path, run_dir: Path, jvm_args: tuple[str, ...] = ()) -> None:
         self.number = number
         self.log = run_dir / f"run-{number}.log"
         self.stdout_path = run_dir / f"run-{number}.stdout"
         self.stdout = open(self.stdout_path, "w")
         self.process = subprocess.Popen(
             ["java", APP_HEAP, "-XX:+UseSerialGC", "-Djava.awt.headless=true", f"-Dkafgres.streams.log={self.log}",
-             "-cp", classpath, MAIN_CLASS, bootstrap, app_id, input_topic, output_topic, str(state_dir)],
+             *jvm_args, "-cp", classpath, MAIN_CLASS, bootstrap, app_id, input_topic, output_topic, str(state_dir)],
             stdout=self.stdout, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
         )
         self.started = time.monotonic()

@@ -81,6 +81,12 @@ public final class WordCount {
         // default) instead of 45 s, so the restarted instance's first rebalance is short.
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1500);
+        // -Dkafgres.streams.group.protocol=streams: KIP-1071's Streams groups (Kafka Streams 4.4's
+        // group.protocol) instead of the classic consumer group protocol.
+        String protocol = System.getProperty("kafgres.streams.group.protocol");
+        if (protocol != null) {
+            props.put("group.protocol", protocol);
+        }
         return props;
     }
 
