@@ -62,7 +62,7 @@ WAIT_TIMEOUT_S = 30.0
 JAVA_TOOLS = {"kafka-topics", "kafka-consumer-groups", "kafka-get-offsets", "kafka-console-producer",
               "kafka-transactions", "kafka-leader-election", "kafka-reassign-partitions", "kafka-features",
               "kafka-metadata-quorum",
-              "kafka-console-consumer", "kafka-share-groups", "kafka-delegation-tokens", "kafgres-probe"}
+              "kafka-console-consumer", "kafka-share-groups", "kafka-delegation-tokens", "kafka-streams-groups", "kafgres-probe"}
 # Kafka 4.4's kafka-configs.sh (in kafka-tools; it was core's Scala kafka.admin.ConfigCommand up to 4.1).
 CONFIG_COMMAND = "org.apache.kafka.tools.ConfigCommand"
 # What the JVM says when a tool's class is not on its classpath: a broken setup, never a transcript line

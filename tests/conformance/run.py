@@ -31,6 +31,7 @@ import scenarios_delegation_tokens  # noqa: F401  (registers its scenarios)
 import scenarios_groups  # noqa: F401  (registers its scenarios)
 import scenarios_protocol  # noqa: F401  (registers its scenarios)
 import scenarios_share_groups  # noqa: F401  (registers its scenarios)
+import scenarios_streams_groups  # noqa: F401  (registers its scenarios)
 from framework import SCENARIOS, Context, ensure_java_tools
 from reference import STATE_DIR, ReferenceKafka
 from secured import SecuredPair
