@@ -61,9 +61,10 @@ class App:
         return self.process.returncode
 
 
-def tool(ctx: Context, *args: str) -> None:
-    """Runs kafka-streams-groups and writes its answer with member ids as <member-id>."""
-    run = ctx.run_tool(TOOL, *args)
+def tool(ctx: Context, *args: str, sort: bool = False) -> None:
+    """Runs kafka-streams-groups and writes its answer with member ids as <member-id> (its lines sorted when
+    asked: the tool prints a group's partitions in no fixed order)."""
+    run = ctx.run_tool(TOOL, *args, sort=sort)
     ctx.out(f"$ {TOOL} {' '.join(args)}")
     for text in run.stdout:
         ctx.out("  " + MEMBER_ID_RE.sub("<member-id>", ctx.norm.line(text)))
@@ -122,9 +123,9 @@ def scenario_streams_groups(ctx: Context) -> None:
     tool(ctx, "--list")
     settled(ctx, app_id, lambda text: "STABLE" in text.upper())
     tool(ctx, "--describe", "--state", "--group", app_id)
-    tool(ctx, "--describe", "--group", app_id)
+    tool(ctx, "--describe", "--group", app_id, sort=True)
     tool(ctx, "--describe", "--members", "--group", app_id)
-    tool(ctx, "--describe", "--offsets", "--group", app_id)
+    tool(ctx, "--describe", "--offsets", "--group", app_id, sort=True)
     ctx.out("stopped:", app.stop())
     settled(ctx, app_id, lambda text: "EMPTY" in text.upper())
     tool(ctx, "--describe", "--state", "--group", app_id)
