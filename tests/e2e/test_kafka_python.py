@@ -1,6 +1,7 @@
 """kafka-python (pure Python, its own protocol implementation) against Kafgres.
 
-- KafkaAdminClient: CreateTopics with a config (and again: TOPIC_ALREADY_EXISTS),
+- KafkaAdminClient: api_versions() (every advertised key is one kafka-python
+  knows), CreateTopics with a config (and again: TOPIC_ALREADY_EXISTS),
   Metadata (describe_topics, list_topics), DescribeConfigs (modified only, and
   named keys with their defaults), DeleteTopics (and again:
   UNKNOWN_TOPIC_OR_PARTITION);
@@ -146,6 +147,27 @@ def wait_for_group(admin: KafkaAdminClient, group: str, state: str) -> dict:
 
 # --------------------------------------------------------------------------
 # Admin
+
+
+# kafka-python 3.0.12's ApiKey enum stops at key 92 (DeleteShareGroupOffsets).
+LAST_KEY_KAFKA_PYTHON_KNOWS = 92
+
+
+def test_admin_api_versions_names_every_advertised_key(kp_admin):
+    """KafkaAdminClient.api_versions() turns every key the broker advertises into kafka-python's ApiKey enum,
+    so one key it does not know raises "ValueError: 93 is not a valid ApiKey", as it does against Apache Kafka
+    4.4.0. Kafgres serves the keys of Kafka 4.4 kafka-python knows (the share, streams and delegation token
+    ones among them) and none it does not (docs/conformance.md, "Old clients and new keys")."""
+    versions = kp_admin.api_versions()
+    raw = kp_admin._manager.broker_version_data.api_versions
+    assert sorted(int(key) for key in versions) == sorted(raw), "a key lost on the way into the enum"
+    assert max(raw) <= LAST_KEY_KAFKA_PYTHON_KNOWS, f"advertised keys past kafka-python's enum: {sorted(raw)}"
+    names = {key.name for key in versions}
+    assert {"Produce", "Fetch", "DescribeAcls", "CreateDelegationToken", "ShareFetch", "ShareAcknowledge",
+            "StreamsGroupHeartbeat", "StreamsGroupDescribe", "DescribeShareGroupOffsets",
+            "DeleteShareGroupOffsets"} <= names, sorted(names)
+    for key, (low, high) in versions.items():
+        assert 0 <= low <= high, (key, low, high)
 
 
 def test_admin_topics_and_configs(kp_admin, topic_name):
