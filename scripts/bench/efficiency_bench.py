@@ -47,6 +47,7 @@ import argparse
 import os
 import resource
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -208,6 +209,9 @@ def main() -> int:
     parser.add_argument("--bench-bin", default=os.environ.get("KAFGRES_BENCH_BIN",
                                                               str(ROOT / "target/release/kafgres-bench")))
     args = parser.parse_args()
+    # SIGTERM (and SIGHUP) unwind like Ctrl-C, so Kafka is stopped, the flush policy and the page reporting put back.
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, lambda number, _frame: sys.exit(128 + number))
     workloads = [w for w in args.workloads.split(",") if w]
     unknown = [w for w in workloads if w not in WORKLOADS]
     if unknown:
