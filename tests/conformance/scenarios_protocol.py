@@ -534,6 +534,21 @@ def scenario_transactions(ctx: Context) -> None:
 
 
 @scenario
+def scenario_java_transactions(ctx: Context) -> None:
+    """Exactly-once consume-transform-produce with the Java client 4.4 (tests/java's probe, `transactions`),
+    which both brokers serve at transaction version 2 (KIP-890: no AddPartitionsToTxn, the epoch bumped at
+    each end), where librdkafka's producer above stays at version 1: an aborted transaction, each poll's
+    output and offsets in one transaction, a fenced old producer, what read_committed and read_uncommitted
+    readers see and the group's committed offsets."""
+    name = ctx.name("eos")
+    for tag in ("eos-in", "eos-out"):
+        ctx.name(tag)
+    ctx.name("eos-group", kind="group")
+    ctx.name("eos-tx", kind="txn")
+    ctx.cli("kafgres-probe", "transactions", name, timeout_s=150.0)
+
+
+@scenario
 def scenario_console_tools(ctx: Context) -> None:
     """kafka-console-producer (keys, acks=all, gzip) and kafka-console-consumer (from the beginning,
     keys, partitions, offsets, headers; read_committed), as a shell user would run them."""
