@@ -72,7 +72,31 @@ class Certificates:
         self.ca = dir / f"{name}-ca.crt"
 
     def issue(self, cn: str, server: bool = False, days: int = 2, tag: str = "") -> tuple[Path, Path]:
-        """A certificate for `cn`; days=0 makes one that expires the second it is made."""
+        """A certificate for `cn`, valid from now for `days`."""
+        key, csr, crt, ext = self._request(cn, server, tag)
+        openssl("x509", "-req", "-in", csr.name, "-CA", self.ca.name, "-CAkey", f"{self.name}-ca.key",
+                "-CAcreateserial", "-days", str(days), "-extfile", ext.name, "-out", crt.name, cwd=self.dir)
+        return crt, key
+
+    def issue_expired(self, cn: str, tag: str = "") -> tuple[Path, Path]:
+        """A client certificate for `cn` that expired in 2020 (valid for one day then). It used to be made with
+        `-days 0`, valid until the second it was made, seconds before use; in one full run the broker took it
+        from franz-go (the Java client's, in the same second, got certificate_expired), for a reason not found.
+        Dates years in the past leave no doubt about which side of them the handshake is. `openssl ca` sets
+        both dates, which `openssl x509` cannot before OpenSSL 3.4."""
+        key, csr, crt, ext = self._request(cn, False, tag)
+        config = self.dir / "expired-ca.cnf"
+        config.write_text("[ca]\ndefault_ca = expired_ca\n[expired_ca]\ndatabase = expired-index.txt\n"
+                          "new_certs_dir = .\nrand_serial = yes\ndefault_md = sha256\npolicy = any_name\n"
+                          "unique_subject = no\n[any_name]\ncommonName = supplied\n")
+        (self.dir / "expired-index.txt").touch()
+        openssl("ca", "-batch", "-notext", "-config", config.name, "-cert", self.ca.name, "-keyfile",
+                f"{self.name}-ca.key", "-in", csr.name, "-out", crt.name, "-startdate", "20200101000000Z",
+                "-enddate", "20200102000000Z", "-extfile", ext.name, cwd=self.dir)
+        return crt, key
+
+    def _request(self, cn: str, server: bool, tag: str) -> tuple[Path, Path, Path, Path]:
+        """A key and a signing request for `cn`, and the extensions file of its certificate."""
         key, csr, crt = (self.dir / f"{cn}{tag}.{ext}" for ext in ("key", "csr", "crt"))
         openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={cn}", "-keyout", key.name, "-out", csr.name,
                 cwd=self.dir)
@@ -80,9 +104,7 @@ class Certificates:
         usage = "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n" if server else (
             "extendedKeyUsage=clientAuth\n")
         ext.write_text(usage)
-        openssl("x509", "-req", "-in", csr.name, "-CA", self.ca.name, "-CAkey", f"{self.name}-ca.key",
-                "-CAcreateserial", "-days", str(days), "-extfile", ext.name, "-out", crt.name, cwd=self.dir)
-        return crt, key
+        return key, csr, crt, ext
 
 
 class Cluster(ThrowawayCluster):
@@ -124,8 +146,7 @@ def running_cluster(c: Cluster) -> Iterator[Cluster]:
             "kafgres.authorizer": "acl",
         })
         c.install_server_certificate(c.certs)
-        # Expired long before it is used (made now, valid for no time at all).
-        c.expired = c.certs.issue("tls_app", days=0, tag="-expired")
+        c.expired = c.certs.issue_expired("tls_app", tag="-expired")
         c.start()
         c.sql(
             "create extension kafgres",
