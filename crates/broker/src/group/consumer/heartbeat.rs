@@ -15,10 +15,41 @@ use crate::group::model::{Group, CONSUMER_PROTOCOL_TYPE};
 use crate::group::timers::{TimerAction, TimerKind};
 use crate::group::types::{Effect, GroupState};
 
-type Refusal = (i16, String);
+/// A heartbeat's refusal: the error code and message of the answer.
+pub(crate) type Refusal = (i16, String);
 
-fn refuse<T>(code: i16, message: impl Into<String>) -> Result<T, Refusal> {
+pub(crate) fn refuse<T>(code: i16, message: impl Into<String>) -> Result<T, Refusal> {
     Err((code, message.into()))
+}
+
+/// The member a leaving heartbeat (consumer or streams group) names: through
+/// its instance id when static (fenced if another member holds that id now),
+/// else its member id, which must be a member (`is_member`).
+pub(crate) fn leaving_member_id(
+    static_members: &BTreeMap<String, String>,
+    is_member: bool,
+    instance_id: Option<&str>,
+    member_id: &str,
+    group_id: &str,
+) -> Result<String, Refusal> {
+    match instance_id {
+        Some(instance_id) => {
+            let Some(current) = static_members.get(instance_id) else {
+                return refuse(error_code::UNKNOWN_MEMBER_ID, format!("Instance id {instance_id} is unknown."));
+            };
+            if current != member_id {
+                return refuse(
+                    error_code::FENCED_INSTANCE_ID,
+                    format!("Static member {member_id} with instance id {instance_id} was fenced by member {current}."),
+                );
+            }
+            Ok(current.clone())
+        }
+        None if is_member => Ok(member_id.to_owned()),
+        None => {
+            refuse(error_code::UNKNOWN_MEMBER_ID, format!("Member {member_id} is not a member of group {group_id}."))
+        }
+    }
 }
 
 /// Kafka's `throwIfConsumerGroupHeartbeatRequestIsInvalid`.
@@ -266,30 +297,13 @@ impl GroupCoordinator {
         let (mut ctx, groups) = self.split(now_ms, effects);
         let group = groups.get_mut(&request.group_id).ok_or((error_code::UNKNOWN_SERVER_ERROR, String::new()))?;
         let cg = group.consumer.as_deref_mut().ok_or((error_code::UNKNOWN_SERVER_ERROR, String::new()))?;
-        let member_id = match &request.instance_id {
-            Some(instance_id) => {
-                let Some(current) = cg.static_members.get(instance_id) else {
-                    return refuse(error_code::UNKNOWN_MEMBER_ID, format!("Instance id {instance_id} is unknown."));
-                };
-                if *current != request.member_id {
-                    return refuse(
-                        error_code::FENCED_INSTANCE_ID,
-                        format!(
-                            "Static member {} with instance id {instance_id} was fenced by member {current}.",
-                            request.member_id
-                        ),
-                    );
-                }
-                current.clone()
-            }
-            None if cg.members.contains_key(&request.member_id) => request.member_id.clone(),
-            None => {
-                return refuse(
-                    error_code::UNKNOWN_MEMBER_ID,
-                    format!("Member {} is not a member of group {}.", request.member_id, request.group_id),
-                )
-            }
-        };
+        let member_id = leaving_member_id(
+            &cg.static_members,
+            cg.members.contains_key(&request.member_id),
+            request.instance_id.as_deref(),
+            &request.member_id,
+            &request.group_id,
+        )?;
         if request.member_epoch == LEAVE_STATIC_MEMBER_EPOCH {
             // Kept with its assignment until it returns or its session ends.
             if let Some(member) = cg.members.get(&member_id) {

@@ -32,6 +32,7 @@
 pub(super) mod assignor;
 mod describe;
 mod heartbeat;
+pub(crate) use heartbeat::{leaving_member_id, refuse, Refusal};
 pub(super) mod model;
 pub(super) mod reconcile;
 pub mod types;

@@ -11,16 +11,11 @@ use super::topology::{configure, topics_snapshot};
 use super::types::*;
 use crate::group::consumer::model::MemberState;
 use crate::group::consumer::types::{TopicLookup, JOIN_MEMBER_EPOCH, LEAVE_MEMBER_EPOCH, LEAVE_STATIC_MEMBER_EPOCH};
+use crate::group::consumer::{leaving_member_id, refuse, Refusal};
 use crate::group::coordinator::{Ctx, GroupCoordinator};
 use crate::group::model::Group;
 use crate::group::timers::{TimerAction, TimerKind};
 use crate::group::types::{Effect, GroupState};
-
-type Refusal = (i16, String);
-
-fn refuse<T>(code: i16, message: impl Into<String>) -> Result<T, Refusal> {
-    Err((code, message.into()))
-}
 
 /// The protocol type ListGroups shows for a streams group.
 pub(in crate::group) const STREAMS_PROTOCOL_TYPE: &str = "streams";
@@ -297,30 +292,13 @@ impl GroupCoordinator {
         let (mut ctx, groups) = self.split(now_ms, effects);
         let group = groups.get_mut(&request.group_id).ok_or((error_code::UNKNOWN_SERVER_ERROR, String::new()))?;
         let sg = group.streams.as_deref_mut().ok_or((error_code::UNKNOWN_SERVER_ERROR, String::new()))?;
-        let member_id = match &request.instance_id {
-            Some(instance_id) => {
-                let Some(current) = sg.static_members.get(instance_id) else {
-                    return refuse(error_code::UNKNOWN_MEMBER_ID, format!("Instance id {instance_id} is unknown."));
-                };
-                if *current != request.member_id {
-                    return refuse(
-                        error_code::FENCED_INSTANCE_ID,
-                        format!(
-                            "Static member {} with instance id {instance_id} was fenced by member {current}.",
-                            request.member_id
-                        ),
-                    );
-                }
-                current.clone()
-            }
-            None if sg.members.contains_key(&request.member_id) => request.member_id.clone(),
-            None => {
-                return refuse(
-                    error_code::UNKNOWN_MEMBER_ID,
-                    format!("Member {} is not a member of group {}.", request.member_id, request.group_id),
-                )
-            }
-        };
+        let member_id = leaving_member_id(
+            &sg.static_members,
+            sg.members.contains_key(&request.member_id),
+            request.instance_id.as_deref(),
+            &request.member_id,
+            &request.group_id,
+        )?;
         if request.member_epoch == LEAVE_STATIC_MEMBER_EPOCH {
             if let Some(member) = sg.members.get(&member_id) {
                 let mut left = member.clone();
