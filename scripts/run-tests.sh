@@ -14,6 +14,12 @@
 #   conformance  the reference diff: the same scenarios against Apache Kafka 4.x
 #            (started here from Maven Central's jars on 127.0.0.1:19092) and the
 #            running cluster, transcripts diffed (tests/conformance; ~2 minutes)
+#
+# Nothing may hang the run: each suite has a wall-clock limit (SUITE_LIMIT_S
+# below; `timeout` stops it, and it counts as failed), and every pytest test
+# has one of PYTEST_TEST_LIMIT_S (pytest-timeout: the stacks of every thread
+# are printed, then that suite's process ends). The summary gives each
+# suite's time, so a slow machine shows where its minutes went.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,9 +33,17 @@ export PATH=$HOME/.cargo/bin:$PATH
 LOGS=$STATE/test-logs
 mkdir -p "$LOGS"
 
-declare -a SUITES=() STATUS=()
+declare -a SUITES=() STATUS=() SECONDS_TAKEN=()
 PASSED=0
 FAILED=0
+
+# Wall-clock limits per suite, in seconds: about three times what each takes
+# on this project's 2-core machine, so that together they stay inside CI's
+# 90 minutes with the build.
+declare -A SUITE_LIMIT_S=([rust]=1800 [sql]=300 [sql-api]=300 [isolation]=300 [e2e]=3000 [conformance]=900)
+# The longest a single e2e or conformance test may take, its fixtures'
+# set-up included (a first Maven or Go build downloads its dependencies).
+PYTEST_TEST_LIMIT_S=900
 
 # count_from LOG KIND: adds the suite's test counts to PASSED/FAILED.
 count_from() {
@@ -61,18 +75,27 @@ count_from() {
     FAILED=$((FAILED + ${f:-0}))
 }
 
+# run_suite NAME KIND FUNCTION: runs the suite's function in a shell of its
+# own under `timeout` (the functions and settings are exported below).
 run_suite() {
-    local name=$1 kind=$2 log=$LOGS/$1.log
-    shift 2
-    printf '\n\033[1m=== %s\033[0m (log: %s)\n' "$name" "$log"
-    if "$@" 2>&1 | tee "$log"; then
+    local name=$1 kind=$2 fn=$3 log=$LOGS/$1.log limit=${SUITE_LIMIT_S[$1]} started
+    started=$(date +%s)
+    printf '\n\033[1m=== %s\033[0m (log: %s; started %s, limit %ss)\n' "$name" "$log" "$(date +%T)" "$limit"
+    if timeout --kill-after=30 "$limit" bash -c "$fn" 2>&1 | tee "$log"; then
         STATUS+=("pass")
     else
-        STATUS+=("FAIL")
+        local rc=${PIPESTATUS[0]}
+        if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+            echo "kafgres: the $name suite did not finish within ${limit}s and was stopped" | tee -a "$log"
+            STATUS+=("TIMEOUT")
+        else
+            STATUS+=("FAIL")
+        fi
         # A suite that failed without reporting a failed test still counts as one.
         grep -Eq '[1-9][0-9]* (failed|error)|tests failed' "$log" || FAILED=$((FAILED + 1))
     fi
     SUITES+=("$name")
+    SECONDS_TAKEN+=("$(($(date +%s) - started))")
     count_from "$log" "$kind"
 }
 
@@ -135,15 +158,24 @@ python_env() {
     fi
 }
 
-suite_conformance() {
+# pytest with the per-test limit: the thread method prints every thread's
+# stack (where a test hung) before it ends the process.
+run_pytest() {
     python_env || return 1
-    cd "$ROOT" && "$STATE/venv/bin/python" -m pytest -q -p no:cacheprovider tests/conformance
+    cd "$ROOT" && "$STATE/venv/bin/python" -m pytest -q -p no:cacheprovider \
+        --timeout="$PYTEST_TEST_LIMIT_S" --timeout-method=thread "$@"
+}
+
+suite_conformance() {
+    run_pytest tests/conformance
 }
 
 suite_e2e() {
-    python_env || return 1
-    cd "$ROOT" && "$STATE/venv/bin/python" -m pytest -q -p no:cacheprovider tests/e2e
+    run_pytest tests/e2e
 }
+
+export ROOT STATE LOGS PYTEST_TEST_LIMIT_S
+export -f suite_rust suite_sql suite_sql_api suite_isolation suite_conformance suite_e2e python_env run_pytest
 
 run_suite rust cargo suite_rust
 run_suite sql regress suite_sql
@@ -154,7 +186,7 @@ run_suite conformance pytest suite_conformance
 
 printf '\n\033[1m=== summary\033[0m\n'
 for i in "${!SUITES[@]}"; do
-    printf '  %-11s %s\n' "${SUITES[$i]}" "${STATUS[$i]}"
+    printf '  %-11s %-7s %4ss\n' "${SUITES[$i]}" "${STATUS[$i]}" "${SECONDS_TAKEN[$i]}"
 done
 echo "kafgres: $PASSED passed, $FAILED failed"
 for s in "${STATUS[@]}"; do
