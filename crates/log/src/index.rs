@@ -1,5 +1,6 @@
-//! Sparse per-segment indexes, kept in memory and appended to files as
-//! entries are added (Kafka's layouts, big-endian, no header):
+//! Sparse per-segment indexes, kept in memory and written to files when the
+//! segment is flushed with its indexes (Kafka's layouts, big-endian, no
+//! header):
 //!
 //! ```text
 //! <base>.index      8-byte entries:  relative offset u32 | position u32
@@ -22,6 +23,18 @@
 //! [`crate::recovery`]). Entries live in memory as a `Vec` (8 or 12 bytes
 //! each, about 0.5% of the segment at the default interval); files are never
 //! memory-mapped, so a damaged file cannot fault the process.
+//!
+//! **Write-behind, no descriptor held.** While the log is open the entries
+//! in memory are the index; a file receives the entries added since its last
+//! write only at [`IndexFile::sync`] (a roll, a checkpoint, a clean close,
+//! a recovery), opened for that and closed again. That is exactly what the
+//! recovery protocol trusts: index entries below the recovery point, which
+//! those same moments write (see [`crate::recovery`]); entries added after
+//! it were only ever in the page cache and are rebuilt by the scan after a
+//! crash either way. So a partition holds one open file (its segments'
+//! `.log`s) instead of three per segment, and 10,000 partitions fit under a
+//! 20,000-descriptor limit (with three each they ran out: "Too many open
+//! files" at about 6,600, `scripts/bench/scale_bench.py`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -99,22 +112,32 @@ impl IndexEntry for TimeEntry {
     }
 }
 
-/// An index file and its entries in memory.
+/// An index file and its entries in memory (the file written behind, see
+/// the module documentation).
 #[derive(Debug)]
 pub struct IndexFile<E> {
     path: PathBuf,
-    file: Arc<dyn StorageFile>,
+    storage: Arc<dyn Storage>,
     entries: Vec<E>,
+    /// The file's first `in_file` entries are `entries[..in_file]`; what it
+    /// holds after them is stale until the next [`Self::sync`] rewrites it.
+    in_file: usize,
 }
 
 /// Why a loaded index file is not trusted.
 pub type IndexDefect = String;
 
 impl<E: IndexEntry> IndexFile<E> {
-    /// Opens (creating if missing) without reading.
+    /// Creates the file if it is missing (a segment's files exist from its
+    /// start), without reading it or keeping it open.
     pub(crate) fn open(storage: &Arc<dyn Storage>, path: &Path) -> Result<Self, LogError> {
-        let file = storage.open(path, true).map_err(LogError::io(path))?;
-        Ok(IndexFile { path: path.to_path_buf(), file, entries: Vec::new() })
+        storage.open(path, true).map_err(LogError::io(path))?;
+        Ok(IndexFile { path: path.to_path_buf(), storage: Arc::clone(storage), entries: Vec::new(), in_file: 0 })
+    }
+
+    /// The file, opened for one operation.
+    fn file(&self) -> Result<Arc<dyn StorageFile>, LogError> {
+        self.storage.open(&self.path, true).map_err(LogError::io(&self.path))
     }
 
     pub fn entries(&self) -> &[E] {
@@ -129,10 +152,6 @@ impl<E: IndexEntry> IndexFile<E> {
         &self.path
     }
 
-    pub(crate) fn file(&self) -> &Arc<dyn StorageFile> {
-        &self.file
-    }
-
     /// The file was renamed (the handle is unchanged).
     pub(crate) fn set_path(&mut self, path: PathBuf) {
         self.path = path;
@@ -143,7 +162,8 @@ impl<E: IndexEntry> IndexFile<E> {
     /// defect, nothing is kept and the reason is returned.
     pub(crate) fn load(&mut self, in_bounds: impl Fn(&E) -> bool) -> Result<Result<(), IndexDefect>, LogError> {
         self.entries.clear();
-        let Some(bytes) = self.read_all()? else {
+        self.in_file = 0;
+        let Some(bytes) = self.read_all(&*self.file()?)? else {
             return Ok(Err("larger than any index of a segment could be".to_string()));
         };
         if bytes.len() % E::BYTES != 0 {
@@ -160,6 +180,7 @@ impl<E: IndexEntry> IndexFile<E> {
             }
             entries.push(e);
         }
+        self.in_file = entries.len();
         self.entries = entries;
         Ok(Ok(()))
     }
@@ -168,7 +189,9 @@ impl<E: IndexEntry> IndexFile<E> {
     /// `keep`, and cuts the file there (for a segment trusted up to a point).
     pub(crate) fn load_prefix(&mut self, keep: impl Fn(&E) -> bool) -> Result<usize, LogError> {
         self.entries.clear();
-        let bytes = self.read_all()?.unwrap_or_default();
+        self.in_file = 0;
+        let file = self.file()?;
+        let bytes = self.read_all(&*file)?.unwrap_or_default();
         for chunk in bytes.chunks_exact(E::BYTES) {
             let e = E::decode(chunk);
             if self.entries.last().is_some_and(|prev| !e.may_follow(prev)) || !keep(&e) {
@@ -177,15 +200,16 @@ impl<E: IndexEntry> IndexFile<E> {
             self.entries.push(e);
         }
         let kept = self.entries.len();
-        if (kept * E::BYTES) as u64 != self.file.len().map_err(LogError::io(&self.path))? {
-            self.file.set_len((kept * E::BYTES) as u64).map_err(LogError::io(&self.path))?;
+        if (kept * E::BYTES) as u64 != file.len().map_err(LogError::io(&self.path))? {
+            file.set_len((kept * E::BYTES) as u64).map_err(LogError::io(&self.path))?;
         }
+        self.in_file = kept;
         Ok(kept)
     }
 
     /// The file's bytes, or `None` if it is too large to be an index.
-    fn read_all(&self) -> Result<Option<Vec<u8>>, LogError> {
-        let len = self.file.len().map_err(LogError::io(&self.path))?;
+    fn read_all(&self, file: &dyn StorageFile) -> Result<Option<Vec<u8>>, LogError> {
+        let len = file.len().map_err(LogError::io(&self.path))?;
         // u32 positions bound a segment to 4 GiB and an entry covers at least
         // one batch header: a larger file is garbage, not something to
         // allocate for.
@@ -193,12 +217,12 @@ impl<E: IndexEntry> IndexFile<E> {
             return Ok(None);
         }
         let mut bytes = vec![0u8; len as usize];
-        self.file.read_exact_at(&mut bytes, 0).map_err(LogError::io(&self.path))?;
+        file.read_exact_at(&mut bytes, 0).map_err(LogError::io(&self.path))?;
         Ok(Some(bytes))
     }
 
-    /// Appends an entry to the file (page cache), then to memory.
-    pub(crate) fn append(&mut self, entry: E) -> Result<(), LogError> {
+    /// Appends an entry in memory; the file gets it at the next [`Self::sync`].
+    pub(crate) fn append(&mut self, entry: E) {
         // Lookups bisect the entries; loading refuses a file where they do
         // not increase, and the segment only adds entries for later batches.
         assert!(
@@ -207,20 +231,43 @@ impl<E: IndexEntry> IndexFile<E> {
             self.path.display(),
             self.entries.last()
         );
-        let position = (self.entries.len() * E::BYTES) as u64;
-        self.file.write_all_at(&entry.encode(), position).map_err(LogError::io(&self.path))?;
         self.entries.push(entry);
+    }
+
+    /// Drops entries from `len` on, in memory and (if it has them) in the file.
+    pub(crate) fn truncate(&mut self, len: usize) -> Result<(), LogError> {
+        self.entries.truncate(len);
+        if len < self.in_file {
+            self.file()?.set_len((len * E::BYTES) as u64).map_err(LogError::io(&self.path))?;
+            self.in_file = len;
+        }
         Ok(())
     }
 
-    /// Drops entries from `len` on, in memory and in the file.
-    pub(crate) fn truncate(&mut self, len: usize) -> Result<(), LogError> {
-        self.entries.truncate(len);
-        self.file.set_len((self.entries.len() * E::BYTES) as u64).map_err(LogError::io(&self.path))
+    /// Empties the file and forgets its entries (a new segment's files, cut
+    /// in case an earlier life of its base offset left some).
+    pub(crate) fn clear(&mut self) -> Result<(), LogError> {
+        self.entries.clear();
+        self.file()?.set_len(0).map_err(LogError::io(&self.path))?;
+        self.in_file = 0;
+        Ok(())
     }
 
-    pub(crate) fn sync(&self) -> Result<(), LogError> {
-        self.file.sync_data().map_err(LogError::io(&self.path))
+    /// Writes the entries the file lacks, cuts what it holds past them, and
+    /// makes it durable (fdatasync).
+    pub(crate) fn sync(&mut self) -> Result<(), LogError> {
+        let file = self.file()?;
+        let pending: Vec<u8> = self.entries[self.in_file..].iter().flat_map(|e| e.encode()).collect();
+        if !pending.is_empty() {
+            file.write_all_at(&pending, (self.in_file * E::BYTES) as u64).map_err(LogError::io(&self.path))?;
+        }
+        let len = (self.entries.len() * E::BYTES) as u64;
+        if file.len().map_err(LogError::io(&self.path))? != len {
+            file.set_len(len).map_err(LogError::io(&self.path))?;
+        }
+        file.sync_data().map_err(LogError::io(&self.path))?;
+        self.in_file = self.entries.len();
+        Ok(())
     }
 }
 
@@ -235,8 +282,9 @@ mod tests {
         storage.create_dir_all(Path::new("/d")).unwrap();
         let path = Path::new("/d/0.index");
         let mut index = IndexFile::<OffsetEntry>::open(&storage, path).unwrap();
-        index.append(OffsetEntry { relative_offset: 0, position: 0 }).unwrap();
-        index.append(OffsetEntry { relative_offset: 5, position: 4096 }).unwrap();
+        index.append(OffsetEntry { relative_offset: 0, position: 0 });
+        index.append(OffsetEntry { relative_offset: 5, position: 4096 });
+        index.sync().unwrap();
         let mut again = IndexFile::<OffsetEntry>::open(&storage, path).unwrap();
         assert_eq!(again.load(|_| true).unwrap(), Ok(()));
         assert_eq!(again.entries(), index.entries());
@@ -256,7 +304,35 @@ mod tests {
         let storage: Arc<dyn Storage> = Arc::new(MemStorage::new());
         storage.create_dir_all(Path::new("/d")).unwrap();
         let mut index = IndexFile::<TimeEntry>::open(&storage, Path::new("/d/0.timeindex")).unwrap();
-        index.append(TimeEntry { timestamp_ms: 10, relative_offset: 3 }).unwrap();
-        let _ = index.append(TimeEntry { timestamp_ms: 10, relative_offset: 4 });
+        index.append(TimeEntry { timestamp_ms: 10, relative_offset: 3 });
+        index.append(TimeEntry { timestamp_ms: 10, relative_offset: 4 });
+    }
+
+    #[test]
+    fn the_file_gets_the_entries_at_sync_and_loses_what_a_truncation_drops() {
+        let storage: Arc<dyn Storage> = Arc::new(MemStorage::new());
+        storage.create_dir_all(Path::new("/d")).unwrap();
+        let path = Path::new("/d/0.index");
+        let file_len = || storage.open(path, false).unwrap().len().unwrap();
+        // Leftovers of an earlier file: rewritten from the start at the first sync.
+        storage.open(path, true).unwrap().write_all_at(&[9; 40], 0).unwrap();
+        let mut index = IndexFile::<OffsetEntry>::open(&storage, path).unwrap();
+        let entry = |i: u32| OffsetEntry { relative_offset: i * 10, position: i * 4096 };
+        for i in 0..3 {
+            index.append(entry(i));
+        }
+        assert_eq!(file_len(), 40, "appends stay in memory");
+        index.sync().unwrap();
+        assert_eq!(file_len(), 24, "a sync writes every entry and cuts the stale rest");
+        index.append(entry(3));
+        index.truncate(2).unwrap();
+        assert_eq!(file_len(), 16, "a truncation below what the file holds cuts the file at once");
+        index.append(entry(5));
+        index.sync().unwrap();
+        let mut again = IndexFile::<OffsetEntry>::open(&storage, path).unwrap();
+        assert_eq!(again.load(|_| true).unwrap(), Ok(()));
+        assert_eq!(again.entries(), [entry(0), entry(1), entry(5)]);
+        again.clear().unwrap();
+        assert_eq!((file_len(), again.entries().len()), (0, 0));
     }
 }

@@ -344,12 +344,10 @@ impl PartitionLog {
         self.or_fail("rolling a segment", |log| {
             log.active_mut().flush_all()?;
             log.active_mut().seal();
-            let segment = Segment::open(&log.storage, &log.dir, base, now_ms)?;
+            let mut segment = Segment::open(&log.storage, &log.dir, base, now_ms)?;
             // Leftovers of an earlier life of this base offset must not
             // shadow the new segment.
-            for (file, path) in segment.files() {
-                file.set_len(0).map_err(LogError::io(path))?;
-            }
+            segment.clear_leftovers()?;
             log.segments.push(segment);
             log.storage.sync_dir(&log.dir).map_err(LogError::io(&log.dir))?;
             log.write_checkpoints()

@@ -317,7 +317,7 @@ fn scan(segment: &mut Segment, file_len: u64, verify: bool, index_interval_bytes
                 break;
             }
         }
-        segment.note_batch(&header, position, index_interval_bytes)?;
+        segment.note_batch(&header, position, index_interval_bytes);
         report.batches += 1;
         position += total;
     }

@@ -198,13 +198,12 @@ impl Segment {
         &self.file
     }
 
-    /// The segment's three files: log, offset index, time index.
-    pub(crate) fn files(&self) -> [(&Arc<dyn StorageFile>, &Path); 3] {
-        [
-            (&self.file, self.path.as_path()),
-            (self.offset_index.file(), self.offset_index.path()),
-            (self.time_index.file(), self.time_index.path()),
-        ]
+    /// Empties the segment's three files, which an earlier life of its base
+    /// offset may have left (a new segment must not be shadowed by them).
+    pub(crate) fn clear_leftovers(&mut self) -> Result<(), LogError> {
+        self.file.set_len(0).map_err(LogError::io(&self.path))?;
+        self.offset_index.clear()?;
+        self.time_index.clear()
     }
 
     /// Whether `offset` can be stored relative to this segment's base (u32).
@@ -237,15 +236,10 @@ impl Segment {
         self.time_index.truncate(0)
     }
 
-    /// Accounts for a batch written at `position`, adding index entries (to
-    /// memory and, page cache only, to the index files) when the interval
-    /// has passed. `header` carries the assigned base offset.
-    pub(crate) fn note_batch(
-        &mut self,
-        header: &BatchHeader,
-        position: u64,
-        index_interval_bytes: u64,
-    ) -> Result<(), LogError> {
+    /// Accounts for a batch written at `position`, adding index entries (in
+    /// memory; the files get them at the next [`Self::flush_all`]) when the
+    /// interval has passed. `header` carries the assigned base offset.
+    pub(crate) fn note_batch(&mut self, header: &BatchHeader, position: u64, index_interval_bytes: u64) {
         let size = header.total_bytes() as u64;
         // Appends assign offsets from the segment's end and write at its end;
         // scans and the cleaner check what they read with `may_note` first.
@@ -270,8 +264,8 @@ impl Segment {
         if self.offset_index.entries().is_empty() || self.bytes_since_index_entry >= index_interval_bytes {
             let relative_offset = self.relative(header.base_offset);
             // Fits: asserted above.
-            self.offset_index.append(OffsetEntry { relative_offset, position: position as u32 })?;
-            self.append_time_entry()?;
+            self.offset_index.append(OffsetEntry { relative_offset, position: position as u32 });
+            self.append_time_entry();
             self.bytes_since_index_entry = 0;
             self.recent.clear();
         }
@@ -286,7 +280,6 @@ impl Segment {
         self.bytes_since_index_entry += size;
         self.size_bytes = position + size;
         self.next_offset = header.next_offset();
-        Ok(())
     }
 
     fn relative(&self, offset: i64) -> u32 {
@@ -302,19 +295,19 @@ impl Segment {
     }
 
     /// Adds a time entry for the largest timestamp so far, if it is new.
-    pub(crate) fn append_time_entry(&mut self) -> Result<(), LogError> {
+    pub(crate) fn append_time_entry(&mut self) {
         if self.max_timestamp_ms < 0 || self.time_index.last().is_some_and(|e| e.timestamp_ms >= self.max_timestamp_ms)
         {
-            return Ok(());
+            return;
         }
         let relative_offset = self.relative(self.offset_of_max_timestamp);
-        self.time_index.append(TimeEntry { timestamp_ms: self.max_timestamp_ms, relative_offset })
+        self.time_index.append(TimeEntry { timestamp_ms: self.max_timestamp_ms, relative_offset });
     }
 
     /// Makes the segment and both indexes durable, with a final time entry so
     /// that the time index alone gives the segment's largest timestamp.
     pub(crate) fn flush_all(&mut self) -> Result<(), LogError> {
-        self.append_time_entry()?;
+        self.append_time_entry();
         self.file.sync_data().map_err(LogError::io(&self.path))?;
         self.offset_index.sync()?;
         self.time_index.sync()

@@ -138,7 +138,8 @@ impl Filter<'_> {
                 }
                 let position = out.size_bytes;
                 out.write_at_end(bytes)?;
-                out.note_batch(&new_header, position, self.plan.index_interval_bytes)
+                out.note_batch(&new_header, position, self.plan.index_interval_bytes);
+                Ok(())
             })?;
         }
         Ok(stats)

@@ -135,19 +135,18 @@ impl PartitionLog {
         let active = self.active_mut();
         let mark = active.mark();
         let start = active.size_bytes;
-        let written = active.write_slices_at_end(slices).and_then(|()| {
-            let mut rel = 0u64;
-            stored.iter().try_for_each(|h| {
-                active.note_batch(h, start + rel, interval)?;
-                rel += h.total_bytes() as u64;
-                Ok(())
-            })
-        });
-        if let Err(e) = written {
+        // The bytes first, all of them; then the batches are noted (in memory
+        // only, so a failure is the write's, before anything was noted).
+        if let Err(e) = active.write_slices_at_end(slices) {
             if let Err(undo) = active.roll_back(mark) {
                 self.failed = Some(format!("cutting a failed append: {undo}"));
             }
             return Err(e);
+        }
+        let mut rel = 0u64;
+        for h in stored {
+            active.note_batch(h, start + rel, interval);
+            rel += h.total_bytes() as u64;
         }
         // Each batch starts at or after the previous one's end: what the
         // producer state, the high watermark and the caller's answer assume.

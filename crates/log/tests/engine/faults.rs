@@ -63,10 +63,11 @@ fn try_append(log: &mut PartitionLog, value_len: usize) -> Result<AppendResult, 
 
 #[test]
 fn a_failed_or_torn_write_is_cut_and_the_next_append_takes_its_place() {
-    // An index entry per batch: an append is three writes (log, offset
-    // index, time index), and each of them may fail.
+    // An index entry per batch (in memory: index files are written at a
+    // roll or a checkpoint). An append is two writes, the batch's stamped
+    // head and its rest, and each of them may fail.
     let config = LogConfig { index_interval_bytes: 0, ..small_config() };
-    for nth in 1..=3 {
+    for nth in 1..=2 {
         for keep in [None, Some(0), Some(4), Some(30), Some(100)] {
             let what = format!("write {nth} keep {keep:?}");
             let mem = MemStorage::new();
@@ -94,9 +95,11 @@ fn a_failed_or_torn_write_is_cut_and_the_next_append_takes_its_place() {
     }
 }
 
-/// Lookups of the newest batches come from a list kept in memory; a failed
-/// append must leave it naming only the batches the file really holds, as
-/// the index walk of a reopened log finds them.
+/// Lookups of the newest batches come from a list kept in memory; after a
+/// failed append it must name only the batches the file really holds, as
+/// the index walk of a reopened log finds them. (Batches are noted only once
+/// all of an append's bytes are written, so a failed write leaves nothing of
+/// it in that list; this keeps it so.)
 #[test]
 fn lookups_after_a_failed_append_find_the_batches_a_reopen_finds() {
     let values = |n: usize, len: usize| vec![vec![7u8; len]; n];
@@ -105,10 +108,10 @@ fn lookups_after_a_failed_append_find_the_batches_a_reopen_finds() {
     let small = batch_of(&values(1, 20), 1_002, ProducerStamp::NONE);
     for smalls_after in [2, 4, 6, 8] {
         // The failed append is two batches, `big` then `small`: the interval
-        // puts no index entry on `big` but one on the `small` after it,
-        // whose index write fails once `big` has been noted. The one-record
-        // batches appended after it get no index entry, so nothing would
-        // clear a stale memory of the failed five-record `big`.
+        // puts no index entry on `big` but would put one on the `small`
+        // after it, whose write fails once `big` has been noted. The
+        // one-record batches appended after it get no index entry, so
+        // nothing would clear a stale memory of the failed five-record `big`.
         let interval = (first.len() + smalls_after * small.len() + 1) as u64;
         assert!(interval <= (first.len() + big.len()) as u64);
         let config = LogConfig { index_interval_bytes: interval, ..LogConfig::default() };
@@ -118,14 +121,14 @@ fn lookups_after_a_failed_append_find_the_batches_a_reopen_finds() {
         append_batch(&mut log, first.clone());
         let two = [big.clone(), small.clone()].concat();
         let headers = validate_batches(&two).unwrap().headers;
-        // Writes 1-4: each batch's stamped head and rest; 5: the index entry.
-        faulty.faults().fail_write(5);
-        let failed = log.append(&two, &headers, 0, 0).expect_err("the index write fails");
+        // Writes 1-2: `big`'s stamped head and rest; 3: `small`'s head.
+        faulty.faults().fail_write(3);
+        let failed = log.append(&two, &headers, 0, 0).expect_err("the second batch's write fails");
         let failed_path = match &failed {
             LogError::Io { path, .. } => path.clone(),
             other => panic!("{other:?}"),
         };
-        assert_eq!(failed_path.extension().and_then(|e| e.to_str()), Some("index"), "{failed:?}");
+        assert_eq!(failed_path.extension().and_then(|e| e.to_str()), Some("log"), "{failed:?}");
         assert!(log.failure().is_none());
         for _ in 0..smalls_after {
             append_batch(&mut log, small.clone());
