@@ -185,7 +185,14 @@ class KafkaBroker:
             stdout=subprocess.DEVNULL,
             timeout=120,
         )
-        stdout = open(self.home / "stdout.log", "w")
+        self.launch()
+
+    def launch(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Starts the broker on the data directory as it is (`start` formats a fresh one first) and waits
+        until it listens; a relaunch after `stop_keeping_data` or `kill` recovers what the last run left."""
+        classpath = self.classpath()
+        properties = self.home / "server.properties"
+        stdout = open(self.home / "stdout.log", "a")
         self.process = subprocess.Popen(
             self.java(classpath, "kafka.Kafka", str(properties), heap=True),
             stdout=stdout,
@@ -193,15 +200,25 @@ class KafkaBroker:
             stdin=subprocess.DEVNULL,
             preexec_fn=_die_with_parent if self.die_with_parent else None,
         )
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + timeout_s
         while not port_open("127.0.0.1", self.port):
             if self.process.poll() is not None:
                 raise RuntimeError(f"Kafka exited with {self.process.returncode}; see {self.home}/server.log")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"Kafka did not listen on {self.bootstrap} within {START_TIMEOUT_S} s")
+                raise RuntimeError(f"Kafka did not listen on {self.bootstrap} within {timeout_s:.0f} s")
             time.sleep(0.2)
 
     def stop(self) -> None:
         """Stops the broker and removes its data (the logs stay in `home`)."""
         terminate(self.process)
         shutil.rmtree(self.home / "data", ignore_errors=True)
+
+    def stop_keeping_data(self) -> bool:
+        """SIGTERM (a controlled shutdown), SIGKILL after STOP_TIMEOUT_S; True if it had to be killed."""
+        return terminate(self.process)
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash: the next `launch` recovers the logs."""
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=STOP_TIMEOUT_S)

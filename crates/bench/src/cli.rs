@@ -253,6 +253,12 @@ pub struct PartitionsArgs {
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(i32).range(1..=100_000))]
     pub partitions: i32,
 
+    /// Spread over this many topics of --partitions partitions each, named
+    /// <topic>-0 .. <topic>-N-1 (each created when missing); every producer
+    /// cycles over every partition of every topic. 1: the topic itself.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub topics: u32,
+
     /// Producer threads, each with its own client (one produce connection each).
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub producers: u64,

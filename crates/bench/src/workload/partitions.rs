@@ -9,8 +9,10 @@
 //! gets writes from every connection. The topic is created with
 //! `--partitions` partitions when missing; a topic with another count is
 //! refused before the clock starts. Each client's send buffer is bounded
-//! (`--buffer-kbytes`) so 200 of them fit in memory. Timing and counting are
-//! the produce workload's (`workload::produce`).
+//! (`--buffer-kbytes`) so 200 of them fit in memory. With `--topics N` the
+//! same cycle runs over N topics of `--partitions` each (`<topic>-0` ..
+//! `<topic>-N-1`), the shape of many services' topics on one broker. Timing
+//! and counting are the produce workload's (`workload::produce`).
 
 use std::time::Duration;
 
@@ -29,10 +31,13 @@ pub fn run(args: &PartitionsArgs) -> Result<Outcome, BenchError> {
             args.partitions
         )));
     }
-    client::create_topic_if_missing(&args.common, &args.topic, args.partitions)?;
+    let topics = topic_names(&args.topic, args.topics);
+    for topic in &topics {
+        client::create_topic_if_missing(&args.common, topic, args.partitions)?;
+    }
     let plan = Plan {
         common: &args.common,
-        topic: &args.topic,
+        topics: &topics,
         producer_count: usize::try_from(args.producers).map_err(|_| BenchError::Usage("--producers".into()))?,
         size: usize::try_from(args.size).map_err(|_| BenchError::Usage("--size too large".into()))?,
         count: args.count,
@@ -46,7 +51,8 @@ pub fn run(args: &PartitionsArgs) -> Result<Outcome, BenchError> {
     };
     let totals = produce::run_plan(&plan)?;
     let line = format!(
-        "workload=partitions partitions={} producers={} size={} acks={} records={} errors={} {}",
+        "workload=partitions topics={} partitions={} producers={} size={} acks={} records={} errors={} {}",
+        args.topics,
         args.partitions,
         args.producers,
         args.size,
@@ -56,4 +62,24 @@ pub fn run(args: &PartitionsArgs) -> Result<Outcome, BenchError> {
         totals.throughput
     );
     Ok(Outcome { line, clean: totals.error_count == 0 })
+}
+
+/// The topics of a run: `topic` itself, or `topic-0` .. `topic-{count-1}`.
+fn topic_names(topic: &str, count: u32) -> Vec<String> {
+    if count <= 1 {
+        vec![topic.to_string()]
+    } else {
+        (0..count).map(|i| format!("{topic}-{i}")).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::topic_names;
+
+    #[test]
+    fn one_topic_keeps_its_name_and_several_are_numbered() {
+        assert_eq!(topic_names("t", 1), ["t"]);
+        assert_eq!(topic_names("t", 3), ["t-0", "t-1", "t-2"]);
+    }
 }

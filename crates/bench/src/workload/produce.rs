@@ -63,21 +63,33 @@ pub enum Partitioning {
     Sticky,
     /// Producer `i` of `n` sends its k-th record to partition
     /// `(i * P / n + k) mod P`: every producer cycles through all P
-    /// partitions, each starting at a different one. Every producer checks
-    /// before the clock starts that the topic has exactly P partitions.
+    /// partitions, each starting at a different one. With several topics of
+    /// P partitions each, the cycle runs over every partition of every topic
+    /// (topic after topic). Every producer checks before the clock starts
+    /// that each topic has exactly P partitions.
     RoundRobin { partition_count: i32 },
 }
 
 impl Partitioning {
     /// The partition of the `record_index`-th record of producer `index` of
     /// `producer_count`, for round-robin (None for sticky: see [`Self::group_partition`]).
+    #[cfg(test)]
     fn partition(self, index: usize, producer_count: usize, record_index: u64) -> Option<i32> {
+        self.place(index, producer_count, 1, record_index).map(|(_, partition)| partition)
+    }
+
+    /// The (topic index, partition) of the `record_index`-th record of
+    /// producer `index` of `producer_count` over `topic_count` topics, for
+    /// round-robin (None for sticky).
+    fn place(self, index: usize, producer_count: usize, topic_count: usize, record_index: u64) -> Option<(usize, i32)> {
         match self {
             Partitioning::Sticky => None,
             Partitioning::RoundRobin { partition_count } => {
                 let p = u64::try_from(partition_count).ok().filter(|&p| p > 0)?;
-                let first = index as u64 * p / producer_count.max(1) as u64;
-                i32::try_from((first + record_index % p) % p).ok()
+                let all = p * topic_count.max(1) as u64;
+                let first = index as u64 * all / producer_count.max(1) as u64;
+                let global = (first + record_index % all) % all;
+                Some((usize::try_from(global / p).ok()?, i32::try_from(global % p).ok()?))
             }
         }
     }
@@ -93,7 +105,8 @@ fn group_partition(index: usize, known_partitions: i32, call_index: u64) -> i32 
 /// One produce run: everything `produce` and `partitions` decide.
 pub struct Plan<'a> {
     pub common: &'a Common,
-    pub topic: &'a str,
+    /// One topic, or (round-robin only) several of the same partition count.
+    pub topics: &'a [String],
     pub producer_count: usize,
     /// Record value size in bytes.
     pub size: usize,
@@ -119,9 +132,10 @@ pub struct Totals {
 
 pub fn run(args: &ProduceArgs) -> Result<Outcome, BenchError> {
     client::ensure_topic(&args.common, &args.topic)?;
+    let topics = [args.topic.clone()];
     let plan = Plan {
         common: &args.common,
-        topic: &args.topic,
+        topics: &topics,
         producer_count: usize::try_from(args.producers).map_err(|_| BenchError::Usage("--producers".into()))?,
         size: usize::try_from(args.size).map_err(|_| BenchError::Usage("--size too large".into()))?,
         count: args.count,
@@ -237,28 +251,37 @@ fn producer_thread(
             &plan.client_settings,
             index > 0,
         )?;
-        // Connect and learn the partitions now, outside the measured time.
+        // Connect and learn the partitions now, outside the measured time:
+        // one topic's metadata, or every topic's at once.
+        let first_topic = plan.topics.first().ok_or_else(|| BenchError::Usage("no topic".into()))?;
+        let asked = (plan.topics.len() == 1).then_some(first_topic.as_str());
         let metadata = producer
             .client()
-            .fetch_metadata(Some(plan.topic), REQUEST_TIMEOUT)
-            .map_err(|source| BenchError::client(format!("Metadata for {}", plan.topic), source))?;
-        let known = metadata.topics().iter().find(|t| t.name() == plan.topic).map_or(0, |t| t.partitions().len());
-        let known = i32::try_from(known).unwrap_or(i32::MAX);
-        if known == 0 {
-            return Err(BenchError::Topic {
-                topic: plan.topic.to_string(),
-                reason: "has no partitions in the metadata (create it with --create-partitions P)".into(),
-            });
-        }
-        if let Partitioning::RoundRobin { partition_count } = plan.partitioning {
-            if known != partition_count {
+            .fetch_metadata(asked, REQUEST_TIMEOUT)
+            .map_err(|source| BenchError::client(format!("Metadata for {first_topic}"), source))?;
+        let mut known_first = 0;
+        for topic in plan.topics {
+            let known = metadata.topics().iter().find(|t| t.name() == topic).map_or(0, |t| t.partitions().len());
+            let known = i32::try_from(known).unwrap_or(i32::MAX);
+            if known == 0 {
                 return Err(BenchError::Topic {
-                    topic: plan.topic.to_string(),
-                    reason: format!("has {known} partitions, the run needs exactly {partition_count}"),
+                    topic: topic.clone(),
+                    reason: "has no partitions in the metadata (create it with --create-partitions P)".into(),
                 });
             }
+            if let Partitioning::RoundRobin { partition_count } = plan.partitioning {
+                if known != partition_count {
+                    return Err(BenchError::Topic {
+                        topic: topic.clone(),
+                        reason: format!("has {known} partitions, the run needs exactly {partition_count}"),
+                    });
+                }
+            }
+            if topic == first_topic {
+                known_first = known;
+            }
         }
-        Ok::<_, BenchError>((producer, known))
+        Ok::<_, BenchError>((producer, known_first))
     })();
     barrier.wait();
     let (producer, known_partitions) = setup?;
@@ -272,7 +295,8 @@ fn producer_thread(
         (None, None) => Share::Until(Instant::now()),
     };
     let queue = DeliveryQueue::of(&producer);
-    let topic = TopicProducer::new(&producer, plan.topic)?;
+    let topics: Vec<TopicProducer<'_>> =
+        plan.topics.iter().map(|name| TopicProducer::new(&producer, name)).collect::<Result<_, _>>()?;
     // Sent without copying (see crate::raw), so it must outlive every
     // delivery, including any the producer's drop still waits for: leaked,
     // one value per producer thread for the life of the process.
@@ -312,15 +336,32 @@ fn producer_thread(
         let (enqueued, refused) = match plan.partitioning {
             Partitioning::Sticky => {
                 calls += 1;
-                topic.send_group(group_partition(index, known_partitions, calls), group as usize, value, &mut slots)
+                topics[0].send_group(group_partition(index, known_partitions, calls), group as usize, value, &mut slots)
             }
             Partitioning::RoundRobin { .. } => {
-                partitions.clear();
-                partitions.extend(
-                    (0..group)
-                        .filter_map(|k| plan.partitioning.partition(index, plan.producer_count, stats.sent_count + k)),
-                );
-                topic.send_spread(&partitions, value, &mut slots)
+                // The group's records in cycle order, sent one run of the
+                // same topic at a time (a run ends where the cycle moves on
+                // to the next topic).
+                let mut enqueued = 0;
+                let mut refused = None;
+                let mut k = 0;
+                while k < group && refused.is_none() {
+                    let place =
+                        |k| plan.partitioning.place(index, plan.producer_count, topics.len(), stats.sent_count + k);
+                    let Some((topic_index, _)) = place(k) else { break };
+                    partitions.clear();
+                    while k < group {
+                        match place(k) {
+                            Some((t, partition)) if t == topic_index => partitions.push(partition),
+                            _ => break,
+                        }
+                        k += 1;
+                    }
+                    let (sent, error) = topics[topic_index].send_spread(&partitions, value, &mut slots);
+                    enqueued += sent;
+                    refused = error;
+                }
+                (enqueued, refused)
             }
         };
         stats.sent_count += enqueued as u64;
@@ -342,7 +383,7 @@ fn producer_thread(
         // Serve whatever reports are ready, without waiting.
         stats.reports.add(queue.serve_one(Duration::ZERO));
     }
-    drop(topic);
+    drop(topics);
 
     let sent = stats.sent_count;
     let before = stats.reports.delivered_count + stats.reports.failed_count;
@@ -367,6 +408,20 @@ mod tests {
         let seen: std::collections::BTreeSet<_> = (0..1000).filter_map(|k| rr.partition(7, 200, k)).collect();
         assert_eq!(seen.len(), 1000);
         assert_eq!(rr.partition(7, 200, 1000), rr.partition(7, 200, 0));
+    }
+
+    #[test]
+    fn round_robin_over_several_topics_visits_every_partition_of_each_once_per_cycle() {
+        let rr = Partitioning::RoundRobin { partition_count: 100 };
+        // 200 producers over 100 topics of 100 partitions: producer i starts at 50 * i.
+        assert_eq!(rr.place(0, 200, 100, 0), Some((0, 0)));
+        assert_eq!(rr.place(3, 200, 100, 0), Some((1, 50)));
+        assert_eq!(rr.place(3, 200, 100, 50), Some((2, 0)), "past a topic's last partition comes the next topic");
+        assert_eq!(rr.place(199, 200, 100, 50), Some((0, 0)), "past the last topic comes the first");
+        let seen: std::collections::BTreeSet<_> = (0..10_000).filter_map(|k| rr.place(11, 200, 100, k)).collect();
+        assert_eq!(seen.len(), 10_000);
+        assert_eq!(rr.place(11, 200, 100, 10_000), rr.place(11, 200, 100, 0));
+        assert_eq!(Partitioning::Sticky.place(0, 1, 3, 0), None);
     }
 
     #[test]
