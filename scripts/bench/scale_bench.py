@@ -15,7 +15,9 @@ For each broker, one after the other (the disk is shared):
    acks=all, 1 KiB records, for `--seconds`. Aggregate records/s (the sum of the processes' records
    over the longest one's time), the broker's peak RSS and the CPU cores the broker and the clients
    used meanwhile (on a small machine the 200 clients, each tracking 10,000 partitions, are what
-   saturates). Then `--fill-gb` more GB (0: none) go in topic by topic (`kafgres-bench produce`,
+   saturates). Next to them an end-to-end probe (`kafgres-bench e2e`, `--probe-rate` records/s of
+   1 KiB on a topic of its own, one producer and one consumer, latency from the scheduled send time)
+   gives p50/p99/p99.9 under that load. Then `--fill-gb` more GB (0: none) go in topic by topic (`kafgres-bench produce`,
    batches of many records), so the restarts below start on a log of that size.
 3. **Clean restart**: the latest offset of every partition is read (ListOffsets), the broker is
    stopped as its operators would (Kafgres: `pg_ctl stop -m fast`; Kafka: SIGTERM) and started
@@ -62,6 +64,9 @@ from runs import MemorySampler, cpu_seconds, memory_kb, parse_line  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_PORT, KAFKA_CONTROLLER_PORT = 29192, 29194
 TOPIC_PREFIX = "scale"
+# One partition read by one consumer while the 200 producers run: end-to-end latency from the
+# scheduled send time to the read (kafgres-bench e2e --latency-from scheduled).
+PROBE_TOPIC = "scale-probe"
 READY_TIMEOUT_S = 1800
 
 
@@ -76,6 +81,7 @@ class Figures:
     produce_errors: int = 0
     produce_peak_rss_mib: float = 0.0
     produce_broker_cores: float = 0.0
+    probe: dict = field(default_factory=dict)
     log_bytes: int = 0
     stop_s: float = 0.0
     clean_start_s: float = 0.0
@@ -153,9 +159,18 @@ def wait_until_served(bootstrap: str, names: list[str], partitions: int, expecte
     raise RuntimeError(f"not every partition served its offset within {READY_TIMEOUT_S} s: {last}")
 
 
-def produce(args: argparse.Namespace, bootstrap: str, broker_pid: int, log_dir: Path) -> tuple[float, int, float, float]:
-    """`--processes` kafgres-bench processes at once; (records/s in all, errors, broker peak RSS in MiB, broker
-    CPU in cores while they ran)."""
+@dataclass
+class ProduceRun:
+    records_per_s: float
+    errors: int
+    broker_peak_rss_mib: float
+    broker_cores: float
+    # The end-to-end probe's line (workload=e2e), parsed; empty without a probe.
+    probe: dict
+
+
+def produce(args: argparse.Namespace, bootstrap: str, broker_pid: int, log_dir: Path) -> ProduceRun:
+    """`--processes` kafgres-bench processes at once, and the end-to-end probe next to them."""
     log_dir.mkdir(parents=True, exist_ok=True)
     per_process = [args.producers // args.processes + (i < args.producers % args.processes)
                    for i in range(args.processes)]
@@ -165,6 +180,12 @@ def produce(args: argparse.Namespace, bootstrap: str, broker_pid: int, log_dir: 
          "--size", str(args.size), "--seconds", str(args.seconds), "--acks", "all"]
         for n in per_process if n > 0
     ]
+    probe_index = None
+    if args.probe_rate > 0:
+        probe_index = len(commands)
+        commands.append([args.bench_bin, "e2e", "--bootstrap", bootstrap, "--topic", PROBE_TOPIC,
+                         "--create-partitions", "1", "--rate", str(args.probe_rate), "--seconds", str(args.seconds),
+                         "--warmup-s", "3", "--size", "1024", "--acks", "all", "--latency-from", "scheduled"])
     processes = []
     cpu_before, wall_before = cpu_seconds(broker_pid) or 0.0, time.monotonic()
     clients_before = children_cpu_s()
@@ -181,6 +202,11 @@ def produce(args: argparse.Namespace, bootstrap: str, broker_pid: int, log_dir: 
     broker_cores = ((cpu_seconds(broker_pid) or 0.0) - cpu_before) / wall
     print(f"[scale]   broker {broker_cores:.2f} cores, the client processes {(children_cpu_s() - clients_before) / wall:.2f} "
           "cores", flush=True)
+    probe = {}
+    if probe_index is not None:
+        probe = parse_line(lines.pop(probe_index))
+        print(f"[scale]   probe: p50={probe.get('p50')} p99={probe.get('p99')} p999={probe.get('p999')} ms, "
+              f"errors={probe.get('errors')}", flush=True)
     records = errors = 0
     elapsed = 0.0
     for line in lines:
@@ -191,7 +217,13 @@ def produce(args: argparse.Namespace, bootstrap: str, broker_pid: int, log_dir: 
         print(f"[scale]   {line}", flush=True)
     if elapsed <= 0:
         raise RuntimeError(f"no elapsed time in the clients' lines (see {log_dir}): {lines}")
-    return records / elapsed, errors, memory.peak.get("VmRSS", 0) / 1024, broker_cores
+    return ProduceRun(records / elapsed, errors, memory.peak.get("VmRSS", 0) / 1024, broker_cores, probe)
+
+
+def record_produce(figures: Figures, run: ProduceRun) -> None:
+    figures.produce_records_per_s, figures.produce_errors = run.records_per_s, run.errors
+    figures.produce_peak_rss_mib, figures.produce_broker_cores, figures.probe = (
+        run.broker_peak_rss_mib, run.broker_cores, run.probe)
 
 
 def children_cpu_s() -> float:
@@ -248,8 +280,7 @@ def measure_kafgres(args: argparse.Namespace, names: list[str]) -> Figures:
     print(f"[scale] kafgres: created {figures.partitions} partitions in {figures.create_s:.1f} s", flush=True)
     try:
         produced = produce(args, bootstrap, pid, ROOT / ".kafgres/bench/scale/kafgres")
-        (figures.produce_records_per_s, figures.produce_errors, figures.produce_peak_rss_mib,
-         figures.produce_broker_cores) = produced
+        record_produce(figures, produced)
         fill(args, bootstrap, names, figures)
         log_dir = cluster.log_dir()
         if log_dir:
@@ -309,8 +340,8 @@ def worker_pid(cluster: KafgresCluster) -> int:
 
 
 def delete_topics(args: argparse.Namespace, bootstrap: str, names: list[str]) -> None:
-    subprocess.run([args.bench_bin, "delete-topics", "--bootstrap", bootstrap, *names], capture_output=True,
-                   timeout=900)
+    subprocess.run([args.bench_bin, "delete-topics", "--bootstrap", bootstrap, *names, PROBE_TOPIC],
+                   capture_output=True, timeout=900)
 
 
 def measure_kafka(args: argparse.Namespace, names: list[str]) -> Figures:
@@ -329,8 +360,7 @@ def measure_kafka(args: argparse.Namespace, names: list[str]) -> Figures:
         figures.idle_anon_kib_after = anon_kib(kafka.pid)
         print(f"[scale] kafka: created {figures.partitions} partitions in {figures.create_s:.1f} s", flush=True)
         produced = produce(args, bootstrap, kafka.pid, ROOT / ".kafgres/bench/scale/kafka")
-        (figures.produce_records_per_s, figures.produce_errors, figures.produce_peak_rss_mib,
-         figures.produce_broker_cores) = produced
+        record_produce(figures, produced)
         fill(args, bootstrap, names, figures)
         figures.log_bytes = log_bytes(kafka.data_dir)
         expected = latest_offsets(bootstrap, names, args.partitions)
@@ -358,17 +388,23 @@ def measure_kafka(args: argparse.Namespace, names: list[str]) -> Figures:
 def print_table(results: list[Figures]) -> None:
     print()
     print("| broker | partitions | create (s) | idle KiB per partition | produce records/s | errors | "
-          "broker CPU while producing (cores) | peak RSS while producing (MiB) | log (GB) | clean stop (s) | "
-          "start after clean stop (s) | start after kill -9 (s) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "broker CPU while producing (cores) | peak RSS while producing (MiB) | probe e2e p50 / p99 / p99.9 (ms) | "
+          "log (GB) | clean stop (s) | start after clean stop (s) | start after kill -9 (s) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for f in results:
         print(f"| {f.broker} | {f.partitions:,} | {f.create_s:.1f} | {f.anon_kib_per_partition:.1f} | "
               f"{f.produce_records_per_s:,.0f} | {f.produce_errors} | {f.produce_broker_cores:.2f} | "
-              f"{f.produce_peak_rss_mib:,.0f} | "
+              f"{f.produce_peak_rss_mib:,.0f} | {probe_text(f.probe)} | "
               f"{f.log_bytes / 1e9:.1f} | {f.stop_s:.1f} | {f.clean_start_s:.1f} | {f.crash_start_s:.1f} |")
     for f in results:
         if f.notes:
             print(f"{f.broker}: {'; '.join(f.notes)}")
+
+
+def probe_text(probe: dict) -> str:
+    if not probe:
+        return "-"
+    return f"{probe.get('p50', '?')} / {probe.get('p99', '?')} / {probe.get('p999', '?')}"
 
 
 def main() -> int:
@@ -379,6 +415,8 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=4, help="kafgres-bench processes they are spread over")
     parser.add_argument("--seconds", type=int, default=30)
     parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--probe-rate", type=int, default=1000,
+                        help="records/s of the end-to-end probe next to the producers (0: none)")
     parser.add_argument("--fill-gb", type=float, default=0.0,
                         help="GB of 1 KiB records added after the produce step, before the restarts")
     parser.add_argument("--brokers", default="kafgres,kafka")
