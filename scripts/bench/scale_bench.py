@@ -17,7 +17,10 @@ For each broker, one after the other (the disk is shared):
    used meanwhile (on a small machine the 200 clients, each tracking 10,000 partitions, are what
    saturates). Next to them an end-to-end probe (`kafgres-bench e2e`, `--probe-rate` records/s of
    1 KiB on a topic of its own, one producer and one consumer, latency from the scheduled send time)
-   gives p50/p99/p99.9 under that load. Then `--fill-gb` more GB (0: none) go in topic by topic (`kafgres-bench produce`,
+   gives p50/p99/p99.9 under that load, and `--consumers` group consumers in one process
+   (`kafgres-bench group`, one group subscribed to every topic, started `CONSUMERS_AHEAD_S`
+   before the producers) report when every partition was assigned,
+   the records they read and their end-to-end latency (read time less the record's CreateTime). Then `--fill-gb` more GB (0: none) go in topic by topic (`kafgres-bench produce`,
    batches of many records), so the restarts below start on a log of that size.
 3. **Clean restart**: the latest offset of every partition is read (ListOffsets), the broker is
    stopped as its operators would (Kafgres: `pg_ctl stop -m fast`; Kafka: SIGTERM) and started
@@ -67,6 +70,8 @@ TOPIC_PREFIX = "scale"
 # One partition read by one consumer while the 200 producers run: end-to-end latency from the
 # scheduled send time to the read (kafgres-bench e2e --latency-from scheduled).
 PROBE_TOPIC = "scale-probe"
+# Seconds the group consumers get to form their group before the producers start.
+CONSUMERS_AHEAD_S = 20
 READY_TIMEOUT_S = 1800
 
 
@@ -82,6 +87,7 @@ class Figures:
     produce_peak_rss_mib: float = 0.0
     produce_broker_cores: float = 0.0
     probe: dict = field(default_factory=dict)
+    groups: list = field(default_factory=list)
     log_bytes: int = 0
     stop_s: float = 0.0
     clean_start_s: float = 0.0
@@ -167,6 +173,8 @@ class ProduceRun:
     broker_cores: float
     # The end-to-end probe's line (workload=e2e), parsed; empty without a probe.
     probe: dict
+    # The group consumers' lines (workload=group), parsed.
+    groups: list
 
 
 def produce(args: argparse.Namespace, bootstrap: str, broker_pid: int, log_dir: Path) -> ProduceRun:
@@ -186,6 +194,17 @@ def produce(args: argparse.Namespace, bootstrap: str, broker_pid: int, log_dir: 
         commands.append([args.bench_bin, "e2e", "--bootstrap", bootstrap, "--topic", PROBE_TOPIC,
                          "--create-partitions", "1", "--rate", str(args.probe_rate), "--seconds", str(args.seconds),
                          "--warmup-s", "3", "--size", "1024", "--acks", "all", "--latency-from", "scheduled"])
+    consumers = []
+    if args.consumers > 0:
+        # One process for the whole group: it alone can tell when every partition is assigned.
+        command = [args.bench_bin, "group", "--bootstrap", bootstrap, "--topic", TOPIC_PREFIX, "--topics",
+                   str(args.topics), "--consumers", str(args.consumers), "--group-protocol", args.group_protocol,
+                   "--seconds", str(args.seconds + CONSUMERS_AHEAD_S + 15)]
+        print(f"[scale] $ {shlex.join(command)}", flush=True)
+        stderr = open(log_dir / "group.log", "w")
+        consumers.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True))
+        # The group forms before the producers start (its line says when every partition was assigned).
+        time.sleep(CONSUMERS_AHEAD_S)
     processes = []
     cpu_before, wall_before = cpu_seconds(broker_pid) or 0.0, time.monotonic()
     clients_before = children_cpu_s()
@@ -202,6 +221,12 @@ def produce(args: argparse.Namespace, bootstrap: str, broker_pid: int, log_dir: 
     broker_cores = ((cpu_seconds(broker_pid) or 0.0) - cpu_before) / wall
     print(f"[scale]   broker {broker_cores:.2f} cores, the client processes {(children_cpu_s() - clients_before) / wall:.2f} "
           "cores", flush=True)
+    groups = []
+    for process in consumers:
+        out, _ = process.communicate(timeout=args.seconds * 10 + 600)
+        line = out.strip().splitlines()[-1] if out.strip() else ""
+        print(f"[scale]   {line}", flush=True)
+        groups.append(parse_line(line))
     probe = {}
     if probe_index is not None:
         probe = parse_line(lines.pop(probe_index))
@@ -217,13 +242,13 @@ def produce(args: argparse.Namespace, bootstrap: str, broker_pid: int, log_dir: 
         print(f"[scale]   {line}", flush=True)
     if elapsed <= 0:
         raise RuntimeError(f"no elapsed time in the clients' lines (see {log_dir}): {lines}")
-    return ProduceRun(records / elapsed, errors, memory.peak.get("VmRSS", 0) / 1024, broker_cores, probe)
+    return ProduceRun(records / elapsed, errors, memory.peak.get("VmRSS", 0) / 1024, broker_cores, probe, groups)
 
 
 def record_produce(figures: Figures, run: ProduceRun) -> None:
     figures.produce_records_per_s, figures.produce_errors = run.records_per_s, run.errors
-    figures.produce_peak_rss_mib, figures.produce_broker_cores, figures.probe = (
-        run.broker_peak_rss_mib, run.broker_cores, run.probe)
+    figures.produce_peak_rss_mib, figures.produce_broker_cores, figures.probe, figures.groups = (
+        run.broker_peak_rss_mib, run.broker_cores, run.probe, run.groups)
 
 
 def children_cpu_s() -> float:
@@ -397,6 +422,12 @@ def print_table(results: list[Figures]) -> None:
               f"{f.produce_peak_rss_mib:,.0f} | {probe_text(f.probe)} | "
               f"{f.log_bytes / 1e9:.1f} | {f.stop_s:.1f} | {f.clean_start_s:.1f} | {f.crash_start_s:.1f} |")
     for f in results:
+        for g in f.groups:
+            print(f"{f.broker}: {int(g.get('consumers', 0))} group consumers ({g.get('protocol')}): every partition "
+                  f"assigned after {g.get('assigned_after_s')} s, {int(g.get('records', 0)):,} records read, "
+                  f"end-to-end p50 / p99 / p99.9 {g.get('p50')} / {g.get('p99')} / {g.get('p999')} ms over "
+                  f"{int(g.get('measured_records', 0)):,}, {int(g.get('errors', 0))} errors")
+    for f in results:
         if f.notes:
             print(f"{f.broker}: {'; '.join(f.notes)}")
 
@@ -415,6 +446,8 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=4, help="kafgres-bench processes they are spread over")
     parser.add_argument("--seconds", type=int, default=30)
     parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--consumers", type=int, default=100, help="group consumers reading every topic (0: none)")
+    parser.add_argument("--group-protocol", choices=["classic", "consumer"], default="classic")
     parser.add_argument("--probe-rate", type=int, default=1000,
                         help="records/s of the end-to-end probe next to the producers (0: none)")
     parser.add_argument("--fill-gb", type=float, default=0.0,

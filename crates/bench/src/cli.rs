@@ -35,6 +35,9 @@ pub enum Workload {
     /// The produce workload spread over many partitions and connections:
     /// by default 200 producer clients, each cycling over 1,000 partitions.
     Partitions(PartitionsArgs),
+    /// Consumers in one group reading what others produce: records read,
+    /// the time until every partition is assigned, end-to-end latency.
+    Group(GroupArgs),
     /// The `sync` and `e2e` patterns without librdkafka: one blocking
     /// connection and one thread per side, so that what the broker and
     /// loopback take can be told from what a client library adds.
@@ -238,6 +241,37 @@ impl LatencyFrom {
             LatencyFrom::Scheduled => "scheduled",
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct GroupArgs {
+    #[command(flatten)]
+    pub common: Common,
+
+    /// The topic to read, or with --topics N the prefix of <topic>-0 .. <topic>-N-1.
+    #[arg(long, default_value = "kafgres-bench-partitions")]
+    pub topic: String,
+
+    /// How many topics (see --topic); 1: the topic itself.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub topics: u32,
+
+    /// Consumer threads, each with its own client, all in one group.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub consumers: u64,
+
+    /// The group id (default: one of its own per run).
+    #[arg(long)]
+    pub group: Option<String>,
+
+    /// librdkafka group.protocol: classic (JoinGroup/SyncGroup, the
+    /// client's assignor) or consumer (KIP-848, the broker assigns).
+    #[arg(long, default_value = "classic", value_parser = ["classic", "consumer"])]
+    pub group_protocol: String,
+
+    /// Read for this many seconds (from the start, the group's forming included).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub seconds: u64,
 }
 
 #[derive(Debug, Args)]

@@ -16,7 +16,7 @@
 //! - `payload`  record values: filler and end-to-end send-time stamps
 //! - `raw`      the per-record produce and consume calls on librdkafka's C API
 //! - `summary`  exact percentiles (nearest rank over all samples), rates
-//! - `workload` sync, produce, consume, e2e, partitions; bare (the same
+//! - `workload` sync, produce, consume, e2e, partitions, group; bare (the same
 //!   patterns on kafgres-client's blocking connections, no librdkafka)
 
 mod admin;
@@ -45,6 +45,7 @@ fn main() -> ExitCode {
         Workload::Consume(args) => workload::consume::run(args),
         Workload::E2e(args) => workload::e2e::run(args),
         Workload::Partitions(args) => workload::partitions::run(args),
+        Workload::Group(args) => workload::group::run(args),
         Workload::Bare(args) => workload::bare::run(args),
         Workload::DeleteTopics(args) => admin::delete_topics(args),
     };

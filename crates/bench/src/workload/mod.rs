@@ -4,6 +4,7 @@
 pub mod bare;
 pub mod consume;
 pub mod e2e;
+pub mod group;
 pub mod partitions;
 pub mod produce;
 pub mod sync;

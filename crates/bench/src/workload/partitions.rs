@@ -65,7 +65,7 @@ pub fn run(args: &PartitionsArgs) -> Result<Outcome, BenchError> {
 }
 
 /// The topics of a run: `topic` itself, or `topic-0` .. `topic-{count-1}`.
-fn topic_names(topic: &str, count: u32) -> Vec<String> {
+pub(crate) fn topic_names(topic: &str, count: u32) -> Vec<String> {
     if count <= 1 {
         vec![topic.to_string()]
     } else {
