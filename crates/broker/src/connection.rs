@@ -8,7 +8,9 @@
 //! The stream is
 //! TCP, or TLS over TCP once [`crate::tls`] has shaken hands: file ranges of
 //! a fetch go out with sendfile on TCP, and through the TLS session (read
-//! into memory in chunks) on TLS.
+//! into memory in chunks) on TLS. While a request's body arrives, the
+//! socket's wake threshold ([`crate::wake_threshold`]) has the kernel wake
+//! the connection for large parts of it rather than for every segment.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -36,6 +38,7 @@ use crate::metrics::{BrokerMetrics, ConnectionEntry};
 use crate::quota::QuotaKey;
 use crate::sasl::{Gate, SaslSession};
 use crate::splice::ResponsePart;
+use crate::wake_threshold::WakeThreshold;
 use std::collections::VecDeque;
 
 const READ_BUFFER_BYTES: usize = 64 * 1024;
@@ -76,12 +79,15 @@ pub async fn serve_connection(
     let shares = Arc::clone(&ctx.shares);
     match transport {
         Transport::Plain(stream) => {
+            let threshold = WakeThreshold::new(stream.as_raw_fd(), 0);
             let (reader, writer) = stream.into_split();
-            serve(reader, ResponseWriter::Plain(writer), accepted, ctx, shutdown).await
+            serve(reader, ResponseWriter::Plain(writer), threshold, accepted, ctx, shutdown).await
         }
         Transport::Tls(stream) => {
+            let socket = stream.get_ref().0.get_ref().as_raw_fd();
+            let threshold = WakeThreshold::new(socket, crate::tls::HELD_BELOW_PLAINTEXT_MAX);
             let (reader, writer) = tokio::io::split(*stream);
-            serve(reader, ResponseWriter::Tls(writer), accepted, ctx, shutdown).await
+            serve(reader, ResponseWriter::Tls(writer), threshold, accepted, ctx, shutdown).await
         }
     }
     // The share sessions this connection opened end with it.
@@ -91,6 +97,7 @@ pub async fn serve_connection(
 async fn serve<R: AsyncRead + Unpin>(
     reader: R,
     mut writer: ResponseWriter,
+    mut threshold: WakeThreshold,
     accepted: Accepted,
     ctx: Arc<BrokerContext>,
     mut shutdown: watch::Receiver<bool>,
@@ -123,7 +130,7 @@ async fn serve<R: AsyncRead + Unpin>(
         // The next request is read while the waiting produces finish: their
         // answers go out, in order, as they become ready.
         let read = {
-            let read = read_request(&mut reader, &ctx, peer, idle, frame_bytes_max, authenticating);
+            let read = read_request(&mut reader, &mut threshold, &ctx, peer, idle, frame_bytes_max, authenticating);
             tokio::pin!(read);
             loop {
                 tokio::select! {
@@ -339,6 +346,7 @@ async fn drain(
 /// the connection is to close (the reason is logged).
 async fn read_request<'a, R: AsyncRead + Unpin>(
     reader: &mut BufReader<R>,
+    threshold: &mut WakeThreshold,
     ctx: &'a BrokerContext,
     peer: SocketAddr,
     idle: Duration,
@@ -371,14 +379,19 @@ async fn read_request<'a, R: AsyncRead + Unpin>(
     let mut frame = BytesMut::with_capacity(len);
     let body = async {
         while frame.len() < len {
-            let wanted = (len - frame.len()) as u64;
+            let wanted = len - frame.len();
+            // Woken once much of the rest is there, not at every segment.
+            threshold.expect(wanted.saturating_sub(reader.buffer().len()));
+            let wanted = wanted as u64;
             if (&mut *reader).take(wanted).read_buf(&mut frame).await? == 0 {
                 return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
             }
         }
         Ok(())
     };
-    match tokio::time::timeout(idle, body).await {
+    let read = tokio::time::timeout(idle, body).await;
+    threshold.reset();
+    match read {
         Ok(Ok(_)) => Some(Request { frame, len, reserved }),
         Ok(Err(e)) => {
             log::info!("connection from {peer} closed mid-request ({len} bytes expected): {e}");

@@ -5,8 +5,9 @@
 //!   listeners' security protocols (Kafka's four) and endpoints; [`tls`]: the
 //!   TLS listeners' certificates, handshake and client-certificate roles;
 //!   [`connection`]: one client's read-dispatch-write loop with the frame
-//!   limit; [`limits`]: the broker-wide request memory budget and the
-//!   connections per address;
+//!   limit, and [`wake_threshold`]: how much of a request its socket holds
+//!   before the kernel wakes the reader; [`limits`]: the broker-wide request
+//!   memory budget and the connections per address;
 //! - [`dispatch`]: header, served-version check, pre-decode guard, decode,
 //!   handler, encode; [`api`]: one module per Kafka API, each declaring its
 //!   key, versions, the services it uses and its handler, and the one list of
@@ -90,6 +91,7 @@ pub mod topic_admin;
 pub mod topic_config;
 pub mod topics;
 pub mod txn;
+pub mod wake_threshold;
 
 pub use catalog::{Catalog, CatalogError, MemoryCatalog, TopicRecord};
 pub use config::{BrokerConfig, FlushPolicy};

@@ -292,3 +292,81 @@ async fn sasl_ssl_never_asks_for_a_client_certificate_as_kafka_ignores_ssl_clien
     assert_eq!(api_versions(&mut client).await.expect("served").error_code, 0);
     broker.shutdown().await;
 }
+
+/// Produces of 60 KB to 2 MB that arrive in pieces of every size, with pauses between
+/// them (cut anywhere, TLS records included), is answered on TCP and on TLS,
+/// and its records are all stored: the wake threshold the connection sets
+/// while a body arrives (`kafgres_broker::wake_threshold`) never waits for
+/// bytes that are not coming, whatever the TLS session holds below the
+/// reader when the client pauses.
+#[tokio::test]
+async fn a_large_request_trickling_in_is_answered_on_tcp_and_on_tls() {
+    let ca = Ca::new("server CA");
+    let files = server_files(&ca, None, ClientAuth::None);
+    let broker = start(Arc::default(), Some(files.settings.clone()), &[SecurityProtocol::Ssl]).await;
+    let mut plain = broker.client().await;
+    create_topic(&mut plain, "trickled", 1).await;
+    let tcp = Client::connect(trickling_proxy(broker.addr()).await).await;
+    let tls_proxy = trickling_proxy(tls_addr(&broker, SecurityProtocol::Ssl)).await;
+    let tls = connect_tls(tls_proxy, client_config(&ca, None)).await.expect("TLS through the proxy");
+    let mut stored = Vec::new();
+    for (transport, mut client) in [("TCP", tcp), ("TLS", tls)] {
+        // Frames of 2 MB down to 60 KB, so their last bytes meet the
+        // pauses at every point of a TLS record.
+        for (i, count) in [700, 331, 250, 170, 113, 97, 61, 43, 29, 23, 20].into_iter().enumerate() {
+            let records = records(&format!("{transport}{i}-{}", "z".repeat(3000 + 37 * i)), count);
+            let correlation_id = client.next_correlation_id();
+            // Batches under the 1 MB a batch may have.
+            let blob: Vec<u8> = records.chunks(100).flat_map(batch).collect();
+            let request = produce_request("trickled", 0, -1, blob);
+            let frame = request_frame(kafgres_wire::ApiKey::Produce, 9, correlation_id, &request);
+            client.send_raw(&frame).await;
+            let response = client.try_receive::<ProduceRequest>(9, correlation_id).await;
+            let response = response
+                .unwrap_or_else(|e| panic!("a produce of {} bytes trickled over {transport}: {e}", frame.len()));
+            let partition = &response.responses[0].partition_responses[0];
+            assert_eq!(partition.error_code, 0, "over {transport}");
+            stored.extend(expected(&records, stored.len() as i64));
+        }
+    }
+    let mut got = Vec::new();
+    while got.len() < stored.len() {
+        let partition = fetch(&mut plain, 12, TopicRef::Name("trickled"), 0, got.len() as i64, 64 << 20).await;
+        let decoded = decode_records(&partition.records.clone().unwrap_or_default());
+        assert!(!decoded.is_empty(), "nothing fetched at {}", got.len());
+        got.extend(decoded);
+    }
+    assert_eq!(got, stored);
+    broker.shutdown().await;
+}
+
+/// A proxy to `target` that passes the client's bytes on in pieces of every
+/// size, pausing after each, and the answers unchanged.
+async fn trickling_proxy(target: std::net::SocketAddr) -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const PIECES: [usize; 8] = [1, 7, 100, 5_000, 16_384, 16_411, 70_000, 300_000];
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the proxy");
+    let addr = listener.local_addr().expect("proxy address");
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let Ok(broker) = tokio::net::TcpStream::connect(target).await else { return };
+            let (mut from_client, mut to_client) = client.into_split();
+            let (mut from_broker, mut to_broker) = broker.into_split();
+            tokio::spawn(async move { tokio::io::copy(&mut from_broker, &mut to_client).await });
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 300_000];
+                for want in PIECES.into_iter().cycle() {
+                    let n = match from_client.read(&mut buf[..want]).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    if to_broker.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                }
+            });
+        }
+    });
+    addr
+}
