@@ -13,10 +13,13 @@ UPDATE` then runs the upgrade scripts in order. Checked:
   fingerprint of `sql/schema_fingerprint.sql`), so an upgrade script that
   forgets what schema.sql gained fails here;
 - on a throwaway cluster of its own (Postgres on 127.0.0.1:5488, Kafka on
-  127.0.0.1:9488) whose broker database holds the 0.1.0 schema: the worker
-  says "run ALTER EXTENSION kafgres UPDATE" and waits (no crash loop); after
-  the update it serves the 0.1.0 topic and the group's committed offsets, and
-  records produce and consume.
+  127.0.0.1:9488) given what a real 0.1.0 broker left after clients used it
+  through its Kafka port (`fixtures/upgrade-0.1.0`: its catalog rows and its
+  log directory, made by that directory's make.py from release 0.1.0 built
+  from this repository's history): the worker says "run ALTER EXTENSION
+  kafgres UPDATE" and waits (no crash loop); after the update it serves every
+  topic, record, end offset and committed offset as 0.1.0 served them, and
+  takes new records and transactions after them.
 
 `check_function_bodies = off` while 0.1.0 is created: its C functions are
 checked against the current library only once the update has replaced them.
@@ -26,8 +29,10 @@ the end.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import tarfile
 import time
 import uuid
 from pathlib import Path
@@ -35,9 +40,10 @@ from pathlib import Path
 import psycopg
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from kafka import KafkaAdminClient
 
-from support import ThrowawayCluster, port_is_free, produce_all
+from support import PG_BIN, ThrowawayCluster, port_is_free, produce_all
 
 FIRST_RELEASE = "0.1.0"
 FINGERPRINT = (Path(__file__).parent / "sql" / "schema_fingerprint.sql").read_text()
@@ -143,42 +149,129 @@ def wait_for_log(cluster: Cluster, text: str, timeout_s: float) -> None:
         time.sleep(0.1)
 
 
-def test_a_broker_on_the_first_release_waits_for_the_update_then_serves_its_catalog(cluster: Cluster):
-    bootstrap = cluster.bootstrap
-    cluster.sql("SET check_function_bodies = off", f"CREATE EXTENSION kafgres VERSION '{FIRST_RELEASE}'",
-                *FILL_0_1_0)
+FIXTURE = Path(__file__).parent / "fixtures" / "upgrade-0.1.0"
+
+
+def load_catalog(cluster: Cluster, catalog_sql: Path) -> None:
+    """The 0.1.0 catalog rows (COPY statements) into the cluster's database, with psql."""
+    loaded = subprocess.run(
+        [str(PG_BIN / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(PG_PORT),
+         "-U", "postgres", "-d", "postgres", "-1", "-f", str(catalog_sql)],
+        capture_output=True, text=True, timeout=60)
+    assert loaded.returncode == 0, loaded.stderr
+
+
+def read_partition(bootstrap: str, topic: str, partition: int, end: int | None = None) -> list[list]:
+    """Every record of a partition before `end` (by default its end offset now), read_committed, as
+    the fixture lists them."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"upgrade-reader-{uuid.uuid4().hex[:6]}",
+                         "enable.auto.commit": False, "isolation.level": "read_committed"})
+    got: list[list] = []
+    try:
+        if end is None:
+            _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                if consumer.position([TopicPartition(topic, partition)])[0].offset >= end:
+                    break
+                continue
+            assert message.error() is None, f"{topic}/{partition}: {message.error()}"
+            if message.offset() >= end:
+                break
+            got.append([message.offset(), (message.key() or b"").decode(),
+                        None if message.value() is None else message.value().decode(),
+                        [[k, v.decode()] for k, v in (message.headers() or [])], message.timestamp()[1]])
+    finally:
+        consumer.close()
+    return got
+
+
+def test_a_log_and_catalog_a_0_1_0_broker_wrote_are_served_after_the_update(cluster: Cluster):
+    """What a 0.1.0 broker left after clients used it through the Kafka port (the fixture
+    `fixtures/upgrade-0.1.0`, made by its make.py from release 0.1.0 built from this repository's
+    history): its catalog rows under the 0.1.0 schema and its log directory. The current library
+    waits with "run ALTER EXTENSION kafgres UPDATE" and serves nothing; after the update it serves
+    every topic with its configs, every record as 0.1.0 served it (keys, values, headers,
+    timestamps, gzip batches, committed transactions without the aborted one), the same end
+    offsets, the group's committed offsets with their metadata, the latest value of every key of
+    the compacted topic; new records follow the old ones, and the 0.1.0 transactional id starts a
+    new transaction."""
+    expected = json.loads((FIXTURE / "expected.json").read_text())
+    cluster.sql("SET check_function_bodies = off", f"CREATE EXTENSION kafgres VERSION '{FIRST_RELEASE}'")
+    load_catalog(cluster, FIXTURE / "catalog.sql")
+    # As an operator upgrades: the server stops, the 0.1.0 log directory is in place, the new
+    # library starts on it.
+    cluster.stop("fast")
+    log_dir = cluster.pgdata / "kafgres"
+    log_dir.mkdir(exist_ok=True)
+    with tarfile.open(FIXTURE / "log.tar.gz") as tar:
+        tar.extractall(log_dir, filter="data")
+    subprocess.run(["chown", "-R", "postgres:postgres", str(log_dir)], check=True, timeout=30)
+    cluster.start()
     wait_for_log(cluster, "ALTER EXTENSION kafgres UPDATE", READY_TIMEOUT_S)
-    starts_before = cluster.log_text().count("kafgres: leading in epoch")
-    assert starts_before == 0, "a broker started on the 0.1.0 schema"
+    assert cluster.log_text().count("kafgres: leading in epoch") == 0, "a broker started on the 0.1.0 schema"
     cluster.sql("ALTER EXTENSION kafgres UPDATE")
     cluster.wait_until_serving(READY_TIMEOUT_S)
+    bootstrap = cluster.bootstrap
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     deadline = time.monotonic() + 30
     while True:
         topics = admin.list_topics(timeout=10).topics
-        if "kept-orders" in topics or time.monotonic() > deadline:
+        if set(expected["topics"]) <= set(topics) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    assert "kept-orders" in topics, f"the 0.1.0 topic is not served: {sorted(topics)}"
-    assert sorted(topics["kept-orders"].partitions) == [0, 1]
+    for name, spec in expected["topics"].items():
+        assert name in topics, f"the 0.1.0 topic {name} is not served: {sorted(topics)}"
+        assert len(topics[name].partitions) == spec["partitions"], name
+        if spec["configs"]:
+            described = admin.describe_configs([ConfigResource(ResourceType.TOPIC, name)])
+            configs = next(iter(described.values())).result(timeout=10)
+            for key, value in spec["configs"].items():
+                assert configs[key].value == value, f"{name} {key}"
 
-    produce_all(Producer({"bootstrap.servers": bootstrap, "acks": "all"}),
-                [dict(topic="kept-orders", partition=p, value=f"after-{p}".encode()) for p in (0, 1)])
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "billing", "enable.auto.commit": False,
-                         "auto.offset.reset": "error"})
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "upgrade-offsets", "enable.auto.commit": False})
     try:
-        committed = consumer.committed([TopicPartition("kept-orders", p) for p in (0, 1)], timeout=20)
-        assert [(c.partition, c.offset) for c in committed] == [(0, 0), (1, 0)]
-        consumer.assign(committed)
-        values, deadline = set(), time.monotonic() + 30
-        while len(values) < 2 and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                values.add(message.value())
-        assert values == {b"after-0", b"after-1"}
+        for partition_name, end in expected["end_offsets"].items():
+            topic, partition = partition_name.rsplit("/", 1)
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, int(partition)), timeout=10)
+            assert high == end, f"{partition_name}: end offset {high}, 0.1.0 had {end}"
     finally:
         consumer.close()
+    for partition_name, records in expected["records"].items():
+        topic, partition = partition_name.rsplit("/", 1)
+        got = read_partition(bootstrap, topic, int(partition), expected["end_offsets"][partition_name])
+        if topic == "kept-compacted":
+            # The cleaner may have run since: the latest value of every key is what stays.
+            assert {r[1]: r[2] for r in got} == {r[1]: r[2] for r in records}, partition_name
+        else:
+            assert got == records, f"{partition_name} differs from what 0.1.0 served"
+    txn_values = {r[2] for r in expected["records"]["kept-txn/0"]}
+    assert txn_values and not txn_values & set(expected["aborted_values"]), "the aborted transaction is hidden"
+
+    # Read with kafka-python: confluent-kafka's TopicPartition.metadata reads past the end of metadata
+    # that is not NUL-terminated (2.12.2).
+    offsets_admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=20000)
+    try:
+        committed = offsets_admin.list_group_offsets("billing")["billing"]
+    finally:
+        offsets_admin.close()
+    assert {f"{tp.topic}/{tp.partition}": [o.offset, o.metadata] for tp, o in committed.items()} == \
+        expected["committed"]["billing"]
+
+    reports = produce_all(Producer({"bootstrap.servers": bootstrap, "acks": "all"}),
+                          [dict(topic="kept-orders", partition=p, value=f"after-{p}".encode()) for p in (0, 1)])
+    assert [m.offset() for m in reports] == [expected["end_offsets"][f"kept-orders/{p}"] for p in (0, 1)]
+    txn = Producer({"bootstrap.servers": bootstrap, "transactional.id": "kept-txn-producer"})
+    txn.init_transactions(30)
+    txn.begin_transaction()
+    txn.produce("kept-txn", value=b"after-the-update", partition=0)
+    txn.commit_transaction(30)
+    after = read_partition(bootstrap, "kept-txn", 0)
+    assert [r[2] for r in after[len(expected["records"]["kept-txn/0"]):]] == ["after-the-update"]
     assert "terminated by signal" not in cluster.log_text(), cluster.log_tail()
 
 
