@@ -195,8 +195,9 @@ def test_a_log_and_catalog_a_0_1_0_broker_wrote_are_served_after_the_update(clus
     history): its catalog rows under the 0.1.0 schema and its log directory. The current library
     waits with "run ALTER EXTENSION kafgres UPDATE" and serves nothing; after the update it serves
     every topic with its configs, every record as 0.1.0 served it (keys, values, headers,
-    timestamps, gzip batches, committed transactions without the aborted one), the same end
-    offsets, the group's committed offsets with their metadata, the latest value of every key of
+    timestamps, gzip batches, committed transactions without the aborted one, what the SQL API sent
+    without what it rolled back), the same end offsets, the groups' committed offsets with their
+    metadata (one committed by kafgres.consume), the latest value of every key of
     the compacted topic; new records follow the old ones, and the 0.1.0 transactional id starts a
     new transaction."""
     expected = json.loads((FIXTURE / "expected.json").read_text())
@@ -249,18 +250,20 @@ def test_a_log_and_catalog_a_0_1_0_broker_wrote_are_served_after_the_update(clus
             assert {r[1]: r[2] for r in got} == {r[1]: r[2] for r in records}, partition_name
         else:
             assert got == records, f"{partition_name} differs from what 0.1.0 served"
-    txn_values = {r[2] for r in expected["records"]["kept-txn/0"]}
-    assert txn_values and not txn_values & set(expected["aborted_values"]), "the aborted transaction is hidden"
+    for partition_name in ("kept-txn/0", "kept-sql/0"):
+        values = {r[2] for r in expected["records"][partition_name]}
+        assert values and not values & set(expected["aborted_values"]), f"{partition_name}: nothing aborted shows"
 
     # Read with kafka-python: confluent-kafka's TopicPartition.metadata reads past the end of metadata
     # that is not NUL-terminated (2.12.2).
     offsets_admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=20000)
     try:
-        committed = offsets_admin.list_group_offsets("billing")["billing"]
+        for group_id, want in expected["committed"].items():
+            committed = offsets_admin.list_group_offsets(group_id)[group_id]
+            assert {f"{tp.topic}/{tp.partition}": [o.offset, o.metadata] for tp, o in committed.items()} == want, \
+                group_id
     finally:
         offsets_admin.close()
-    assert {f"{tp.topic}/{tp.partition}": [o.offset, o.metadata] for tp, o in committed.items()} == \
-        expected["committed"]["billing"]
 
     reports = produce_all(Producer({"bootstrap.servers": bootstrap, "acks": "all"}),
                           [dict(topic="kept-orders", partition=p, value=f"after-{p}".encode()) for p in (0, 1)])
