@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 import kafka_wire
@@ -207,6 +207,35 @@ def poll_record(consumer: Consumer, timeout_s: float, errors: list[str]) -> Mess
         errors.append(str(msg.error()))
         return None
     return msg
+
+
+def read_committed_rows(bootstrap: str, topic: str, partition: int, end: int | None = None) -> list[list]:
+    """Every record of a partition before `end` (by default its end offset now), read_committed, as
+    JSON-ready rows: [offset, key, value, [[header, value]...], timestamp] (keys, values and header
+    values as text)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"rows-reader-{uuid.uuid4().hex[:6]}",
+                         "enable.auto.commit": False, "isolation.level": "read_committed"})
+    got: list[list] = []
+    try:
+        if end is None:
+            _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                if consumer.position([TopicPartition(topic, partition)])[0].offset >= end:
+                    break
+                continue
+            assert message.error() is None, f"{topic}/{partition}: {message.error()}"
+            if message.offset() >= end:
+                break
+            got.append([message.offset(), (message.key() or b"").decode(),
+                        None if message.value() is None else message.value().decode(),
+                        [[k, v.decode()] for k, v in (message.headers() or [])], message.timestamp()[1]])
+    finally:
+        consumer.close()
+    return got
 
 
 def produce_all(producer: Producer, records: list[dict], timeout_s: float = 30.0) -> list[Message]:

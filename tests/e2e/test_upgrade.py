@@ -43,7 +43,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from kafka import KafkaAdminClient
 
-from support import PG_BIN, ThrowawayCluster, port_is_free, produce_all
+from support import PG_BIN, ThrowawayCluster, port_is_free, produce_all, read_committed_rows
 
 FIRST_RELEASE = "0.1.0"
 FINGERPRINT = (Path(__file__).parent / "sql" / "schema_fingerprint.sql").read_text()
@@ -161,34 +161,6 @@ def load_catalog(cluster: Cluster, catalog_sql: Path) -> None:
     assert loaded.returncode == 0, loaded.stderr
 
 
-def read_partition(bootstrap: str, topic: str, partition: int, end: int | None = None) -> list[list]:
-    """Every record of a partition before `end` (by default its end offset now), read_committed, as
-    the fixture lists them."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"upgrade-reader-{uuid.uuid4().hex[:6]}",
-                         "enable.auto.commit": False, "isolation.level": "read_committed"})
-    got: list[list] = []
-    try:
-        if end is None:
-            _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
-        consumer.assign([TopicPartition(topic, partition, 0)])
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                if consumer.position([TopicPartition(topic, partition)])[0].offset >= end:
-                    break
-                continue
-            assert message.error() is None, f"{topic}/{partition}: {message.error()}"
-            if message.offset() >= end:
-                break
-            got.append([message.offset(), (message.key() or b"").decode(),
-                        None if message.value() is None else message.value().decode(),
-                        [[k, v.decode()] for k, v in (message.headers() or [])], message.timestamp()[1]])
-    finally:
-        consumer.close()
-    return got
-
-
 def test_a_log_and_catalog_a_0_1_0_broker_wrote_are_served_after_the_update(cluster: Cluster):
     """What a 0.1.0 broker left after clients used it through the Kafka port (the fixture
     `fixtures/upgrade-0.1.0`, made by its make.py from release 0.1.0 built from this repository's
@@ -244,7 +216,7 @@ def test_a_log_and_catalog_a_0_1_0_broker_wrote_are_served_after_the_update(clus
         consumer.close()
     for partition_name, records in expected["records"].items():
         topic, partition = partition_name.rsplit("/", 1)
-        got = read_partition(bootstrap, topic, int(partition), expected["end_offsets"][partition_name])
+        got = read_committed_rows(bootstrap, topic, int(partition), expected["end_offsets"][partition_name])
         if topic == "kept-compacted":
             # The cleaner may have run since: the latest value of every key is what stays.
             assert {r[1]: r[2] for r in got} == {r[1]: r[2] for r in records}, partition_name
@@ -273,7 +245,7 @@ def test_a_log_and_catalog_a_0_1_0_broker_wrote_are_served_after_the_update(clus
     txn.begin_transaction()
     txn.produce("kept-txn", value=b"after-the-update", partition=0)
     txn.commit_transaction(30)
-    after = read_partition(bootstrap, "kept-txn", 0)
+    after = read_committed_rows(bootstrap, "kept-txn", 0)
     assert [r[2] for r in after[len(expected["records"]["kept-txn/0"]):]] == ["after-the-update"]
     assert "terminated by signal" not in cluster.log_text(), cluster.log_tail()
 
