@@ -210,10 +210,11 @@ const SOCKET_READ_BYTES: usize = 64 * 1024;
 /// The most a TLS connection holds between its socket and the plaintext its
 /// reader takes, counted as plaintext it can still give (TLS only adds
 /// bytes, so each one held is at most one byte of plaintext): the socket
-/// buffer above, and rustls 0.23's own, whose deframer stops reading at a
-/// full record (`MAX_WIRE_SIZE`, 18,437 bytes), or at 64 KiB while it joins
-/// a handshake message, and whose received plaintext stops reading above
-/// 16 KiB (so at most that plus one record's). The connection's wake
+/// read buffer below rustls (`SOCKET_READ_BYTES`), and rustls 0.23's own,
+/// whose deframer stops reading at a full record (`MAX_WIRE_SIZE`, 18,437
+/// bytes), or at 64 KiB while it joins a handshake message, and whose
+/// received plaintext stops reading above 16 KiB (so at most that plus one
+/// record's). The connection's wake
 /// threshold ([`crate::wake_threshold`]) counts none of it as still to come:
 /// an underestimate here would leave a frame's last bytes unread.
 pub const HELD_BELOW_PLAINTEXT_MAX: usize = SOCKET_READ_BYTES + 64 * 1024 + 2 * (16 * 1024 + 2048 + 5);
