@@ -20,8 +20,10 @@ exactly_once_v2, commit.interval.ms 100.
   expected count of each word is computed from the acknowledged lines.
 - Run 1 starts; once its committed output grew by PROGRESS_RECORDS records,
   its JVM is stopped (SIGSTOP) at a moment when kafgres.transactions shows its
-  transaction Ongoing with partitions in it, and gets kill -9 there (the row is
-  checked unchanged after the kill).
+  transaction Ongoing with the output topic in it and an output partition's end
+  is past its last stable offset (the transaction's records are written, not
+  lingering in the producer), and gets kill -9 there (the row is checked
+  unchanged after the kill).
 - Run 2 starts with the same application.id and state directory, so the same
   process id and transactional id (checked): its InitProducerId fences run 1's
   epoch and aborts run 1's transaction. It makes the same progress and is
@@ -389,28 +391,51 @@ def cleanup(admin: AdminClient, topics: list[str], group: str) -> None:
 # --------------------------------------------------------------------------
 
 
-def freeze_in_transaction(app: WordCountApp, psql: Psql, app_id: str) -> tuple[str, str, str]:
-    """Stops the JVM (SIGSTOP) at a moment when its transaction is open with partitions in it; that row.
+def freeze_in_transaction(app: WordCountApp, psql: Psql, app_id: str, bootstrap: str,
+                          output_topic: str) -> tuple[str, str, str]:
+    """Stops the JVM (SIGSTOP) at a moment when its transaction is open and holds records in the
+    output topic; that transaction's row.
 
     A transaction lasts about commit.interval.ms and the next one opens with the next record
     sent, so a few tries find one open; the frozen JVM cannot end it while it is looked at
-    (requests it sent before it stopped are given FREEZE_SETTLE_S to be answered first).
+    (requests it sent before it stopped are given FREEZE_SETTLE_S to be answered first). An
+    open transaction is not enough: one may hold only repartition records, or have added an
+    output partition whose batch still lingers in the producer, and the kill then leaves nothing
+    in the output topic to abort. So the look also asks for an output partition whose end is
+    past its last stable offset: records of the open transaction, written.
     """
     transactional_id = app.transactional_id()
     rows: list[tuple[str, str, str]] = []
-    for _ in range(FREEZE_TRIES):
-        app.check_running()
-        app.process.send_signal(signal.SIGSTOP)
-        time.sleep(FREEZE_SETTLE_S)  # what it sent before it stopped (an EndTxn) is answered first
-        rows = [r for r in app_transactions(psql, app_id) if r[0] == transactional_id]
-        if rows and rows[0][1] == "Ongoing" and rows[0][2] != "[]":
-            return rows[0]
-        app.process.send_signal(signal.SIGCONT)
-        # Long enough to run a commit interval or two: stopped 0.2 s of every
-        # look, a JVM on a busy machine made no progress between short ones.
-        time.sleep(random.uniform(0.05, 0.4))
-    pytest.fail(f"run {app.number}'s transaction {transactional_id} was not open in any of {FREEZE_TRIES} looks; "
-                f"last: {rows}\n{app.describe()}")
+    committed, uncommitted = _consumer(bootstrap, "read_committed"), _consumer(bootstrap, "read_uncommitted")
+    try:
+        for _ in range(FREEZE_TRIES):
+            app.check_running()
+            app.process.send_signal(signal.SIGSTOP)
+            time.sleep(FREEZE_SETTLE_S)  # what it sent before it stopped (an EndTxn) is answered first
+            rows = [r for r in app_transactions(psql, app_id) if r[0] == transactional_id]
+            if (rows and rows[0][1] == "Ongoing" and output_topic in rows[0][2]
+                    and _open_records_in(committed, uncommitted, output_topic)):
+                return rows[0]
+            app.process.send_signal(signal.SIGCONT)
+            # Long enough to run a commit interval or two: stopped 0.2 s of every
+            # look, a JVM on a busy machine made no progress between short ones.
+            time.sleep(random.uniform(0.05, 0.4))
+    finally:
+        committed.close()
+        uncommitted.close()
+    pytest.fail(f"run {app.number}'s transaction {transactional_id} was not open with output records in any of "
+                f"{FREEZE_TRIES} looks; last: {rows}\n{app.describe()}")
+
+
+def _open_records_in(committed: Consumer, uncommitted: Consumer, topic: str) -> bool:
+    """Whether some partition of `topic` has records past its last stable offset (an open transaction's)."""
+    for partition in range(PARTITIONS):
+        tp = TopicPartition(topic, partition)
+        stable = committed.get_watermark_offsets(tp, timeout=5, cached=False)[1]
+        end = uncommitted.get_watermark_offsets(tp, timeout=5, cached=False)[1]
+        if end > stable:
+            return True
+    return False
 
 
 def wait_for_progress(app: WordCountApp, watcher: OutputWatcher, what: str) -> None:
@@ -453,7 +478,7 @@ def test_word_count_exactly_once_survives_kill_9(bootstrap, admin, psql, create_
         """kill -9 while the run's transaction is open: the run's transaction, as the kill left it."""
         time.sleep(random.uniform(0.1, 0.5))
         watcher.drain(0.0)
-        row = freeze_in_transaction(app, psql, app_id)
+        row = freeze_in_transaction(app, psql, app_id, bootstrap, output_topic)
         app.kill9()
         after = [r for r in app_transactions(psql, app_id) if r[0] == row[0]]
         assert after == [row], f"run {app.number}'s transaction moved while its JVM was stopped: {row} -> {after}"
