@@ -4,8 +4,11 @@
 
 use std::collections::BTreeMap;
 
+use super::consumer::model::ConsumerGroup;
+use super::membership;
 use super::model::{Group, Member};
 use super::rebalance;
+use super::streams::model::StreamsGroup;
 use super::timers::{TimerAction, TimerKey, TimerKind, Timers};
 use super::types::{Effect, GroupState, JoinGroupResponse, SyncGroupResponse, Ticket};
 use super::GroupConfig;
@@ -182,19 +185,15 @@ impl GroupCoordinator {
                 self.touch(now_ms, &key.group_id);
                 continue;
             }
-            if matches!(action, TimerAction::FenceConsumerMember | TimerAction::ConsumerRevocationTimeout { .. }) {
-                self.on_consumer_timer(now_ms, &key.group_id, &key.kind, action, &mut effects);
-                self.touch(now_ms, &key.group_id);
-                continue;
-            }
-            if matches!(action, TimerAction::FenceStreamsMember | TimerAction::StreamsRevocationTimeout { .. }) {
-                self.on_streams_timer(now_ms, &key.group_id, &key.kind, action, &mut effects);
-                self.touch(now_ms, &key.group_id);
-                continue;
-            }
             let (mut ctx, groups) = self.split(now_ms, &mut effects);
             if let Some(group) = groups.get_mut(&key.group_id) {
-                rebalance::on_timer(&mut ctx, group, &key.kind, action);
+                if matches!(action, TimerAction::FenceMember | TimerAction::RevocationTimeout { .. }) {
+                    // A group is one kind or the other; the other's call finds no member table.
+                    membership::on_deadline::<ConsumerGroup>(&mut ctx, group, &key.kind, action, now_ms);
+                    membership::on_deadline::<StreamsGroup>(&mut ctx, group, &key.kind, action, now_ms);
+                } else {
+                    rebalance::on_timer(&mut ctx, group, &key.kind, action);
+                }
             }
             self.touch(now_ms, &key.group_id);
         }

@@ -75,6 +75,7 @@ mod admin;
 pub mod consumer;
 mod coordinator;
 mod join;
+mod membership;
 mod model;
 mod offsets;
 mod rebalance;

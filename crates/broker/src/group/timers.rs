@@ -38,14 +38,10 @@ pub(super) enum TimerAction {
     CollectGroup,
     /// Drop the offsets of an Empty group past `offsets.retention.minutes`.
     ExpireOffsets,
-    /// A consumer-protocol member's session expired: fence it.
-    FenceConsumerMember,
-    /// A consumer-protocol member did not revoke within its rebalance timeout.
-    ConsumerRevocationTimeout { member_epoch: i32 },
-    /// A streams member's session expired: fence it.
-    FenceStreamsMember,
-    /// A streams member did not revoke within its rebalance timeout.
-    StreamsRevocationTimeout { member_epoch: i32 },
+    /// A consumer or streams member's session expired: fence it.
+    FenceMember,
+    /// A consumer or streams member did not revoke within its rebalance timeout.
+    RevocationTimeout { member_epoch: i32 },
 }
 
 #[derive(Debug, Default)]

@@ -7,50 +7,13 @@ use kafgres_wire::error_code;
 use uuid::Uuid;
 
 use super::assignor::{assign, AssignmentSpec};
-use super::model::{is_subset, ConsumerGroup, ConsumerMember, MemberState, ASSIGNORS};
+use super::model::{is_subset, ConsumerGroup, ConsumerMember, ASSIGNORS};
 use super::reconcile::reconcile;
 use super::types::*;
-use crate::group::coordinator::{Ctx, GroupCoordinator};
+use crate::group::coordinator::GroupCoordinator;
+use crate::group::membership::{self, ensure_room, refuse, take_over_static, Leave, MemberTable, Refusal};
 use crate::group::model::{Group, CONSUMER_PROTOCOL_TYPE};
-use crate::group::timers::{TimerAction, TimerKind};
 use crate::group::types::{Effect, GroupState};
-
-/// A heartbeat's refusal: the error code and message of the answer.
-pub(crate) type Refusal = (i16, String);
-
-pub(crate) fn refuse<T>(code: i16, message: impl Into<String>) -> Result<T, Refusal> {
-    Err((code, message.into()))
-}
-
-/// The member a leaving heartbeat (consumer or streams group) names: through
-/// its instance id when static (fenced if another member holds that id now),
-/// else its member id, which must be a member (`is_member`).
-pub(crate) fn leaving_member_id(
-    static_members: &BTreeMap<String, String>,
-    is_member: bool,
-    instance_id: Option<&str>,
-    member_id: &str,
-    group_id: &str,
-) -> Result<String, Refusal> {
-    match instance_id {
-        Some(instance_id) => {
-            let Some(current) = static_members.get(instance_id) else {
-                return refuse(error_code::UNKNOWN_MEMBER_ID, format!("Instance id {instance_id} is unknown."));
-            };
-            if current != member_id {
-                return refuse(
-                    error_code::FENCED_INSTANCE_ID,
-                    format!("Static member {member_id} with instance id {instance_id} was fenced by member {current}."),
-                );
-            }
-            Ok(current.clone())
-        }
-        None if is_member => Ok(member_id.to_owned()),
-        None => {
-            refuse(error_code::UNKNOWN_MEMBER_ID, format!("Member {member_id} is not a member of group {group_id}."))
-        }
-    }
-}
 
 /// Kafka's `throwIfConsumerGroupHeartbeatRequestIsInvalid`.
 fn validate(request: &ConsumerHeartbeatRequest) -> Result<(), Refusal> {
@@ -251,23 +214,7 @@ impl GroupCoordinator {
         let reconciled = reconcile(cg, &updated, cg.assignment_epoch, &target, request.owned_partitions.as_ref());
         let member_id = reconciled.member_id.clone();
 
-        ctx.schedule(
-            &request.group_id,
-            TimerKind::Session(member_id.clone()),
-            i64::from(session_ms),
-            TimerAction::FenceConsumerMember,
-        );
-        if reconciled.state == MemberState::UnrevokedPartitions {
-            let newly =
-                member.state != MemberState::UnrevokedPartitions || member.member_epoch != reconciled.member_epoch;
-            if newly {
-                let action = TimerAction::ConsumerRevocationTimeout { member_epoch: reconciled.member_epoch };
-                let timeout_ms = i64::from(reconciled.rebalance_timeout_ms.max(0));
-                ctx.schedule(&request.group_id, TimerKind::Revocation(member_id.clone()), timeout_ms, action);
-            }
-        } else {
-            ctx.cancel(&request.group_id, TimerKind::Revocation(member_id.clone()));
-        }
+        membership::schedule_deadlines(&mut ctx, &request.group_id, &member, &reconciled, session_ms);
 
         let full_request = request.rebalance_timeout_ms != -1
             && (request.subscribed_topic_names.is_some() || request.subscribed_topic_regex.is_some())
@@ -282,8 +229,7 @@ impl GroupCoordinator {
             assignment: send_assignment.then(|| reconciled.assigned.clone()),
         };
         cg.put_member(reconciled);
-        let state = cg.state();
-        update_state(group, state, now_ms);
+        membership::refresh_state::<ConsumerGroup>(group, now_ms);
         Ok(response)
     }
 
@@ -296,29 +242,13 @@ impl GroupCoordinator {
         self.consumer_group_mut(now_ms, &request.group_id, false)?;
         let (mut ctx, groups) = self.split(now_ms, effects);
         let group = groups.get_mut(&request.group_id).ok_or((error_code::UNKNOWN_SERVER_ERROR, String::new()))?;
-        let cg = group.consumer.as_deref_mut().ok_or((error_code::UNKNOWN_SERVER_ERROR, String::new()))?;
-        let member_id = leaving_member_id(
-            &cg.static_members,
-            cg.members.contains_key(&request.member_id),
-            request.instance_id.as_deref(),
-            &request.member_id,
-            &request.group_id,
-        )?;
-        if request.member_epoch == LEAVE_STATIC_MEMBER_EPOCH {
-            // Kept with its assignment until it returns or its session ends.
-            if let Some(member) = cg.members.get(&member_id) {
-                let mut left = member.clone();
-                left.previous_member_epoch = left.member_epoch;
-                left.member_epoch = LEAVE_STATIC_MEMBER_EPOCH;
-                cg.put_member(left);
-            }
-        } else {
-            fence(&mut ctx, group, &member_id);
-        }
-        if let Some(cg) = group.consumer.as_deref() {
-            let state = cg.state();
-            update_state(group, state, now_ms);
-        }
+        let leave = Leave {
+            group_id: &request.group_id,
+            member_id: &request.member_id,
+            instance_id: request.instance_id.as_deref(),
+            member_epoch: request.member_epoch,
+        };
+        let member_id = membership::leave::<ConsumerGroup>(&mut ctx, group, &leave, now_ms)?;
         Ok(ConsumerHeartbeatResponse {
             error_code: error_code::NONE,
             error_message: None,
@@ -327,41 +257,6 @@ impl GroupCoordinator {
             heartbeat_interval_ms: 0,
             assignment: None,
         })
-    }
-
-    /// A consumer member's session or rebalance deadline passed.
-    pub(in crate::group) fn on_consumer_timer(
-        &mut self,
-        now_ms: i64,
-        group_id: &str,
-        kind: &TimerKind,
-        action: TimerAction,
-        effects: &mut Vec<Effect>,
-    ) {
-        let (mut ctx, groups) = self.split(now_ms, effects);
-        let Some(group) = groups.get_mut(group_id) else { return };
-        let Some(cg) = group.consumer.as_deref() else { return };
-        let member_id = match (kind, action) {
-            (TimerKind::Session(member_id), TimerAction::FenceConsumerMember) => member_id.clone(),
-            (TimerKind::Revocation(member_id), TimerAction::ConsumerRevocationTimeout { member_epoch }) => {
-                let still_revoking = cg
-                    .members
-                    .get(member_id)
-                    .is_some_and(|m| m.member_epoch == member_epoch && m.state == MemberState::UnrevokedPartitions);
-                if !still_revoking {
-                    return;
-                }
-                member_id.clone()
-            }
-            _ => return,
-        };
-        if cg.members.contains_key(&member_id) {
-            fence(&mut ctx, group, &member_id);
-            if let Some(cg) = group.consumer.as_deref() {
-                let state = cg.state();
-                update_state(group, state, now_ms);
-            }
-        }
     }
 }
 
@@ -372,15 +267,6 @@ fn find_or_create_member(
     members_max: usize,
 ) -> Result<(ConsumerMember, bool), Refusal> {
     let joining = request.member_epoch == JOIN_MEMBER_EPOCH;
-    let full = |cg: &ConsumerGroup| -> Result<(), Refusal> {
-        if cg.members.len() >= members_max {
-            return refuse(
-                error_code::GROUP_MAX_SIZE_REACHED,
-                format!("The consumer group has reached its maximum capacity of {members_max} members."),
-            );
-        }
-        Ok(())
-    };
     if let Some(instance_id) = &request.instance_id {
         let existing = cg.static_members.get(instance_id).and_then(|id| cg.members.get(id)).cloned();
         if joining {
@@ -388,7 +274,7 @@ fn find_or_create_member(
                 None => match cg.members.get(&request.member_id) {
                     Some(member) => Ok((member.clone(), false)),
                     None => {
-                        full(cg)?;
+                        ensure_room(cg, members_max)?;
                         Ok((ConsumerMember::new(&request.member_id), true))
                     }
                 },
@@ -396,21 +282,7 @@ fn find_or_create_member(
                     error_code::UNRELEASED_INSTANCE_ID,
                     format!("Static member {} with instance id {instance_id} is not released yet.", old.member_id),
                 ),
-                Some(old) => {
-                    // The returning static member takes over the old one's
-                    // assignment and target: no rebalance.
-                    let mut member = old.clone();
-                    member.member_id = request.member_id.clone();
-                    member.member_epoch = 0;
-                    member.previous_member_epoch = 0;
-                    let target = cg.target.get(&old.member_id).cloned();
-                    cg.remove_member(&old.member_id);
-                    if let Some(target) = target {
-                        cg.target.insert(member.member_id.clone(), target);
-                    }
-                    cg.put_member(member.clone());
-                    Ok((member, false))
-                }
+                Some(old) => Ok((take_over_static(cg, &old, &request.member_id), false)),
             };
         }
         let Some(existing) = existing else {
@@ -435,7 +307,7 @@ fn find_or_create_member(
             Ok((member.clone(), false))
         }
         None if joining => {
-            full(cg)?;
+            ensure_room(cg, members_max)?;
             Ok((ConsumerMember::new(&request.member_id), true))
         }
         None => refuse(
@@ -464,20 +336,6 @@ fn check_epoch(member: &ConsumerMember, request: &ConsumerHeartbeatRequest) -> R
         );
     }
     Ok(())
-}
-
-/// Removes a member (left, or its session or rebalance deadline passed) and
-/// bumps the group epoch; the next heartbeat computes the new target.
-fn fence(ctx: &mut Ctx, group: &mut Group, member_id: &str) {
-    let group_id = group.group_id.clone();
-    let Some(cg) = group.consumer.as_deref_mut() else { return };
-    if cg.remove_member(member_id).is_none() {
-        return;
-    }
-    cg.group_epoch += 1;
-    prune_subscribed_topics(cg);
-    ctx.cancel(&group_id, TimerKind::Session(member_id.to_string()));
-    ctx.cancel(&group_id, TimerKind::Revocation(member_id.to_string()));
 }
 
 /// Forgets the topics no remaining member subscribes to, as a refresh with
@@ -528,12 +386,6 @@ fn compute_target(cg: &mut ConsumerGroup, topics: &dyn TopicLookup) {
     cg.assignment_epoch = cg.group_epoch;
 }
 
-fn update_state(group: &mut Group, state: GroupState, now_ms: i64) {
-    if group.state != state {
-        group.transition(state, now_ms);
-    }
-}
-
 /// Kafka's `Uuid.toString()`: URL-safe base64 without padding.
 pub(in crate::group) fn kafka_uuid_string(uuid: Uuid) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -568,5 +420,42 @@ impl Group {
         self.consumer = None;
         self.protocol_type = None;
         self.transition(GroupState::Empty, now_ms);
+    }
+}
+
+membership::impl_group_member!(ConsumerMember);
+
+impl MemberTable for ConsumerGroup {
+    type Member = ConsumerMember;
+    type Target = Assignment;
+    const KIND: &'static str = "consumer";
+
+    fn of(group: &Group) -> Option<&Self> {
+        group.consumer.as_deref()
+    }
+    fn of_mut(group: &mut Group) -> Option<&mut Self> {
+        group.consumer.as_deref_mut()
+    }
+    fn members(&self) -> &BTreeMap<String, ConsumerMember> {
+        &self.members
+    }
+    fn static_members(&self) -> &BTreeMap<String, String> {
+        &self.static_members
+    }
+    fn targets_mut(&mut self) -> &mut BTreeMap<String, Assignment> {
+        &mut self.target
+    }
+    fn put_member(&mut self, member: ConsumerMember) {
+        ConsumerGroup::put_member(self, member);
+    }
+    fn remove_member(&mut self, member_id: &str) -> Option<ConsumerMember> {
+        ConsumerGroup::remove_member(self, member_id)
+    }
+    fn state(&self) -> GroupState {
+        ConsumerGroup::state(self)
+    }
+    fn after_fence(&mut self) {
+        self.group_epoch += 1;
+        prune_subscribed_topics(self);
     }
 }

@@ -32,7 +32,6 @@
 pub(super) mod assignor;
 mod describe;
 mod heartbeat;
-pub(crate) use heartbeat::{leaving_member_id, refuse, Refusal};
 pub(super) mod model;
 pub(super) mod reconcile;
 pub mod types;

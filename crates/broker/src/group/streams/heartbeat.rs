@@ -11,10 +11,9 @@ use super::topology::{configure, topics_snapshot};
 use super::types::*;
 use crate::group::consumer::model::MemberState;
 use crate::group::consumer::types::{TopicLookup, JOIN_MEMBER_EPOCH, LEAVE_MEMBER_EPOCH, LEAVE_STATIC_MEMBER_EPOCH};
-use crate::group::consumer::{leaving_member_id, refuse, Refusal};
-use crate::group::coordinator::{Ctx, GroupCoordinator};
+use crate::group::coordinator::GroupCoordinator;
+use crate::group::membership::{self, ensure_room, refuse, take_over_static, Leave, MemberTable, Refusal};
 use crate::group::model::Group;
-use crate::group::timers::{TimerAction, TimerKind};
 use crate::group::types::{Effect, GroupState};
 
 /// The protocol type ListGroups shows for a streams group.
@@ -232,21 +231,7 @@ impl GroupCoordinator {
         let reconciled = reconcile(sg, &updated, sg.assignment_epoch, &target, owned.as_ref());
         let member_id = reconciled.member_id.clone();
 
-        ctx.schedule(
-            &request.group_id,
-            TimerKind::Session(member_id.clone()),
-            i64::from(session_ms),
-            TimerAction::FenceStreamsMember,
-        );
-        if reconciled.state == MemberState::UnrevokedPartitions {
-            if member.state != MemberState::UnrevokedPartitions || member.member_epoch != reconciled.member_epoch {
-                let action = TimerAction::StreamsRevocationTimeout { member_epoch: reconciled.member_epoch };
-                let timeout_ms = i64::from(reconciled.rebalance_timeout_ms.max(0));
-                ctx.schedule(&request.group_id, TimerKind::Revocation(member_id.clone()), timeout_ms, action);
-            }
-        } else {
-            ctx.cancel(&request.group_id, TimerKind::Revocation(member_id.clone()));
-        }
+        membership::schedule_deadlines(&mut ctx, &request.group_id, &member, &reconciled, session_ms);
 
         let full_request = request.rebalance_timeout_ms != -1 && owned.is_some();
         let send_tasks = joining || full_request || is_new || reconciled.assigned != member.assigned;
@@ -277,8 +262,7 @@ impl GroupCoordinator {
             partitions_by_user_endpoint,
             topics_to_create: sg.configured.missing_internal_topics.clone(),
         };
-        let state = sg.state();
-        update_state(group, state, now_ms);
+        membership::refresh_state::<StreamsGroup>(group, now_ms);
         Ok(response)
     }
 
@@ -291,28 +275,13 @@ impl GroupCoordinator {
         self.streams_group_mut(now_ms, &request.group_id, false)?;
         let (mut ctx, groups) = self.split(now_ms, effects);
         let group = groups.get_mut(&request.group_id).ok_or((error_code::UNKNOWN_SERVER_ERROR, String::new()))?;
-        let sg = group.streams.as_deref_mut().ok_or((error_code::UNKNOWN_SERVER_ERROR, String::new()))?;
-        let member_id = leaving_member_id(
-            &sg.static_members,
-            sg.members.contains_key(&request.member_id),
-            request.instance_id.as_deref(),
-            &request.member_id,
-            &request.group_id,
-        )?;
-        if request.member_epoch == LEAVE_STATIC_MEMBER_EPOCH {
-            if let Some(member) = sg.members.get(&member_id) {
-                let mut left = member.clone();
-                left.previous_member_epoch = left.member_epoch;
-                left.member_epoch = LEAVE_STATIC_MEMBER_EPOCH;
-                sg.put_member(left);
-            }
-        } else {
-            fence(&mut ctx, group, &member_id);
-        }
-        if let Some(sg) = group.streams.as_deref() {
-            let state = sg.state();
-            update_state(group, state, now_ms);
-        }
+        let leave = Leave {
+            group_id: &request.group_id,
+            member_id: &request.member_id,
+            instance_id: request.instance_id.as_deref(),
+            member_epoch: request.member_epoch,
+        };
+        let member_id = membership::leave::<StreamsGroup>(&mut ctx, group, &leave, now_ms)?;
         Ok(StreamsHeartbeatResponse {
             error_code: error_code::NONE,
             error_message: None,
@@ -326,41 +295,6 @@ impl GroupCoordinator {
             topics_to_create: Vec::new(),
         })
     }
-
-    /// A streams member's session or rebalance deadline passed.
-    pub(in crate::group) fn on_streams_timer(
-        &mut self,
-        now_ms: i64,
-        group_id: &str,
-        kind: &TimerKind,
-        action: TimerAction,
-        effects: &mut Vec<Effect>,
-    ) {
-        let (mut ctx, groups) = self.split(now_ms, effects);
-        let Some(group) = groups.get_mut(group_id) else { return };
-        let Some(sg) = group.streams.as_deref() else { return };
-        let member_id = match (kind, action) {
-            (TimerKind::Session(member_id), TimerAction::FenceStreamsMember) => member_id.clone(),
-            (TimerKind::Revocation(member_id), TimerAction::StreamsRevocationTimeout { member_epoch }) => {
-                let still_revoking = sg
-                    .members
-                    .get(member_id)
-                    .is_some_and(|m| m.member_epoch == member_epoch && m.state == MemberState::UnrevokedPartitions);
-                if !still_revoking {
-                    return;
-                }
-                member_id.clone()
-            }
-            _ => return,
-        };
-        if sg.members.contains_key(&member_id) {
-            fence(&mut ctx, group, &member_id);
-            if let Some(sg) = group.streams.as_deref() {
-                let state = sg.state();
-                update_state(group, state, now_ms);
-            }
-        }
-    }
 }
 
 /// Kafka's `getOrCreateStreamsGroupMember` with static membership.
@@ -370,15 +304,6 @@ fn find_or_create_member(
     members_max: usize,
 ) -> Result<(StreamsMember, bool), Refusal> {
     let joining = request.member_epoch == JOIN_MEMBER_EPOCH;
-    let full = |sg: &StreamsGroup| -> Result<(), Refusal> {
-        if sg.members.len() >= members_max {
-            return refuse(
-                error_code::GROUP_MAX_SIZE_REACHED,
-                format!("The streams group has reached its maximum capacity of {members_max} members."),
-            );
-        }
-        Ok(())
-    };
     if let (Some(instance_id), true) = (&request.instance_id, joining) {
         if let Some(old) = sg.static_members.get(instance_id).and_then(|id| sg.members.get(id)).cloned() {
             if old.member_id != request.member_id {
@@ -388,18 +313,7 @@ fn find_or_create_member(
                         format!("Static member {} with instance id {instance_id} is not released yet.", old.member_id),
                     );
                 }
-                // The returning static member takes over the old one's tasks.
-                let mut member = old.clone();
-                member.member_id = request.member_id.clone();
-                member.member_epoch = 0;
-                member.previous_member_epoch = 0;
-                let target = sg.target.get(&old.member_id).cloned();
-                sg.remove_member(&old.member_id);
-                if let Some(target) = target {
-                    sg.target.insert(member.member_id.clone(), target);
-                }
-                sg.put_member(member.clone());
-                return Ok((member, false));
+                return Ok((take_over_static(sg, &old, &request.member_id), false));
             }
         }
     }
@@ -410,7 +324,7 @@ fn find_or_create_member(
             Ok((member.clone(), false))
         }
         None if joining => {
-            full(sg)?;
+            ensure_room(sg, members_max)?;
             Ok((StreamsMember::new(&request.member_id), true))
         }
         None => refuse(
@@ -595,21 +509,38 @@ fn endpoint_partitions(sg: &StreamsGroup) -> Vec<EndpointPartitions> {
         .collect()
 }
 
-/// Removes a member (left, or a deadline passed) and bumps the group epoch;
-/// the next heartbeat computes the new target.
-fn fence(ctx: &mut Ctx, group: &mut Group, member_id: &str) {
-    let group_id = group.group_id.clone();
-    let Some(sg) = group.streams.as_deref_mut() else { return };
-    if sg.remove_member(member_id).is_none() {
-        return;
-    }
-    sg.group_epoch += 1;
-    ctx.cancel(&group_id, TimerKind::Session(member_id.to_string()));
-    ctx.cancel(&group_id, TimerKind::Revocation(member_id.to_string()));
-}
+membership::impl_group_member!(StreamsMember);
 
-fn update_state(group: &mut Group, state: GroupState, now_ms: i64) {
-    if group.state != state {
-        group.transition(state, now_ms);
+impl MemberTable for StreamsGroup {
+    type Member = StreamsMember;
+    type Target = TasksTuple;
+    const KIND: &'static str = "streams";
+
+    fn of(group: &Group) -> Option<&Self> {
+        group.streams.as_deref()
+    }
+    fn of_mut(group: &mut Group) -> Option<&mut Self> {
+        group.streams.as_deref_mut()
+    }
+    fn members(&self) -> &BTreeMap<String, StreamsMember> {
+        &self.members
+    }
+    fn static_members(&self) -> &BTreeMap<String, String> {
+        &self.static_members
+    }
+    fn targets_mut(&mut self) -> &mut BTreeMap<String, TasksTuple> {
+        &mut self.target
+    }
+    fn put_member(&mut self, member: StreamsMember) {
+        StreamsGroup::put_member(self, member);
+    }
+    fn remove_member(&mut self, member_id: &str) -> Option<StreamsMember> {
+        StreamsGroup::remove_member(self, member_id)
+    }
+    fn state(&self) -> GroupState {
+        StreamsGroup::state(self)
+    }
+    fn after_fence(&mut self) {
+        self.group_epoch += 1;
     }
 }

@@ -194,3 +194,56 @@ fn deadlines_fence_silent_and_unrevoking_members() {
     let _ = c.on_deadline(19_000);
     assert_eq!(c.group_state("g"), Some(GroupState::Empty));
 }
+
+#[test]
+fn a_static_member_returns_with_its_tasks_and_a_left_one_is_fenced_when_its_session_ends() {
+    let mut config = GroupConfig::default();
+    config.streams.session_timeout_ms = 10_000;
+    let mut c = GroupCoordinator::with_sequential_member_ids(config);
+    let t = topics(&[("in", 2)]);
+    let stat = |member: &str, request: StreamsHeartbeatRequest| StreamsHeartbeatRequest {
+        instance_id: Some("i1".into()),
+        ..StreamsHeartbeatRequest { member_id: member.into(), ..request }
+    };
+    let (r, _) = c.streams_group_heartbeat(0, stat("s1", join("s1")), &t);
+    assert_eq!((r.error_code, r.member_epoch), (error_code::NONE, 1));
+    let given = r.tasks.expect("a joining member is sent its tasks");
+    assert_eq!(given.active["0"].len(), 2);
+
+    // Another process with the same instance id while s1 is active.
+    let (r, _) = c.streams_group_heartbeat(100, stat("s2", join("s2")), &t);
+    assert_eq!(r.error_code, error_code::UNRELEASED_INSTANCE_ID);
+    // s1 leaves temporarily (epoch -2): kept, so s2 takes over its tasks without a new group epoch.
+    let (r, _) = c.streams_group_heartbeat(200, stat("s1", beat("s1", -2, None)), &t);
+    assert_eq!((r.error_code, r.member_epoch), (error_code::NONE, -2));
+    // The same process (Streams keeps its process id in the state directory) under a new member id.
+    let returning = StreamsHeartbeatRequest { process_id: Some("p-s1".into()), ..join("s2") };
+    let (r, _) = c.streams_group_heartbeat(300, stat("s2", returning), &t);
+    assert_eq!((r.error_code, r.member_epoch), (error_code::NONE, 1), "no rebalance: the group epoch stays 1");
+    assert_eq!(r.tasks.map(|tasks| tasks.active), Some(given.active));
+    // The old member id is no member any more (streams heartbeats look members up by id).
+    let (r, _) = c.streams_group_heartbeat(400, stat("s1", beat("s1", 1, None)), &t);
+    assert_eq!(r.error_code, error_code::UNKNOWN_MEMBER_ID);
+
+    // s2 leaves temporarily and never returns: the session of its last heartbeat (at 300 ms,
+    // 10 s long) ends and it is fenced.
+    let (r, _) = c.streams_group_heartbeat(500, stat("s2", beat("s2", -2, None)), &t);
+    assert_eq!(r.error_code, error_code::NONE);
+    assert_ne!(c.group_state("g"), Some(GroupState::Empty), "a left static member is kept");
+    let _ = c.on_deadline(10_299);
+    assert_ne!(c.group_state("g"), Some(GroupState::Empty));
+    let _ = c.on_deadline(10_300);
+    assert_eq!(c.group_state("g"), Some(GroupState::Empty));
+}
+
+#[test]
+fn a_full_streams_group_refuses_a_new_member_with_kafkas_message() {
+    let config = GroupConfig { group_members_max: 1, ..GroupConfig::default() };
+    let mut c = GroupCoordinator::with_sequential_member_ids(config);
+    let t = topics(&[("in", 2)]);
+    let (r, _) = c.streams_group_heartbeat(0, join("a"), &t);
+    assert_eq!(r.error_code, error_code::NONE);
+    let (r, _) = c.streams_group_heartbeat(10, join("b"), &t);
+    assert_eq!(r.error_code, error_code::GROUP_MAX_SIZE_REACHED);
+    assert_eq!(r.error_message.as_deref(), Some("The streams group has reached its maximum capacity of 1 members."));
+}
