@@ -87,8 +87,9 @@ pub fn producer_with(
     let mut config = base_config(common);
     config
         .set("acks", acks)
-        // Kafgres does not serve InitProducerId yet; librdkafka's default is
-        // already false, stated here so a reader need not know that.
+        // Plain produce on every broker alike (no InitProducerId, no
+        // sequence numbers): librdkafka's default, stated here so a reader
+        // need not know that.
         .set("enable.idempotence", "false")
         .set("message.timeout.ms", message_timeout.as_millis().to_string());
     if let Some(linger_ms) = linger_ms {

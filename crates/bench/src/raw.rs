@@ -87,11 +87,39 @@ impl<'p> TopicProducer<'p> {
         self.enqueue(PARTITION_UNASSIGNED, rdsys::RD_KAFKA_MSG_F_PARTITION, slots)
     }
 
+    /// Enqueues the records of `chunks` whose indexes are in `pending`, each
+    /// chunk of `values` (`values.len() / chunks` bytes) a record's own value
+    /// (no key), partitioned by the configured partitioner, with one
+    /// `rd_kafka_produce_batch` in copy mode: librdkafka copies each value
+    /// before it returns, so the caller may rewrite `values` for the next
+    /// group. `pending` keeps the indexes of the refused records (in order),
+    /// for the caller to send again or give up; returns how many were
+    /// enqueued and the first refusal's error.
+    pub fn send_copies(
+        &self,
+        values: &[u8],
+        chunks: usize,
+        pending: &mut Vec<usize>,
+        slots: &mut Vec<rdsys::rd_kafka_message_t>,
+    ) -> (usize, Option<RDKafkaErrorCode>) {
+        let size = values.len().checked_div(chunks).unwrap_or(0);
+        slots.clear();
+        slots.extend(pending.iter().filter(|&&i| i < chunks).map(|&i| rdsys::rd_kafka_message_t {
+            payload: values[i * size..].as_ptr() as *mut c_void,
+            len: size,
+            ..empty_message(PARTITION_UNASSIGNED)
+        }));
+        let (enqueued, first_error) = self.enqueue(PARTITION_UNASSIGNED, rdsys::RD_KAFKA_MSG_F_COPY, slots);
+        let mut outcome = slots.iter().map(|m| m.err != rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR);
+        pending.retain(|&i| i < chunks && outcome.next().unwrap_or(false));
+        (enqueued, first_error)
+    }
+
     /// Returns how many of `slots` were enqueued and the error of the first
     /// refused one, if any; refused records are simply not sent (the caller
-    /// counts only enqueued ones). Values are not copied: librdkafka reads
-    /// them until each record's delivery report, which a `'static` borrow
-    /// outlives.
+    /// counts only enqueued ones). Values are not copied unless `flags` says
+    /// `RD_KAFKA_MSG_F_COPY`: librdkafka reads them until each record's
+    /// delivery report, which a `'static` borrow outlives.
     fn enqueue(
         &self,
         partition: i32,
@@ -100,8 +128,9 @@ impl<'p> TopicProducer<'p> {
     ) -> (usize, Option<RDKafkaErrorCode>) {
         let count = i32::try_from(slots.len()).unwrap_or(i32::MAX);
         // SAFETY: the topic handle is live; `slots` holds `count` initialised
-        // messages whose payloads are 'static and never freed (no F_COPY, no
-        // F_FREE in `flags`).
+        // messages whose payloads are either 'static and never freed, or
+        // copied by librdkafka before this call returns (F_COPY); never
+        // F_FREE.
         let enqueued =
             unsafe { rdsys::rd_kafka_produce_batch(self.topic.as_ptr(), partition, flags, slots.as_mut_ptr(), count) };
         let first_error = slots
@@ -116,16 +145,25 @@ impl<'p> TopicProducer<'p> {
 fn fill(slots: &mut Vec<rdsys::rd_kafka_message_t>, partitions: impl Iterator<Item = i32>, value: &'static [u8]) {
     slots.clear();
     slots.extend(partitions.map(|partition| rdsys::rd_kafka_message_t {
+        payload: value.as_ptr() as *mut c_void,
+        len: value.len(),
+        ..empty_message(partition)
+    }));
+}
+
+/// A keyless message without a value, for `partition`.
+fn empty_message(partition: i32) -> rdsys::rd_kafka_message_t {
+    rdsys::rd_kafka_message_t {
         err: rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR,
         rkt: std::ptr::null_mut(),
         partition,
-        payload: value.as_ptr() as *mut c_void,
-        len: value.len(),
+        payload: std::ptr::null_mut(),
+        len: 0,
         key: std::ptr::null_mut(),
         key_len: 0,
         offset: 0,
         _private: std::ptr::null_mut(),
-    }));
+    }
 }
 
 impl Drop for TopicProducer<'_> {
@@ -143,10 +181,11 @@ fn last_error() -> RDKafkaErrorCode {
 }
 
 /// What [`ConsumerQueue::consume_batch`] hands to its visitor per record.
-pub struct ConsumedRecord {
+pub struct ConsumedRecord<'m> {
     pub partition: i32,
     pub offset: i64,
-    pub value_len: usize,
+    /// The value, valid during the visitor's call only (empty when null).
+    pub value: &'m [u8],
 }
 
 /// A consumer's queue of fetched records (the consumer group queue, where
@@ -178,7 +217,7 @@ impl<'c> ConsumerQueue<'c> {
         &self,
         timeout: Duration,
         slots: &mut [*mut rdsys::rd_kafka_message_t],
-        mut on_record: impl FnMut(ConsumedRecord),
+        mut on_record: impl FnMut(ConsumedRecord<'_>),
         mut on_error: impl FnMut(String),
     ) -> usize {
         let mut taken = self.take(0, slots);
@@ -188,11 +227,17 @@ impl<'c> ConsumerQueue<'c> {
         }
         for &message in &slots[..taken] {
             // SAFETY: each of the first `taken` slots is a live message,
-            // read here and destroyed exactly once.
+            // read here and destroyed exactly once; its payload (`len`
+            // bytes) lives until that destroy, after the visitor returned.
             unsafe {
                 let m = &*message;
                 if m.err == rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
-                    on_record(ConsumedRecord { partition: m.partition, offset: m.offset, value_len: m.len });
+                    let value = if m.payload.is_null() {
+                        &[][..]
+                    } else {
+                        std::slice::from_raw_parts(m.payload as *const u8, m.len)
+                    };
+                    on_record(ConsumedRecord { partition: m.partition, offset: m.offset, value });
                 } else {
                     let text = std::ffi::CStr::from_ptr(rdsys::rd_kafka_message_errstr(message))
                         .to_string_lossy()

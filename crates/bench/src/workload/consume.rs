@@ -90,7 +90,7 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, BenchError> {
                     return; // written after the start
                 }
                 record_count += 1;
-                byte_count += record.value_len as u64;
+                byte_count += record.value.len() as u64;
                 part.next_offset = record.offset + 1;
                 if part.next_offset >= part.end_offset {
                     pending_partitions -= 1;
