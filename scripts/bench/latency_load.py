@@ -21,8 +21,16 @@ Each round, for each broker (the order alternating by round):
 2. `e2e --latency-from scheduled` at 25%, 50% and 80% of it for --seconds: every latency counts
    from the record's place on the schedule (open loop, no coordinated omission);
 3. mixed: `kafgres-bench produce --rate` at 80% of the maximum into one topic while
-   `e2e --rate 1000 --latency-from scheduled` runs on another.
-Every run has a topic of its own (one partition), deleted after it. Prints one line per run,
+   `e2e --rate 1000 --latency-from scheduled` runs on another;
+4. once both maxima of the round are known, both brokers at the same rate: 50% of the slower
+   one's maximum (each broker at its own 50% compares loads of different sizes).
+Every run has a topic of its own (one partition), deleted after it, even when the script is
+stopped (a run at Kafgres's maximum writes 15 GB). Each run starts once the disk is quiet (the
+previous run's write-back over, `settle_disk`), and the VM's memory is settled for the whole
+run (host_memory.py, unless --keep-page-reporting), so that no run starts inside the previous
+one's write-back or writes into pages the host must fault in again. (The 25% run, which
+follows the maximum, stayed noisy with both: a p99 of 17 ms to 1.3 s by round.) Prints one
+line per run,
 then the medians of the rounds with Kafgres / Kafka ratios; writes
 .kafgres/bench/latency-load/<id>/results.json and the chart docs/bench-latency-load.svg.
 """
@@ -43,6 +51,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import host_memory  # noqa: E402
 from apache_kafka import KafkaBroker  # noqa: E402
 from kafgres_cluster import KafgresCluster  # noqa: E402
 from runs import Broker, Run, parse_line, run_bench  # noqa: E402
@@ -53,6 +62,15 @@ LEVELS = (0.25, 0.50, 0.80)
 MIXED_LOAD = 0.80
 MIXED_RATE = 1000
 QUANTILES = ("p50", "p99", "p999")
+SAME_LOAD = 0.50
+SAME_KEY = "same-50"
+# A run starts once the kernel holds less than this much dirty or in-flight data and the disk
+# wrote less than DISK_QUIET_BYTES in a second, DISK_QUIET_S in a row (at most SETTLE_LIMIT_S),
+# so that no run starts inside the previous one's write-back.
+DIRTY_QUIET_BYTES = 64 << 20
+DISK_QUIET_BYTES = 8 << 20
+DISK_QUIET_S = 2.0
+SETTLE_LIMIT_S = 60.0
 RUN_SLACK_S = 180
 # A run whose sender achieved less than this share of its rate did not put the asked load on.
 BEHIND_SHARE = 0.95
@@ -73,6 +91,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--kafka-home", type=Path, default=Path("/tmp/kafgres-latency-load-kafka"))
     parser.add_argument("--chart", type=Path, default=ROOT / "docs/bench-latency-load.svg")
     parser.add_argument("--no-chart", action="store_true")
+    parser.add_argument("--keep-page-reporting", action="store_true",
+                        help="leave the VM's free page reporting on (see host_memory.py)")
     parser.add_argument("--report", type=Path, metavar="RESULTS_JSON",
                         help="run nothing: print the table and draw the chart of an earlier run's results.json")
     parser.add_argument("--bench-bin", default=os.environ.get("KAFGRES_BENCH_BIN",
@@ -151,11 +171,15 @@ class LatencyLoad:
 
     def maximum(self, broker: Broker, round_index: int) -> float:
         topic = f"ll-{self.run_id}-r{round_index}-max"
-        run = self.bench(broker, "max", round_index,
-                         ["produce", *self.topic_args(broker, topic), "--producers", "1", "--acks", "all",
-                          "--linger-ms", "0", "--size", str(self.args.size), "--seconds", str(self.args.max_seconds)],
-                         timeout_s=self.args.max_seconds + RUN_SLACK_S)
-        self.delete(broker, topic)
+        settle_disk()
+        try:  # a run at a broker's maximum writes gigabytes: never leave them behind, even when stopped
+            run = self.bench(broker, "max", round_index,
+                             ["produce", *self.topic_args(broker, topic), "--producers", "1", "--acks", "all",
+                              "--linger-ms", "0", "--size", str(self.args.size),
+                              "--seconds", str(self.args.max_seconds)],
+                             timeout_s=self.args.max_seconds + RUN_SLACK_S)
+        finally:
+            self.delete(broker, topic)
         achieved = run.fields.get("records_per_s")
         if not run.line or not isinstance(achieved, float) or achieved <= 0:
             raise RuntimeError(f"{broker.name}: no maximum ({run.stderr_tail})")
@@ -163,20 +187,23 @@ class LatencyLoad:
             f"(errors={run.fields.get('errors')}, broker CPU {run.broker_cpu_s or 0:.1f} s)")
         return achieved
 
-    def load(self, broker: Broker, round_index: int, level: float, maximum: float) -> None:
-        topic = f"ll-{self.run_id}-r{round_index}-{int(level * 100)}"
-        rate = max(1, round(level * maximum))
-        run = self.bench(broker, f"load-{int(level * 100)}", round_index,
-                         ["e2e", *self.topic_args(broker, topic), "--rate", str(rate),
-                          "--seconds", str(self.args.seconds), "--size", str(self.args.size),
-                          "--latency-from", "scheduled"], timeout_s=self.args.seconds + RUN_SLACK_S)
-        self.delete(broker, topic)
-        self.print_run(run, f"{int(level * 100)}% = {rate:,} rec/s")
+    def load(self, broker: Broker, round_index: int, key: str, rate: int) -> None:
+        topic = f"ll-{self.run_id}-r{round_index}-{key}"
+        settle_disk()
+        try:
+            run = self.bench(broker, key, round_index,
+                             ["e2e", *self.topic_args(broker, topic), "--rate", str(rate),
+                              "--seconds", str(self.args.seconds), "--size", str(self.args.size),
+                              "--latency-from", "scheduled"], timeout_s=self.args.seconds + RUN_SLACK_S)
+        finally:
+            self.delete(broker, topic)
+        self.print_run(run, f"{rate:,} rec/s")
 
     def mixed(self, broker: Broker, round_index: int, maximum: float) -> None:
         ingest_topic = f"ll-{self.run_id}-r{round_index}-ingest"
         probe_topic = f"ll-{self.run_id}-r{round_index}-probe"
         rate = max(1, round(MIXED_LOAD * maximum))
+        settle_disk()
         # The ingest outlasts the probe's warm-up and measured phase by a few seconds each side.
         ingest_s = self.args.seconds + 8
         ingest = [self.args.bench_bin, "produce", *self.topic_args(broker, ingest_topic), "--producers", "1",
@@ -198,11 +225,11 @@ class LatencyLoad:
                 if process.poll() is None:
                     process.kill()
                     process.wait(10)
+                self.delete(broker, ingest_topic, probe_topic)
         lines = [row for row in (stdout or "").splitlines() if "=" in row]
         ingest_fields = parse_line(lines[-1]) if lines else {}
         self.results["runs"][-1].update(ingest_line=lines[-1] if lines else "", ingest_command=ingest,
                                         ingest_rate=rate)
-        self.delete(broker, ingest_topic, probe_topic)
         achieved = ingest_fields.get("records_per_s")
         self.print_run(run, f"1,000 rec/s next to {rate:,} rec/s (ingest achieved {achieved}, "
                             f"errors {ingest_fields.get('errors')})")
@@ -219,13 +246,20 @@ class LatencyLoad:
     def run(self) -> None:
         for round_index in range(1, self.args.rounds + 1):
             order = list(self.brokers) if round_index % 2 else list(self.brokers)[::-1]
+            maxima: dict[str, float] = {}
             for name in order:
                 broker = self.brokers[name]
-                maximum = self.maximum(broker, round_index)
+                maximum = maxima[name] = self.maximum(broker, round_index)
                 self.results.setdefault("maximum", {}).setdefault(name, []).append(maximum)
                 for level in LEVELS:
-                    self.load(broker, round_index, level, maximum)
+                    self.load(broker, round_index, f"load-{int(level * 100)}", max(1, round(level * maximum)))
                 self.mixed(broker, round_index, maximum)
+            # Each broker at its own 50% compares loads of different sizes; this
+            # puts both under the same one: 50% of the round's slower maximum.
+            if len(maxima) > 1:
+                same = max(1, round(SAME_LOAD * min(maxima.values())))
+                for name in order:
+                    self.load(self.brokers[name], round_index, SAME_KEY, same)
 
     # -- report
 
@@ -249,7 +283,8 @@ class LatencyLoad:
         rows = ["| load | Kafgres rec/s | p50 | p99 | p99.9 | Kafka rec/s | p50 | p99 | p99.9 | p99 Kafgres / Kafka |",
                 "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for workload, label in [("load-25", "25%"), ("load-50", "50%"), ("load-80", "80%"),
-                                ("mixed", "1,000 rec/s next to 80%")]:
+                                ("mixed", "1,000 rec/s next to 80%"),
+                                (SAME_KEY, f"both at {SAME_LOAD:.0%} of the slower maximum")]:
             cells = []
             for broker in ("kafgres", "kafka"):
                 m = medians.get(broker, {}).get(workload, {})
@@ -272,6 +307,37 @@ class LatencyLoad:
             rows.append(f"target: p99 at 50% at most 0.5x Kafka's: {a / b:.2f}x "
                         f"({'met' if a / b <= 0.5 else 'not met'})")
         return "\n".join(rows)
+
+
+def _dirty_bytes() -> int:
+    fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    return sum(int(fields[k].split()[0]) * 1024 for k in ("Dirty", "Writeback") if k in fields)
+
+
+def _written_bytes() -> int:
+    """Bytes written so far to the whole disks (not partitions) in /proc/diskstats."""
+    total = 0
+    for line in Path("/proc/diskstats").read_text().splitlines():
+        parts = line.split()
+        if len(parts) > 9 and Path(f"/sys/block/{parts[2]}/device").exists():
+            total += int(parts[9]) * 512
+    return total
+
+
+def settle_disk() -> None:
+    """Waits (bounded by SETTLE_LIMIT_S) until the previous run's write-back is over."""
+    deadline = time.monotonic() + SETTLE_LIMIT_S
+    quiet_since = None
+    written = _written_bytes()
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        now_written = _written_bytes()
+        quiet = _dirty_bytes() < DIRTY_QUIET_BYTES and (now_written - written) * 4 < DISK_QUIET_BYTES
+        written = now_written
+        quiet_since = (quiet_since or time.monotonic()) if quiet else None
+        if quiet_since is not None and time.monotonic() - quiet_since >= DISK_QUIET_S:
+            return
+    say(f"the disk was not quiet within {SETTLE_LIMIT_S:.0f} s; running anyway")
 
 
 def render_chart(medians: dict, path: Path) -> None:
@@ -339,8 +405,9 @@ def main() -> int:
         signal.signal(signum, lambda number, _frame: sys.exit(128 + number))
     bench = LatencyLoad(args)
     try:
-        bench.set_up()
-        bench.run()
+        with host_memory.settled(not args.keep_page_reporting, lambda text: say(f"host memory: {text}")):
+            bench.set_up()
+            bench.run()
     except (RuntimeError, subprocess.TimeoutExpired) as err:
         say(f"FAILED: {err}")
         bench.results["failure"] = str(err)
