@@ -17,6 +17,10 @@ an fdatasync every 8 of them (every 512 KiB, about what the broker's group
 commit does with this producer: librdkafka's 5 ms linger gathers ~8 records
 per request). No network, no broker: what remains is the cost of writing
 100 MB/s durably on this machine.
+
+Run alone (`python scripts/bench/pgbench.py --rounds 10 --seconds 15`), it measures only this
+part, with more and shorter rounds and each round's losses paired against that round's pgbench
+alone: see `_standalone`.
 """
 
 from __future__ import annotations
@@ -109,3 +113,86 @@ def fio_loaded_tps(cluster: KafgresCluster, directory: Path, seconds: int) -> tu
     except (ValueError, KeyError, IndexError):
         written = None
     return result, written
+
+
+def _standalone() -> int:
+    """`pgbench.py [--rounds N] [--seconds S]`: only the pgbench part of `./kafgres bench`, against
+    the running `./kafgres start` cluster, with the VM's memory settled, for measuring a change to
+    the ingest's cost more tightly than the comparison's few rounds can. Each round runs the three
+    conditions in a rotated order and gives two paired losses (Kafgres's ingest and fio's, each
+    against that round's pgbench alone); Kafgres's part is their difference, reported per round
+    and as the median with its interquartile range."""
+    import argparse
+    import os
+    import statistics
+    import sys
+
+    import host_memory
+
+    parser = argparse.ArgumentParser(description=_standalone.__doc__)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--seconds", type=int, default=15, help="pgbench's -T per condition (default 15)")
+    parser.add_argument("--bench-bin",
+                        default=os.environ.get("KAFGRES_BENCH_BIN", str(_ROOT / "target/release/kafgres-bench")))
+    parser.add_argument("--keep-page-reporting", action="store_true", help="leave the VM's free page reporting on")
+    args = parser.parse_args()
+    cluster = KafgresCluster(_ROOT)
+    policy = cluster.flush_policy()[0]
+    state = _ROOT / ".kafgres/bench/pgbench"
+    state.mkdir(parents=True, exist_ok=True)
+    run_id = time.strftime("%Y%m%d-%H%M%S")
+    say = lambda text: print(f"[pgbench] {text}", file=sys.stderr, flush=True)  # noqa: E731
+    say(f"run {run_id}: {args.rounds} rounds of {args.seconds} s per condition, kafgres.flush_policy = {policy}")
+    rows: list[dict[str, float]] = []
+    with host_memory.settled(not args.keep_page_reporting, say):
+        prepare(cluster, quick=False)
+        for round_index in range(1, args.rounds + 1):
+            conditions = ["alone", "kafgres", "fio"]
+            shift = (round_index - 1) % len(conditions)
+            row: dict[str, float] = {}
+            for condition in conditions[shift:] + conditions[:shift]:
+                os.sync()
+                if condition == "alone":
+                    row["alone"] = tps(cluster, args.seconds)
+                elif condition == "fio":
+                    row["fio"], _ = fio_loaded_tps(cluster, state / "fio", args.seconds)
+                else:
+                    topic = f"pgbench-{run_id}-r{round_index}"
+                    try:
+                        row["kafgres"], fields = loaded_tps(cluster, args.bench_bin, topic, args.seconds,
+                                                            state / f"{run_id}-r{round_index}-ingest.log")
+                    finally:
+                        subprocess.run([args.bench_bin, "delete-topics", "--bootstrap", cluster.bootstrap, topic],
+                                       capture_output=True, timeout=120)
+                    if fields.get("errors") not in (0, 0.0):
+                        say(f"round {round_index}: the ingest reported errors: {fields}")
+            row["kafgres_loss"] = 1 - row["kafgres"] / row["alone"]
+            row["fio_loss"] = 1 - row["fio"] / row["alone"]
+            row["part"] = row["kafgres_loss"] - row["fio_loss"]
+            rows.append(row)
+            say(f"round {round_index}: alone {row['alone']:.0f}, Kafgres ingesting {row['kafgres']:.0f} "
+                f"({row['kafgres_loss']:.1%}), fio writing {row['fio']:.0f} ({row['fio_loss']:.1%}): "
+                f"Kafgres's part {row['part'] * 100:+.1f} points")
+    (state / f"{run_id}.json").write_text(json.dumps({"policy": policy, "seconds": args.seconds, "rounds": rows},
+                                                     indent=1))
+
+    def spread(key: str) -> str:
+        values = sorted(r[key] * 100 for r in rows)
+        if len(values) < 4:
+            return f"{statistics.median(values):+.1f}"
+        q1, _, q3 = statistics.quantiles(values, n=4)
+        return f"{statistics.median(values):+.1f} (interquartile {q1:+.1f} to {q3:+.1f})"
+
+    alone = statistics.median(r["alone"] for r in rows)
+    print(f"pgbench alone: median {alone:.0f} TPS over {len(rows)} rounds of {args.seconds} s")
+    print(f"loss while Kafgres ingests 100 MB/s, points: {spread('kafgres_loss')}")
+    print(f"loss while fio writes the same, points:      {spread('fio_loss')}")
+    print(f"Kafgres's part (the difference), points:     {spread('part')}")
+    print(f"results: {state / (run_id + '.json')}")
+    return 0
+
+
+_ROOT = Path(__file__).resolve().parents[2]
+
+if __name__ == "__main__":
+    raise SystemExit(_standalone())

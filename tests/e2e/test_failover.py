@@ -57,11 +57,17 @@ def make_standby(primary: Node, standby: Node) -> None:
     standby.wait_for_role("standby", READY_TIMEOUT_S)
 
 
-def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(t, num_partitions=n, replication_factor=1) for t, n in topics.items()])
-    for f in futures.values():
-        f.result(30)
+def create_topics(node: Node, topics: dict[str, int], config: dict[str, str] | None = None) -> None:
+    """Creates the topics on `node`; a failure says what the node's server log says (the pair's
+    directories are gone once the test ends)."""
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    futures = admin.create_topics([NewTopic(t, num_partitions=n, replication_factor=1, config=config or {})
+                                   for t, n in topics.items()])
+    for topic, f in futures.items():
+        try:
+            f.result(30)
+        except Exception as err:  # noqa: BLE001 - any failure, reported with the log that explains it
+            pytest.fail(f"creating {topic} on {node.name} failed: {err!r}\n{node.log_tail(80)}")
 
 
 # --- the workload --------------------------------------------------------------
@@ -288,7 +294,7 @@ def rejoin(old: Node, new_primary: Node) -> None:
 
 def test_ten_synchronous_failovers_lose_no_acknowledged_record(pair):
     a, b = pair
-    create_topics(a.bootstrap, {IDEM_TOPIC: 2, TXN_TOPIC: 1, SQL_TOPIC: 1, "fo-probe": 1})
+    create_topics(a, {IDEM_TOPIC: 2, TXN_TOPIC: 1, SQL_TOPIC: 1, "fo-probe": 1})
     SqlWork.setup(a)
     make_standby(a, b)
     a.set_sync_names(b.name)
@@ -421,7 +427,7 @@ def broker_pid(node: Node) -> int:
 
 def test_an_asynchronous_failover_counts_what_it_lost_and_consumers_see_the_truncation(pair):
     a, b = pair
-    create_topics(a.bootstrap, {"fo-async": 1, "fo-probe": 1})
+    create_topics(a, {"fo-async": 1, "fo-probe": 1})
     make_standby(a, b)
     wait_until_caught_up(a, b)
     producer = Producer({"bootstrap.servers": BOOTSTRAP, "acks": "all", "enable.idempotence": True, "linger.ms": 1})
@@ -545,10 +551,7 @@ def test_the_promoted_primary_archives_on_its_new_timeline(pair):
         shutil.chown(archive, "postgres", "postgres")
         command = f'd={archive}/%t/%f; mkdir -p "${{d%/*}}" && cp %p "$d"'
         a.sql(f"ALTER SYSTEM SET kafgres.archive_command = '{command}'", "SELECT pg_reload_conf()")
-        admin = AdminClient({"bootstrap.servers": a.bootstrap})
-        for f in admin.create_topics([NewTopic("fo-archived", num_partitions=1, replication_factor=1,
-                                               config={"segment.bytes": str(1 << 20)})]).values():
-            f.result(30)
+        create_topics(a, {"fo-archived": 1}, {"segment.bytes": str(1 << 20)})
         producer = Producer({"bootstrap.servers": a.bootstrap, "acks": "all", "linger.ms": 5})
         for i in range(3000):
             producer.produce("fo-archived", f"{i:05d}".encode() + b"x" * 1024, partition=0)
