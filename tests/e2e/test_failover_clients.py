@@ -264,8 +264,7 @@ def seq_of(value: str, prefix: str) -> int:
 def run(pair, java_build, franz_build, logs) -> Iterator[Run]:
     """Starts the clients, fails over FAILOVERS times while they run, stops them, reads the last primary."""
     c, d = pair
-    create_topics(c.bootstrap, {JAVA_TOPIC: PARTITIONS, JAVA_TXN_TOPIC: PARTITIONS, FRANZ_TOPIC: PARTITIONS,
-                                "fo-probe": 1})
+    create_topics(c, {JAVA_TOPIC: PARTITIONS, JAVA_TXN_TOPIC: PARTITIONS, FRANZ_TOPIC: PARTITIONS, "fo-probe": 1})
     make_standby(c, d)
     c.set_sync_names(d.name)
     wait_until_caught_up(c, d)
