@@ -190,3 +190,23 @@ def test_settings_reload_under_load_without_dropping_a_connection(cluster: Clust
     assert producer.delivered == producer.sent
     rows = cluster.sql(f"SELECT connected_at FROM kafgres.connections WHERE client_id = '{PRODUCER_CLIENT_ID}'")
     assert connected_at in [r[0] for r in rows], "the producer's connection was dropped by a reload"
+
+
+def test_topic_changes_sent_right_after_reloads_are_answered(cluster: Cluster):
+    """A reload makes the worker try to reopen offline topics, which waits for any topic change in progress;
+    a change in progress waits for the worker's main thread to write the catalog. The worker once waited for
+    the reopening on that thread, so a CreateTopics arriving just before it handled the SIGHUP hung for good
+    (seen at the 6th of 30 reload-then-create rounds). Each round here reloads and at once creates and
+    deletes a topic; every answer must come."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for i in range(40):
+        cluster.sql(f"ALTER SYSTEM SET kafgres.archive_command = 'true {i}'", "SELECT pg_reload_conf()")
+        name = f"reload-race-{i}"
+        for what, future in (("create", lambda: admin.create_topics([NewTopic(name, 1, 1)])[name]),
+                             ("delete", lambda: admin.delete_topics([name])[name])):
+            try:
+                future().result(20)
+            except Exception as err:  # noqa: BLE001 - any failure, reported with the server log
+                pytest.fail(f"round {i}: {what} {name} after a reload failed: {err!r}\n{cluster.log_tail(60)}")

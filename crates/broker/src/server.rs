@@ -413,12 +413,6 @@ impl Broker {
         }
     }
 
-    /// Opens the offline topics again (after the cause was fixed: the worker
-    /// calls this on SIGHUP); returns how many came back.
-    pub async fn reopen_offline_topics(&self) -> usize {
-        self.ctx.topic_admin.reopen_offline().await
-    }
-
     /// Stops in order, so that no request is cut: stop accepting; tell every
     /// connection to close once its request in flight is answered (idle ones
     /// close at once, long-polling fetches answer now with what they have,

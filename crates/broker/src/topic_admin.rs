@@ -62,6 +62,8 @@ impl TopicAdmin {
     }
 
     /// Tries to open each offline topic again; returns how many came back.
+    /// It waits for any topic change in progress, which may wait for the
+    /// catalog: never await it on the thread that serves the catalog.
     pub async fn reopen_offline(&self) -> usize {
         let _change = self.begin().await;
         let offline = self.topics.read().all_offline();

@@ -74,7 +74,13 @@ pub(super) fn run(w: &Worker) -> Ended {
         }
         if w.reload_on_sighup() {
             // A reload is also the operator's way to say "the disk is fixed".
-            w.runtime.block_on(broker.reopen_offline_topics());
+            // Reopened in the background, never waited for here: reopening
+            // waits for any topic change in progress, and a change in
+            // progress waits for this thread to write the catalog
+            // (serve_control_requests), so blocking here deadlocked both
+            // (a CreateTopics sent right after pg_reload_conf() hung).
+            let context = Arc::clone(broker.context());
+            w.runtime.spawn(async move { context.topic_admin.reopen_offline().await });
             broker.set_sync_policy(sync_policy());
             reload_acls(broker.context());
             super::config::reload_tls(&broker);
