@@ -192,7 +192,7 @@ pub struct ConsumedRecord<'m> {
 /// `BaseConsumer` routes everything).
 pub struct ConsumerQueue<'c> {
     queue: NonNull<rdsys::rd_kafka_queue_t>,
-    _consumer: PhantomData<&'c BaseConsumer>,
+    consumer: &'c BaseConsumer,
 }
 
 impl<'c> ConsumerQueue<'c> {
@@ -201,14 +201,15 @@ impl<'c> ConsumerQueue<'c> {
         // reference is released in Drop.
         let raw = unsafe { rdsys::rd_kafka_queue_get_consumer(consumer.client().native_ptr()) };
         let queue = NonNull::new(raw).ok_or_else(|| BenchError::Usage("the consumer has no group queue".into()))?;
-        Ok(ConsumerQueue { queue, _consumer: PhantomData })
+        Ok(ConsumerQueue { queue, consumer })
     }
 
     /// Takes the records already fetched, up to `slots.len()`, or when there
     /// are none waits up to `timeout` for the first one; calls `on_record`
-    /// for each and `on_error` with the text of each error (a consumer error
-    /// travels as a message with `err` set). Returns how many messages
-    /// (records and errors) it took.
+    /// for each. A consumer error travels as a message with `err` set: each
+    /// is printed and counted in `client_errors`, and a fatal one ends the
+    /// workload (the error returned). Returns how many messages (records and
+    /// errors) it took.
     ///
     /// Two calls because `rd_kafka_consume_batch_queue` blocks until the
     /// batch is full or the timeout passes: asked for many with a timeout,
@@ -218,8 +219,9 @@ impl<'c> ConsumerQueue<'c> {
         timeout: Duration,
         slots: &mut [*mut rdsys::rd_kafka_message_t],
         mut on_record: impl FnMut(ConsumedRecord<'_>),
-        mut on_error: impl FnMut(String),
-    ) -> usize {
+        client_errors: &mut u64,
+    ) -> Result<usize, BenchError> {
+        let errors_before = *client_errors;
         let mut taken = self.take(0, slots);
         if taken == 0 && !slots.is_empty() {
             let timeout_ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
@@ -242,12 +244,18 @@ impl<'c> ConsumerQueue<'c> {
                     let text = std::ffi::CStr::from_ptr(rdsys::rd_kafka_message_errstr(message))
                         .to_string_lossy()
                         .into_owned();
-                    on_error(format!("{}: {text}", RDKafkaErrorCode::from(m.err)));
+                    *client_errors += 1;
+                    eprintln!("kafgres-bench: consumer error: {}: {text}", RDKafkaErrorCode::from(m.err));
                 }
                 rdsys::rd_kafka_message_destroy(message);
             }
         }
-        taken
+        if *client_errors > errors_before {
+            if let Some((code, reason)) = self.consumer.client().fatal_error() {
+                return Err(BenchError::Fatal(format!("{code}: {reason}")));
+            }
+        }
+        Ok(taken)
     }
 
     /// One `rd_kafka_consume_batch_queue`: the number of messages it put

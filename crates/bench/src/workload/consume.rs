@@ -74,7 +74,6 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, BenchError> {
     let mut client_error_count = 0u64;
     let mut finished_at = started;
     while pending_partitions > 0 && !deadline.passed() {
-        let mut fatal = None;
         let taken = queue.consume_batch(
             POLL_WAIT.min(deadline.remaining()),
             &mut slots,
@@ -96,17 +95,8 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, BenchError> {
                     pending_partitions -= 1;
                 }
             },
-            |error| {
-                client_error_count += 1;
-                eprintln!("kafgres-bench: consumer error: {error}");
-                if let Some((code, reason)) = consumer.client().fatal_error() {
-                    fatal = Some(format!("{code}: {reason}"));
-                }
-            },
-        );
-        if let Some(fatal) = fatal {
-            return Err(BenchError::Fatal(fatal));
-        }
+            &mut client_error_count,
+        )?;
         if taken > 0 {
             finished_at = Instant::now();
         }

@@ -431,7 +431,6 @@ fn consume(
                 break;
             }
         }
-        let mut fatal = None;
         queue.consume_batch(
             POLL_WAIT.min(deadline.remaining()),
             &mut slots,
@@ -453,17 +452,8 @@ fn consume(
                 samples.push((sent_ns, Duration::from_nanos(received_ns.saturating_sub(sent_ns))));
                 last_read = Instant::now();
             },
-            |error| {
-                client_error_count += 1;
-                eprintln!("kafgres-bench: consumer error: {error}");
-                if let Some((code, reason)) = consumer.client().fatal_error() {
-                    fatal = Some(format!("{code}: {reason}"));
-                }
-            },
-        );
-        if let Some(fatal) = fatal {
-            return Err(BenchError::Fatal(fatal));
-        }
+            &mut client_error_count,
+        )?;
     }
     Ok(ConsumerResult { samples, duplicate_count, client_error_count })
 }
