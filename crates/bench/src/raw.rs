@@ -193,7 +193,13 @@ pub struct ConsumedRecord<'m> {
 pub struct ConsumerQueue<'c> {
     queue: NonNull<rdsys::rd_kafka_queue_t>,
     consumer: &'c BaseConsumer,
+    /// Room for the messages of one batch.
+    slots: Vec<*mut rdsys::rd_kafka_message_t>,
 }
+
+/// Records one [`ConsumerQueue::consume_batch`] takes at most: one queue poll
+/// per record would make the client, not the broker, the measured bound.
+pub const CONSUME_BATCH_RECORDS: usize = 1024;
 
 impl<'c> ConsumerQueue<'c> {
     pub fn of(consumer: &'c BaseConsumer) -> Result<ConsumerQueue<'c>, BenchError> {
@@ -201,10 +207,10 @@ impl<'c> ConsumerQueue<'c> {
         // reference is released in Drop.
         let raw = unsafe { rdsys::rd_kafka_queue_get_consumer(consumer.client().native_ptr()) };
         let queue = NonNull::new(raw).ok_or_else(|| BenchError::Usage("the consumer has no group queue".into()))?;
-        Ok(ConsumerQueue { queue, consumer })
+        Ok(ConsumerQueue { queue, consumer, slots: vec![std::ptr::null_mut(); CONSUME_BATCH_RECORDS] })
     }
 
-    /// Takes the records already fetched, up to `slots.len()`, or when there
+    /// Takes the records already fetched, up to [`CONSUME_BATCH_RECORDS`], or when there
     /// are none waits up to `timeout` for the first one; calls `on_record`
     /// for each. A consumer error travels as a message with `err` set: each
     /// is printed and counted in `client_errors`, and a fatal one ends the
@@ -215,15 +221,15 @@ impl<'c> ConsumerQueue<'c> {
     /// batch is full or the timeout passes: asked for many with a timeout,
     /// it would hold the last records of a topic for the whole timeout.
     pub fn consume_batch(
-        &self,
+        &mut self,
         timeout: Duration,
-        slots: &mut [*mut rdsys::rd_kafka_message_t],
         mut on_record: impl FnMut(ConsumedRecord<'_>),
         client_errors: &mut u64,
     ) -> Result<usize, BenchError> {
         let errors_before = *client_errors;
-        let mut taken = self.take(0, slots);
-        if taken == 0 && !slots.is_empty() {
+        let mut slots = std::mem::take(&mut self.slots);
+        let mut taken = self.take(0, &mut slots);
+        if taken == 0 {
             let timeout_ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
             taken = self.take(timeout_ms, &mut slots[..1]);
         }
@@ -250,6 +256,7 @@ impl<'c> ConsumerQueue<'c> {
                 rdsys::rd_kafka_message_destroy(message);
             }
         }
+        self.slots = slots;
         if *client_errors > errors_before {
             if let Some((code, reason)) = self.consumer.client().fatal_error() {
                 return Err(BenchError::Fatal(format!("{code}: {reason}")));

@@ -26,9 +26,6 @@ use crate::workload::Outcome;
 const DEFAULT_DEADLINE: Duration = Duration::from_secs(300);
 /// Upper bound of one poll; it returns as soon as a record is there.
 const POLL_WAIT: Duration = Duration::from_millis(500);
-/// Records taken per poll at most (see crate::raw: one queue poll per
-/// record would make the client, not the broker, the measured bound).
-const BATCH_RECORDS: usize = 1024;
 
 /// Reading progress of one partition.
 struct PartitionProgress {
@@ -66,8 +63,7 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, BenchError> {
     }
     consumer.assign(&assignment).map_err(|source| BenchError::client("assign", source))?;
 
-    let queue = ConsumerQueue::of(&consumer)?;
-    let mut slots = vec![std::ptr::null_mut(); BATCH_RECORDS];
+    let mut queue = ConsumerQueue::of(&consumer)?;
     let mut record_count = 0u64;
     let mut byte_count = 0u64;
     let mut duplicate_count = 0u64;
@@ -76,7 +72,6 @@ pub fn run(args: &ConsumeArgs) -> Result<Outcome, BenchError> {
     while pending_partitions > 0 && !deadline.passed() {
         let taken = queue.consume_batch(
             POLL_WAIT.min(deadline.remaining()),
-            &mut slots,
             |record| {
                 let Some(part) = progress.get_mut(&record.partition) else {
                     return;

@@ -64,8 +64,6 @@ const QUEUE_FULL_WAIT: Duration = Duration::from_millis(100);
 /// Most records handed to librdkafka in one call (a sender that fell far
 /// behind catches up in groups of this many).
 const SEND_GROUP_MAX: usize = 1024;
-/// Records the consumer takes per queue poll at most.
-const CONSUME_BATCH: usize = 1024;
 
 /// Shared between the producer (main thread) and the consumer thread.
 struct Progress {
@@ -407,8 +405,7 @@ fn consume(
     progress: &Progress,
     deadline: Deadline,
 ) -> Result<ConsumerResult, BenchError> {
-    let queue = ConsumerQueue::of(consumer)?;
-    let mut slots = vec![std::ptr::null_mut(); CONSUME_BATCH];
+    let mut queue = ConsumerQueue::of(consumer)?;
     let mut samples = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
     let mut next_offsets: HashMap<i32, i64> = HashMap::new();
     let mut duplicate_count = 0u64;
@@ -433,7 +430,6 @@ fn consume(
         }
         queue.consume_batch(
             POLL_WAIT.min(deadline.remaining()),
-            &mut slots,
             |record| {
                 let received_ns = origin.elapsed().as_nanos() as u64;
                 if payload::read_stamp(record.value, ids.warmup).is_some() {
