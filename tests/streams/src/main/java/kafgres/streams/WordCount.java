@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.Locale;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -38,14 +39,16 @@ import org.slf4j.LoggerFactory;
  *
  * Stdout gets one line per state change ({@code state: REBALANCING -> RUNNING});
  * the log goes where log4j2.properties says. SIGTERM closes the application
- * cleanly (exit 0); an exception that kills the stream thread shuts it down
- * (exit 1).
+ * cleanly (the JVM exits 143 once the close is done and its NOT_RUNNING line
+ * printed); an exception that kills the stream thread shuts it down (exit 1).
  */
 public final class WordCount {
     static final String STORE_NAME = "word-counts";
     static final String REPARTITION_NAME = "words";
     /** How long a SIGTERM waits for the clean close (the test waits longer). */
     static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(20);
+    /** How long a closed application waits for its state listener's last line. */
+    static final Duration LISTENER_TIMEOUT = Duration.ofSeconds(5);
 
     private static final Logger LOG = LoggerFactory.getLogger(WordCount.class);
 
@@ -90,6 +93,16 @@ public final class WordCount {
         return props;
     }
 
+    private static void awaitListener(CountDownLatch stopped) {
+        try {
+            if (!stopped.await(LISTENER_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
+                LOG.warn("closed, but the state listener saw no final state within {}", LISTENER_TIMEOUT);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     public static void main(String[] args) throws InterruptedException {
         if (args.length != 5) {
             System.err.println("usage: WordCount BOOTSTRAP APPLICATION_ID INPUT_TOPIC OUTPUT_TOPIC STATE_DIR");
@@ -112,7 +125,12 @@ public final class WordCount {
         });
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             LOG.info("SIGTERM: closing the application");
-            streams.close(CLOSE_TIMEOUT);
+            if (streams.close(CLOSE_TIMEOUT)) {
+                // KafkaStreams wakes close() before it calls the state listener (outside its
+                // lock, from its close thread, a daemon): without this wait the JVM can halt
+                // before the NOT_RUNNING line is printed.
+                awaitListener(stopped);
+            }
         }, "wordcount-shutdown"));
         streams.start();
         stopped.await();
