@@ -241,7 +241,7 @@ class LatencyLoad:
             return
         say(f"r{run.round} {run.broker:<7} {run.workload:<8} {what}: achieved {f.get('achieved_rate')} "
             f"p50 {f.get('p50')} p99 {f.get('p99')} p99.9 {f.get('p999')} ms, send lag max "
-            f"{f.get('send_lag_max')} ms, errors {f.get('errors')}")
+            f"{f.get('send_lag_max')} ms, errors {f.get('errors')}, VM steal {steal_text(run)}")
 
     def run(self) -> None:
         for round_index in range(1, self.args.rounds + 1):
@@ -322,6 +322,14 @@ def _written_bytes() -> int:
         if len(parts) > 9 and Path(f"/sys/block/{parts[2]}/device").exists():
             total += int(parts[9]) * 512
     return total
+
+
+def steal_text(run: Run) -> str:
+    """The run's steal time per second of wall time: how long the host kept the vCPUs stopped
+    (scripts/bench/vm_pauses.py shows the pattern: ~10-15 ms every 100 ms while fsyncs run)."""
+    if run.steal_s is None or run.wall_s <= 0:
+        return "unknown"
+    return f"{1000 * run.steal_s / run.wall_s:.0f} ms/s"
 
 
 def settle_disk() -> None:

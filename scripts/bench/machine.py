@@ -6,6 +6,9 @@
   latency of the flush that fsync-before-ack pays per batch), all in a
   directory under .kafgres/bench, on the device both brokers' logs are on;
 - loopback: iperf3 over 127.0.0.1, one TCP stream;
+- CPU pauses: how long a spinning process stops while a 4 KiB fdatasync loop runs
+  (vm_pauses.py: a virtual machine's host may stop its vCPUs, which every
+  fsync-before-ack latency then includes);
 - the facts a reader needs to compare with their own machine.
 """
 
@@ -18,6 +21,8 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+
+import vm_pauses
 
 IPERF_PORT = 5299
 
@@ -95,5 +100,6 @@ def measure(directory: Path, quick: bool) -> dict:
     out = {**facts(), **disk(directory, quick)}
     net = loopback(quick)
     out["loopback_mb_s"] = net["loopback_mb_s"]
-    out["commands"] = out["commands"] + net["commands"]
+    out["pauses"] = vm_pauses.measure(directory.parent / "pauses", 2.0 if quick else 3.0)
+    out["commands"] = out["commands"] + net["commands"] + [out["pauses"]["fio_command"] + " (next to a spinner)"]
     return out

@@ -286,7 +286,19 @@ def machine_markdown(machine: dict) -> list[str]:
         f"| 4 KiB write + fdatasync | {fmt(machine['fdatasync_per_s'])} /s, p50 {fmt(machine['fdatasync_p50_ms'])} ms, "
         f"p99 {fmt(machine['fdatasync_p99_ms'])} ms |",
         f"| loopback TCP (iperf3, 1 stream) | {fmt(machine['loopback_mb_s'])} MB/s |",
+        *pauses_rows(machine.get("pauses")),
     ]
+
+
+def pauses_rows(pauses: dict | None) -> list[str]:
+    """The vm_pauses.py row: a VM whose host stops its vCPUs while the disk flushes."""
+    if not pauses:
+        return []
+    alone, flushing = pauses["alone"], pauses["while_fdatasync"]
+    every = f", every {fmt(flushing['median_interval_ms'])} ms" if flushing.get("median_interval_ms") else ""
+    return [f"| CPU paused next to a 4 KiB fdatasync loop (vm_pauses.py) | {fmt(flushing['paused_ms_per_s'], 1)} ms/s, "
+            f"{flushing['pauses_3ms']} pauses of 3 ms+{every}, longest {fmt(flushing['longest_ms'])} ms "
+            f"(alone: {fmt(alone['paused_ms_per_s'], 1)} ms/s) |"]
 
 
 def pgbench_markdown(pg: dict) -> list[str]:

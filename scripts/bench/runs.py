@@ -125,6 +125,9 @@ class Run:
     broker_memory_peak_kb: dict[str, int]
     samples_file: str | None = None
     stderr_tail: str = ""
+    # The guest's steal time over the run, all vCPUs together: time a virtual machine's host
+    # did not run a vCPU that had work (a pause every latency includes; vm_pauses.py).
+    steal_s: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -137,6 +140,15 @@ class Run:
 def children_cpu_s() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def steal_seconds() -> float | None:
+    """The machine's steal time so far (/proc/stat, all CPUs), or None where there is none."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def run_bench(
@@ -155,6 +167,7 @@ def run_bench(
     pid = broker.find_pid()
     cpu_before = cpu_seconds(pid) if pid else None
     client_before = children_cpu_s()
+    steal_before = steal_seconds()
     started = time.monotonic()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with MemorySampler(pid) as sampler, open(log_path, "w") as err:
@@ -168,6 +181,7 @@ def run_bench(
             stdout = expired.stdout.decode() if isinstance(expired.stdout, bytes) else (expired.stdout or "")
             err.write(f"\nbench-compare: killed after {timeout_s:.0f} s\n")
     wall_s = time.monotonic() - started
+    steal_after = steal_seconds()
     cpu_after = cpu_seconds(pid) if pid else None
     broker_cpu = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
     lines = [row for row in stdout.splitlines() if "=" in row]
@@ -188,4 +202,5 @@ def run_bench(
         broker_memory_peak_kb=dict(sampler.peak),
         samples_file=samples_file,
         stderr_tail=tail,
+        steal_s=steal_after - steal_before if steal_before is not None and steal_after is not None else None,
     )

@@ -89,7 +89,8 @@ impl<'p> TopicProducer<'p> {
 
     /// Enqueues the records of `chunks` whose indexes are in `pending`, each
     /// chunk of `values` (`values.len() / chunks` bytes) a record's own value
-    /// (no key), partitioned by the configured partitioner, with one
+    /// (no key), all to `partition` (the caller's sticky choice: librdkafka's
+    /// partitioner would take the partition lock once per record), with one
     /// `rd_kafka_produce_batch` in copy mode: librdkafka copies each value
     /// before it returns, so the caller may rewrite `values` for the next
     /// group. `pending` keeps the indexes of the refused records (in order),
@@ -97,6 +98,7 @@ impl<'p> TopicProducer<'p> {
     /// enqueued and the first refusal's error.
     pub fn send_copies(
         &self,
+        partition: i32,
         values: &[u8],
         chunks: usize,
         pending: &mut Vec<usize>,
@@ -107,9 +109,9 @@ impl<'p> TopicProducer<'p> {
         slots.extend(pending.iter().filter(|&&i| i < chunks).map(|&i| rdsys::rd_kafka_message_t {
             payload: values[i * size..].as_ptr() as *mut c_void,
             len: size,
-            ..empty_message(PARTITION_UNASSIGNED)
+            ..empty_message(partition)
         }));
-        let (enqueued, first_error) = self.enqueue(PARTITION_UNASSIGNED, rdsys::RD_KAFKA_MSG_F_COPY, slots);
+        let (enqueued, first_error) = self.enqueue(partition, rdsys::RD_KAFKA_MSG_F_COPY, slots);
         let mut outcome = slots.iter().map(|m| m.err != rdsys::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR);
         pending.retain(|&i| i < chunks && outcome.next().unwrap_or(false));
         (enqueued, first_error)
