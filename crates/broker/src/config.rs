@@ -70,6 +70,9 @@ pub struct BrokerConfig {
     /// must belong to it ([`crate::log_dir`]).
     pub log_dir_owner: crate::log_dir::LogDirOwner,
     pub flush_policy: FlushPolicy,
+    /// `kafgres.flush_delay`: under continuous appends, the least time
+    /// between the starts of two flushes of a partition (0: none).
+    pub flush_delay: std::time::Duration,
     pub frame_bytes_max: usize,
     /// Kafka's `queued.max.request.bytes`: the bytes of request frames being
     /// read or handled at once, for all connections together.
@@ -231,6 +234,7 @@ impl BrokerConfig {
             log_dir,
             log_dir_owner: crate::log_dir::LogDirOwner::for_tests(),
             flush_policy: FlushPolicy::Fsync,
+            flush_delay: std::time::Duration::ZERO,
             frame_bytes_max: 100 << 20,
             request_memory_bytes_max: 512 << 20,
             connections_max: 1000,

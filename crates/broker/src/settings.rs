@@ -11,6 +11,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::config::{BrokerConfig, FlushPolicy};
 
@@ -18,6 +19,8 @@ use crate::config::{BrokerConfig, FlushPolicy};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reloadable {
     pub flush_policy: FlushPolicy,
+    /// See [`BrokerConfig::flush_delay`].
+    pub flush_delay: Duration,
     pub frame_bytes_max: usize,
     pub connections_max: usize,
     pub connections_per_address_max: usize,
@@ -42,6 +45,7 @@ impl From<&BrokerConfig> for Reloadable {
     fn from(c: &BrokerConfig) -> Reloadable {
         Reloadable {
             flush_policy: c.flush_policy,
+            flush_delay: c.flush_delay,
             frame_bytes_max: c.frame_bytes_max,
             connections_max: c.connections_max,
             connections_per_address_max: c.connections_per_address_max,
@@ -85,6 +89,27 @@ impl SharedFlushPolicy {
     }
 }
 
+/// The flush delay in force (`kafgres.flush_delay`), shared by every
+/// partition of a broker (their flushers read it before each flush).
+#[derive(Debug, Clone, Default)]
+pub struct SharedFlushDelay(Arc<AtomicU64>);
+
+impl SharedFlushDelay {
+    pub fn new(delay: Duration) -> SharedFlushDelay {
+        let shared = SharedFlushDelay::default();
+        shared.set(delay);
+        shared
+    }
+
+    pub fn get(&self) -> Duration {
+        Duration::from_micros(self.0.load(Ordering::Relaxed))
+    }
+
+    pub fn set(&self, delay: Duration) {
+        self.0.store(u64::try_from(delay.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+}
+
 fn encode(policy: FlushPolicy) -> u8 {
     match policy {
         FlushPolicy::Fsync => 0,
@@ -97,6 +122,7 @@ fn encode(policy: FlushPolicy) -> u8 {
 #[derive(Debug)]
 pub struct LiveSettings {
     pub flush_policy: SharedFlushPolicy,
+    pub flush_delay: SharedFlushDelay,
     frame_bytes_max: AtomicUsize,
     connections_max: AtomicUsize,
     connection_idle_ms_max: AtomicU64,
@@ -128,6 +154,7 @@ impl LiveSettings {
     pub fn placeholder() -> LiveSettings {
         LiveSettings {
             flush_policy: SharedFlushPolicy::new(FlushPolicy::Fsync),
+            flush_delay: SharedFlushDelay::default(),
             frame_bytes_max: AtomicUsize::new(0),
             connections_max: AtomicUsize::new(0),
             connection_idle_ms_max: AtomicU64::new(0),
@@ -157,6 +184,7 @@ impl LiveSettings {
     /// policy differs from the one in force.
     pub(crate) fn store(&self, s: &Reloadable) -> bool {
         let relaxed = Ordering::Relaxed;
+        self.flush_delay.set(s.flush_delay);
         self.frame_bytes_max.store(s.frame_bytes_max, relaxed);
         self.connections_max.store(s.connections_max, relaxed);
         self.connection_idle_ms_max.store(s.connection_idle_ms_max, relaxed);
@@ -271,13 +299,16 @@ mod tests {
         assert_eq!(live.flush_policy.get(), FlushPolicy::Fsync);
         let changed = Reloadable {
             flush_policy: FlushPolicy::PageCache,
+            flush_delay: Duration::from_micros(250),
             frame_bytes_max: 4096,
             auto_create_topics: false,
             default_partitions: 7,
             ..initial
         };
+        let partitions_delay = live.flush_delay.clone();
         assert!(live.store(&changed), "the flush policy differs");
         assert_eq!(live.flush_policy.get(), FlushPolicy::Fsync, "not switched by store");
+        assert_eq!(partitions_delay.get(), Duration::from_micros(250), "the partitions' copy sees the new delay");
         assert_eq!((live.frame_bytes_max(), live.auto_create_topics(), live.default_partitions()), (4096, false, 7));
         assert!(live.flush_policy.set(FlushPolicy::PageCache));
         assert!(!live.flush_policy.set(FlushPolicy::PageCache), "no change the second time");

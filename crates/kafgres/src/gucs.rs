@@ -102,6 +102,7 @@ pub static DATABASE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>
 pub static LOG_DIR: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 pub static DATA_PLANE_THREADS: GucSetting<i32> = GucSetting::<i32>::new(2);
 pub static FLUSH_POLICY: GucSetting<FlushPolicyGuc> = GucSetting::<FlushPolicyGuc>::new(FlushPolicyGuc::Fsync);
+pub static FLUSH_DELAY_US: GucSetting<i32> = GucSetting::<i32>::new(0);
 pub static MAX_FRAME_BYTES: GucSetting<i32> = GucSetting::<i32>::new(100 * 1024 * 1024);
 pub static MAX_CONNECTIONS: GucSetting<i32> = GucSetting::<i32>::new(1000);
 pub static MAX_CONNECTIONS_PER_IP: GucSetting<i32> = GucSetting::<i32>::new(0);
@@ -213,6 +214,16 @@ pub fn register() {
         c"When produced records are acknowledged and made visible.",
         c"fsync: after fdatasync (durable, the default); page_cache: after the write reaches the OS.",
         &FLUSH_POLICY,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.flush_delay",
+        c"Least time between two flushes of a partition under continuous appends, in microseconds.",
+        c"Like commit_delay: appends made meanwhile join the next fdatasync. 0 (the default) flushes at once.",
+        &FLUSH_DELAY_US,
+        0,
+        100_000,
         GucContext::Sighup,
         GucFlags::default(),
     );

@@ -33,12 +33,14 @@ struct Args {
     writers: usize,
     seconds: f64,
     max_bytes: u64,
+    /// `kafgres.flush_delay`, in microseconds.
+    flush_delay_us: u64,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: kafgres-log-bench --dir DIR [--policy fsync|page_cache] [--batch-bytes N] [--records N] \
-         [--writers N] [--seconds S] [--max-bytes N]"
+         [--writers N] [--seconds S] [--max-bytes N] [--flush-delay-us N]"
     );
     std::process::exit(2)
 }
@@ -52,6 +54,7 @@ fn parse() -> Args {
         writers: 8,
         seconds: 5.0,
         max_bytes: 4 << 30,
+        flush_delay_us: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -71,6 +74,7 @@ fn parse() -> Args {
             "--writers" => args.writers = number().max(1) as usize,
             "--seconds" => args.seconds = value.parse().unwrap_or_else(|_| usage()),
             "--max-bytes" => args.max_bytes = number(),
+            "--flush-delay-us" => args.flush_delay_us = number(),
             _ => usage(),
         }
     }
@@ -103,6 +107,9 @@ async fn run(args: &Args, dir: &std::path::Path) -> Result<(), String> {
     let housekeeping = Housekeeping::default();
     let settings = kafgres_broker::partition::PartitionSettings {
         policy: kafgres_broker::settings::SharedFlushPolicy::new(args.policy),
+        flush_delay: kafgres_broker::settings::SharedFlushDelay::new(std::time::Duration::from_micros(
+            args.flush_delay_us,
+        )),
         metrics,
         replication: std::sync::Arc::new(kafgres_broker::replication::ReplicationState::new(
             0,

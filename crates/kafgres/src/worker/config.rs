@@ -72,6 +72,7 @@ pub fn broker_config(
         log_dir,
         log_dir_owner,
         flush_policy: live.flush_policy,
+        flush_delay: live.flush_delay,
         frame_bytes_max: live.frame_bytes_max,
         connections_max: live.connections_max,
         connections_per_address_max: live.connections_per_address_max,
@@ -130,6 +131,7 @@ pub fn reloadable() -> Reloadable {
             gucs::FlushPolicyGuc::Fsync => FlushPolicy::Fsync,
             gucs::FlushPolicyGuc::PageCache => FlushPolicy::PageCache,
         },
+        flush_delay: std::time::Duration::from_micros(gucs::FLUSH_DELAY_US.get().max(0) as u64),
         frame_bytes_max: gucs::MAX_FRAME_BYTES.get() as usize,
         connections_max: gucs::MAX_CONNECTIONS.get() as usize,
         connections_per_address_max: gucs::MAX_CONNECTIONS_PER_IP.get().max(0) as usize,
@@ -162,6 +164,7 @@ pub fn reloadable() -> Reloadable {
 /// worker's "is now" lines; `reloadable` reads the broker's share of them.
 pub const RELOADABLE_SETTINGS: &[&std::ffi::CStr] = &[
     c"kafgres.flush_policy",
+    c"kafgres.flush_delay",
     c"kafgres.max_frame_bytes",
     c"kafgres.max_connections",
     c"kafgres.max_connections_per_ip",
