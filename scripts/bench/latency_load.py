@@ -337,7 +337,7 @@ def steal_text(run: Run) -> str:
 def settle_disk() -> None:
     """Waits (bounded by SETTLE_LIMIT_S) until the previous run's write-back is over, and the
     discards of its deleted topic: on a filesystem mounted with `discard` (this machine's ext4),
-    freeing 15 GB issued about 8 s of discards at ~3.8 GB/s, starting at the journal commit after
+    freeing a maximum run's ~17 GB issued 4.5-8 s of discards at ~3.8 GB/s, starting at the journal commit after
     the unlink, and fdatasyncs wait behind them (a run started inside them had its sender 0.7 s
     behind at 25% load)."""
     os.sync()  # commits the journal now, so a deletion's discards start now, not at the next commit

@@ -31,6 +31,8 @@ import sys
 import time
 from pathlib import Path
 
+from runs import steal_seconds
+
 ROOT = Path(__file__).resolve().parents[2]
 GAP_S = 0.001  # a clock jump longer than this is a time the spinner did not run
 PAUSE_MS = 3.0  # pauses counted one by one (shorter ones are scheduler noise)
@@ -49,18 +51,13 @@ print(json.dumps({"seconds": last - t0, "gaps": gaps}))
 """
 
 
-def steal_ticks() -> int:
-    """The guest's steal time so far, in USER_HZ ticks (the 8th value of /proc/stat's cpu line)."""
-    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
-    return int(fields[8]) if len(fields) > 8 else 0
-
-
 def spin(seconds: float) -> dict:
     """Spins for `seconds`; the pauses it saw and the steal time over the same span."""
-    steal_before = steal_ticks()
+    steal_before = steal_seconds()
     done = subprocess.run([sys.executable, "-c", SPINNER, str(seconds), str(GAP_S)], capture_output=True,
                           text=True, timeout=seconds + 30, check=True)
-    steal_ms = (steal_ticks() - steal_before) * 10.0  # USER_HZ is 100 on Linux
+    steal_after = steal_seconds()
+    steal_ms = (steal_after - steal_before) * 1000.0 if steal_before is not None and steal_after is not None else 0.0
     result = json.loads(done.stdout)
     span = result["seconds"]
     gaps = [(at, length * 1000.0) for at, length in result["gaps"]]

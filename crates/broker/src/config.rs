@@ -70,8 +70,8 @@ pub struct BrokerConfig {
     /// must belong to it ([`crate::log_dir`]).
     pub log_dir_owner: crate::log_dir::LogDirOwner,
     pub flush_policy: FlushPolicy,
-    /// `kafgres.flush_delay`: under continuous appends, the least time
-    /// between the starts of two flushes of a partition (0: none).
+    /// `kafgres.flush_delay`: the least time between the starts of two
+    /// flushes of a partition (0: each flush starts as soon as it is wanted).
     pub flush_delay: std::time::Duration,
     pub frame_bytes_max: usize,
     /// Kafka's `queued.max.request.bytes`: the bytes of request frames being

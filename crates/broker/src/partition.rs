@@ -567,7 +567,9 @@ impl Partition {
     /// it), fdatasync everything written so far. Whether there was anything
     /// to flush.
     async fn flush_once(self: &Arc<Self>, pace: Duration) -> Result<bool, String> {
-        if pace.is_zero() && self.lock_log().end_position() == self.durable.borrow().position {
+        // One lock at a time: `close` takes the log lock while it reads `durable`.
+        let durable = self.durable.borrow().position;
+        if pace.is_zero() && self.lock_log().end_position() == durable {
             return Ok(false);
         }
         let partition = Arc::clone(self);
