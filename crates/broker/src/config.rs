@@ -3,6 +3,9 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+/// `kafgres.segment_reserve_ahead`'s default (the log's own).
+pub const SEGMENT_RESERVE_AHEAD_BYTES_DEFAULT: u64 = kafgres_log::RESERVE_AHEAD_BYTES;
+
 /// When an `acks=all` produce is acknowledged and when records become visible.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlushPolicy {
@@ -101,6 +104,9 @@ pub struct BrokerConfig {
     /// batch of a produce is checked on its own).
     pub message_bytes_max: usize,
     pub segment_bytes_max: u64,
+    /// `kafgres.segment_reserve_ahead`: how far ahead of its end a busy
+    /// active segment keeps its blocks allocated (`LogConfig::reserve_ahead_bytes`).
+    pub segment_reserve_ahead_bytes: u64,
     /// Kafka's `group.initial.rebalance.delay.ms`: how long a new group waits
     /// for more members before its first rebalance completes.
     pub group_initial_rebalance_delay_ms: i32,
@@ -247,6 +253,7 @@ impl BrokerConfig {
             default_partitions: 1,
             message_bytes_max: crate::topic_config::MESSAGE_BYTES_MAX_DEFAULT,
             segment_bytes_max: 1 << 30,
+            segment_reserve_ahead_bytes: SEGMENT_RESERVE_AHEAD_BYTES_DEFAULT,
             // Tests join groups one member at a time; waiting helps nothing.
             group_initial_rebalance_delay_ms: 0,
             group_consumer_session_timeout_ms: 45_000,

@@ -124,7 +124,7 @@ pub fn log_config(configs: &BTreeMap<String, String>, config: &BrokerConfig) -> 
         .and_then(|v| v.trim().parse::<u64>().ok())
         .filter(|b| *b > 0)
         .unwrap_or(config.segment_bytes_max);
-    LogConfig { segment_bytes_max, ..LogConfig::default() }
+    LogConfig { segment_bytes_max, reserve_ahead_bytes: config.segment_reserve_ahead_bytes, ..LogConfig::default() }
 }
 
 /// The file in each partition directory naming the topic id it belongs to.

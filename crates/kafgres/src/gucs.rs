@@ -123,6 +123,9 @@ pub static TRANSACTION_VERSION: GucSetting<i32> = GucSetting::<i32>::new(2);
 pub static AUTO_CREATE_TOPICS: GucSetting<bool> = GucSetting::<bool>::new(true);
 pub static DEFAULT_PARTITIONS: GucSetting<i32> = GucSetting::<i32>::new(1);
 pub static SEGMENT_BYTES: GucSetting<i32> = GucSetting::<i32>::new(1 << 30);
+/// In kB (the GUC's unit).
+pub static SEGMENT_RESERVE_AHEAD_KB: GucSetting<i32> =
+    GucSetting::<i32>::new((kafgres_broker::config::SEGMENT_RESERVE_AHEAD_BYTES_DEFAULT >> 10) as i32);
 pub static GROUP_INITIAL_REBALANCE_DELAY_MS: GucSetting<i32> = GucSetting::<i32>::new(3000);
 pub static GROUP_CONSUMER_SESSION_TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(45_000);
 /// Kafka's `transactional.id.expiration.ms` (7 days), in seconds.
@@ -369,6 +372,17 @@ pub fn register() {
         i32::MAX,
         GucContext::Postmaster,
         GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"kafgres.segment_reserve_ahead",
+        c"How far ahead of its end a busy partition's active segment keeps its disk blocks allocated.",
+        c"Allocated with fallocate, the file's length unchanged; only once the segment holds this much, \
+          and freed when it rolls. Saves the file system's per-block work on every write. 0 turns it off.",
+        &SEGMENT_RESERVE_AHEAD_KB,
+        0,
+        1024 * 1024,
+        GucContext::Postmaster,
+        GucFlags::UNIT_KB,
     );
 }
 

@@ -51,4 +51,5 @@ pub use error::LogError;
 pub use partition::{AppendResult, LogConfig, LogPosition, OpenReport, PartitionLog, ReadSlice};
 pub use producer::{AbortedTxn, ProducerStateMap, SequenceCheck, TxnEnd};
 pub use retention::{RetentionConfig, RetentionReport};
+pub use segment::RESERVE_AHEAD_BYTES;
 pub use storage::{replace_file_atomically, FileStorage, Storage, StorageFile};

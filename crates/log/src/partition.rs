@@ -49,6 +49,10 @@ pub struct LogConfig {
     /// Kafka's `producer.id.expiration.ms`: idempotent producers idle this
     /// long are dropped from the producer state at the next snapshot.
     pub producer_id_expiration_ms: i64,
+    /// How far ahead of its end an active segment holding at least this
+    /// much keeps its blocks allocated (see `Segment::reserve_ahead`); 0:
+    /// never.
+    pub reserve_ahead_bytes: u64,
 }
 
 impl Default for LogConfig {
@@ -58,6 +62,7 @@ impl Default for LogConfig {
             segment_age_ms_max: 7 * 24 * 3600 * 1000,
             index_interval_bytes: 4096,
             producer_id_expiration_ms: 24 * 3600 * 1000,
+            reserve_ahead_bytes: crate::segment::RESERVE_AHEAD_BYTES,
         }
     }
 }

@@ -46,6 +46,10 @@ pub const SEGMENT_POSITION_LIMIT: u64 = u32::MAX as u64;
 /// Appended bytes after which a segment asks for their writeback.
 pub const WRITEBACK_CHUNK_BYTES: u64 = 8 << 20;
 
+/// How far ahead of its end a busy segment keeps its blocks allocated
+/// ([`Segment::reserve_ahead`]; `LogConfig::reserve_ahead_bytes` sets it).
+pub const RESERVE_AHEAD_BYTES: u64 = 4 << 20;
+
 #[derive(Debug)]
 pub struct Segment {
     pub(crate) base_offset: i64,
@@ -65,6 +69,9 @@ pub struct Segment {
     pub(crate) created_ms: i64,
     /// Writeback of the file was started up to here (see [`Self::start_writeback_if_due`]).
     pub(crate) writeback_started_to: u64,
+    /// The file's blocks are allocated up to here (see [`Self::reserve_ahead`]);
+    /// `None` once the file system refused, so the segment stops asking.
+    reserved_to: Option<u64>,
     /// The batches appended since the last offset-index entry (tail lookups).
     recent: RecentBatches,
 }
@@ -119,6 +126,7 @@ impl Segment {
             offset_of_max_timestamp: base_offset,
             created_ms: now_ms,
             writeback_started_to: 0,
+            reserved_to: Some(0),
             recent: RecentBatches::default(),
         })
     }
@@ -154,6 +162,7 @@ impl Segment {
             offset_of_max_timestamp: base_offset,
             created_ms: now_ms,
             writeback_started_to: 0,
+            reserved_to: Some(0),
             recent: RecentBatches::default(),
         })
     }
@@ -314,9 +323,56 @@ impl Segment {
     }
 
     /// Frees what only the segment taking appends needs (see
-    /// [`crate::recent_batches`]); lookups still work, from the index.
+    /// [`crate::recent_batches`]); lookups still work, from the index. Blocks
+    /// reserved past the end are given back: truncating a file to its own
+    /// length frees them (ext4 and XFS), and a sealed segment never grows.
+    /// A refusal only leaves them allocated until the segment is deleted.
     pub(crate) fn seal(&mut self) {
         self.recent.release();
+        if self.reserved_to.is_some_and(|to| to > self.size_bytes) {
+            if let Err(e) = self.file.set_len(self.size_bytes) {
+                log::warn!("{}: freeing the blocks reserved past the end failed: {e}", self.path.display());
+            }
+            self.reserved_to = Some(self.size_bytes);
+        }
+    }
+
+    /// Before appending `incoming` bytes: once the segment holds `ahead`
+    /// bytes (a partition that writes a lot), keeps the file's blocks
+    /// allocated past the append's end, `ahead` bytes at a time and never
+    /// past `limit` (where the segment rolls).
+    ///
+    /// Why: a buffered write into unallocated blocks costs ext4 a delayed
+    /// allocation per 4 KiB block (space and quota reservation, an entry in
+    /// the extent status tree), then an allocation at writeback; into
+    /// blocks allocated beforehand it costs a lookup. Producing 1 KiB
+    /// records from three clients, 12.6% of the broker's CPU was in
+    /// `ext4_da_get_block_prep`. The length does not change, so recovery and
+    /// readers see exactly the bytes written; what a crash leaves reserved
+    /// past the end is used by the next appends or freed at the roll.
+    /// Costs disk space: up to `ahead` bytes per partition whose active
+    /// segment holds at least as much. A refusal (a file system without
+    /// `fallocate`, a full disk) stops the reservations of this segment;
+    /// the writes go on as before and report a full disk themselves.
+    pub(crate) fn reserve_ahead(&mut self, incoming: u64, ahead: u64, limit: u64) {
+        let Some(reserved_to) = self.reserved_to else { return };
+        let end = self.size_bytes + incoming;
+        if ahead == 0 || self.size_bytes < ahead || end <= reserved_to {
+            return;
+        }
+        let from = reserved_to.max(self.size_bytes);
+        let to = end.saturating_add(ahead).min(limit.max(end));
+        match self.file.reserve(from, to - from) {
+            Ok(()) => self.reserved_to = Some(to),
+            Err(e) => {
+                if e.kind() == std::io::ErrorKind::Unsupported {
+                    log::debug!("{}: no block reservation here: {e}", self.path.display());
+                } else {
+                    log::warn!("{}: reserving blocks ahead of the appends failed: {e}", self.path.display());
+                }
+                self.reserved_to = None;
+            }
+        }
     }
 
     pub(crate) fn mark(&self) -> SegmentMark {
@@ -335,6 +391,8 @@ impl Segment {
     pub(crate) fn roll_back(&mut self, mark: SegmentMark) -> Result<(), LogError> {
         self.size_bytes = mark.size_bytes;
         self.writeback_started_to = self.writeback_started_to.min(mark.size_bytes);
+        // Cutting the file frees its blocks past the new end.
+        self.reserved_to = self.reserved_to.map(|to| to.min(mark.size_bytes));
         self.next_offset = mark.next_offset;
         self.bytes_since_index_entry = mark.bytes_since_index_entry;
         self.max_timestamp_ms = mark.max_timestamp_ms;

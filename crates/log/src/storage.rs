@@ -64,6 +64,15 @@ pub trait StorageFile: Send + Sync + fmt::Debug {
     fn start_writeback(&self, _position: u64, _len: u64) -> io::Result<()> {
         Ok(())
     }
+    /// Allocates the file's blocks for `[position, position + len)` ahead
+    /// of the writes that will fill them, without changing its length
+    /// (Linux `fallocate` with `FALLOC_FL_KEEP_SIZE`: the blocks are
+    /// allocated unwritten and read as zeros until written). Makes nothing
+    /// durable and is never needed for correctness; a file system without
+    /// it answers `Unsupported`. The default (simulated files) does nothing.
+    fn reserve(&self, _position: u64, _len: u64) -> io::Result<()> {
+        Ok(())
+    }
     /// Writes `bufs` one after the other at `position` (page cache only);
     /// may write fewer bytes than given. The default writes the first
     /// non-empty slice alone, which is correct for any file; the real file
@@ -181,6 +190,18 @@ impl StorageFile for RealFile {
         };
         // SAFETY: a plain syscall on this file's open descriptor.
         let rc = unsafe { libc::sync_file_range(self.0.as_raw_fd(), offset, nbytes, libc::SYNC_FILE_RANGE_WRITE) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+    fn reserve(&self, position: u64, len: u64) -> io::Result<()> {
+        let (Ok(offset), Ok(length)) = (libc::off_t::try_from(position), libc::off_t::try_from(len)) else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "reserved range beyond off_t"));
+        };
+        // SAFETY: a plain syscall on this file's open descriptor.
+        let rc = unsafe { libc::fallocate(self.0.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, offset, length) };
         if rc == 0 {
             Ok(())
         } else {

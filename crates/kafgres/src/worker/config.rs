@@ -85,6 +85,7 @@ pub fn broker_config(
         default_partitions: live.default_partitions,
         message_bytes_max: kafgres_broker::topic_config::MESSAGE_BYTES_MAX_DEFAULT,
         segment_bytes_max: gucs::SEGMENT_BYTES.get() as u64,
+        segment_reserve_ahead_bytes: u64::try_from(gucs::SEGMENT_RESERVE_AHEAD_KB.get()).unwrap_or(0) << 10,
         group_initial_rebalance_delay_ms: live.group_initial_rebalance_delay_ms,
         group_consumer_session_timeout_ms: live.group_consumer_session_timeout_ms,
         group_consumer_heartbeat_interval_ms: live.group_consumer_heartbeat_interval_ms,

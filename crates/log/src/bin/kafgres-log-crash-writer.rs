@@ -19,8 +19,15 @@ fn main() {
         eprintln!("usage: kafgres-log-crash-writer <partition dir> <seed>");
         std::process::exit(2);
     };
-    // Small segments so that kills land in rolls and checkpoints too.
-    let config = LogConfig { segment_bytes_max: 64 << 10, index_interval_bytes: 1 << 10, ..LogConfig::default() };
+    // Small segments so that kills land in rolls and checkpoints too, and
+    // blocks reserved ahead from 8 KiB on, so they land among reservations
+    // and the frees at rolls.
+    let config = LogConfig {
+        segment_bytes_max: 64 << 10,
+        index_interval_bytes: 1 << 10,
+        reserve_ahead_bytes: 8 << 10,
+        ..LogConfig::default()
+    };
     let (mut log, report) = match PartitionLog::open(&PathBuf::from(&dir), config, 0) {
         Ok(opened) => opened,
         Err(e) => {

@@ -132,7 +132,9 @@ impl PartitionLog {
             self.epochs = epochs;
         }
         let interval = self.config.index_interval_bytes;
+        let (ahead, limit) = (self.config.reserve_ahead_bytes, self.config.segment_bytes_max.min(SEGMENT_BYTES_LIMIT));
         let active = self.active_mut();
+        active.reserve_ahead(batches.len() as u64, ahead, limit);
         let mark = active.mark();
         let start = active.size_bytes;
         // The bytes first, all of them; then the batches are noted (in memory

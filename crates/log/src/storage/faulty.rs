@@ -30,6 +30,10 @@ struct Plan {
     write_bytes_max: Option<usize>,
     /// Every `start_writeback` asked for: (position, length).
     writebacks: Vec<(u64, u64)>,
+    /// Every `reserve` asked for: (position, length).
+    reservations: Vec<(u64, u64)>,
+    /// `reserve` fails (as a file system without `fallocate` would).
+    refuse_reservations: bool,
 }
 
 /// The fault plan shared by a [`FaultyStorage`] and its files.
@@ -88,6 +92,16 @@ impl Faults {
     /// The writeback ranges asked for so far, in order.
     pub fn writebacks(&self) -> Vec<(u64, u64)> {
         self.lock().writebacks.clone()
+    }
+
+    /// The block reservations asked for so far, in order.
+    pub fn reservations(&self) -> Vec<(u64, u64)> {
+        self.lock().reservations.clone()
+    }
+
+    /// Every `reserve` from now fails with `Unsupported`.
+    pub fn refuse_reservations(&self) {
+        self.lock().refuse_reservations = true;
     }
 
     /// Disarms every fault.
@@ -162,6 +176,16 @@ impl StorageFile for FaultyFile {
     fn start_writeback(&self, position: u64, len: u64) -> io::Result<()> {
         self.faults.lock().writebacks.push((position, len));
         self.inner.start_writeback(position, len)
+    }
+
+    fn reserve(&self, position: u64, len: u64) -> io::Result<()> {
+        let mut p = self.faults.lock();
+        p.reservations.push((position, len));
+        if p.refuse_reservations {
+            return Err(io::Error::new(io::ErrorKind::Unsupported, "injected: no fallocate here"));
+        }
+        drop(p);
+        self.inner.reserve(position, len)
     }
 
     fn len(&self) -> io::Result<u64> {

@@ -13,5 +13,6 @@ mod model;
 mod producers;
 mod recovery;
 mod replica;
+mod reservations;
 mod retention;
 mod truncation;
