@@ -294,7 +294,9 @@ fn walk_records(
     base_timestamp: i64,
     deltas_max: Option<i32>,
 ) -> Result<Option<(i64, i64)>, BatchError> {
-    let mut bounds: Option<(i64, i64)> = None;
+    // The timestamps' bounds, empty while lowest > highest (no record, or
+    // every timestamp -1).
+    let (mut lowest, mut highest) = (i64::MAX, i64::MIN);
     let mut previous_delta = -1i32;
     for index in 0..records_count {
         let bad = |reason| BatchError::InvalidRecord { index, reason };
@@ -311,7 +313,8 @@ fn walk_records(
         let delta = read_varlong(&mut rec).ok_or(bad("bad timestamp delta"))?;
         let timestamp = base_timestamp.wrapping_add(delta);
         if timestamp != -1 {
-            bounds = Some(bounds.map_or((timestamp, timestamp), |(lo, hi)| (lo.min(timestamp), hi.max(timestamp))));
+            lowest = lowest.min(timestamp);
+            highest = highest.max(timestamp);
         }
         let offset_delta = read_varint(&mut rec).ok_or(bad("bad offset delta"))?;
         match deltas_max {
@@ -343,7 +346,7 @@ fn walk_records(
     if !buf.is_empty() {
         return Err(BatchError::InvalidRecord { index: records_count, reason: "bytes after the last record" });
     }
-    Ok(bounds)
+    Ok((lowest <= highest).then_some((lowest, highest)))
 }
 
 /// Writes the broker-assigned base offset into a batch.

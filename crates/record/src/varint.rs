@@ -6,6 +6,7 @@
 //! runs past the input; they never panic and never allocate.
 
 /// Zigzag varint (i32) as used inside records.
+#[inline]
 pub fn read_varint(buf: &mut &[u8]) -> Option<i32> {
     let raw = read_unsigned_var(buf, 5)?;
     let raw = u32::try_from(raw).ok()?;
@@ -13,12 +14,26 @@ pub fn read_varint(buf: &mut &[u8]) -> Option<i32> {
 }
 
 /// Zigzag varlong (i64) as used inside records.
+#[inline]
 pub fn read_varlong(buf: &mut &[u8]) -> Option<i64> {
     let raw = read_unsigned_var(buf, 10)?;
     Some(((raw >> 1) as i64) ^ -((raw & 1) as i64))
 }
 
+#[inline(always)]
 fn read_unsigned_var(buf: &mut &[u8], max_bytes: usize) -> Option<u64> {
+    // Most varints in a record are one byte (attributes' neighbours: small
+    // deltas, short lengths, no headers): answered without the loop.
+    if let Some((&byte, rest)) = buf.split_first() {
+        if byte < 0x80 {
+            *buf = rest;
+            return Some(u64::from(byte));
+        }
+    }
+    read_unsigned_var_long(buf, max_bytes)
+}
+
+fn read_unsigned_var_long(buf: &mut &[u8], max_bytes: usize) -> Option<u64> {
     let mut value = 0u64;
     for i in 0..max_bytes {
         let (&byte, rest) = buf.split_first()?;
@@ -32,6 +47,7 @@ fn read_unsigned_var(buf: &mut &[u8], max_bytes: usize) -> Option<u64> {
 }
 
 /// A varint-length-prefixed byte field: `Some(None)` for null (-1).
+#[inline]
 pub fn read_bytes<'a>(buf: &mut &'a [u8]) -> Option<Option<&'a [u8]>> {
     let len = read_varint(buf)?;
     match len {
