@@ -22,15 +22,20 @@ pub fn read_varlong(buf: &mut &[u8]) -> Option<i64> {
 
 #[inline(always)]
 fn read_unsigned_var(buf: &mut &[u8], max_bytes: usize) -> Option<u64> {
-    // Most varints in a record are one byte (attributes' neighbours: small
-    // deltas, short lengths, no headers): answered without the loop.
-    if let Some((&byte, rest)) = buf.split_first() {
-        if byte < 0x80 {
+    // Most varints in a record are one or two bytes (small deltas, lengths
+    // under 8 KiB, no headers): answered without the loop.
+    let bytes: &[u8] = buf;
+    match bytes {
+        [b0, rest @ ..] if *b0 < 0x80 => {
             *buf = rest;
-            return Some(u64::from(byte));
+            Some(u64::from(*b0))
         }
+        [b0, b1, rest @ ..] if *b1 < 0x80 => {
+            *buf = rest;
+            Some(u64::from(*b0 & 0x7f) | (u64::from(*b1) << 7))
+        }
+        _ => read_unsigned_var_long(buf, max_bytes),
     }
-    read_unsigned_var_long(buf, max_bytes)
 }
 
 fn read_unsigned_var_long(buf: &mut &[u8], max_bytes: usize) -> Option<u64> {
