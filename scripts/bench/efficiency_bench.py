@@ -53,6 +53,7 @@ import argparse
 import os
 import resource
 import shlex
+import shutil
 import signal
 import statistics
 import subprocess
@@ -71,6 +72,9 @@ from runs import CLOCK_TICKS_PER_S, cpu_seconds, parse_line  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_PORT, KAFKA_CONTROLLER_PORT = 29092, 29094
+# Free space each run starts with: a 10 s produce at this machine's rate writes about 17 GB,
+# and Kafka removes a deleted topic's files only a second after answering.
+FREE_BYTES_MIN = 25 * 10**9
 WORKLOADS = ("produce-100", "produce-1k", "consume")
 
 
@@ -177,6 +181,13 @@ class Bench:
 
     def run(self, workload: str, name: str, bootstrap: str, pid: int, round_index: int) -> GroupRun:
         args = self.args
+        # The topics keep every segment (no retention in the window), so a run writes what its
+        # clients send: about 17 GB in 10 s here. A run that fills the disk measures the
+        # brokers' refusals, and Kafka takes its log directory offline.
+        free = shutil.disk_usage(ROOT / ".kafgres").free
+        if free < FREE_BYTES_MIN:
+            raise RuntimeError(f"{free / 1e9:.0f} GB free under {ROOT / '.kafgres'}; a run needs "
+                               f"{FREE_BYTES_MIN / 1e9:.0f} GB (delete build artifacts or old data)")
         topic = f"efficiency-{workload}-{round_index}"
         where = self.topic_args(bootstrap, topic, name)
         if workload == "consume":

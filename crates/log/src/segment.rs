@@ -325,7 +325,9 @@ impl Segment {
     /// Frees what only the segment taking appends needs (see
     /// [`crate::recent_batches`]); lookups still work, from the index. Blocks
     /// reserved past the end are given back: truncating a file to its own
-    /// length frees them (ext4 and XFS), and a sealed segment never grows.
+    /// length frees them (ext4 and tmpfs, checked by the reservations tests;
+    /// other file systems may keep them until the file is deleted), and a
+    /// sealed segment never grows.
     /// A refusal only leaves them allocated until the segment is deleted.
     pub(crate) fn seal(&mut self) {
         self.recent.release();
