@@ -37,5 +37,7 @@ fn main() {
     let seconds = started.elapsed().as_secs_f64();
     let per_record_ns = seconds * 1e9 / (rounds as f64 * count as f64);
     let gb_s = rounds as f64 * batch.len() as f64 / seconds / 1e9;
-    println!("figure=record.validate size={size} records_per_batch={count} ns_per_record={per_record_ns:.2} gb_s={gb_s:.2}");
+    println!(
+        "figure=record.validate size={size} records_per_batch={count} ns_per_record={per_record_ns:.2} gb_s={gb_s:.2}"
+    );
 }

@@ -269,13 +269,18 @@ fn validate_one(buf: &[u8], limit: Option<DecompressLimit>) -> Result<(BatchHead
         });
     }
     let base = header.base_timestamp;
-    let deltas_max = (!produced).then_some(header.last_offset_delta);
     let bounds = match header.compression() {
-        0 => walk_records(&buf[BATCH_HEADER_BYTES..total], header.records_count, base, deltas_max)?,
+        0 if produced => walk_records::<true>(&buf[BATCH_HEADER_BYTES..total], header.records_count, base, 0)?,
+        0 => walk_records::<false>(
+            &buf[BATCH_HEADER_BYTES..total],
+            header.records_count,
+            base,
+            header.last_offset_delta,
+        )?,
         codec @ 1..=4 => match limit {
             Some(limit) => {
                 let records = compression::decompress(codec, &buf[BATCH_HEADER_BYTES..total], limit)?;
-                walk_records(&records, header.records_count, base, None)?
+                walk_records::<true>(&records, header.records_count, base, 0)?
             }
             None => None,
         },
@@ -288,11 +293,11 @@ fn validate_one(buf: &[u8], limit: Option<DecompressLimit>) -> Result<(BatchHead
 /// returns the smallest and largest record timestamp other than -1. Offset
 /// deltas must be 0, 1, 2…, or, with `deltas_max` (a stored batch, maybe
 /// compacted), increase and stay at or below it.
-fn walk_records(
+fn walk_records<const PRODUCED: bool>(
     mut buf: &[u8],
     records_count: i32,
     base_timestamp: i64,
-    deltas_max: Option<i32>,
+    deltas_max: i32,
 ) -> Result<Option<(i64, i64)>, BatchError> {
     // The timestamps' bounds, empty while lowest > highest (no record, or
     // every timestamp -1).
@@ -317,12 +322,12 @@ fn walk_records(
             highest = highest.max(timestamp);
         }
         let offset_delta = read_varint(&mut rec).ok_or(bad("bad offset delta"))?;
-        match deltas_max {
-            None if offset_delta != index => return Err(bad("offset deltas are not consecutive from 0")),
-            Some(max) if offset_delta <= previous_delta || offset_delta > max => {
-                return Err(bad("offset deltas do not increase within the batch's offsets"))
+        if PRODUCED {
+            if offset_delta != index {
+                return Err(bad("offset deltas are not consecutive from 0"));
             }
-            _ => {}
+        } else if offset_delta <= previous_delta || offset_delta > deltas_max {
+            return Err(bad("offset deltas do not increase within the batch's offsets"));
         }
         previous_delta = offset_delta;
         read_bytes(&mut rec).ok_or(bad("bad key"))?;

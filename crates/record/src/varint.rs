@@ -24,18 +24,24 @@ pub fn read_varlong(buf: &mut &[u8]) -> Option<i64> {
 fn read_unsigned_var(buf: &mut &[u8], max_bytes: usize) -> Option<u64> {
     // Most varints in a record are one or two bytes (small deltas, lengths
     // under 8 KiB, no headers): answered without the loop.
-    let bytes: &[u8] = buf;
-    match bytes {
-        [b0, rest @ ..] if *b0 < 0x80 => {
-            *buf = rest;
-            Some(u64::from(*b0))
+    if let Some((pair, rest)) = buf.split_first_chunk::<2>() {
+        let word = u16::from_le_bytes(*pair);
+        if word & 0x80 == 0 {
+            *buf = &buf[1..];
+            return Some(u64::from(word & 0x7f));
         }
-        [b0, b1, rest @ ..] if *b1 < 0x80 => {
+        if word & 0x8000 == 0 {
             *buf = rest;
-            Some(u64::from(*b0 & 0x7f) | (u64::from(*b1) << 7))
+            return Some(u64::from(word & 0x7f) | (u64::from(word >> 8) << 7));
         }
-        _ => read_unsigned_var_long(buf, max_bytes),
+    } else if let [last] = **buf {
+        // A record's last field, its header count, is usually one byte.
+        if last < 0x80 {
+            *buf = &[];
+            return Some(u64::from(last));
+        }
     }
+    read_unsigned_var_long(buf, max_bytes)
 }
 
 fn read_unsigned_var_long(buf: &mut &[u8], max_bytes: usize) -> Option<u64> {
@@ -133,6 +139,28 @@ mod tests {
             prop_assert_eq!(read_varlong(&mut buf), Some(b));
             prop_assert_eq!(read_bytes(&mut buf), Some(field.as_deref()));
             prop_assert!(buf.is_empty());
+        }
+
+        /// The one- and two-byte paths answer as the byte-by-byte loop
+        /// does, value and bytes consumed, on any input: short, truncated,
+        /// over-long, a varint that ends the buffer.
+        #[test]
+        fn the_fast_paths_agree_with_the_loop(bytes in proptest::collection::vec(any::<u8>(), 0..12), wide in any::<bool>()) {
+            let max_bytes = if wide { 10 } else { 5 };
+            let (mut fast, mut slow) = (&bytes[..], &bytes[..]);
+            prop_assert_eq!(read_unsigned_var(&mut fast, max_bytes), read_unsigned_var_long(&mut slow, max_bytes));
+            prop_assert_eq!(fast.len(), slow.len());
+        }
+    }
+
+    #[test]
+    fn a_varint_that_ends_the_buffer_is_read() {
+        for v in [0, -1, 63, 64, -65, 8191, i32::MAX, i32::MIN] {
+            let mut out = Vec::new();
+            put_varint(&mut out, v);
+            let mut buf = &out[..];
+            assert_eq!(read_varint(&mut buf), Some(v), "{v}");
+            assert!(buf.is_empty(), "{v}");
         }
     }
 }
