@@ -12,8 +12,13 @@ Python environment, the Kafka classpath and the kafgres-bench binary. In order:
 4. For each durability mode (plan.py), Kafgres's flush policy is set (a
    Postgres restart when it changes), then N rounds; in each round every
    workload runs on both brokers, one after the other, the order alternating
-   by round. Each run has its own topic, deleted after it, and starts after
-   a sync(2) so earlier runs' dirty pages are not flushed on its time.
+   by round. Each run has its own topic, deleted after it, and starts once
+   the disk is quiet (disk_quiet.py: sync(2), then no write-back and no
+   discards): earlier runs' dirty pages and the discards of their deleted
+   topics would otherwise land on its time, and on the fsync mode's more
+   than on the other (on 2026-12-06 the 256 KiB fsync runs measured
+   750-950 MB/s after a sync only, and the same produce alone after a
+   settle 1,620-1,910 MB/s).
 5. pgbench on the Kafgres cluster alone and while it ingests 100 MB/s, in
    the fsync mode (pgbench.py).
 6. Kafka is stopped and the flush policy and page reporting put back,
@@ -41,6 +46,7 @@ import pgbench
 import plan
 import report
 from apache_kafka import KafkaBroker
+from disk_quiet import settle_disk
 from kafgres_cluster import KafgresCluster
 from runs import Broker, Run, memory_kb, run_bench
 
@@ -230,7 +236,7 @@ class Comparison:
         command = plan.command(self.args.bench_bin, workload, bootstrap=broker.bootstrap, topic=topic,
                                broker=broker.name, mode=mode, expect=expect, samples_file=samples)
         log = self.run_dir / f"{mode}-r{round_index}-{broker.name}-{workload.key}.log"
-        os.sync()
+        settle_disk()
         run = run_bench(command, workload=workload.key, broker=broker, mode=mode, round_index=round_index,
                         timeout_s=workload.expected_s + 300, log_path=log, samples_file=samples)
         if not run.line and broker.name == "kafgres":

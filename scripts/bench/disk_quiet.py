@@ -2,8 +2,8 @@
 
 A run that starts inside the previous one's write-back, or inside the discards
 of the topic it deleted, measures them too. `settle_disk` waits (bounded) until
-neither is going on. Used by scripts/bench/latency_load.py and
-scripts/bench/efficiency_bench.py.
+neither is going on. Used by scripts/bench/latency_load.py,
+scripts/bench/efficiency_bench.py and scripts/bench/compare.py (`./kafgres bench`).
 """
 
 from __future__ import annotations
