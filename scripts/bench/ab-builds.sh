@@ -12,11 +12,12 @@
 # The library installed last stays installed: reinstall the one you want
 # (./kafgres stop; ./kafgres start rebuilds and installs the checkout's).
 # The cluster keeps its settings (kafgres.flush_policy included). The runs
-# go with the VM's memory settled, as in bench-compare (host_memory.py).
+# go with the VM's memory settled, as in bench-compare (host_memory.py),
+# and each starts on a quiet disk (disk_quiet.py).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-[ $# -ge 2 ] || { sed -n 2,15p "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n 2,16p "$0"; exit 2; }
 [ -n "${KAFGRES_MEMORY_SETTLED:-}" ] || exec python3 "$ROOT/scripts/bench/host_memory.py" -- "$0" "$@"
 A=$1 B=$2
 ROUNDS=${3:-3}
@@ -55,8 +56,9 @@ for round in $(seq 1 "$ROUNDS"); do
                 --size "$size" --producers 1 --seconds 10 2>/dev/null || true)
             echo "round $round $(basename "$lib") size $size: $(grep -o 'errors=[^ ]*\|records_per_s=[^ ]*\|mb_per_s=[^ ]*' <<<"$line" | tr '\n' ' ')"
             "$BENCH" delete-topics --bootstrap "$KAFGRES_BOOTSTRAP" "$topic" >/dev/null 2>&1 || true
-            sleep 3
-            sync
+            # The next run starts once the deleted topic's discards and the
+            # write-back are over (an fsync run would wait for them).
+            python3 -c "import sys; sys.path.insert(0, '$ROOT/scripts/bench'); from disk_quiet import settle_disk; settle_disk()"
         done
     done
 done
