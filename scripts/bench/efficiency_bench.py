@@ -30,10 +30,10 @@ kafgres-bench) and the cluster of `./kafgres start`. Kafgres runs the flush poli
 cluster has (`fsync` by default) unless `--flush-policy` sets another for the run (put back
 at the end); Kafka runs its defaults (page cache) unless `--strict` gives its topics
 flush.messages=1. Rounds alternate which broker goes first. Prints one line per run and a
-table of medians. A first round of every workload on both brokers warms them up (Kafka's JIT)
-and is left out of the medians (`--warmup-rounds N` for more, `--no-warmup` counts from the
-first). Kafka's figure at 100 B still rose over the next rounds (8.5, 11.5, 13.1, 13.4 and 13.9
-million records per CPU-second on 2026-12-06), so a claim against a warm Kafka wants 3.
+table of medians. The first rounds of every workload on both brokers warm them up (Kafka's
+JIT) and are left out of the medians: 3 by default (`--warmup-rounds N`; `--no-warmup` counts
+from the first). With one, Kafka's figure at 100 B still rose over the counted rounds (8.5,
+11.5, 13.1, 13.4 and 13.9 million records per CPU-second on 2026-12-06).
 
 With `flush_policy = fsync` Kafgres's fdatasync writes its pages back in the broker's own
 process, so its CPU time counts the file system's write-back; Kafka's write-back happens in the
@@ -225,7 +225,7 @@ def main() -> int:
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--flush-policy", choices=["fsync", "page_cache"], help="Kafgres's, for this run")
     parser.add_argument("--strict", action="store_true", help="Kafka topics with flush.messages=1")
-    parser.add_argument("--warmup-rounds", type=int, default=1, help="rounds run first and not counted")
+    parser.add_argument("--warmup-rounds", type=int, default=3, help="rounds run first and not counted")
     parser.add_argument("--no-warmup", action="store_true", help="count from the first round (--warmup-rounds 0)")
     parser.add_argument("--keep-page-reporting", action="store_true",
                         help="leave the VM's free page reporting on (host_memory.py)")
@@ -266,8 +266,9 @@ def measure(args: argparse.Namespace, cluster: KafgresCluster, kafka: KafkaBroke
         print(f"[efficiency] Kafgres (flush_policy={policy}) against Kafka {kafka.version}"
               f"{' (flush.messages=1)' if args.strict else ''}: {args.clients} clients, "
               f"{args.partitions} partitions", flush=True)
-        # Round 0 warms both brokers up (Kafka's JIT compiles its hot paths in the first seconds of load:
-        # its first round moved half as many records per CPU-second as its third) and is not counted.
+        # The warm-up rounds (negative indexes) are not counted: Kafka's JIT compiles its hot paths
+        # over its first rounds of load (its first moved half as many records per CPU-second as its
+        # fourth).
         warmups = 0 if args.no_warmup else max(args.warmup_rounds, 0)
         for round_index in range(-warmups, args.rounds):
             order = ["kafgres", "kafka"] if round_index % 2 == 0 else ["kafka", "kafgres"]
@@ -280,7 +281,7 @@ def measure(args: argparse.Namespace, cluster: KafgresCluster, kafka: KafkaBroke
                     run = bench.run(workload, name, bootstrap, pid, round_index)
                     status = "ok" if not run.failures and run.errors == 0 else \
                         f"FAILED ({run.errors} errors; {'; '.join(run.failures)})"
-                    label = "warm-up" if round_index < 0 else f"round {round_index + 1}"
+                    label = f"warm-up {round_index + warmups + 1}" if round_index < 0 else f"round {round_index + 1}"
                     print(f"[efficiency] {label} {workload:<11} {name:<7} "
                           f"records={run.records} seconds={run.wall_s:.1f} records_per_s={run.records_per_s:,.0f} "
                           f"broker_cpu_s={run.broker_cpu_s:.2f} client_cpu_s={run.client_cpu_s:.2f} "

@@ -291,8 +291,9 @@ fn validate_one(buf: &[u8], limit: Option<DecompressLimit>) -> Result<(BatchHead
 
 /// Checks each record's length prefix, field framing and offset delta, and
 /// returns the smallest and largest record timestamp other than -1. Offset
-/// deltas must be 0, 1, 2…, or, with `deltas_max` (a stored batch, maybe
-/// compacted), increase and stay at or below it.
+/// deltas must be 0, 1, 2… in a `PRODUCED` batch; in a stored one (maybe
+/// compacted) they must increase and stay at or below `deltas_max`, which a
+/// produced batch ignores.
 fn walk_records<const PRODUCED: bool>(
     mut buf: &[u8],
     records_count: i32,
